@@ -1,0 +1,1 @@
+//! `dirty-memory`: being built; see the workspace README for what it will provide.

@@ -1,0 +1,1 @@
+//! `flush-scheduler`: being built; see the workspace README for what it will provide.

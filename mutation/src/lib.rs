@@ -1,0 +1,1 @@
+//! `mutation`: being built; see the workspace README for what it will provide.

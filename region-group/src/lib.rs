@@ -1,0 +1,1 @@
+//! `region-group`: being built; see the workspace README for what it will provide.

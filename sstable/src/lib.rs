@@ -1,0 +1,1 @@
+//! `sstable`: being built; see the workspace README for what it will provide.
