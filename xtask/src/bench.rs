@@ -1,0 +1,153 @@
+//! `cargo xtask bench`: every benchmark suite, each comparing against its
+//! baseline in the same run, then a short fuzz run of the sstable reader.
+
+use std::path::Path;
+use std::time::Instant;
+
+use crate::report::{self, StepResult};
+use crate::runner;
+
+/// One benchmark suite: `cargo bench -p <package> --bench <bench> -- <args>`.
+#[derive(Debug)]
+struct Suite {
+    package: &'static str,
+    bench: &'static str,
+    /// Arguments for a full run.
+    full: &'static [&'static str],
+    /// Arguments for `--quick` (smallest scale).
+    quick: &'static [&'static str],
+}
+
+const SUITES: &[Suite] = &[
+    Suite {
+        package: "logalloc",
+        bench: "fragmentation",
+        full: &["--scale", "0.25"],
+        quick: &["--scale", "0.01"],
+    },
+    Suite {
+        package: "region-group",
+        bench: "admission",
+        full: &[],
+        quick: &["--quick"],
+    },
+    Suite {
+        package: "mutation",
+        bench: "merging_reader",
+        full: &[],
+        quick: &["--quick"],
+    },
+    Suite {
+        package: "sstable",
+        bench: "sstable_io",
+        full: &[],
+        quick: &["--scale", "0.01"],
+    },
+    Suite {
+        package: "dirty-memory",
+        bench: "flush_policy",
+        full: &[],
+        quick: &["--quick"],
+    },
+    Suite {
+        package: "flush-scheduler",
+        bench: "submit",
+        full: &[],
+        quick: &["--quick"],
+    },
+];
+
+/// The cargo-fuzz target of the sstable reader and how long it runs.
+const FUZZ_DIR: &str = "sstable/fuzz";
+const FUZZ_TARGET: &str = "reader";
+const FUZZ_SECONDS: &str = "30";
+
+/// Runs the bench task.
+pub(crate) fn run(args: &[&str]) -> Result<(), String> {
+    let mut quick = false;
+    for arg in args {
+        match *arg {
+            "--quick" => quick = true,
+            other => {
+                return Err(format!(
+                    "`cargo xtask bench` takes only --quick, not `{other}`"
+                ));
+            }
+        }
+    }
+    let mut results = Vec::new();
+    for suite in SUITES {
+        let name = suite.bench;
+        let file = Path::new(suite.package)
+            .join("benches")
+            .join(format!("{name}.rs"));
+        let started = Instant::now();
+        let outcome = if file.exists() {
+            let mut cargo_args = vec!["bench", "-p", suite.package, "--bench", name, "--"];
+            cargo_args.extend_from_slice(if quick { suite.quick } else { suite.full });
+            runner::cargo(&cargo_args)
+                .status()
+                .map(|()| format!("{} ({})", suite.package, file.display()))
+        } else {
+            Ok(format!(
+                "not written yet: {} has no {}",
+                suite.package,
+                file.display()
+            ))
+        };
+        results.push(StepResult {
+            name,
+            took: started.elapsed(),
+            outcome,
+        });
+    }
+    let started = Instant::now();
+    let outcome = fuzz();
+    results.push(StepResult {
+        name: "fuzz",
+        took: started.elapsed(),
+        outcome,
+    });
+    report::print_table(&results);
+    let failed: Vec<&str> = results
+        .iter()
+        .filter(|r| r.outcome.is_err())
+        .map(|r| r.name)
+        .collect();
+    if failed.is_empty() {
+        println!("\ncargo xtask bench: ok; results are recorded by hand in BENCHMARKS.md");
+        Ok(())
+    } else {
+        Err(format!("failed suites: {}", failed.join(", ")))
+    }
+}
+
+/// A brief cargo-fuzz run of the sstable reader; skipped, saying why, where
+/// the nightly toolchain or cargo-fuzz is missing.
+fn fuzz() -> Result<String, String> {
+    if !Path::new(FUZZ_DIR).join("Cargo.toml").exists() {
+        return Ok(format!("skipped: {FUZZ_DIR} does not exist yet"));
+    }
+    if !runner::has_cargo_subcommand(Some("nightly"), "fuzz") {
+        return Ok(
+            "skipped: needs the nightly toolchain and cargo-fuzz (cargo install cargo-fuzz)"
+                .to_string(),
+        );
+    }
+    let max_time = format!("-max_total_time={FUZZ_SECONDS}");
+    runner::program(
+        "cargo",
+        &[
+            "+nightly",
+            "fuzz",
+            "run",
+            "--fuzz-dir",
+            FUZZ_DIR,
+            FUZZ_TARGET,
+            "--",
+            &max_time,
+        ],
+    )
+    .status()
+    .map(|()| format!("{FUZZ_TARGET} ran {FUZZ_SECONDS}s without a crash"))
+}

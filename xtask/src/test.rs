@@ -1,0 +1,257 @@
+//! `cargo xtask test`: every check CI runs, in order.
+
+use std::time::Instant;
+
+use crate::report::{self, Counts, StepResult};
+use crate::runner;
+
+/// The logalloc test binary that runs under valgrind memcheck.
+const VALGRIND_PACKAGE: &str = "logalloc";
+const VALGRIND_TEST: &str = "valgrind_smoke";
+
+/// What the steps counted, for the summary line.
+#[derive(Debug, Default)]
+struct Tally {
+    tests: Counts,
+    doc_tests: Counts,
+    loom_models: Counts,
+}
+
+type Step = fn(&mut Tally) -> Result<String, String>;
+
+/// Runs the test task. `--quick` skips `cargo doc`, valgrind and loom.
+pub(crate) fn run(args: &[&str]) -> Result<(), String> {
+    let mut quick = false;
+    for arg in args {
+        match *arg {
+            "--quick" => quick = true,
+            other => {
+                return Err(format!(
+                    "`cargo xtask test` takes only --quick, not `{other}`"
+                ));
+            }
+        }
+    }
+    let mut steps: Vec<(&'static str, Step)> = vec![
+        ("fmt", fmt),
+        ("clippy", clippy),
+        ("tests", tests),
+        ("doc-tests", doc_tests),
+    ];
+    if !quick {
+        steps.push(("doc", doc));
+        steps.push(("valgrind", valgrind));
+        steps.push(("loom", loom));
+    }
+
+    let started = Instant::now();
+    let mut tally = Tally::default();
+    let mut results = Vec::new();
+    for (name, step) in steps {
+        println!("\n==> {name}");
+        let step_started = Instant::now();
+        let outcome = step(&mut tally);
+        let took = step_started.elapsed();
+        match &outcome {
+            Ok(note) => println!("==> {name}: ok in {:.1}s {note}", took.as_secs_f64()),
+            Err(reason) => println!("==> {name}: FAILED in {:.1}s: {reason}", took.as_secs_f64()),
+        }
+        results.push(StepResult {
+            name,
+            took,
+            outcome,
+        });
+    }
+    report::print_table(&results);
+
+    let failed_steps: Vec<&str> = results
+        .iter()
+        .filter(|r| r.outcome.is_err())
+        .map(|r| r.name)
+        .collect();
+    let total = tally.tests.add(tally.doc_tests).add(tally.loom_models);
+    println!(
+        "\ncargo xtask test{}: {} in {:.0}s: {}/{} steps ok; {} tests, {} doc tests, {} loom models passed{}",
+        if quick { " --quick" } else { "" },
+        if failed_steps.is_empty() {
+            "ok"
+        } else {
+            "FAILED"
+        },
+        started.elapsed().as_secs_f64(),
+        results.len() - failed_steps.len(),
+        results.len(),
+        tally.tests.passed,
+        tally.doc_tests.passed,
+        tally.loom_models.passed,
+        if quick {
+            " (quick: doc, valgrind and loom skipped)"
+        } else {
+            ""
+        },
+    );
+    println!("xtask: {} passed, {} failed", total.passed, total.failed);
+    if failed_steps.is_empty() {
+        Ok(())
+    } else {
+        Err(format!("failed steps: {}", failed_steps.join(", ")))
+    }
+}
+
+fn fmt(_: &mut Tally) -> Result<String, String> {
+    runner::cargo(&["fmt", "--all", "--", "--check"])
+        .status()
+        .map(|()| String::new())
+}
+
+fn clippy(_: &mut Tally) -> Result<String, String> {
+    runner::cargo(&[
+        "clippy",
+        "--workspace",
+        "--all-targets",
+        "--",
+        "-D",
+        "warnings",
+    ])
+    .status()
+    .map(|()| String::new())
+}
+
+/// Turns a runner's counts into a step result: failures and ignored tests
+/// fail the step (an ignored test checks nothing), and so does running none.
+fn judge(counts: Counts, what: &str) -> Result<String, String> {
+    if counts.failed > 0 {
+        Err(format!("{} {what} failed", counts.failed))
+    } else if counts.ignored > 0 {
+        Err(format!(
+            "{} {what} ignored or skipped: every test must run",
+            counts.ignored
+        ))
+    } else if counts.passed == 0 {
+        Err(format!("no {what} ran"))
+    } else {
+        Ok(format!("({} {what} passed)", counts.passed))
+    }
+}
+
+fn tests(tally: &mut Tally) -> Result<String, String> {
+    if runner::has_cargo_subcommand(None, "nextest") {
+        let output = runner::cargo(&["nextest", "run", "--workspace", "--profile", "ci"])
+            .tee()
+            .map_err(|(reason, output)| match report::parse_nextest(&output) {
+                Some(c) => format!("{reason}; {} passed, {} failed", c.passed, c.failed),
+                None => reason,
+            })?;
+        let counts = report::parse_nextest(&output)
+            .ok_or("nextest printed no summary line; cannot tell what ran")?;
+        tally.tests = counts;
+        judge(counts, "tests")
+    } else {
+        println!("cargo-nextest is not installed: falling back to `cargo test`");
+        let output = runner::cargo(&["test", "--workspace", "--lib", "--bins", "--tests"])
+            .tee()
+            .map_err(|(reason, _)| reason)?;
+        let counts = report::parse_cargo_test(&output);
+        tally.tests = counts;
+        judge(counts, "tests")
+    }
+}
+
+fn doc_tests(tally: &mut Tally) -> Result<String, String> {
+    let output = runner::cargo(&["test", "--workspace", "--doc"])
+        .tee()
+        .map_err(|(reason, _)| reason)?;
+    let counts = report::parse_cargo_test(&output);
+    tally.doc_tests = counts;
+    judge(counts, "doc tests")
+}
+
+fn doc(_: &mut Tally) -> Result<String, String> {
+    runner::cargo(&["doc", "--workspace", "--no-deps"])
+        .env("RUSTDOCFLAGS", "-D warnings")
+        .status()
+        .map(|()| String::new())
+}
+
+/// Runs logalloc's unsafe core under valgrind memcheck, or says why not.
+fn valgrind(_: &mut Tally) -> Result<String, String> {
+    if !runner::has_program("valgrind", &["--version"]) {
+        return Ok("skipped: valgrind is not installed (apt-get install valgrind)".to_string());
+    }
+    let output = runner::cargo(&[
+        "test",
+        "-p",
+        VALGRIND_PACKAGE,
+        "--test",
+        VALGRIND_TEST,
+        "--no-run",
+        "--message-format=json",
+    ])
+    .tee()
+    .map_err(|(reason, _)| reason)?;
+    let executable = output
+        .lines()
+        .filter(|line| line.contains("\"executable\":\"") && line.contains(VALGRIND_TEST))
+        .find_map(|line| {
+            let start = line.find("\"executable\":\"")? + "\"executable\":\"".len();
+            let end = line[start..].find('"')? + start;
+            Some(line[start..end].to_string())
+        })
+        .ok_or_else(|| format!("cargo did not report the `{VALGRIND_TEST}` test executable"))?;
+    let output = runner::program(
+        "valgrind",
+        &[
+            "--error-exitcode=1",
+            "--leak-check=full",
+            "--errors-for-leak-kinds=definite",
+            "--quiet",
+            &executable,
+            "--test-threads=2",
+        ],
+    )
+    .env("PROPTEST_CASES", "16")
+    .tee()
+    .map_err(|(reason, _)| format!("valgrind reported errors: {reason}"))?;
+    let counts = report::parse_cargo_test(&output);
+    judge(counts, "tests under valgrind")
+}
+
+/// The loom pass: every crate with loom models, `--cfg loom`, release, its
+/// own target directory, filtered to the `loom_` tests.
+fn loom(tally: &mut Tally) -> Result<String, String> {
+    let packages = runner::loom_packages();
+    if packages.is_empty() {
+        return Err("no workspace crate enables loom under cfg(loom)".to_string());
+    }
+    let preemptions = std::env::var("LOOM_MAX_PREEMPTIONS").unwrap_or_else(|_| "2".to_string());
+    let rustflags = match std::env::var("RUSTFLAGS") {
+        Ok(flags) if !flags.trim().is_empty() => format!("{flags} --cfg loom"),
+        _ => "--cfg loom".to_string(),
+    };
+    let mut args = vec!["test", "--release", "--lib", "--tests"];
+    for package in &packages {
+        args.push("-p");
+        args.push(package);
+    }
+    args.extend_from_slice(&["--", "loom_"]);
+    let output = runner::cargo(&args)
+        .env("RUSTFLAGS", &rustflags)
+        .env("CARGO_TARGET_DIR", "target/loom")
+        .env("LOOM_MAX_PREEMPTIONS", &preemptions)
+        .tee()
+        .map_err(|(reason, output)| {
+            let counts = report::parse_cargo_test(&output);
+            format!(
+                "{reason}; {} loom models passed, {} failed",
+                counts.passed, counts.failed
+            )
+        })?;
+    let counts = report::parse_cargo_test(&output);
+    tally.loom_models = counts;
+    judge(counts, "loom models").map(|note| {
+        format!(
+            "{note} in {} (LOOM_MAX_PREEMPTIONS={preemptions})",
+            packages.join(", ")
+        )
+    })
+}
