@@ -1,0 +1,187 @@
+//! Flush directories: validation, round-robin choice, skipping failed ones.
+//!
+//! Policy: directories are used round-robin. A directory whose attempt
+//! failed with [`FlushError::DirectoryFailed`] is skipped until its
+//! cooldown ends; then it is tried again, a success clears the failure and
+//! another failure starts a new cooldown. If every directory is cooling
+//! down, the one whose cooldown ends first is used anyway, so flushing
+//! never stops for want of a directory (the job's own backoff paces it).
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use crate::error::FlushError;
+use crate::metrics::DirectoryMetrics;
+use crate::sync::PlainArc;
+
+/// Checks that every directory exists, is a directory and accepts a new
+/// file (an unnamed temporary file, removed at once).
+pub(crate) fn validate(dirs: &[PathBuf]) -> Result<(), FlushError> {
+    for path in dirs {
+        let meta = std::fs::metadata(path).map_err(|e| FlushError::DirectoryInaccessible {
+            path: path.clone(),
+            source: PlainArc::new(e),
+        })?;
+        if !meta.is_dir() {
+            return Err(FlushError::NotADirectory { path: path.clone() });
+        }
+        tempfile::tempfile_in(path).map_err(|e| FlushError::DirectoryNotWritable {
+            path: path.clone(),
+            source: PlainArc::new(e),
+        })?;
+    }
+    Ok(())
+}
+
+#[derive(Debug)]
+struct Directory {
+    path: PathBuf,
+    failed_until: Option<Instant>,
+    attempts: u64,
+    completed: u64,
+    failures: u64,
+    bytes_written: u64,
+}
+
+/// The configured flush directories and their health.
+#[derive(Debug)]
+pub(crate) struct Directories {
+    dirs: Vec<Directory>,
+    next: usize,
+    cooldown: Duration,
+}
+
+impl Directories {
+    /// `paths` must be non-empty (checked by the configuration).
+    pub(crate) fn new(paths: Vec<PathBuf>, cooldown: Duration) -> Self {
+        let dirs = paths
+            .into_iter()
+            .map(|path| Directory {
+                path,
+                failed_until: None,
+                attempts: 0,
+                completed: 0,
+                failures: 0,
+                bytes_written: 0,
+            })
+            .collect();
+        Self {
+            dirs,
+            next: 0,
+            cooldown,
+        }
+    }
+
+    /// Chooses the directory for an attempt starting at `now`.
+    pub(crate) fn pick(&mut self, now: Instant) -> usize {
+        let n = self.dirs.len();
+        let healthy = (0..n)
+            .map(|i| (self.next + i) % n)
+            .find(|&i| self.dirs[i].failed_until.is_none_or(|t| t <= now));
+        let chosen = healthy.unwrap_or_else(|| {
+            (0..n)
+                .min_by_key(|&i| self.dirs[i].failed_until)
+                .unwrap_or(0)
+        });
+        self.next = (chosen + 1) % n;
+        self.dirs[chosen].attempts += 1;
+        chosen
+    }
+
+    /// The path of directory `index`.
+    pub(crate) fn path(&self, index: usize) -> &Path {
+        &self.dirs[index].path
+    }
+
+    /// An attempt in directory `index` succeeded: the directory is healthy.
+    pub(crate) fn succeeded(&mut self, index: usize) {
+        let d = &mut self.dirs[index];
+        d.completed += 1;
+        d.failed_until = None;
+    }
+
+    /// An attempt in directory `index` failed because of the directory.
+    pub(crate) fn failed(&mut self, index: usize, now: Instant) {
+        let d = &mut self.dirs[index];
+        d.failures += 1;
+        d.failed_until = Some(now + self.cooldown);
+    }
+
+    /// Accounts `bytes` written into directory `index`.
+    pub(crate) fn written(&mut self, index: usize, bytes: u64) {
+        let d = &mut self.dirs[index];
+        d.bytes_written = d.bytes_written.saturating_add(bytes);
+    }
+
+    /// Per-directory metrics as of `now`.
+    pub(crate) fn metrics(&self, now: Instant) -> Vec<DirectoryMetrics> {
+        self.dirs
+            .iter()
+            .map(|d| DirectoryMetrics {
+                path: d.path.clone(),
+                attempts: d.attempts,
+                completed: d.completed,
+                failures: d.failures,
+                bytes_written: d.bytes_written,
+                cooling_down: d.failed_until.is_some_and(|t| t > now),
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn dirs(n: usize) -> Directories {
+        Directories::new(
+            (0..n).map(|i| PathBuf::from(format!("/d{i}"))).collect(),
+            Duration::from_secs(30),
+        )
+    }
+
+    #[test]
+    fn round_robin_skips_cooling_directories_until_the_cooldown_ends() {
+        let mut d = dirs(3);
+        let t0 = Instant::now();
+        let picks: Vec<_> = (0..4).map(|_| d.pick(t0)).collect();
+        assert_eq!(picks, [0, 1, 2, 0]);
+        d.failed(1, t0);
+        let picks: Vec<_> = (0..4).map(|_| d.pick(t0)).collect();
+        assert_eq!(picks, [2, 0, 2, 0]);
+        let later = t0 + Duration::from_secs(31);
+        assert_eq!(d.pick(later), 1);
+        let m = d.metrics(t0);
+        assert!(m[1].cooling_down && !m[0].cooling_down);
+        assert_eq!(m[1].failures, 1);
+        assert!(!d.metrics(later)[1].cooling_down);
+    }
+
+    #[test]
+    fn success_clears_a_failure_and_all_failed_picks_the_earliest_recovery() {
+        let mut d = dirs(2);
+        let t0 = Instant::now();
+        d.failed(0, t0 + Duration::from_secs(5));
+        d.failed(1, t0);
+        assert_eq!(d.pick(t0), 1, "directory 1 recovers first");
+        d.succeeded(1);
+        assert_eq!(d.pick(t0), 1, "directory 1 is healthy again; 0 is skipped");
+        assert_eq!(d.metrics(t0)[1].completed, 1);
+    }
+
+    #[test]
+    fn validation_names_the_bad_directory() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let missing = tmp.path().join("missing");
+        let err = validate(&[tmp.path().to_path_buf(), missing.clone()]).unwrap_err();
+        assert!(matches!(&err, FlushError::DirectoryInaccessible { path, .. } if *path == missing));
+        assert!(err.to_string().contains("missing"));
+        let file = tmp.path().join("file");
+        std::fs::write(&file, b"x").expect("write");
+        assert!(matches!(
+            validate(std::slice::from_ref(&file)),
+            Err(FlushError::NotADirectory { .. })
+        ));
+        assert!(validate(&[tmp.path().to_path_buf()]).is_ok());
+    }
+}
