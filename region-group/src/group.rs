@@ -1,0 +1,642 @@
+//! [`RegionGroup`]: the accounting, the soft limit and the region ordering.
+//!
+//! All mutable state lives in one [`State`] behind one mutex. Every change
+//! goes through [`RegionGroup::settle`], which (still under the lock) records
+//! a soft-limit crossing if there was one and admits the next queued request
+//! if memory allows, then (after unlocking) wakes the admitted request and
+//! delivers pending reclaim callbacks in order.
+
+use std::collections::VecDeque;
+use std::fmt;
+use std::time::Duration;
+
+use logalloc::{RegionId, RegionListener};
+use slab::Slab;
+
+use crate::config::{Limits, ReclaimCallback, ReclaimConfig};
+use crate::error::Error;
+use crate::sync::{Arc, Condvar, Mutex, MutexGuard};
+use crate::timer::TimerState;
+use crate::tracker::RegionTracker;
+use crate::waiter::{Status, Waiter, Wake};
+
+/// A soft-limit crossing waiting to be reported.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Crossing {
+    Start,
+    Stop,
+}
+
+/// Everything the group's mutex protects.
+#[derive(Debug)]
+pub(crate) struct State {
+    /// Bytes of segments held by the group's regions.
+    pub(crate) real: usize,
+    /// Bytes declared written out by `account_spooled` (net of reverts).
+    pub(crate) spooled: usize,
+    pub(crate) limits: Limits,
+    /// Whether unspooled usage was above the soft limit at the last check.
+    reclaiming: bool,
+    /// Crossings not yet reported through the callbacks, oldest first.
+    crossings: VecDeque<Crossing>,
+    /// Whether some thread is delivering `crossings` right now.
+    delivering: bool,
+    pub(crate) regions: RegionTracker,
+    /// Blocked requests; each owner removes its own entry.
+    pub(crate) waiters: Slab<Waiter>,
+    /// Keys into `waiters` of the requests still queued, in arrival order.
+    pub(crate) queue: VecDeque<usize>,
+    /// An admitted request is running (or about to); no other is admitted
+    /// until it finishes.
+    pub(crate) releasing: bool,
+    pub(crate) shutdown: bool,
+    /// Sequence numbers tell a waiter apart from a later one in the same slot.
+    pub(crate) next_seq: u64,
+    peak_real: usize,
+    peak_unspooled: usize,
+    pub(crate) blocked_total: u64,
+    pub(crate) blocked_time: Duration,
+    pub(crate) timer: TimerState,
+}
+
+impl State {
+    pub(crate) fn unspooled(&self) -> usize {
+        self.real.saturating_sub(self.spooled)
+    }
+
+    /// Usage is within every hard limit (equal is within).
+    pub(crate) fn permitted(&self) -> bool {
+        self.unspooled() <= self.limits.unspooled_hard && self.real <= self.limits.real_hard
+    }
+
+    /// A newcomer may run at once: nothing queued or being released, not shut
+    /// down, and memory within the limits.
+    pub(crate) fn fast_path_open(&self) -> bool {
+        !self.shutdown && self.queue.is_empty() && !self.releasing && self.permitted()
+    }
+
+    fn note_peaks(&mut self) {
+        self.peak_real = self.peak_real.max(self.real);
+        self.peak_unspooled = self.peak_unspooled.max(self.unspooled());
+    }
+
+    /// Admits the head of the queue if nothing is being released and memory
+    /// allows. At most one request per check: the admitted one must finish
+    /// before the next check admits another.
+    fn admit_next(&mut self) -> Option<Wake> {
+        if self.releasing || self.shutdown || !self.permitted() {
+            return None;
+        }
+        let key = self.queue.pop_front()?;
+        self.releasing = true;
+        let waiter = &mut self.waiters[key];
+        waiter.status = Status::Admitted;
+        let waited = waiter.queued_at.elapsed();
+        let wake = waiter.take_wake();
+        self.blocked_time += waited;
+        wake
+    }
+
+    /// Removes the queued waiter `key` from the queue (timeout, cancel).
+    pub(crate) fn unqueue(&mut self, key: usize) {
+        if let Some(pos) = self.queue.iter().position(|&k| k == key) {
+            self.queue.remove(pos);
+        }
+        let waited = self.waiters[key].queued_at.elapsed();
+        self.blocked_time += waited;
+    }
+}
+
+/// A snapshot of a group's counters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct GroupMetrics {
+    /// Bytes of segments held by the group's regions.
+    pub real_usage: usize,
+    /// Real usage minus bytes accounted as spooled (0 if that would be negative).
+    pub unspooled_usage: usize,
+    /// Bytes accounted as spooled.
+    pub spooled: usize,
+    /// Highest real usage seen.
+    pub peak_real_usage: usize,
+    /// Highest unspooled usage seen.
+    pub peak_unspooled_usage: usize,
+    /// Requests waiting in the queue now.
+    pub queued_requests: usize,
+    /// Requests that ever had to wait (were queued).
+    pub blocked_requests_total: u64,
+    /// Total time requests spent queued, summed over requests.
+    pub blocked_time_total: Duration,
+    /// Regions reporting to the group.
+    pub regions: usize,
+    /// Whether unspooled usage is above the soft limit.
+    pub reclaiming: bool,
+}
+
+/// The part of a group shared with its timer thread.
+pub(crate) struct Shared {
+    pub(crate) name: String,
+    pub(crate) state: Mutex<State>,
+    /// The async-timeout thread waits on this.
+    pub(crate) timer_cv: Condvar,
+    start_reclaiming: Option<ReclaimCallback>,
+    stop_reclaiming: Option<ReclaimCallback>,
+}
+
+/// A set of regions whose summed memory is limited.
+///
+/// The group learns of its regions only through the [`RegionListener`]
+/// callbacks (a logalloc region listening to the group reports to it from
+/// then on). From them it keeps two counters:
+///
+/// * **real** usage: bytes of segments its regions hold;
+/// * **unspooled** usage: real minus the bytes callers declared already
+///   written out ([`account_spooled`](Self::account_spooled)).
+///
+/// Listener deltas change both; `account_spooled`/`revert_spooled` change
+/// only unspooled. The counters drive the soft limit (reclaim callbacks,
+/// see [`ReclaimConfig`]) and the hard limits (writers wait in
+/// [`run_when_memory_available`](Self::run_when_memory_available)), and the
+/// group orders its regions by size for [`largest_region`](Self::largest_region).
+pub struct RegionGroup {
+    pub(crate) shared: Arc<Shared>,
+}
+
+impl fmt::Debug for RegionGroup {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RegionGroup")
+            .field("name", &self.shared.name)
+            .field("metrics", &self.metrics())
+            .finish()
+    }
+}
+
+impl RegionGroup {
+    /// Creates a group named `name` (the name appears in every error).
+    ///
+    /// A soft limit above the unspooled hard limit is lowered to it (see
+    /// [`ReclaimConfig`]).
+    pub fn new(name: impl Into<String>, config: ReclaimConfig) -> Arc<RegionGroup> {
+        let limits = Limits::new(
+            config.unspooled_hard_limit,
+            config.unspooled_soft_limit,
+            config.real_hard_limit,
+        );
+        let state = State {
+            real: 0,
+            spooled: 0,
+            limits,
+            reclaiming: false,
+            crossings: VecDeque::new(),
+            delivering: false,
+            regions: RegionTracker::default(),
+            waiters: Slab::new(),
+            queue: VecDeque::new(),
+            releasing: false,
+            shutdown: false,
+            next_seq: 0,
+            peak_real: 0,
+            peak_unspooled: 0,
+            blocked_total: 0,
+            blocked_time: Duration::ZERO,
+            timer: TimerState::default(),
+        };
+        Arc::new(RegionGroup {
+            shared: Arc::new(Shared {
+                name: name.into(),
+                state: Mutex::new(state),
+                timer_cv: Condvar::new(),
+                start_reclaiming: config.start_reclaiming,
+                stop_reclaiming: config.stop_reclaiming,
+            }),
+        })
+    }
+
+    /// The group's name.
+    pub fn name(&self) -> &str {
+        &self.shared.name
+    }
+
+    pub(crate) fn lock(&self) -> MutexGuard<'_, State> {
+        self.shared.state.lock()
+    }
+
+    pub(crate) fn timeout_error(&self) -> Error {
+        Error::Timeout {
+            group: self.shared.name.clone(),
+        }
+    }
+
+    pub(crate) fn shutdown_error(&self) -> Error {
+        Error::Shutdown {
+            group: self.shared.name.clone(),
+        }
+    }
+
+    /// Finishes a state change: records a soft-limit crossing, admits the next
+    /// request if memory allows, unlocks, wakes it, and delivers crossings.
+    pub(crate) fn settle(&self, mut st: MutexGuard<'_, State>) {
+        let over = st.unspooled() > st.limits.unspooled_soft;
+        if over != st.reclaiming {
+            st.reclaiming = over;
+            st.crossings.push_back(if over {
+                Crossing::Start
+            } else {
+                Crossing::Stop
+            });
+        }
+        let wake = st.admit_next();
+        let deliver = !st.delivering && !st.crossings.is_empty();
+        if deliver {
+            st.delivering = true;
+        }
+        drop(st);
+        if let Some(wake) = wake {
+            wake.wake();
+        }
+        if deliver {
+            self.deliver_crossings();
+        }
+    }
+
+    /// Reports pending crossings in order, one callback at a time, with the
+    /// lock released around each callback. Only one thread delivers at a
+    /// time; crossings recorded meanwhile (even by a callback calling back
+    /// into the group) are delivered by the same loop.
+    fn deliver_crossings(&self) {
+        /// Lets a later change deliver again if a callback panics.
+        struct Delivering<'a>(&'a RegionGroup);
+        impl Drop for Delivering<'_> {
+            fn drop(&mut self) {
+                self.0.lock().delivering = false;
+            }
+        }
+        let _delivering = Delivering(self);
+        loop {
+            let Some(crossing) = self.lock().crossings.pop_front() else {
+                return;
+            };
+            let callback = match crossing {
+                Crossing::Start => &self.shared.start_reclaiming,
+                Crossing::Stop => &self.shared.stop_reclaiming,
+            };
+            if let Some(callback) = callback {
+                callback();
+            }
+        }
+    }
+
+    /// Bytes of segments held by the group's regions.
+    pub fn real_usage(&self) -> usize {
+        self.lock().real
+    }
+
+    /// Real usage minus bytes accounted as spooled (0 if that is negative,
+    /// which happens when regions are removed before their spooled bytes
+    /// are reverted).
+    pub fn unspooled_usage(&self) -> usize {
+        self.lock().unspooled()
+    }
+
+    /// Declares `bytes` of the group's memory written out (flush progress):
+    /// unspooled usage falls by `bytes`, real usage is unchanged. May admit
+    /// waiting writers and stop reclaiming.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::SpooledExceedsUsage`] if the total spooled would exceed real
+    /// usage; nothing changes then.
+    pub fn account_spooled(&self, bytes: usize) -> Result<(), Error> {
+        let mut st = self.lock();
+        match st.spooled.checked_add(bytes) {
+            Some(spooled) if spooled <= st.real => st.spooled = spooled,
+            _ => {
+                return Err(Error::SpooledExceedsUsage {
+                    group: self.shared.name.clone(),
+                    bytes,
+                    spooled: st.spooled,
+                    real: st.real,
+                });
+            }
+        }
+        self.settle(st);
+        Ok(())
+    }
+
+    /// Takes back `bytes` previously accounted as spooled (a failed or
+    /// finished flush): unspooled usage rises by up to `bytes`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::RevertExceedsSpooled`] if fewer than `bytes` are spooled;
+    /// nothing changes then.
+    pub fn revert_spooled(&self, bytes: usize) -> Result<(), Error> {
+        let mut st = self.lock();
+        if bytes > st.spooled {
+            return Err(Error::RevertExceedsSpooled {
+                group: self.shared.name.clone(),
+                bytes,
+                spooled: st.spooled,
+            });
+        }
+        st.spooled -= bytes;
+        st.note_peaks();
+        self.settle(st);
+        Ok(())
+    }
+
+    /// Bytes currently accounted as spooled.
+    pub fn spooled(&self) -> usize {
+        self.lock().spooled
+    }
+
+    /// Replaces the three limits (a soft limit above the unspooled hard limit
+    /// is lowered to it). Re-checks at once: may fire a reclaim callback and
+    /// admit waiting writers.
+    pub fn update_limits(&self, unspooled_hard: usize, unspooled_soft: usize, real_hard: usize) {
+        let mut st = self.lock();
+        st.limits = Limits::new(unspooled_hard, unspooled_soft, real_hard);
+        self.settle(st);
+    }
+
+    /// The limits in effect.
+    pub fn limits(&self) -> Limits {
+        self.lock().limits
+    }
+
+    /// Whether usage is within every hard limit (usage equal to a limit is
+    /// within it). This ignores the queue: a newcomer still waits behind
+    /// queued requests.
+    pub fn execution_permitted(&self) -> bool {
+        self.lock().permitted()
+    }
+
+    /// Whether unspooled usage is above the soft limit (the state the last
+    /// reclaim callback reported, or is about to report).
+    pub fn is_reclaiming(&self) -> bool {
+        self.lock().reclaiming
+    }
+
+    /// The largest region by segment total, counting grounded regions as
+    /// size 0. It may return a grounded (or empty) region, but only when no
+    /// region has a positive ordering size; use
+    /// [`largest_flushable_region`](Self::largest_flushable_region) to never
+    /// get one, or [`region_size`](Self::region_size) to check. Ties go to
+    /// the higher id. O(log n) maintenance, O(1) query.
+    pub fn largest_region(&self) -> Option<RegionId> {
+        self.lock().regions.largest()
+    }
+
+    /// The largest region that is not grounded and holds at least one
+    /// segment: the one worth flushing. `None` if there is none.
+    pub fn largest_flushable_region(&self) -> Option<RegionId> {
+        self.lock().regions.largest_flushable()
+    }
+
+    /// The segment total of `region` and whether it is grounded, or `None`
+    /// if it does not report to this group.
+    pub fn region_size(&self, region: RegionId) -> Option<(usize, bool)> {
+        self.lock()
+            .regions
+            .get(region)
+            .map(|e| (e.total, e.grounded))
+    }
+
+    /// Number of regions reporting to this group.
+    pub fn region_count(&self) -> usize {
+        self.lock().regions.len()
+    }
+
+    /// Requests waiting in the queue now.
+    pub fn queued_requests(&self) -> usize {
+        self.lock().queue.len()
+    }
+
+    /// Shuts the group down: every queued request fails with
+    /// [`Error::Shutdown`] and so does every later one. A request already
+    /// admitted finishes normally. Usage accounting continues (regions may
+    /// still be dropped). Idempotent.
+    pub fn shutdown(&self) {
+        let mut st = self.lock();
+        st.shutdown = true;
+        let mut wakes = Vec::with_capacity(st.queue.len());
+        while let Some(key) = st.queue.pop_front() {
+            let waited = st.waiters[key].queued_at.elapsed();
+            st.blocked_time += waited;
+            let waiter = &mut st.waiters[key];
+            waiter.status = Status::Shutdown;
+            wakes.extend(waiter.take_wake());
+        }
+        drop(st);
+        self.shared.timer_cv.notify_one();
+        for wake in wakes {
+            wake.wake();
+        }
+    }
+
+    /// Whether [`shutdown`](Self::shutdown) was called.
+    pub fn is_shutdown(&self) -> bool {
+        self.lock().shutdown
+    }
+
+    /// A snapshot of the group's counters.
+    pub fn metrics(&self) -> GroupMetrics {
+        let st = self.lock();
+        GroupMetrics {
+            real_usage: st.real,
+            unspooled_usage: st.unspooled(),
+            spooled: st.spooled,
+            peak_real_usage: st.peak_real,
+            peak_unspooled_usage: st.peak_unspooled,
+            queued_requests: st.queue.len(),
+            blocked_requests_total: st.blocked_total,
+            blocked_time_total: st.blocked_time,
+            regions: st.regions.len(),
+            reclaiming: st.reclaiming,
+        }
+    }
+
+    /// Adds `delta` to real usage (and so to unspooled usage).
+    fn grow(st: &mut State, delta: usize) {
+        st.real = st.real.saturating_add(delta);
+        st.note_peaks();
+    }
+
+    /// Removes `delta` from real usage (and so from unspooled usage).
+    fn shrink(st: &mut State, delta: usize) {
+        st.real = st.real.saturating_sub(delta);
+    }
+}
+
+impl Drop for RegionGroup {
+    fn drop(&mut self) {
+        // Stop the async-timeout thread, if one runs; it holds only `Shared`.
+        self.shared.state.lock().timer.stop = true;
+        self.shared.timer_cv.notify_one();
+    }
+}
+
+/// The group's view of its regions. Each callback takes the group lock
+/// briefly and never blocks otherwise; reclaim callbacks and wake-ups run
+/// after the lock is released.
+impl RegionListener for RegionGroup {
+    fn add(&self, region: RegionId, total: usize) {
+        let mut st = self.lock();
+        if let Some(old) = st.regions.insert(region, total) {
+            Self::shrink(&mut st, old.total);
+        }
+        Self::grow(&mut st, total);
+        self.settle(st);
+    }
+
+    fn del(&self, region: RegionId, total: usize) {
+        let mut st = self.lock();
+        st.regions.remove(region);
+        Self::shrink(&mut st, total);
+        self.settle(st);
+    }
+
+    fn increase_usage(&self, region: RegionId, delta: usize) {
+        let mut st = self.lock();
+        st.regions.grow(region, delta);
+        Self::grow(&mut st, delta);
+        self.settle(st);
+    }
+
+    fn decrease_usage(&self, region: RegionId, delta: usize) {
+        let mut st = self.lock();
+        st.regions.shrink(region, delta);
+        Self::shrink(&mut st, delta);
+        self.settle(st);
+    }
+
+    fn merged(&self, into: RegionId, from: RegionId, moved: usize) {
+        // The group's totals are unchanged; only the ordering moves.
+        self.lock().regions.merge(into, from, moved);
+    }
+
+    fn ground_evictable(&self, region: RegionId) {
+        self.lock().regions.ground(region);
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    fn id(n: u64) -> RegionId {
+        RegionId::from_raw(n)
+    }
+
+    #[test]
+    fn listener_deltas_change_both_counters() {
+        let g = RegionGroup::new("g", ReclaimConfig::default());
+        g.add(id(1), 100);
+        g.increase_usage(id(1), 50);
+        g.account_spooled(30).unwrap();
+        assert_eq!((g.real_usage(), g.unspooled_usage()), (150, 120));
+        g.decrease_usage(id(1), 50);
+        assert_eq!((g.real_usage(), g.unspooled_usage()), (100, 70));
+        g.revert_spooled(30).unwrap();
+        assert_eq!(g.unspooled_usage(), 100);
+        g.del(id(1), 100);
+        assert_eq!((g.real_usage(), g.region_count()), (0, 0));
+        let m = g.metrics();
+        assert_eq!((m.peak_real_usage, m.peak_unspooled_usage), (150, 150));
+    }
+
+    #[test]
+    fn bad_spool_accounting_is_rejected_without_change() {
+        let g = RegionGroup::new("dirty", ReclaimConfig::default());
+        g.add(id(1), 100);
+        let err = g.account_spooled(101).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "region group `dirty`: cannot account 101 spooled bytes: 0 already spooled of 100 bytes of real usage"
+        );
+        assert!(matches!(
+            g.account_spooled(usize::MAX),
+            Err(Error::SpooledExceedsUsage { .. })
+        ));
+        g.account_spooled(60).unwrap();
+        let err = g.revert_spooled(61).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "region group `dirty`: cannot revert 61 spooled bytes: only 60 are spooled"
+        );
+        assert_eq!((g.spooled(), g.unspooled_usage()), (60, 40));
+    }
+
+    #[test]
+    fn soft_limit_defaults_to_hard_and_is_clamped() {
+        let g = RegionGroup::new(
+            "g",
+            ReclaimConfig {
+                unspooled_hard_limit: 10,
+                ..Default::default()
+            },
+        );
+        assert_eq!(
+            g.limits(),
+            Limits {
+                unspooled_hard: 10,
+                unspooled_soft: 10,
+                real_hard: usize::MAX
+            }
+        );
+        g.update_limits(5, 8, 20);
+        assert_eq!(
+            g.limits(),
+            Limits {
+                unspooled_hard: 5,
+                unspooled_soft: 5,
+                real_hard: 20
+            }
+        );
+    }
+
+    #[test]
+    fn callback_calling_back_into_group_does_not_deadlock() {
+        let calls = std::sync::Arc::new(AtomicUsize::new(0));
+        let cell: std::sync::Arc<std::sync::OnceLock<std::sync::Weak<RegionGroup>>> =
+            Default::default();
+        let (c, w) = (calls.clone(), cell.clone());
+        let g = RegionGroup::new(
+            "g",
+            ReclaimConfig {
+                unspooled_soft_limit: 10,
+                start_reclaiming: Some(std::sync::Arc::new(move || {
+                    c.fetch_add(1, Ordering::SeqCst);
+                    // Calls back into the group: raises the soft limit, which
+                    // records a stop crossing delivered by the same loop.
+                    if let Some(g) = w.get().and_then(std::sync::Weak::upgrade) {
+                        assert!(g.is_reclaiming());
+                        g.update_limits(usize::MAX, 1000, usize::MAX);
+                    }
+                })),
+                ..Default::default()
+            },
+        );
+        cell.set(std::sync::Arc::downgrade(&g)).unwrap();
+        g.add(id(1), 11);
+        assert_eq!(calls.load(Ordering::SeqCst), 1);
+        assert!(!g.is_reclaiming());
+    }
+
+    #[test]
+    fn real_hard_limit_blocks_independently_of_spooling() {
+        let g = RegionGroup::new(
+            "g",
+            ReclaimConfig {
+                real_hard_limit: 100,
+                ..Default::default()
+            },
+        );
+        g.add(id(1), 101);
+        g.account_spooled(50).unwrap();
+        assert!(!g.execution_permitted());
+        g.decrease_usage(id(1), 1);
+        assert!(g.execution_permitted());
+    }
+}
