@@ -1,0 +1,130 @@
+//! The error type of the crate.
+
+use std::error::Error as StdError;
+use std::time::Duration;
+
+use logalloc::RegionId;
+
+use crate::sync::Arc;
+
+/// The source of a failed flush, as the [`FlushTarget`](crate::FlushTarget)
+/// reported it. Shared, so every waiter of a coalesced flush sees it.
+pub type FlushFailure = Arc<dyn StdError + Send + Sync + 'static>;
+
+/// Everything that can go wrong in `dirty-memory`.
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The budget cannot hold even one byte under every limit.
+    #[error("dirty-memory budget of {budget} bytes is below the {min}-byte minimum")]
+    BudgetTooSmall {
+        /// The budget that was asked for.
+        budget: usize,
+        /// The smallest accepted budget.
+        min: usize,
+    },
+
+    /// The soft-limit ratio is not in `(0, 0.5]`: the soft limit must be
+    /// positive and not above the unspooled hard limit (half the budget).
+    #[error("soft-limit ratio {ratio} is outside (0, 0.5] of the budget")]
+    InvalidSoftLimitRatio {
+        /// The ratio that was asked for.
+        ratio: f64,
+    },
+
+    /// The per-memtable policy's size fraction is not in `(0, 1]`.
+    #[error("max-memtable fraction {fraction} is outside (0, 1] of the budget")]
+    InvalidMemtableFraction {
+        /// The fraction that was asked for.
+        fraction: f64,
+    },
+
+    /// A count that must be at least one was zero.
+    #[error("{what} of 0 is invalid: at least 1 is needed")]
+    ZeroLimit {
+        /// Which setting was zero.
+        what: &'static str,
+    },
+
+    /// The retry back-off bounds are reversed or zero.
+    #[error("retry back-off from {min:?} to {max:?} is invalid: need 0 < min <= max")]
+    InvalidBackoff {
+        /// The first back-off.
+        min: Duration,
+        /// The longest back-off.
+        max: Duration,
+    },
+
+    /// An explicit flush named a region that is not in the manager's group.
+    #[error("{manager}: {region} is not in the dirty-memory group")]
+    UnknownRegion {
+        /// The manager's name.
+        manager: String,
+        /// The region that was asked for.
+        region: RegionId,
+    },
+
+    /// The flush target reported a failure. The manager keeps the memtable
+    /// and retries the flush.
+    #[error("{manager}: flush of {region} failed on attempt {attempt}: {source}")]
+    FlushFailed {
+        /// The manager's name.
+        manager: String,
+        /// The region whose flush failed.
+        region: RegionId,
+        /// Which attempt failed (1 for the first).
+        attempt: u32,
+        /// What the target reported.
+        #[source]
+        source: FlushFailure,
+    },
+
+    /// A [`Flush`](crate::Flush) handle was dropped without `finish` or
+    /// `fail`; this counts as a failure, and the flush is retried.
+    #[error("{manager}: flush of {region} (attempt {attempt}) was dropped without finishing")]
+    FlushAbandoned {
+        /// The manager's name.
+        manager: String,
+        /// The region whose flush was abandoned.
+        region: RegionId,
+        /// Which attempt was abandoned.
+        attempt: u32,
+    },
+
+    /// The region group did not admit a write (timeout or shutdown).
+    #[error("{manager}: write not admitted: {source}")]
+    Admission {
+        /// The manager's name.
+        manager: String,
+        /// The region group's error.
+        #[source]
+        source: region_group::Error,
+    },
+
+    /// The manager was shut down before the request could run.
+    #[error("{manager}: the dirty-memory manager is shut down")]
+    ShutDown {
+        /// The manager's name.
+        manager: String,
+    },
+
+    /// [`poll_flushes`](crate::DirtyMemoryManager::poll_flushes) was called on
+    /// a manager that runs its own flush thread.
+    #[error(
+        "{manager}: poll_flushes needs LoopMode::Manual, but this manager runs its own flush thread"
+    )]
+    NotManual {
+        /// The manager's name.
+        manager: String,
+    },
+
+    /// The flush thread could not be started.
+    #[error("{manager}: could not start the flush thread: {source}")]
+    Spawn {
+        /// The manager's name.
+        manager: String,
+        /// The operating system's error.
+        #[source]
+        source: Arc<std::io::Error>,
+    },
+}

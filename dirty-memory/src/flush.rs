@@ -1,0 +1,236 @@
+//! The interface between the manager and the memtables' owner.
+
+use std::error::Error as StdError;
+use std::fmt;
+
+use logalloc::RegionId;
+
+use crate::error::Error;
+use crate::manager::Inner;
+use crate::sync::Arc;
+
+/// Why a flush was started.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum FlushReason {
+    /// Memory pressure: the policy picked this memtable.
+    Pressure,
+    /// Someone asked for this memtable to be flushed
+    /// ([`DirtyMemoryManager::request_flush`](crate::DirtyMemoryManager::request_flush)).
+    Explicit,
+    /// An earlier attempt failed; this is a retry.
+    Retry,
+}
+
+/// The owner of the memtables: it seals and flushes a memtable when the
+/// manager asks.
+///
+/// The manager knows memtables only by the [`RegionId`] of their region.
+/// `start_flush` is called on the manager's flush thread (or the thread that
+/// calls [`poll_flushes`](crate::DirtyMemoryManager::poll_flushes)) without any
+/// manager lock held.
+///
+/// # Contract
+///
+/// * Before returning, the target seals the memtable (new writes go to a
+///   fresh memtable) and grounds its region
+///   ([`RegionListener::ground_evictable`](logalloc::RegionListener::ground_evictable)),
+///   so the policy does not pick it again. On a retry the memtable is already
+///   sealed.
+/// * The flush itself may run on any thread. As it writes, it reports the
+///   bytes written with [`Flush::account_written`]; when the data is written
+///   (before index, fsync and hand-off) it calls [`Flush::data_written`]; at
+///   the end it calls [`Flush::finish`]/[`Flush::finish_releasing`] or
+///   [`Flush::fail`]. Dropping the handle without either is a failure.
+/// * On failure the target keeps the memtable: the manager retries it.
+pub trait FlushTarget: Send + Sync {
+    /// Seal the memtable of `flush.region()` and start flushing it.
+    fn start_flush(&self, flush: Flush);
+}
+
+/// One flush attempt of one memtable: the target reports progress and the
+/// outcome through it.
+///
+/// While a flush holds the data-write permit (from its start until
+/// [`data_written`](Self::data_written)), the default policy starts no other
+/// flush. Bytes reported with [`account_written`](Self::account_written) are
+/// accounted as *spooled*: they no longer count as unspooled dirty memory,
+/// which releases writers held at the hard limit. A failed flush gives them
+/// back.
+pub struct Flush {
+    inner: Arc<Inner>,
+    region: RegionId,
+    attempt: u32,
+    reason: FlushReason,
+    spooled: usize,
+    written: u64,
+    holds_data_permit: bool,
+    done: bool,
+}
+
+impl fmt::Debug for Flush {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Flush")
+            .field("region", &self.region)
+            .field("attempt", &self.attempt)
+            .field("reason", &self.reason)
+            .field("spooled", &self.spooled)
+            .field("holds_data_permit", &self.holds_data_permit)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Flush {
+    pub(crate) fn new(
+        inner: Arc<Inner>,
+        region: RegionId,
+        attempt: u32,
+        reason: FlushReason,
+    ) -> Self {
+        Flush {
+            inner,
+            region,
+            attempt,
+            reason,
+            spooled: 0,
+            written: 0,
+            holds_data_permit: true,
+            done: false,
+        }
+    }
+
+    /// The region of the memtable to flush.
+    pub fn region(&self) -> RegionId {
+        self.region
+    }
+
+    /// The manager's region group, through which a target (or a simulated
+    /// memtable) can ground and remove the region.
+    pub fn group(&self) -> &Arc<region_group::RegionGroup> {
+        self.inner.group_arc()
+    }
+
+    /// Which attempt this is: 1 for the first, more for retries.
+    pub fn attempt(&self) -> u32 {
+        self.attempt
+    }
+
+    /// Why this flush was started.
+    pub fn reason(&self) -> FlushReason {
+        self.reason
+    }
+
+    /// Bytes of this flush currently accounted as spooled.
+    pub fn spooled(&self) -> usize {
+        self.spooled
+    }
+
+    /// Whether this flush still holds the data-write permit.
+    pub fn holds_data_permit(&self) -> bool {
+        self.holds_data_permit
+    }
+
+    /// Reports that `bytes` more of the memtable were written out. They are
+    /// accounted as spooled (unspooled dirty goes down, real does not),
+    /// which can release writers held at the hard limit.
+    ///
+    /// The spooled total of a flush never exceeds its region's current size;
+    /// the amount actually accounted is returned.
+    pub fn account_written(&mut self, bytes: usize) -> usize {
+        let room = self
+            .inner
+            .region_size(self.region)
+            .map_or(0, |size| size.saturating_sub(self.spooled));
+        let accounted = bytes.min(room);
+        // Within the region's size, the group's spooled total stays within
+        // its real usage, so the group accepts it; if the region shrank
+        // meanwhile and the group refuses, nothing is accounted.
+        if accounted > 0 && self.inner.group().account_spooled(accounted).is_ok() {
+            self.spooled += accounted;
+            self.written = self.written.saturating_add(accounted as u64);
+        }
+        accounted
+    }
+
+    /// Gives back up to `bytes` of this flush's spooled accounting, for a
+    /// memtable that shrank while it was being flushed; returns the amount
+    /// given back.
+    pub fn unaccount(&mut self, bytes: usize) -> usize {
+        let reverted = bytes.min(self.spooled);
+        if reverted > 0 && self.inner.revert_spooled(reverted) {
+            self.spooled -= reverted;
+        }
+        reverted
+    }
+
+    /// Reports that the memtable's data is written: the data-write permit is
+    /// released, so the next flush may start while this one does its tail
+    /// work (index, fsync, hand-off). Idempotent.
+    pub fn data_written(&mut self) {
+        if self.holds_data_permit {
+            self.holds_data_permit = false;
+            self.inner.on_data_written(self.region);
+        }
+    }
+
+    /// The flush succeeded. Its spooled accounting is given back (the
+    /// memtable's memory is about to leave the group), the permit and the
+    /// tail slot are released, and explicit waiters see `Ok`.
+    ///
+    /// If the memtable's region leaves the group right after this, prefer
+    /// [`finish_releasing`](Self::finish_releasing), so the loop never sees
+    /// the memtable counted again in between.
+    pub fn finish(self) {
+        self.finish_releasing(|| {});
+    }
+
+    /// Like [`finish`](Self::finish), but runs `release` (which drops the
+    /// memtable's region, or merges it elsewhere) between giving back the
+    /// spooled accounting and letting the flush loop look at usage again.
+    pub fn finish_releasing(mut self, release: impl FnOnce()) {
+        self.done = true;
+        self.inner.on_finish_begin();
+        let spooled = std::mem::take(&mut self.spooled);
+        if spooled > 0 {
+            self.inner.revert_spooled(spooled);
+        }
+        release();
+        self.inner.on_finished(self.region, self.written);
+    }
+
+    /// The flush failed: its spooled accounting is given back, the memtable
+    /// stays where it is, and the manager retries it after a back-off.
+    /// Explicit waiters see the error.
+    pub fn fail(mut self, error: impl Into<Box<dyn StdError + Send + Sync + 'static>>) {
+        let source: Box<dyn StdError + Send + Sync + 'static> = error.into();
+        let error = Error::FlushFailed {
+            manager: self.inner.name().to_owned(),
+            region: self.region,
+            attempt: self.attempt,
+            source: Arc::from(source),
+        };
+        self.fail_with(error);
+    }
+
+    fn fail_with(&mut self, error: Error) {
+        self.done = true;
+        let spooled = std::mem::take(&mut self.spooled);
+        if spooled > 0 {
+            self.inner.revert_spooled(spooled);
+        }
+        self.inner.on_failed(self.region, self.attempt, error);
+    }
+}
+
+impl Drop for Flush {
+    fn drop(&mut self) {
+        if !self.done {
+            let error = Error::FlushAbandoned {
+                manager: self.inner.name().to_owned(),
+                region: self.region,
+                attempt: self.attempt,
+            };
+            self.fail_with(error);
+        }
+    }
+}
