@@ -1,0 +1,266 @@
+//! Checksummed block framing shared by the Data and Index components, and
+//! by the single-block components (Summary, Filter, Statistics).
+//!
+//! ```text
+//! block   := flags:u8  stored_len:u32  raw_len:u32  payload[stored_len]  crc:u32
+//! flags   := 0 (payload is raw) | 1 (payload is LZ4 block-compressed)
+//! crc     := crc32c of every preceding byte of the block (header and payload)
+//! ```
+
+use std::io::Write;
+use std::path::Path;
+
+use crate::error::{Error, io_err};
+use crate::storage::Source;
+use crate::varint::Origin;
+
+/// Bytes before the payload.
+pub(crate) const HEADER_LEN: usize = 9;
+/// Bytes after the payload.
+pub(crate) const TRAILER_LEN: usize = 4;
+/// Largest raw or stored block payload accepted (64 MiB).
+pub(crate) const MAX_BLOCK: u32 = 64 << 20;
+
+const FLAG_RAW: u8 = 0;
+const FLAG_LZ4: u8 = 1;
+
+/// Frames `raw` as one block, compressing it when `compress` is set and
+/// compression actually shrinks it. Appends to `out`.
+pub(crate) fn encode_block(raw: &[u8], compress: bool, out: &mut Vec<u8>) {
+    let start = out.len();
+    out.extend_from_slice(&[0u8; HEADER_LEN]);
+    let mut flags = FLAG_RAW;
+    if compress {
+        let bound = lz4_flex::block::get_maximum_output_size(raw.len());
+        out.resize(start + HEADER_LEN + bound, 0);
+        match lz4_flex::block::compress_into(raw, &mut out[start + HEADER_LEN..]) {
+            Ok(n) if n < raw.len() => {
+                out.truncate(start + HEADER_LEN + n);
+                flags = FLAG_LZ4;
+            }
+            _ => {
+                out.truncate(start + HEADER_LEN);
+            }
+        }
+    }
+    if flags == FLAG_RAW {
+        out.extend_from_slice(raw);
+    }
+    let stored = (out.len() - start - HEADER_LEN) as u32;
+    out[start] = flags;
+    out[start + 1..start + 5].copy_from_slice(&stored.to_le_bytes());
+    out[start + 5..start + 9].copy_from_slice(&(raw.len() as u32).to_le_bytes());
+    let crc = crc32c::crc32c(&out[start..]);
+    out.extend_from_slice(&crc.to_le_bytes());
+}
+
+/// A decoded block.
+#[derive(Debug)]
+pub(crate) struct Block {
+    /// The raw (decompressed) payload.
+    pub(crate) raw: Vec<u8>,
+    /// File offset of the block that follows.
+    pub(crate) next: u64,
+}
+
+/// Reads, checks and decompresses the block at `offset`.
+pub(crate) fn read_block(src: &dyn Source, offset: u64, origin: Origin<'_>) -> Result<Block, Error> {
+    let len = src.len();
+    let header_end = offset
+        .checked_add(HEADER_LEN as u64)
+        .filter(|&e| e <= len)
+        .ok_or_else(|| origin.corrupt(offset, format!("block header at offset {offset} runs past the end of the {len}-byte file")))?;
+    let mut header = [0u8; HEADER_LEN];
+    src.read_exact_at(&mut header, offset)
+        .map_err(|e| origin.corrupt(offset, format!("cannot read block header: {e}")))?;
+    let flags = header[0];
+    let stored = u32::from_le_bytes([header[1], header[2], header[3], header[4]]);
+    let raw_len = u32::from_le_bytes([header[5], header[6], header[7], header[8]]);
+    if stored > MAX_BLOCK || raw_len > MAX_BLOCK {
+        return Err(origin.corrupt(
+            offset,
+            format!("block of {stored} stored / {raw_len} raw bytes exceeds the {MAX_BLOCK}-byte limit"),
+        ));
+    }
+    let end = header_end + u64::from(stored) + TRAILER_LEN as u64;
+    if end > len {
+        return Err(origin.corrupt(
+            offset,
+            format!("block of {stored} bytes at offset {offset} runs past the end of the {len}-byte file"),
+        ));
+    }
+    let mut body = vec![0u8; stored as usize + TRAILER_LEN];
+    src.read_exact_at(&mut body, header_end)
+        .map_err(|e| origin.corrupt(header_end, format!("cannot read block body: {e}")))?;
+    let (payload, crc_bytes) = body.split_at(stored as usize);
+    let expected = u32::from_le_bytes([crc_bytes[0], crc_bytes[1], crc_bytes[2], crc_bytes[3]]);
+    let actual = crc32c::crc32c_append(crc32c::crc32c(&header), payload);
+    if expected != actual {
+        return Err(origin.corrupt(
+            offset,
+            format!("block checksum mismatch: stored crc32c {expected:#010x}, computed {actual:#010x}"),
+        ));
+    }
+    let raw = match flags {
+        FLAG_RAW => {
+            if raw_len != stored {
+                return Err(origin.corrupt(offset, format!("raw block claims {raw_len} bytes but stores {stored}")));
+            }
+            body.truncate(stored as usize);
+            body
+        }
+        FLAG_LZ4 => {
+            let mut raw = vec![0u8; raw_len as usize];
+            match lz4_flex::block::decompress_into(payload, &mut raw) {
+                Ok(n) if n == raw_len as usize => raw,
+                Ok(n) => {
+                    return Err(origin.corrupt(offset, format!("LZ4 block decompressed to {n} bytes, header says {raw_len}")));
+                }
+                Err(e) => return Err(origin.corrupt(offset, format!("LZ4 block does not decompress: {e}"))),
+            }
+        }
+        other => return Err(origin.corrupt(offset, format!("unknown block flags {other:#04x}"))),
+    };
+    Ok(Block { raw, next: end })
+}
+
+/// A component file being written: buffered, tracking its length and the
+/// crc32c of everything written.
+#[derive(Debug)]
+pub(crate) struct ComponentFile {
+    out: std::io::BufWriter<std::fs::File>,
+    path: std::path::PathBuf,
+    len: u64,
+    crc: u32,
+}
+
+impl ComponentFile {
+    /// Creates `path` (which must not exist) with an I/O buffer of `buffer` bytes.
+    pub(crate) fn create(path: &Path, buffer: usize) -> Result<Self, Error> {
+        let file = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(path)
+            .map_err(io_err("create", path))?;
+        Ok(ComponentFile {
+            out: std::io::BufWriter::with_capacity(buffer, file),
+            path: path.to_path_buf(),
+            len: 0,
+            crc: 0,
+        })
+    }
+
+    /// Appends bytes.
+    pub(crate) fn write(&mut self, bytes: &[u8]) -> Result<(), Error> {
+        self.out.write_all(bytes).map_err(io_err("write", &self.path))?;
+        self.len += bytes.len() as u64;
+        self.crc = crc32c::crc32c_append(self.crc, bytes);
+        Ok(())
+    }
+
+    /// Bytes written so far.
+    pub(crate) fn len(&self) -> u64 {
+        self.len
+    }
+
+    /// crc32c of everything written so far.
+    pub(crate) fn crc(&self) -> u32 {
+        self.crc
+    }
+
+    /// Flushes the buffer and fdatasyncs the file, then closes it.
+    pub(crate) fn finish(self) -> Result<(), Error> {
+        let path = self.path;
+        let file = self
+            .out
+            .into_inner()
+            .map_err(|e| Error::Io {
+                op: "flush",
+                path: path.clone(),
+                source: e.into_error(),
+            })?;
+        file.sync_data().map_err(io_err("fdatasync", &path))
+    }
+}
+
+/// Writes a single-block component: `magic`, the format version, then one block.
+pub(crate) fn single_block_component(magic: &[u8; 4], body: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(body.len() + 8 + HEADER_LEN + TRAILER_LEN);
+    out.extend_from_slice(magic);
+    out.extend_from_slice(&crate::FORMAT_VERSION.to_le_bytes());
+    encode_block(body, false, &mut out);
+    out
+}
+
+/// Checks a component's magic and version (the first 8 bytes).
+pub(crate) fn check_preamble(src: &dyn Source, magic: &[u8; 4], origin: Origin<'_>) -> Result<(), Error> {
+    if src.len() < 8 {
+        return Err(origin.corrupt(0, format!("file of {} bytes is shorter than the 8-byte preamble", src.len())));
+    }
+    let mut pre = [0u8; 8];
+    src.read_exact_at(&mut pre, 0)
+        .map_err(|e| origin.corrupt(0, format!("cannot read preamble: {e}")))?;
+    if &pre[..4] != magic {
+        return Err(origin.corrupt(0, format!("bad magic {:?}, expected {:?}", &pre[..4], magic)));
+    }
+    let version = u32::from_le_bytes([pre[4], pre[5], pre[6], pre[7]]);
+    if version != crate::FORMAT_VERSION {
+        return Err(origin.corrupt(4, format!("format version {version} is not supported (this reader reads version {})", crate::FORMAT_VERSION)));
+    }
+    Ok(())
+}
+
+/// Reads a single-block component and returns its body; the block must end
+/// exactly at the end of the file.
+pub(crate) fn read_single_block_component(src: &dyn Source, magic: &[u8; 4], origin: Origin<'_>) -> Result<Vec<u8>, Error> {
+    check_preamble(src, magic, origin)?;
+    let block = read_block(src, 8, origin)?;
+    if block.next != src.len() {
+        return Err(origin.corrupt(block.next, format!("{} trailing bytes after the component's block", src.len() - block.next)));
+    }
+    Ok(block.raw)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::Component;
+    use crate::storage::MemSource;
+    use std::path::PathBuf;
+
+    #[test]
+    fn blocks_round_trip_raw_and_compressed() {
+        let p = PathBuf::from("t");
+        let origin = Origin { file: &p, component: Component::Data };
+        let data: Vec<u8> = (0..5000u32).map(|i| (i % 7) as u8).collect();
+        for compress in [false, true] {
+            let mut out = vec![1, 2, 3];
+            encode_block(&data, compress, &mut out);
+            encode_block(b"xyz", compress, &mut out);
+            let src = MemSource(out);
+            let b = read_block(&src, 3, origin).unwrap();
+            assert_eq!(b.raw, data);
+            let b2 = read_block(&src, b.next, origin).unwrap();
+            assert_eq!(b2.raw, b"xyz");
+            assert_eq!(b2.next, src.len());
+        }
+    }
+
+    #[test]
+    fn any_flipped_byte_or_truncation_is_detected() {
+        let p = PathBuf::from("t");
+        let origin = Origin { file: &p, component: Component::Index };
+        let data: Vec<u8> = (0..300u32).map(|i| (i % 5) as u8).collect();
+        for compress in [false, true] {
+            let mut out = Vec::new();
+            encode_block(&data, compress, &mut out);
+            for i in 0..out.len() {
+                let mut bad = out.clone();
+                bad[i] ^= 0x5a;
+                let e = read_block(&MemSource(bad), 0, origin).unwrap_err().to_string();
+                assert!(e.contains("Index") && e.contains("offset"), "{e}");
+                assert!(read_block(&MemSource(out[..i].to_vec()), 0, origin).is_err());
+            }
+        }
+    }
+}

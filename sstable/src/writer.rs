@@ -1,0 +1,477 @@
+//! The streaming writer: validates a fragment stream, writes Data and Index
+//! through buffered I/O, and commits every component atomically.
+
+use std::fmt;
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use mutation::{DecoratedKey, Fragment, FragmentReader};
+
+use crate::block::{ComponentFile, MAX_BLOCK, encode_block, single_block_component};
+use crate::bloom::BloomFilter;
+use crate::codec::encode_fragment;
+use crate::directory::{component_path, remove_unfinished_generation, reserve_generation, sync_dir, temp_path};
+use crate::error::{Component, Error, io_err};
+use crate::statistics::Statistics;
+use crate::summary::{Summary, SummaryEntry};
+use crate::tracker::Tracker;
+use crate::toc::{encode_digest, encode_toc};
+use crate::{DATA_MAGIC, FILTER_MAGIC, INDEX_MAGIC, STATISTICS_MAGIC, SUMMARY_MAGIC};
+
+/// Steps of [`Writer::commit`], in order. Used to name where an injected
+/// crash stops the commit ([`WriterOptions::crash_after`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum CommitStep {
+    /// Data and Index are complete under temporary names and fdatasynced.
+    DataSynced,
+    /// Summary, Filter, Statistics and Digest are written under temporary
+    /// names and fdatasynced.
+    ComponentsSynced,
+    /// Every component except the TOC has its final name; directory fsynced.
+    ComponentsRenamed,
+    /// The TOC text is in the marker file and fdatasynced.
+    TocWritten,
+    /// The marker is renamed to the TOC and the directory fsynced: committed.
+    Committed,
+}
+
+impl CommitStep {
+    /// Every step, in commit order.
+    pub const ALL: [CommitStep; 5] = [
+        CommitStep::DataSynced,
+        CommitStep::ComponentsSynced,
+        CommitStep::ComponentsRenamed,
+        CommitStep::TocWritten,
+        CommitStep::Committed,
+    ];
+}
+
+/// Tuning of a [`Writer`].
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct WriterOptions {
+    /// A Data block is closed before the fragment that would start once it
+    /// holds at least this many raw bytes (default 16 KiB; 512 B to 16 MiB).
+    pub block_size: usize,
+    /// An Index block is closed once it holds at least this many bytes
+    /// (default 4 KiB; 64 B to 16 MiB).
+    pub index_block_size: usize,
+    /// Compress Data blocks with LZ4 when it shrinks them (default off; see
+    /// BENCHMARKS.md).
+    pub compression: bool,
+    /// Bloom filter false-positive rate, in (0, 0.5] (default 0.01).
+    pub bloom_fp_rate: f64,
+    /// Partitions whose fragments take more than this many raw bytes get a
+    /// clustering-block index (default 64 KiB).
+    pub large_partition_threshold: u64,
+    /// Size of the write buffer of each of Data and Index (default 1 MiB).
+    pub io_buffer: usize,
+    /// Fault injection for crash-safety tests: stop the commit right after
+    /// this step and return [`Error::InjectedCrash`], leaving the files
+    /// exactly as a process crash at that point would (no cleanup).
+    pub crash_after: Option<CommitStep>,
+}
+
+impl Default for WriterOptions {
+    fn default() -> Self {
+        WriterOptions {
+            block_size: 16 << 10,
+            index_block_size: 4 << 10,
+            compression: false,
+            bloom_fp_rate: 0.01,
+            large_partition_threshold: 64 << 10,
+            io_buffer: 1 << 20,
+            crash_after: None,
+        }
+    }
+}
+
+impl WriterOptions {
+    fn validate(&self) -> Result<(), Error> {
+        let check = |name, ok: bool, value: String, expected| {
+            if ok {
+                Ok(())
+            } else {
+                Err(Error::InvalidOption { name, value, expected })
+            }
+        };
+        check(
+            "block_size",
+            (512..=16 << 20).contains(&self.block_size),
+            self.block_size.to_string(),
+            "512 to 16777216 bytes",
+        )?;
+        check(
+            "index_block_size",
+            (64..=16 << 20).contains(&self.index_block_size),
+            self.index_block_size.to_string(),
+            "64 to 16777216 bytes",
+        )?;
+        check(
+            "bloom_fp_rate",
+            self.bloom_fp_rate > 0.0 && self.bloom_fp_rate <= 0.5,
+            self.bloom_fp_rate.to_string(),
+            "a rate in (0, 0.5]",
+        )?;
+        check(
+            "io_buffer",
+            (4096..=256 << 20).contains(&self.io_buffer),
+            self.io_buffer.to_string(),
+            "4096 to 268435456 bytes",
+        )
+    }
+}
+
+/// What a successful commit produced.
+#[derive(Debug, Clone)]
+pub struct CommittedSstable {
+    /// The directory.
+    pub dir: PathBuf,
+    /// The new sstable's generation.
+    pub generation: u64,
+    /// Its statistics.
+    pub statistics: Statistics,
+}
+
+/// Writes one sstable from a fragment stream.
+///
+/// Fragments are validated as they arrive: the first out-of-order fragment
+/// returns [`Error::InvalidStream`] and poisons the writer (further writes
+/// and the commit fail; drop or [`abort`](Writer::abort) it). Nothing is
+/// visible to readers until [`commit`](Writer::commit) returns; dropping an
+/// uncommitted writer removes its files.
+pub struct Writer {
+    dir: PathBuf,
+    generation: u64,
+    options: WriterOptions,
+    data: Option<ComponentFile>,
+    index: Option<ComponentFile>,
+    block: Vec<u8>,
+    frame: Vec<u8>,
+    block_start: u64,
+    raw_total: u64,
+    index_block: Vec<u8>,
+    index_block_first: Option<DecoratedKey>,
+    summary: Summary,
+    tracker: Tracker,
+    fragments: u64,
+    poisoned: Option<String>,
+    finished: bool,
+    progress: Option<Box<dyn FnMut(u64) + Send>>,
+}
+
+impl fmt::Debug for Writer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Writer")
+            .field("dir", &self.dir)
+            .field("generation", &self.generation)
+            .field("bytes_written", &self.bytes_written())
+            .field("fragments", &self.fragments)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Writer {
+    /// Reserves a new generation in `dir` and starts writing.
+    pub fn create(dir: impl AsRef<Path>, options: WriterOptions) -> Result<Self, Error> {
+        options.validate()?;
+        let dir = dir.as_ref().to_path_buf();
+        let (generation, _marker) = reserve_generation(&dir)?;
+        let opened = (|| {
+            let mut data = ComponentFile::create(&temp_path(&dir, generation, Component::Data), options.io_buffer)?;
+            let mut index = ComponentFile::create(&temp_path(&dir, generation, Component::Index), options.io_buffer)?;
+            data.write(&preamble(DATA_MAGIC))?;
+            index.write(&preamble(INDEX_MAGIC))?;
+            Ok::<_, Error>((data, index))
+        })();
+        let (data, index) = match opened {
+            Ok(v) => v,
+            Err(e) => {
+                let _ = remove_unfinished_generation(&dir, generation);
+                return Err(e);
+            }
+        };
+        let block_start = data.len();
+        Ok(Writer {
+            dir,
+            generation,
+            tracker: Tracker::new(options.large_partition_threshold, options.compression),
+            options,
+            data: Some(data),
+            index: Some(index),
+            block: Vec::new(),
+            frame: Vec::new(),
+            block_start,
+            raw_total: 0,
+            index_block: Vec::new(),
+            index_block_first: None,
+            summary: Summary::default(),
+            fragments: 0,
+            poisoned: None,
+            finished: false,
+            progress: None,
+        })
+    }
+
+    /// The generation this writer reserved.
+    pub fn generation(&self) -> u64 {
+        self.generation
+    }
+
+    /// Bytes handed to the Data and Index files so far (including bytes
+    /// still in the write buffers, excluding the block being filled). Grows
+    /// monotonically; the flush machinery polls it as write progress.
+    pub fn bytes_written(&self) -> u64 {
+        self.data.as_ref().map_or(0, ComponentFile::len) + self.index.as_ref().map_or(0, ComponentFile::len)
+    }
+
+    /// Raw bytes of fragments accepted so far (before framing/compression).
+    pub fn raw_bytes(&self) -> u64 {
+        self.raw_total
+    }
+
+    /// Calls `f` with [`bytes_written`](Writer::bytes_written) each time a
+    /// Data block is written out.
+    pub fn on_progress(&mut self, f: impl FnMut(u64) + Send + 'static) {
+        self.progress = Some(Box::new(f));
+    }
+
+    fn invalid(&mut self, reason: String) -> Error {
+        self.poisoned = Some(reason.clone());
+        Error::InvalidStream {
+            fragment_index: self.fragments,
+            reason,
+        }
+    }
+
+    fn check_usable(&self) -> Result<(), Error> {
+        if let Some(reason) = &self.poisoned {
+            return Err(Error::InvalidStream {
+                fragment_index: self.fragments,
+                reason: format!("writer already failed: {reason}"),
+            });
+        }
+        Ok(())
+    }
+
+    /// Writes the current block out and starts a new one.
+    fn flush_block(&mut self) -> Result<(), Error> {
+        if self.block.is_empty() {
+            return Ok(());
+        }
+        self.frame.clear();
+        encode_block(&self.block, self.options.compression, &mut self.frame);
+        let data = self.data.as_mut().expect("data file is open until commit");
+        data.write(&self.frame)?;
+        self.tracker.stats.data_blocks += 1;
+        self.tracker.stats.data_raw_bytes += self.block.len() as u64;
+        self.block.clear();
+        self.block_start = data.len();
+        if let Some(p) = self.progress.as_mut() {
+            let written = self.data.as_ref().map_or(0, ComponentFile::len) + self.index.as_ref().map_or(0, ComponentFile::len);
+            p(written);
+        }
+        Ok(())
+    }
+
+    fn flush_index_block(&mut self) -> Result<(), Error> {
+        let Some(first) = self.index_block_first.take() else {
+            return Ok(());
+        };
+        let index = self.index.as_mut().expect("index file is open until commit");
+        self.summary.entries.push(SummaryEntry {
+            token: first.token().value(),
+            key: first.key().as_bytes().to_vec(),
+            index_offset: index.len(),
+        });
+        self.frame.clear();
+        encode_block(&self.index_block, false, &mut self.frame);
+        index.write(&self.frame)?;
+        self.index_block.clear();
+        self.tracker.stats.index_blocks += 1;
+        Ok(())
+    }
+
+    /// Validates and writes one fragment.
+    pub fn write(&mut self, fragment: Fragment) -> Result<(), Error> {
+        self.check_usable()?;
+        if let Err(reason) = self.tracker.check(&fragment) {
+            return Err(self.invalid(reason));
+        }
+        let mut encoded = std::mem::take(&mut self.frame);
+        encoded.clear();
+        encode_fragment(&fragment, &mut encoded);
+        let result = self.append_encoded(&fragment, &encoded);
+        self.frame = encoded;
+        if let Err(e) = &result {
+            self.poisoned = Some(e.to_string());
+        }
+        result?;
+        self.fragments += 1;
+        Ok(())
+    }
+
+    fn append_encoded(&mut self, fragment: &Fragment, encoded: &[u8]) -> Result<(), Error> {
+        if encoded.len() > MAX_BLOCK as usize {
+            return Err(Error::TooLarge {
+                what: "fragment",
+                size: encoded.len() as u64,
+                limit: u64::from(MAX_BLOCK),
+            });
+        }
+        if self.block.len() >= self.options.block_size || self.block.len() + encoded.len() > MAX_BLOCK as usize {
+            self.flush_block()?;
+        }
+        let in_block = self.block.len() as u64;
+        let entry = self.tracker.record(fragment, self.block_start, in_block, self.raw_total, encoded.len() as u64);
+        self.block.extend_from_slice(encoded);
+        self.raw_total += encoded.len() as u64;
+        if let Some(entry) = entry {
+            if self.index_block_first.is_none() {
+                self.index_block_first = Some(entry.key.clone());
+            }
+            entry.encode(&mut self.index_block);
+            if self.index_block.len() >= self.options.index_block_size {
+                self.flush_index_block()?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Writes every fragment `reader` produces, stopping at the first error.
+    pub fn write_all(&mut self, reader: &mut dyn FragmentReader) -> Result<(), Error> {
+        loop {
+            let next = reader.next().map_err(|e| {
+                self.poisoned = Some(e.to_string());
+                Error::Source(e)
+            })?;
+            match next {
+                Some(f) => self.write(f)?,
+                None => return Ok(()),
+            }
+        }
+    }
+
+    fn crash_point(&mut self, step: CommitStep) -> Result<(), Error> {
+        if self.options.crash_after == Some(step) {
+            // Leave every file as it is, as a crash would.
+            self.finished = true;
+            return Err(Error::InjectedCrash(step));
+        }
+        Ok(())
+    }
+
+    /// Finishes the sstable and commits it atomically (see FORMAT.md,
+    /// "Commit protocol"). On error nothing is committed and the writer's
+    /// files are removed.
+    pub fn commit(mut self) -> Result<CommittedSstable, Error> {
+        match self.commit_inner() {
+            Ok(stats) => {
+                self.finished = true;
+                Ok(CommittedSstable {
+                    dir: self.dir.clone(),
+                    generation: self.generation,
+                    statistics: stats,
+                })
+            }
+            Err(e) => {
+                if !self.finished {
+                    self.finished = true;
+                    let _ = remove_unfinished_generation(&self.dir, self.generation);
+                }
+                Err(e)
+            }
+        }
+    }
+
+    fn commit_inner(&mut self) -> Result<Statistics, Error> {
+        self.check_usable()?;
+        if !self.tracker.between_partitions() {
+            return Err(self.invalid("the stream ended inside a partition".to_owned()));
+        }
+        self.flush_block()?;
+        self.flush_index_block()?;
+        let data = self.data.take().expect("data file is open until commit");
+        let index = self.index.take().expect("index file is open until commit");
+        let digest = data.crc();
+        self.tracker.stats.data_size = data.len();
+        self.tracker.stats.index_size = index.len();
+        self.summary.index_size = index.len();
+        data.finish()?;
+        index.finish()?;
+        self.crash_point(CommitStep::DataSynced)?;
+
+        let mut filter = BloomFilter::new(self.tracker.hashes.len() as u64, self.options.bloom_fp_rate);
+        for &h in &self.tracker.hashes {
+            filter.insert(h);
+        }
+        let dir = self.dir.clone();
+        let generation = self.generation;
+        let small = [
+            (Component::Summary, single_block_component(SUMMARY_MAGIC, &self.summary.encode())),
+            (Component::Filter, single_block_component(FILTER_MAGIC, &filter.encode())),
+            (Component::Statistics, single_block_component(STATISTICS_MAGIC, &self.tracker.stats.encode())),
+            (Component::Digest, encode_digest(digest).into_bytes()),
+        ];
+        for (component, bytes) in &small {
+            let mut f = ComponentFile::create(&temp_path(&dir, generation, *component), 4096)?;
+            f.write(bytes)?;
+            f.finish()?;
+        }
+        self.crash_point(CommitStep::ComponentsSynced)?;
+
+        for component in Component::ALL {
+            if component == Component::Toc {
+                continue;
+            }
+            let from = temp_path(&dir, generation, component);
+            fs::rename(&from, component_path(&dir, generation, component)).map_err(io_err("rename", &from))?;
+        }
+        sync_dir(&dir)?;
+        self.crash_point(CommitStep::ComponentsRenamed)?;
+
+        let marker = crate::directory::temporary_toc_path(&dir, generation);
+        {
+            let file = fs::OpenOptions::new()
+                .write(true)
+                .truncate(true)
+                .open(&marker)
+                .map_err(io_err("open", &marker))?;
+            std::io::Write::write_all(&mut &file, encode_toc().as_bytes()).map_err(io_err("write", &marker))?;
+            file.sync_data().map_err(io_err("fdatasync", &marker))?;
+        }
+        self.crash_point(CommitStep::TocWritten)?;
+
+        let toc = component_path(&dir, generation, Component::Toc);
+        fs::rename(&marker, &toc).map_err(io_err("rename", &marker))?;
+        sync_dir(&dir)?;
+        self.crash_point(CommitStep::Committed)?;
+        Ok(self.tracker.stats.clone())
+    }
+
+    /// Abandons the write and removes its files (temporary components first,
+    /// the generation's marker last).
+    pub fn abort(mut self) -> Result<(), Error> {
+        self.finished = true;
+        self.data = None;
+        self.index = None;
+        remove_unfinished_generation(&self.dir, self.generation)
+    }
+}
+
+impl Drop for Writer {
+    fn drop(&mut self) {
+        if !self.finished {
+            self.data = None;
+            self.index = None;
+            let _ = remove_unfinished_generation(&self.dir, self.generation);
+        }
+    }
+}
+
+fn preamble(magic: &[u8; 4]) -> [u8; 8] {
+    let mut p = [0u8; 8];
+    p[..4].copy_from_slice(magic);
+    p[4..].copy_from_slice(&crate::FORMAT_VERSION.to_le_bytes());
+    p
+}
