@@ -12,6 +12,7 @@ mod slice;
 mod statistics;
 mod storage;
 mod summary;
+mod sync;
 mod toc;
 mod tracker;
 mod varint;

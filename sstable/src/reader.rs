@@ -4,7 +4,6 @@
 use std::fmt;
 use std::ops::Bound;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
 use bytes::Bytes;
 use mutation::{
@@ -22,6 +21,7 @@ use crate::slice::Slicer;
 use crate::statistics::Statistics;
 use crate::storage::{FileSource, MemSource, Source};
 use crate::summary::Summary;
+use crate::sync::{Arc, AtomicU64, Ordering};
 use crate::toc::check_toc;
 use crate::varint::{Decoder, Origin};
 use crate::{DATA_MAGIC, FILTER_MAGIC, INDEX_MAGIC, STATISTICS_MAGIC, SUMMARY_MAGIC};
@@ -37,6 +37,7 @@ pub(crate) struct Inner {
     pub(crate) stats: Statistics,
     pub(crate) first: Option<DecoratedKey>,
     pub(crate) last: Option<DecoratedKey>,
+    pub(crate) data_blocks_read: AtomicU64,
 }
 
 fn slot(c: Component) -> usize {
@@ -57,6 +58,11 @@ impl Inner {
 
     fn data_end(&self) -> u64 {
         self.stats.data_size
+    }
+
+    fn read_data_block(&self, offset: u64) -> Result<crate::block::Block, Error> {
+        self.data_blocks_read.fetch_add(1, Ordering::Relaxed);
+        read_block(self.source(Component::Data), offset, self.origin(Component::Data))
     }
 }
 
@@ -145,6 +151,7 @@ impl Sstable {
             stats: Statistics::default(),
             first: None,
             last: None,
+            data_blocks_read: AtomicU64::new(0),
         };
         let read_all = |inner: &Inner, c: Component| -> Result<Vec<u8>, Error> {
             let src = inner.source(c);
@@ -218,6 +225,17 @@ impl Sstable {
     /// The path of one of the component files.
     pub fn component_path(&self, c: Component) -> &Path {
         &self.inner.paths[slot(c)]
+    }
+
+    /// How many Data blocks readers of this sstable have read (and
+    /// checksummed) so far: a diagnostic for tests and benchmarks.
+    pub fn data_blocks_read(&self) -> u64 {
+        self.inner.data_blocks_read.load(Ordering::Relaxed)
+    }
+
+    /// Bloom filter parameters: probes per key and size in bits.
+    pub fn filter_parameters(&self) -> (u32, u64) {
+        (self.inner.filter.probes(), self.inner.filter.nbits())
     }
 
     /// The first and last partition keys, or `None` when empty.
@@ -411,7 +429,7 @@ impl DataCursor {
         if block < 8 || block >= inner.data_end() {
             return Err(origin.corrupt(block, format!("data position {block} is outside the Data blocks")));
         }
-        let b = read_block(inner.source(Component::Data), block, origin)?;
+        let b = inner.read_data_block(block)?;
         if in_block >= b.raw.len() as u64 {
             return Err(origin.corrupt(block, format!("offset {in_block} is past the {}-byte block", b.raw.len())));
         }
@@ -452,7 +470,7 @@ impl DataCursor {
             if self.next_block >= inner.data_end() {
                 return Ok(None);
             }
-            let b = read_block(inner.source(Component::Data), self.next_block, origin)?;
+            let b = inner.read_data_block(self.next_block)?;
             if b.raw.is_empty() {
                 return Err(origin.corrupt(self.next_block, "empty Data block"));
             }
