@@ -1,7 +1,114 @@
-//! A log-structured allocator (work in progress): this crate currently
-//! exposes only the [`RegionListener`] interface that regions report their
-//! usage through.
+//! A log-structured allocator in the style of ScyllaDB's LSA and RAMCloud's
+//! log-structured memory: the memory layer under the memtables.
+//!
+//! Objects (byte strings with an alignment) are appended into fixed-size
+//! segments owned by a [`Region`]; freeing leaves holes; compaction moves
+//! the live objects out of the sparsest segments so whole segments go back
+//! to the [`SegmentPool`]. Memory use stays close to live data however
+//! object sizes change, and it is known exactly ([`RegionStats`]).
+//!
+//! ```
+//! use logalloc::{PoolConfig, Region, SegmentPool};
+//!
+//! let pool = SegmentPool::new(PoolConfig::default().with_memory_limit(64 << 20))?;
+//! let mut region = Region::new(&pool);
+//! let greeting = region.alloc_bytes(b"hello")?;
+//! let doomed = region.alloc_bytes(&[0u8; 1000])?;
+//! region.free(doomed)?;
+//! region.full_compaction()?; // moves every live object
+//! assert_eq!(&*region.get(greeting)?, b"hello"); // the handle still works
+//! assert!(region.get(doomed).is_err()); // a freed handle is detected
+//!
+//! let mut other = Region::new(&pool);
+//! let moved = other.alloc_bytes(b"merged")?;
+//! region.merge(other)?; // moves segments, copies no object
+//! assert_eq!(&*region.get(moved)?, b"merged");
+//! assert_eq!(region.stats().objects, 2);
+//! # Ok::<(), logalloc::Error>(())
+//! ```
+//!
+//! # Design
+//!
+//! **Segments.** The pool takes memory from the system allocator in bulk
+//! (`bulk_segments` segments per `alloc_zeroed`, aligned to the segment
+//! size) up to its memory limit, and names segments by index. Released
+//! segments return to the pool's free list. The last `emergency_reserve`
+//! segments are only handed out as compaction destinations, so compaction,
+//! which always frees more than it takes, can run when the pool is dry.
+//!
+//! **Handles.** [`Handle`]s are 8 bytes: a 31-bit slot number and a
+//! generation. Each region has a handle table of 8-byte entries packing
+//! segment index, offset, size, alignment class and generation; each object
+//! in a segment has a 4-byte header naming its slot. So an object of `n`
+//! bytes costs `4 + round_up(n, 4)` bytes of segment plus 8 bytes of table.
+//! The table is split in parts of 65,536 entries, each with a pool-unique
+//! tag that forms the top of the slot number. Merge adopts the other
+//! region's parts whole, so its handles keep resolving with no entry
+//! rewritten and no object copied; a handle whose tag is not among a
+//! region's parts is reported as foreign; a freed slot bumps its generation
+//! so a stale handle is reported as stale.
+//!
+//! **Compaction.** Closed segments sit in a 64-bucket histogram by free
+//! space, so one of the sparsest is found in O(1). Only segments with at
+//! least 15% free are compacted, and only while the closed segments hold a
+//! segment's worth of free space; live objects are re-appended to the
+//! region's active segment and their table entries updated. Every
+//! compaction or eviction bumps the region's
+//! [`reclaim_counter`](Region::reclaim_counter).
+//!
+//! **Reclaim.** When an allocation finds no segment (beyond the reserve),
+//! it compacts the sparsest compactible region, this one or any other that
+//! is not borrowed at that moment, then asks evictable regions'
+//! callbacks to free objects, and fails with [`Error::OutOfMemory`] only
+//! when none of that frees anything. A failed allocation stores nothing;
+//! compaction never loses an object.
+//!
+//! **Why `get` returns a guard.** Another region's reclaim may compact this
+//! region from another thread, which moves objects. A plain `&[u8]` tied
+//! to `&self` would not stop that, because the reclaiming thread does not
+//! go through this `Region` value. So a region's state sits behind a
+//! reader-writer lock: `&mut self` methods take it exclusively (only
+//! waiting, briefly, for a reclaimer that got there first), [`Region::get`]
+//! takes it shared and returns an [`ObjectRef`] guard that keeps it shared
+//! until dropped, and reclaim only ever calls `try_write`, skipping any
+//! region that is borrowed or busy. Several guards can be alive at once
+//! (shared mode), no reclaimer ever waits for a region, and no reference
+//! can outlive a move: compaction needs the lock exclusively. The lock
+//! costs one uncontended atomic operation per access; the ScyllaDB
+//! alternative (a reclaim lock the caller must remember to take) moves that
+//! proof onto every caller.
+//!
+//! **Listener.** A region reports its segment footprint to an optional
+//! [`RegionListener`] (segment taken, segment released, added, removed,
+//! merged), from whichever thread changes it, with the region locked.
+//!
+//! **Large objects.** Objects above 10% of a segment are refused
+//! ([`Error::ObjectTooLarge`]); callers chunk large values or configure a
+//! larger segment size.
+//!
+//! **Unsafe code** lives in `segment.rs` (raw aligned allocation and byte
+//! access, all `unsafe fn` with `# Safety` contracts) and its call sites in
+//! `region.rs`, each with a `// SAFETY:` argument resting on two facts:
+//! a live table entry points into a segment the region owns, and the region
+//! lock is held for as long as any reference into a segment exists.
 
+mod config;
+mod error;
+mod histogram;
 mod listener;
+#[cfg(all(test, loom))]
+mod loom_tests;
+mod pool;
+mod region;
+mod segment;
+mod stats;
+mod sync;
+mod table;
 
+pub use config::{MAX_ALIGN, MAX_SEGMENT_SIZE, MIN_SEGMENT_SIZE, PoolConfig};
+pub use error::Error;
 pub use listener::{RegionId, RegionListener};
+pub use pool::SegmentPool;
+pub use region::{Eviction, Evictor, ObjectMut, ObjectRef, Region};
+pub use stats::{PoolStats, RegionStats};
+pub use table::Handle;

@@ -1,0 +1,155 @@
+//! The crate's error type.
+
+use crate::Handle;
+
+/// Everything that can go wrong in logalloc.
+///
+/// Every failing operation leaves the pool and the region exactly as usable
+/// as before: a refused allocation stores nothing, a refused `free` frees
+/// nothing, a refused `merge` moves nothing.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The configured segment size is not a power of two or out of range.
+    #[error("segment size of {size} bytes must be a power of two between {min} and {max} bytes")]
+    InvalidSegmentSize {
+        /// The requested segment size.
+        size: usize,
+        /// The smallest allowed segment size.
+        min: usize,
+        /// The largest allowed segment size.
+        max: usize,
+    },
+
+    /// The memory limit does not hold the emergency reserve plus one segment.
+    #[error(
+        "memory limit of {limit} bytes holds fewer than the {min_segments} segments of \
+         {segment_size} bytes needed (emergency reserve plus one)"
+    )]
+    MemoryLimitTooSmall {
+        /// The requested memory limit.
+        limit: usize,
+        /// The segment size.
+        segment_size: usize,
+        /// The smallest number of segments the limit must hold.
+        min_segments: usize,
+    },
+
+    /// The memory limit has so many segments that handles could not carry a
+    /// useful generation number.
+    #[error(
+        "memory limit of {limit} bytes is {segments} segments of {segment_size} bytes, which \
+         leaves {generation_bits} generation bits in a handle (at least {min_generation_bits} \
+         needed); use larger segments or a smaller limit"
+    )]
+    MemoryLimitTooLarge {
+        /// The requested memory limit.
+        limit: usize,
+        /// The segment size.
+        segment_size: usize,
+        /// How many segments the limit is.
+        segments: usize,
+        /// Generation bits that would be left.
+        generation_bits: u32,
+        /// Generation bits required.
+        min_generation_bits: u32,
+    },
+
+    /// The bulk allocation count is zero or not a power of two.
+    #[error("bulk allocation of {segments} segments must be a power of two of at least 1")]
+    InvalidBulkSegments {
+        /// The requested number of segments per bulk allocation.
+        segments: usize,
+    },
+
+    /// An object larger than the maximum object size (10% of a segment).
+    #[error(
+        "object of {size} bytes exceeds the {max}-byte maximum object size (10% of a segment); \
+         split the value into chunks"
+    )]
+    ObjectTooLarge {
+        /// The requested size.
+        size: usize,
+        /// The maximum object size of the pool.
+        max: usize,
+    },
+
+    /// An alignment that is not a power of two or is above the maximum.
+    #[error("alignment of {align} bytes must be a power of two of at most {max} bytes")]
+    InvalidAlignment {
+        /// The requested alignment.
+        align: usize,
+        /// The largest supported alignment.
+        max: usize,
+    },
+
+    /// The pool is at its memory limit and reclaim (free segments,
+    /// compaction, eviction) could not free a segment.
+    #[error(
+        "out of memory: allocation of {size} bytes failed, the segment pool is at its \
+         {limit}-byte limit and nothing more could be compacted or evicted"
+    )]
+    OutOfMemory {
+        /// The size of the allocation that failed.
+        size: usize,
+        /// The pool's memory limit in bytes.
+        limit: usize,
+    },
+
+    /// `full_compaction` could not get a destination segment; every object
+    /// is still intact, some were moved and some were not.
+    #[error(
+        "out of memory: full compaction needs a destination segment and the segment pool is at \
+         its {limit}-byte limit"
+    )]
+    CompactionOutOfMemory {
+        /// The pool's memory limit in bytes.
+        limit: usize,
+    },
+
+    /// An allocation failed because a failure was injected for testing
+    /// (see [`SegmentPool::fail_nth_allocation`](crate::SegmentPool::fail_nth_allocation)).
+    #[error("injected allocation failure: allocation of {size} bytes refused for testing")]
+    InjectedFailure {
+        /// The size of the allocation that was refused.
+        size: usize,
+    },
+
+    /// The handle was issued by this region (or a region merged into it), but
+    /// its object has been freed.
+    #[error("stale handle {handle:?}: its object was freed")]
+    StaleHandle {
+        /// The offending handle.
+        handle: Handle,
+    },
+
+    /// The handle was not issued by this region nor by any region merged into it.
+    #[error("handle {handle:?} does not belong to this region")]
+    ForeignHandle {
+        /// The offending handle.
+        handle: Handle,
+    },
+
+    /// `merge` was called with a region of another segment pool.
+    #[error("cannot merge regions of different segment pools")]
+    PoolMismatch,
+
+    /// The pool-wide handle table has no free part left.
+    #[error("handle table full: all {parts} handle-table parts of the pool are in use")]
+    HandleTableFull {
+        /// The number of handle-table parts a pool can have.
+        parts: usize,
+    },
+}
+
+impl Error {
+    /// True for the errors an allocation returns when memory is unavailable:
+    /// [`OutOfMemory`](Error::OutOfMemory) and
+    /// [`InjectedFailure`](Error::InjectedFailure).
+    pub fn is_out_of_memory(&self) -> bool {
+        matches!(
+            self,
+            Error::OutOfMemory { .. } | Error::InjectedFailure { .. }
+        )
+    }
+}

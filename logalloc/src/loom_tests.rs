@@ -1,0 +1,166 @@
+//! Loom models of what is shared across threads: the pool's segment list
+//! and emergency reserve, and reclaim running from two regions at once.
+//!
+//! Run with `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 cargo test -p
+//! logalloc --release -- loom_`.
+
+use loom::thread;
+
+use crate::pool::Purpose;
+use crate::sync::Arc;
+use crate::{Error, PoolConfig, Region, SegmentPool};
+
+fn builder() -> loom::model::Builder {
+    let mut builder = loom::model::Builder::new();
+    if builder.preemption_bound.is_none() {
+        builder.preemption_bound = Some(2);
+    }
+    builder.max_branches = 100_000;
+    builder
+}
+
+fn pool(segments: usize, reserve: usize) -> Arc<SegmentPool> {
+    SegmentPool::new(
+        PoolConfig::default()
+            .with_segment_size(4096)
+            .with_memory_limit(segments * 4096)
+            .with_emergency_reserve(reserve)
+            .with_bulk_segments(1),
+    )
+    .unwrap()
+}
+
+#[test]
+fn loom_pool_take_release_keeps_limit_and_reserve() {
+    builder().check(|| {
+        // Two segments, one of them reserved for compaction.
+        let pool = pool(2, 1);
+        let allocator = {
+            let pool = pool.clone();
+            thread::spawn(move || {
+                let segment = pool.take(Purpose::Allocation);
+                if let Some(segment) = segment {
+                    pool.release(segment);
+                }
+                segment.is_some()
+            })
+        };
+        let compactor = {
+            let pool = pool.clone();
+            thread::spawn(move || {
+                let first = pool.take(Purpose::Compaction);
+                let second = pool.take(Purpose::Compaction);
+                assert!(first.is_some(), "compaction may always use the reserve");
+                assert_ne!(first, second);
+                let taken = [first, second].into_iter().flatten().count();
+                for segment in [first, second].into_iter().flatten() {
+                    pool.release(segment);
+                }
+                taken
+            })
+        };
+        let allocated = allocator.join().unwrap();
+        let compacted = compactor.join().unwrap();
+        // The allocator can only win while the compactor holds nothing, and
+        // the two never hold more than the limit between them.
+        assert!(compacted >= 1);
+        let _ = allocated;
+        let stats = pool.stats();
+        assert_eq!(stats.segments_in_use, 0);
+        assert!(stats.system_bytes <= 2 * 4096);
+        pool.check_invariants().unwrap();
+    });
+}
+
+#[test]
+fn loom_two_regions_reclaim_from_each_other() {
+    builder().check(|| {
+        let pool = pool(5, 1);
+        // `a`: three full segments, then every other object freed: two
+        // closed segments at 50% are worth compacting.
+        let mut a = Region::new(&pool);
+        let mut kept = Vec::new();
+        for i in 0..30u8 {
+            let h = a.alloc_bytes(&[i; 400]).unwrap();
+            if i % 2 == 1 {
+                kept.push((h, i));
+            } else {
+                a.free(h).unwrap_or_else(|e| panic!("{e}"));
+            }
+        }
+        // `b`: one full segment. The pool is now dry but for the reserve.
+        let mut b = Region::new(&pool);
+        let b_handles: Vec<_> = (0..10u8)
+            .map(|i| b.alloc_bytes(&[100 + i; 400]).unwrap())
+            .collect();
+
+        let ta = thread::spawn(move || {
+            let result = a.alloc_bytes(&[200; 400]);
+            (a, result)
+        });
+        let tb = thread::spawn(move || {
+            let result = b.alloc_bytes(&[201; 400]);
+            (b, result)
+        });
+        let (a, ra) = ta.join().unwrap();
+        let (b, rb) = tb.join().unwrap();
+        for result in [&ra, &rb] {
+            if let Err(e) = result {
+                assert!(matches!(e, Error::OutOfMemory { .. }), "{e}");
+            }
+        }
+        assert!(
+            ra.is_ok() || rb.is_ok(),
+            "reclaim found room for at least one"
+        );
+        for (h, fill) in kept {
+            assert!(a.get(h).unwrap().iter().all(|&x| x == fill));
+        }
+        for (i, h) in b_handles.into_iter().enumerate() {
+            assert!(b.get(h).unwrap().iter().all(|&x| x == 100 + i as u8));
+        }
+        if let Ok(h) = ra {
+            assert!(a.get(h).unwrap().iter().all(|&x| x == 200));
+        }
+        if let Ok(h) = rb {
+            assert!(b.get(h).unwrap().iter().all(|&x| x == 201));
+        }
+        pool.check_invariants().unwrap();
+    });
+}
+
+#[test]
+fn loom_a_borrowed_region_is_never_compacted_under_its_reader() {
+    builder().check(|| {
+        let pool = pool(4, 1);
+        let mut a = Region::new(&pool);
+        let mut kept = Vec::new();
+        for i in 0..30u8 {
+            let h = a.alloc_bytes(&[i; 400]).unwrap();
+            if i % 2 == 1 {
+                kept.push((h, i));
+            } else {
+                a.free(h).unwrap();
+            }
+        }
+        let a = Arc::new(a);
+        let reader = {
+            let a = a.clone();
+            let (h, fill) = kept[0];
+            thread::spawn(move || {
+                let bytes = a.get(h).unwrap();
+                // Let the other thread reclaim: it must skip the borrowed
+                // region, so the borrowed bytes cannot be moved or reused.
+                thread::yield_now();
+                assert!(bytes.iter().all(|&x| x == fill));
+            })
+        };
+        let mut b = Region::new(&pool);
+        let _ = b.alloc_bytes(&[7; 400]);
+        reader.join().unwrap();
+        for (h, fill) in kept {
+            assert!(a.get(h).unwrap().iter().all(|&x| x == fill));
+        }
+        pool.check_invariants().unwrap();
+    });
+}

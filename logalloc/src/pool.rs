@@ -1,0 +1,319 @@
+//! The segment pool: hands out segments up to the memory limit, keeps the
+//! emergency reserve, knows every region so reclaim can reach them.
+
+use std::fmt;
+
+use slab::Slab;
+
+use crate::config::Geometry;
+use crate::region::RegionShared;
+use crate::segment::SegmentMemory;
+use crate::stats::PoolStats;
+use crate::sync::{Arc, AtomicU64, Mutex, Ordering};
+use crate::table::MAX_TAGS;
+use crate::{Error, PoolConfig, RegionId};
+
+/// Who is asking for a segment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Purpose {
+    /// An ordinary allocation: may not dip into the emergency reserve.
+    Allocation,
+    /// A compaction destination: may use the reserve.
+    Compaction,
+}
+
+#[derive(Debug)]
+struct PoolState {
+    /// Segments returned by regions, ready for reuse.
+    free: Vec<u32>,
+    /// Segments `0..carved` have been handed out at least once.
+    carved: u32,
+    /// Segments currently owned by regions.
+    in_use: usize,
+    /// Bytes taken from the system allocator.
+    system_bytes: usize,
+    regions: Slab<Arc<RegionShared>>,
+    free_tags: Vec<u16>,
+    next_tag: usize,
+}
+
+/// Hands out fixed-size segments to regions, up to a memory limit.
+///
+/// Shared by all regions through an `Arc`; every method takes `&self` and
+/// is thread-safe. Segments are aligned to their size and taken from the
+/// system allocator `bulk_segments` at a time (never more than the limit);
+/// a segment released by a region goes back to the pool's free list, not to
+/// the system. The last `emergency_reserve` segments are kept for
+/// compaction destinations, so compaction can always make progress.
+///
+/// ```
+/// use logalloc::{PoolConfig, Region, SegmentPool};
+/// let pool = SegmentPool::new(PoolConfig::default().with_memory_limit(8 << 20))?;
+/// let mut region = Region::new(&pool);
+/// region.alloc_bytes(b"hello")?;
+/// assert_eq!(pool.stats().segments_in_use, 1);
+/// drop(region);
+/// assert_eq!(pool.stats().segments_in_use, 0);
+/// # Ok::<(), logalloc::Error>(())
+/// ```
+pub struct SegmentPool {
+    geometry: Geometry,
+    memory: SegmentMemory,
+    state: Mutex<PoolState>,
+    next_region: AtomicU64,
+    fail_countdown: AtomicU64,
+    bytes_compacted: AtomicU64,
+    segments_compacted: AtomicU64,
+    bytes_evicted: AtomicU64,
+    allocation_failures: AtomicU64,
+}
+
+impl fmt::Debug for SegmentPool {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SegmentPool")
+            .field("geometry", &self.geometry)
+            .field("stats", &self.stats())
+            .finish()
+    }
+}
+
+impl SegmentPool {
+    /// Creates a pool. Takes no memory until the first segment is needed.
+    ///
+    /// Fails if the configuration is invalid: segment size not a power of
+    /// two in 4 KiB..=64 MiB, a limit that does not hold the reserve plus one
+    /// segment, or so many segments that handles would keep fewer than 12
+    /// generation bits.
+    pub fn new(config: PoolConfig) -> Result<Arc<SegmentPool>, Error> {
+        let geometry = Geometry::new(&config)?;
+        Ok(Arc::new(SegmentPool {
+            memory: SegmentMemory::new(&geometry),
+            geometry,
+            state: Mutex::new(PoolState {
+                free: Vec::new(),
+                carved: 0,
+                in_use: 0,
+                system_bytes: 0,
+                regions: Slab::new(),
+                free_tags: Vec::new(),
+                next_tag: 0,
+            }),
+            next_region: AtomicU64::new(1),
+            fail_countdown: AtomicU64::new(0),
+            bytes_compacted: AtomicU64::new(0),
+            segments_compacted: AtomicU64::new(0),
+            bytes_evicted: AtomicU64::new(0),
+            allocation_failures: AtomicU64::new(0),
+        }))
+    }
+
+    /// The segment size in bytes.
+    pub fn segment_size(&self) -> usize {
+        self.geometry.segment_size
+    }
+
+    /// The largest object a region of this pool accepts (10% of a segment).
+    pub fn max_object_size(&self) -> usize {
+        self.geometry.max_object_size
+    }
+
+    /// The memory limit in bytes (whole segments).
+    pub fn memory_limit(&self) -> usize {
+        self.geometry.memory_limit()
+    }
+
+    /// Makes the `n`th allocation from now (counted over all regions of
+    /// this pool, `n >= 1`) fail with [`Error::InjectedFailure`], once.
+    /// `n == 0` cancels a pending injection. For testing callers'
+    /// all-or-nothing behaviour.
+    pub fn fail_nth_allocation(&self, n: u64) {
+        self.fail_countdown.store(n, Ordering::Relaxed);
+    }
+
+    /// Consumes one step of the failure countdown; true if this allocation
+    /// must fail.
+    #[inline]
+    pub(crate) fn injected_failure(&self) -> bool {
+        let mut current = self.fail_countdown.load(Ordering::Relaxed);
+        while current != 0 {
+            match self.fail_countdown.compare_exchange_weak(
+                current,
+                current - 1,
+                Ordering::Relaxed,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => return current == 1,
+                Err(actual) => current = actual,
+            }
+        }
+        false
+    }
+
+    pub(crate) fn geometry(&self) -> &Geometry {
+        &self.geometry
+    }
+
+    pub(crate) fn memory(&self) -> &SegmentMemory {
+        &self.memory
+    }
+
+    pub(crate) fn next_region_id(&self) -> RegionId {
+        RegionId::from_raw(self.next_region.fetch_add(1, Ordering::Relaxed))
+    }
+
+    /// Takes a segment, or `None` if the pool is at its limit (keeping the
+    /// emergency reserve unless `purpose` is compaction) or the system
+    /// allocator failed.
+    pub(crate) fn take(&self, purpose: Purpose) -> Option<u32> {
+        let mut state = self.state.lock();
+        let available = self.geometry.max_segments - state.in_use;
+        let keep = match purpose {
+            Purpose::Allocation => self.geometry.reserve,
+            Purpose::Compaction => 0,
+        };
+        if available <= keep {
+            return None;
+        }
+        let segment = match state.free.pop() {
+            Some(segment) => segment,
+            None => {
+                let segment = state.carved;
+                debug_assert!((segment as usize) < self.geometry.max_segments);
+                state.system_bytes += self.memory.ensure_chunk(segment)?;
+                state.carved += 1;
+                segment
+            }
+        };
+        state.in_use += 1;
+        Some(segment)
+    }
+
+    /// Returns a segment that holds no live object.
+    pub(crate) fn release(&self, segment: u32) {
+        let mut state = self.state.lock();
+        debug_assert!(
+            !state.free.contains(&segment),
+            "segment {segment} released twice"
+        );
+        state.free.push(segment);
+        state.in_use -= 1;
+    }
+
+    /// A fresh handle-table part tag.
+    pub(crate) fn take_tag(&self) -> Option<u16> {
+        let mut state = self.state.lock();
+        if let Some(tag) = state.free_tags.pop() {
+            return Some(tag);
+        }
+        if state.next_tag == MAX_TAGS {
+            return None;
+        }
+        state.next_tag += 1;
+        Some((state.next_tag - 1) as u16)
+    }
+
+    pub(crate) fn release_tags(&self, tags: impl Iterator<Item = u16>) {
+        self.state.lock().free_tags.extend(tags);
+    }
+
+    pub(crate) fn register(&self, region: Arc<RegionShared>) -> usize {
+        self.state.lock().regions.insert(region)
+    }
+
+    pub(crate) fn unregister(&self, key: usize) {
+        let region = self.state.lock().regions.remove(key);
+        drop(region);
+    }
+
+    /// Every registered region but `except`, for reclaim.
+    pub(crate) fn other_regions(&self, except: RegionId) -> Vec<Arc<RegionShared>> {
+        let state = self.state.lock();
+        state
+            .regions
+            .iter()
+            .map(|(_, region)| region)
+            .filter(|region| region.id != except)
+            .cloned()
+            .collect()
+    }
+
+    pub(crate) fn note_compaction(&self, bytes: usize, segments: usize) {
+        self.bytes_compacted
+            .fetch_add(bytes as u64, Ordering::Relaxed);
+        self.segments_compacted
+            .fetch_add(segments as u64, Ordering::Relaxed);
+    }
+
+    pub(crate) fn note_eviction(&self, bytes: usize) {
+        self.bytes_evicted
+            .fetch_add(bytes as u64, Ordering::Relaxed);
+    }
+
+    pub(crate) fn note_allocation_failure(&self) {
+        self.allocation_failures.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// A snapshot of the pool's statistics.
+    pub fn stats(&self) -> PoolStats {
+        let state = self.state.lock();
+        let segment_size = self.geometry.segment_size;
+        PoolStats {
+            segment_size,
+            memory_limit: self.memory_limit(),
+            segments_in_use: state.in_use,
+            free_segments: self.geometry.max_segments - state.in_use,
+            emergency_reserve: self.geometry.reserve,
+            system_bytes: state.system_bytes,
+            regions: state.regions.len(),
+            bytes_compacted: self.bytes_compacted.load(Ordering::Relaxed),
+            segments_compacted: self.segments_compacted.load(Ordering::Relaxed),
+            bytes_evicted: self.bytes_evicted.load(Ordering::Relaxed),
+            allocation_failures: self.allocation_failures.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Checks the pool's bookkeeping and every region's against a recount:
+    /// each segment is either free or owned by exactly one region, the limit
+    /// holds, and every region passes
+    /// [`Region::check_invariants`](crate::Region::check_invariants).
+    ///
+    /// Takes each region's lock in turn (blocking), so call it only while no
+    /// other thread holds a region borrowed; meant for tests.
+    pub fn check_invariants(&self) -> Result<(), String> {
+        let (free, carved, in_use, regions) = {
+            let state = self.state.lock();
+            let regions: Vec<_> = state.regions.iter().map(|(_, r)| r.clone()).collect();
+            (state.free.clone(), state.carved, state.in_use, regions)
+        };
+        if in_use > self.geometry.max_segments || carved as usize > self.geometry.max_segments {
+            return Err(format!(
+                "{in_use} segments in use / {carved} carved exceed the limit of {}",
+                self.geometry.max_segments
+            ));
+        }
+        let mut owner = vec![false; carved as usize];
+        for &segment in &free {
+            if std::mem::replace(&mut owner[segment as usize], true) {
+                return Err(format!("segment {segment} is on the free list twice"));
+            }
+        }
+        let mut owned = 0;
+        for region in regions {
+            let inner = region.inner.read();
+            inner.check(self)?;
+            for segment in inner.segment_indices() {
+                if std::mem::replace(&mut owner[segment as usize], true) {
+                    return Err(format!("segment {segment} is free or owned twice"));
+                }
+                owned += 1;
+            }
+        }
+        if owned != in_use || free.len() + in_use != carved as usize {
+            return Err(format!(
+                "pool counts {in_use} in use, {} free, {carved} carved; regions own {owned}",
+                free.len()
+            ));
+        }
+        Ok(())
+    }
+}

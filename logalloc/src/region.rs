@@ -1,0 +1,1198 @@
+//! Regions: bump allocation into segments, free, compaction, reclaim,
+//! eviction and merge.
+//!
+//! # Segment layout
+//!
+//! Every object is a *record*: a 4-byte header at a 4-aligned offset, then
+//! the object's bytes, then padding to the next multiple of 4. A live
+//! header holds the object's handle-table slot (31 bits); a dead header has
+//! bit 31 set and holds the length of the dead area it starts (a freed
+//! record, or padding inserted before an over-aligned object). The object's
+//! size, alignment and generation live in the handle-table entry. So a
+//! segment can be walked from offset 0 to its end, which is how compaction
+//! finds the live objects and their slots.
+//!
+//! # Locking
+//!
+//! A region's state sits behind a reader-writer lock shared with the pool's
+//! registry. The owner's `&mut self` operations take it exclusively; `get`
+//! takes it shared and the returned guard keeps it so for as long as the
+//! bytes are borrowed. Reclaim on behalf of another region only ever uses
+//! `try_write`, so it skips a region that is borrowed or busy and can never
+//! deadlock with its owner. See the crate documentation for the argument.
+
+use std::fmt;
+use std::ops::{Deref, DerefMut};
+
+use crate::histogram::{Histogram, Slot};
+use crate::pool::{Purpose, SegmentPool};
+use crate::stats::RegionStats;
+use crate::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use crate::table::{HandleTable, Location};
+use crate::{Error, Handle, RegionId, RegionListener};
+
+/// Bit 31 of a header marks a dead area.
+const DEAD: u32 = 1 << 31;
+const NOT_MAPPED: u32 = u32::MAX;
+/// A closed segment is compacted only with at least this share (in %) free.
+const MIN_FREE_PERCENT_FOR_COMPACTION: usize = 15;
+
+/// Bytes a record of an object of `size` bytes takes (header included).
+#[inline]
+fn record_len(size: u32) -> u32 {
+    4 + ((size + 3) & !3)
+}
+
+/// What an eviction callback reports to reclaim.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Eviction {
+    /// Some objects were freed; reclaim may call again.
+    Evicted,
+    /// Nothing is left to evict; reclaim will not call again this round.
+    Nothing,
+}
+
+type EvictionFn = Box<dyn FnMut(&mut Evictor<'_>) -> Eviction + Send + Sync>;
+
+/// The access an eviction callback has to its region while reclaim runs.
+///
+/// The region is locked for the duration of the callback (possibly by
+/// another thread's reclaim), so the callback frees objects through this
+/// value instead of through the [`Region`].
+pub struct Evictor<'a> {
+    inner: &'a mut RegionInner,
+    pool: &'a SegmentPool,
+}
+
+impl fmt::Debug for Evictor<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Evictor")
+            .field("region", &self.inner.id)
+            .finish()
+    }
+}
+
+impl Evictor<'_> {
+    /// The region being evicted from.
+    pub fn region_id(&self) -> RegionId {
+        self.inner.id
+    }
+
+    /// Frees an object of the region, as [`Region::free`] does.
+    pub fn free(&mut self, handle: Handle) -> Result<(), Error> {
+        self.inner.free(self.pool, handle).map(|_| ())
+    }
+
+    /// The bytes of an object of the region, as [`Region::get`] does.
+    pub fn get(&self, handle: Handle) -> Result<&[u8], Error> {
+        let at = self.inner.table.lookup(handle)?;
+        // SAFETY: the region is exclusively locked for the callback's whole
+        // run and `&self` prevents `free` while the slice lives; `at` is a
+        // live entry, so its record is in a segment this region owns.
+        Ok(unsafe {
+            self.pool
+                .memory()
+                .bytes(at.segment, at.header as usize + 4, at.size as usize)
+        })
+    }
+
+    /// The region's current statistics.
+    pub fn stats(&self) -> RegionStats {
+        self.inner.stats()
+    }
+}
+
+/// Per-segment bookkeeping of the owning region.
+#[derive(Debug, Clone, Copy)]
+struct SegmentInfo {
+    index: u32,
+    /// Bytes of live records.
+    used: u32,
+    /// End of the last record (the bump pointer of the active segment).
+    end: u32,
+    /// Position in the histogram while the segment is closed.
+    slot: Option<Slot>,
+}
+
+/// The region state shared with the pool's registry.
+#[derive(Debug)]
+pub(crate) struct RegionShared {
+    pub(crate) id: RegionId,
+    pub(crate) inner: RwLock<RegionInner>,
+}
+
+/// Everything a region knows, behind its lock.
+pub(crate) struct RegionInner {
+    id: RegionId,
+    /// Dropped or merged into another region: owns nothing any more.
+    dead: bool,
+    segment_size: usize,
+    table: HandleTable,
+    /// Pool segment index to position in `segments` (or `NOT_MAPPED`).
+    segment_map: Vec<u32>,
+    segments: Vec<SegmentInfo>,
+    active: Option<u32>,
+    histogram: Histogram,
+    /// Free bytes of all closed segments.
+    closed_free: usize,
+    used: usize,
+    object_bytes: usize,
+    bytes_compacted: u64,
+    segments_compacted: u64,
+    bytes_evicted: u64,
+    allocation_failures: u64,
+    reclaim_counter: u64,
+    listener: Option<Arc<dyn RegionListener>>,
+    evictor: Option<EvictionFn>,
+    grounded: bool,
+}
+
+impl fmt::Debug for RegionInner {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RegionInner")
+            .field("id", &self.id)
+            .field("stats", &self.stats())
+            .finish_non_exhaustive()
+    }
+}
+
+impl RegionInner {
+    fn new(id: RegionId, pool: &SegmentPool) -> RegionInner {
+        let geometry = pool.geometry();
+        RegionInner {
+            id,
+            dead: false,
+            segment_size: geometry.segment_size,
+            table: HandleTable::new(geometry),
+            segment_map: Vec::new(),
+            segments: Vec::new(),
+            active: None,
+            histogram: Histogram::new(geometry.segment_shift),
+            closed_free: 0,
+            used: 0,
+            object_bytes: 0,
+            bytes_compacted: 0,
+            segments_compacted: 0,
+            bytes_evicted: 0,
+            allocation_failures: 0,
+            reclaim_counter: 0,
+            listener: None,
+            evictor: None,
+            grounded: false,
+        }
+    }
+
+    fn total(&self) -> usize {
+        self.segments.len() * self.segment_size
+    }
+
+    #[inline]
+    fn info(&self, segment: u32) -> &SegmentInfo {
+        &self.segments[self.segment_map[segment as usize] as usize]
+    }
+
+    #[inline]
+    fn info_mut(&mut self, segment: u32) -> &mut SegmentInfo {
+        &mut self.segments[self.segment_map[segment as usize] as usize]
+    }
+
+    pub(crate) fn segment_indices(&self) -> impl Iterator<Item = u32> + '_ {
+        self.segments.iter().map(|info| info.index)
+    }
+
+    /// Makes `segment` (just taken from the pool) the active segment.
+    fn open(&mut self, segment: u32) {
+        debug_assert!(self.active.is_none());
+        let index = segment as usize;
+        if self.segment_map.len() <= index {
+            self.segment_map.resize(index + 1, NOT_MAPPED);
+        }
+        self.segment_map[index] = self.segments.len() as u32;
+        self.segments.push(SegmentInfo {
+            index: segment,
+            used: 0,
+            end: 0,
+            slot: None,
+        });
+        self.active = Some(segment);
+        if let Some(listener) = &self.listener {
+            listener.increase_usage(self.id, self.segment_size);
+        }
+    }
+
+    /// Gives an empty segment (active or being compacted, not in the
+    /// histogram) back to the pool.
+    fn release(&mut self, pool: &SegmentPool, segment: u32) {
+        let position = self.segment_map[segment as usize] as usize;
+        debug_assert_eq!(self.segments[position].used, 0);
+        debug_assert!(self.segments[position].slot.is_none());
+        self.segment_map[segment as usize] = NOT_MAPPED;
+        self.segments.swap_remove(position);
+        if let Some(moved) = self.segments.get(position) {
+            self.segment_map[moved.index as usize] = position as u32;
+        }
+        if self.active == Some(segment) {
+            self.active = None;
+        }
+        pool.release(segment);
+        if let Some(listener) = &self.listener {
+            listener.decrease_usage(self.id, self.segment_size);
+        }
+    }
+
+    fn histogram_insert(&mut self, segment: u32) {
+        let free = self.segment_size - self.info(segment).used as usize;
+        let slot = self.histogram.insert(segment, free);
+        self.info_mut(segment).slot = Some(slot);
+        self.closed_free += free;
+    }
+
+    fn histogram_remove(&mut self, segment: u32) {
+        let segment_size = self.segment_size;
+        let info = self.info_mut(segment);
+        let slot = info
+            .slot
+            .take()
+            .expect("closed segment is in the histogram");
+        let free = segment_size - info.used as usize;
+        self.closed_free -= free;
+        if let Some(moved) = self.histogram.remove(slot) {
+            self.info_mut(moved).slot = Some(slot);
+        }
+    }
+
+    /// Moves the active segment to the histogram, or back to the pool if empty.
+    fn close_active(&mut self, pool: &SegmentPool) {
+        if let Some(segment) = self.active.take() {
+            if self.info(segment).used == 0 {
+                self.active = Some(segment);
+                self.release(pool, segment);
+            } else {
+                self.histogram_insert(segment);
+            }
+        }
+    }
+
+    /// Reserves room for a record in the active segment, writing a dead
+    /// marker over any alignment padding. `None` if it does not fit.
+    #[inline]
+    fn place(&mut self, pool: &SegmentPool, size: u32, align: u32) -> Option<Location> {
+        let segment = self.active?;
+        let segment_size = self.segment_size as u32;
+        let info = self.info_mut(segment);
+        let end = info.end;
+        let header = if align <= 4 {
+            end
+        } else {
+            ((end + 4 + align - 1) & !(align - 1)) - 4
+        };
+        if header + record_len(size) > segment_size {
+            return None;
+        }
+        info.end = header + record_len(size);
+        if header > end {
+            // SAFETY: the active segment is owned by this region, which the
+            // caller holds exclusively; the padding is within the segment and
+            // past every live record, so nothing references it.
+            unsafe {
+                pool.memory()
+                    .write_u32(segment, end as usize, DEAD | (header - end))
+            };
+        }
+        Some(Location {
+            segment,
+            header,
+            size,
+            align,
+        })
+    }
+
+    /// Finds room for a new object, taking segments from the pool and
+    /// reclaiming memory as needed.
+    fn find_room(&mut self, pool: &SegmentPool, size: u32, align: u32) -> Result<Location, Error> {
+        loop {
+            if let Some(at) = self.place(pool, size, align) {
+                return Ok(at);
+            }
+            self.close_active(pool);
+            if let Some(segment) = pool.take(Purpose::Allocation) {
+                self.open(segment);
+                continue;
+            }
+            if !self.reclaim_step(pool) {
+                return Err(Error::OutOfMemory {
+                    size: size as usize,
+                    limit: pool.memory_limit(),
+                });
+            }
+        }
+    }
+
+    fn alloc(
+        &mut self,
+        pool: &SegmentPool,
+        size: u32,
+        align: u32,
+        init: impl FnOnce(&mut [u8]),
+    ) -> Result<Handle, Error> {
+        let result = self
+            .table
+            .prepare(|| pool.take_tag())
+            .and_then(|()| self.find_room(pool, size, align));
+        let at = match result {
+            Ok(at) => at,
+            Err(error) => {
+                self.note_allocation_failure(pool);
+                return Err(error);
+            }
+        };
+        let handle = self.table.insert(at);
+        // SAFETY: `find_room` reserved this record in a segment the
+        // exclusively locked region owns; no reference to it exists yet.
+        unsafe {
+            pool.memory()
+                .write_u32(at.segment, at.header as usize, handle.slot());
+            init(
+                pool.memory()
+                    .bytes_mut(at.segment, at.header as usize + 4, size as usize),
+            );
+        }
+        let record = record_len(size);
+        self.info_mut(at.segment).used += record;
+        self.used += record as usize;
+        self.object_bytes += size as usize;
+        Ok(handle)
+    }
+
+    fn note_allocation_failure(&mut self, pool: &SegmentPool) {
+        self.allocation_failures += 1;
+        pool.note_allocation_failure();
+    }
+
+    /// Frees an object; returns its size.
+    fn free(&mut self, pool: &SegmentPool, handle: Handle) -> Result<u32, Error> {
+        let at = self.table.remove(handle)?;
+        let record = record_len(at.size);
+        // SAFETY: the entry was live, so its header is in a segment this
+        // exclusively locked region owns; `&mut self` excludes references.
+        unsafe {
+            pool.memory()
+                .write_u32(at.segment, at.header as usize, DEAD | record);
+        }
+        self.used -= record as usize;
+        self.object_bytes -= at.size as usize;
+        if self.active == Some(at.segment) {
+            self.info_mut(at.segment).used -= record;
+            if self.info(at.segment).used == 0 {
+                self.release(pool, at.segment);
+            }
+        } else {
+            self.histogram_remove(at.segment);
+            self.info_mut(at.segment).used -= record;
+            if self.info(at.segment).used == 0 {
+                self.release(pool, at.segment);
+            } else {
+                self.histogram_insert(at.segment);
+            }
+        }
+        Ok(at.size)
+    }
+
+    /// Room for a record being moved by compaction: may use the reserve.
+    fn place_for_compaction(
+        &mut self,
+        pool: &SegmentPool,
+        size: u32,
+        align: u32,
+    ) -> Option<Location> {
+        loop {
+            if let Some(at) = self.place(pool, size, align) {
+                return Some(at);
+            }
+            self.close_active(pool);
+            let segment = pool.take(Purpose::Compaction)?;
+            self.open(segment);
+        }
+    }
+
+    /// Moves every live object out of closed `segment` into the active
+    /// segment. True if the segment was emptied and released; false if no
+    /// destination could be had (the objects moved so far stay moved, the
+    /// rest stay put: nothing is lost).
+    fn compact_segment(&mut self, pool: &SegmentPool, segment: u32) -> bool {
+        self.histogram_remove(segment);
+        self.reclaim_counter += 1;
+        let memory = pool.memory();
+        let end = self.info(segment).end as usize;
+        let mut offset = 0;
+        let mut moved = 0usize;
+        while offset < end {
+            // SAFETY: `offset` is a record boundary below `end` in a segment
+            // this exclusively locked region owns.
+            let word = unsafe { memory.read_u32(segment, offset) };
+            if word & DEAD != 0 {
+                offset += (word & !DEAD) as usize;
+                continue;
+            }
+            let slot = word;
+            let from = self.table.slot_location(slot);
+            debug_assert_eq!((from.segment, from.header as usize), (segment, offset));
+            let record = record_len(from.size);
+            let Some(to) = self.place_for_compaction(pool, from.size, from.align) else {
+                break;
+            };
+            // SAFETY: source and destination are records of two different
+            // segments owned by this exclusively locked region (the segment
+            // being compacted is never the active one); nothing borrows them.
+            unsafe {
+                memory.copy(
+                    (segment, offset + 4),
+                    (to.segment, to.header as usize + 4),
+                    from.size as usize,
+                );
+                memory.write_u32(to.segment, to.header as usize, slot);
+                memory.write_u32(segment, offset, DEAD | record);
+            }
+            self.table.relocate(slot, to);
+            self.info_mut(segment).used -= record;
+            self.info_mut(to.segment).used += record;
+            moved += record as usize;
+            offset += record as usize;
+        }
+        self.bytes_compacted += moved as u64;
+        let emptied = self.info(segment).used == 0;
+        if emptied {
+            self.release(pool, segment);
+            self.segments_compacted += 1;
+        } else {
+            self.histogram_insert(segment);
+        }
+        pool.note_compaction(moved, usize::from(emptied));
+        emptied
+    }
+
+    /// The sparsest closed segment and its free bytes, if compacting it is
+    /// worthwhile: it has at least 15% free and the closed segments hold at
+    /// least a whole segment of free space between them.
+    fn compaction_candidate(&mut self) -> Option<(u32, usize)> {
+        if self.closed_free < self.segment_size {
+            return None;
+        }
+        let segment = self.histogram.sparsest()?;
+        let free = self.segment_size - self.info(segment).used as usize;
+        (free * 100 >= self.segment_size * MIN_FREE_PERCENT_FOR_COMPACTION)
+            .then_some((segment, free))
+    }
+
+    fn compact(&mut self, pool: &SegmentPool) -> usize {
+        let mut compacted = 0;
+        // Each step frees at least 15% of a segment of closed free space
+        // net; the bound is a backstop, not the expected exit.
+        let bound = 2 * self.segments.len() + 2;
+        while compacted < bound {
+            let Some((segment, _)) = self.compaction_candidate() else {
+                break;
+            };
+            if !self.compact_segment(pool, segment) {
+                break;
+            }
+            compacted += 1;
+        }
+        compacted
+    }
+
+    fn full_compaction(&mut self, pool: &SegmentPool) -> Result<(), Error> {
+        self.close_active(pool);
+        let closed: Vec<u32> = self.histogram.segments().collect();
+        for segment in closed {
+            if !self.compact_segment(pool, segment) {
+                return Err(Error::CompactionOutOfMemory {
+                    limit: pool.memory_limit(),
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// Calls the eviction callback once. True if it freed something.
+    fn evict_once(&mut self, pool: &SegmentPool) -> bool {
+        let Some(mut evict) = self.evictor.take() else {
+            return false;
+        };
+        self.reclaim_counter += 1;
+        let (objects, bytes) = (self.table.live(), self.object_bytes);
+        let verdict = evict(&mut Evictor { inner: self, pool });
+        self.evictor = Some(evict);
+        let freed = bytes - self.object_bytes;
+        self.bytes_evicted += freed as u64;
+        pool.note_eviction(freed);
+        verdict == Eviction::Evicted && self.table.live() < objects
+    }
+
+    /// One step of reclaim after the pool refused a segment: compact the
+    /// sparsest compactible region (this one or any other that is not
+    /// borrowed), else evict from an evictable region. False if nothing
+    /// could be done.
+    fn reclaim_step(&mut self, pool: &SegmentPool) -> bool {
+        let others = pool.other_regions(self.id);
+        let own = self.compaction_candidate().map(|(_, free)| free);
+        let mut candidates: Vec<(usize, usize)> = others
+            .iter()
+            .enumerate()
+            .filter_map(|(i, region)| {
+                let mut inner = region.inner.try_write()?;
+                inner.compaction_candidate().map(|(_, free)| (free, i))
+            })
+            .collect();
+        candidates.sort_unstable_by(|a, b| b.cmp(a));
+        for &(free, i) in &candidates {
+            if own.is_some_and(|own| own >= free) {
+                break;
+            }
+            if let Some(mut inner) = others[i].inner.try_write()
+                && let Some((segment, _)) = inner.compaction_candidate()
+                && inner.compact_segment(pool, segment)
+            {
+                return true;
+            }
+        }
+        if let Some((segment, _)) = self.compaction_candidate()
+            && self.compact_segment(pool, segment)
+        {
+            return true;
+        }
+        if self.evict_once(pool) {
+            return true;
+        }
+        others.iter().any(|region| {
+            region
+                .inner
+                .try_write()
+                .is_some_and(|mut inner| inner.evict_once(pool))
+        })
+    }
+
+    fn listen(&mut self, listener: Arc<dyn RegionListener>) {
+        self.unlisten();
+        listener.add(self.id, self.total());
+        self.listener = Some(listener);
+    }
+
+    fn unlisten(&mut self) {
+        if let Some(old) = self.listener.take() {
+            old.del(self.id, self.total());
+        }
+    }
+
+    /// Takes over all of `other`'s segments and handles; `other` ends dead.
+    fn absorb(&mut self, pool: &SegmentPool, other: &mut RegionInner) {
+        if let Some(segment) = other.active
+            && other.info(segment).used == 0
+        {
+            other.release(pool, segment);
+        }
+        let moved = other.total();
+        match (&self.listener, other.listener.take()) {
+            (Some(mine), Some(theirs)) if Arc::ptr_eq(mine, &theirs) => {
+                mine.merged(self.id, other.id, moved);
+            }
+            (mine, theirs) => {
+                if let Some(theirs) = theirs {
+                    theirs.del(other.id, moved);
+                }
+                if let Some(mine) = mine
+                    && moved > 0
+                {
+                    mine.increase_usage(self.id, moved);
+                }
+            }
+        }
+        let other_active = other.active.take();
+        for info in other.segments.drain(..) {
+            let index = info.index as usize;
+            if self.segment_map.len() <= index {
+                self.segment_map.resize(index + 1, NOT_MAPPED);
+            }
+            self.segment_map[index] = self.segments.len() as u32;
+            self.segments.push(SegmentInfo { slot: None, ..info });
+            if other_active == Some(info.index) && self.active.is_none() {
+                self.active = Some(info.index);
+            } else {
+                self.histogram_insert(info.index);
+            }
+        }
+        let table = std::mem::replace(&mut other.table, HandleTable::new(pool.geometry()));
+        self.table.absorb(table);
+        self.used += other.used;
+        self.object_bytes += other.object_bytes;
+        self.bytes_compacted += other.bytes_compacted;
+        self.segments_compacted += other.segments_compacted;
+        self.bytes_evicted += other.bytes_evicted;
+        self.allocation_failures += other.allocation_failures;
+        self.reclaim_counter = self.reclaim_counter.max(other.reclaim_counter);
+        other.retire_empty();
+    }
+
+    /// Marks a region that owns nothing any more as dead.
+    fn retire_empty(&mut self) {
+        self.dead = true;
+        self.segment_map = Vec::new();
+        self.segments = Vec::new();
+        self.active = None;
+        self.histogram = Histogram::new(self.segment_size.trailing_zeros());
+        self.closed_free = 0;
+        self.used = 0;
+        self.object_bytes = 0;
+        self.listener = None;
+        self.evictor = None;
+    }
+
+    /// Gives everything back to the pool (the region is being dropped).
+    fn retire(&mut self, pool: &SegmentPool) {
+        if self.dead {
+            return;
+        }
+        self.unlisten();
+        for info in &self.segments {
+            pool.release(info.index);
+        }
+        pool.release_tags(self.table.tags());
+        self.table = HandleTable::new(pool.geometry());
+        self.retire_empty();
+    }
+
+    fn stats(&self) -> RegionStats {
+        let total = self.total();
+        RegionStats {
+            total_bytes: total,
+            used_bytes: self.used,
+            free_bytes: total - self.used,
+            object_bytes: self.object_bytes,
+            objects: self.table.live(),
+            segments: self.segments.len(),
+            table_bytes: self.table.bytes(),
+            bytes_compacted: self.bytes_compacted,
+            segments_compacted: self.segments_compacted,
+            bytes_evicted: self.bytes_evicted,
+            allocation_failures: self.allocation_failures,
+            reclaim_counter: self.reclaim_counter,
+        }
+    }
+
+    /// Recounts everything from the segments and the table.
+    pub(crate) fn check(&self, pool: &SegmentPool) -> Result<(), String> {
+        self.table.check()?;
+        let segment_size = self.segment_size;
+        let mut mapped = 0;
+        for (i, &position) in self.segment_map.iter().enumerate() {
+            if position != NOT_MAPPED {
+                mapped += 1;
+                if self.segments.get(position as usize).map(|s| s.index) != Some(i as u32) {
+                    return Err(format!("segment map entry {i} points at the wrong segment"));
+                }
+            }
+        }
+        if mapped != self.segments.len() {
+            return Err(format!(
+                "{mapped} mapped segments, {} held",
+                self.segments.len()
+            ));
+        }
+        let (mut used, mut closed_free, mut live_headers) = (0usize, 0usize, 0usize);
+        for info in &self.segments {
+            let mut offset = 0;
+            let mut segment_used = 0;
+            while offset < info.end as usize {
+                // SAFETY: walking record boundaries below `end` of a segment
+                // this region owns, under its (shared) lock.
+                let word = unsafe { pool.memory().read_u32(info.index, offset) };
+                let length = if word & DEAD != 0 {
+                    (word & !DEAD) as usize
+                } else {
+                    let at = self.table.live_location(word).ok_or_else(|| {
+                        format!(
+                            "header at {}:{offset} names free slot {word:#x}",
+                            info.index
+                        )
+                    })?;
+                    if (at.segment, at.header as usize) != (info.index, offset) {
+                        return Err(format!(
+                            "slot {word:#x} points at {at:?}, its header is at {}:{offset}",
+                            info.index
+                        ));
+                    }
+                    live_headers += 1;
+                    segment_used += record_len(at.size) as usize;
+                    record_len(at.size) as usize
+                };
+                if length == 0 || length % 4 != 0 {
+                    return Err(format!(
+                        "bad record length {length} at {}:{offset}",
+                        info.index
+                    ));
+                }
+                offset += length;
+            }
+            if offset != info.end as usize || info.end as usize > segment_size {
+                return Err(format!("segment {} overruns its end", info.index));
+            }
+            if segment_used != info.used as usize {
+                return Err(format!(
+                    "segment {} counts {} used bytes, recount {segment_used}",
+                    info.index, info.used
+                ));
+            }
+            used += segment_used;
+            if segment_used == 0 {
+                return Err(format!("empty segment {} was not released", info.index));
+            }
+            if self.active == Some(info.index) {
+                if info.slot.is_some() {
+                    return Err("the active segment is in the histogram".into());
+                }
+            } else {
+                let free = segment_size - segment_used;
+                match info.slot {
+                    Some(slot) if self.histogram.holds(info.index, slot, free) => {}
+                    _ => {
+                        return Err(format!(
+                            "segment {} is misplaced in the histogram",
+                            info.index
+                        ));
+                    }
+                }
+                closed_free += free;
+            }
+        }
+        let closed = self.segments.len() - usize::from(self.active.is_some());
+        if self.histogram.len() != closed {
+            return Err(format!(
+                "histogram holds {}, {closed} closed",
+                self.histogram.len()
+            ));
+        }
+        let object_bytes: usize = self
+            .table
+            .live_entries()
+            .map(|(_, at)| at.size as usize)
+            .sum();
+        if used != self.used
+            || closed_free != self.closed_free
+            || object_bytes != self.object_bytes
+            || live_headers != self.table.live()
+        {
+            return Err(format!(
+                "counters (used {}, closed free {}, object bytes {}, objects {}) != recount \
+                 ({used}, {closed_free}, {object_bytes}, {live_headers})",
+                self.used,
+                self.closed_free,
+                self.object_bytes,
+                self.table.live()
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// A region: a set of segments that objects are bump-allocated into.
+///
+/// See the [crate documentation](crate) for the design. All methods that
+/// change the region take `&mut self`; [`get`](Self::get) takes `&self` and
+/// returns a guard that keeps the region from being compacted by other
+/// regions' reclaim while the bytes are borrowed.
+pub struct Region {
+    pool: Arc<SegmentPool>,
+    shared: Arc<RegionShared>,
+    key: usize,
+}
+
+impl fmt::Debug for Region {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Region")
+            .field("id", &self.shared.id)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Shared access to an object's bytes; see [`Region::get`].
+///
+/// Holds the region's lock in shared mode: reclaim on behalf of other
+/// regions skips this region until the guard is dropped.
+pub struct ObjectRef<'a> {
+    _guard: RwLockReadGuard<'a, RegionInner>,
+    bytes: &'a [u8],
+}
+
+impl fmt::Debug for ObjectRef<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("ObjectRef").field(&self.bytes).finish()
+    }
+}
+
+impl Deref for ObjectRef<'_> {
+    type Target = [u8];
+
+    fn deref(&self) -> &[u8] {
+        self.bytes
+    }
+}
+
+/// Exclusive access to an object's bytes; see [`Region::get_mut`].
+pub struct ObjectMut<'a> {
+    _guard: RwLockWriteGuard<'a, RegionInner>,
+    bytes: &'a mut [u8],
+}
+
+impl fmt::Debug for ObjectMut<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("ObjectMut").field(&self.bytes).finish()
+    }
+}
+
+impl Deref for ObjectMut<'_> {
+    type Target = [u8];
+
+    fn deref(&self) -> &[u8] {
+        self.bytes
+    }
+}
+
+impl DerefMut for ObjectMut<'_> {
+    fn deref_mut(&mut self) -> &mut [u8] {
+        self.bytes
+    }
+}
+
+impl Region {
+    /// Creates an empty region in `pool`. It takes no segment until its
+    /// first allocation.
+    pub fn new(pool: &Arc<SegmentPool>) -> Region {
+        let id = pool.next_region_id();
+        let shared = Arc::new(RegionShared {
+            id,
+            inner: RwLock::new(RegionInner::new(id, pool)),
+        });
+        let key = pool.register(shared.clone());
+        Region {
+            pool: pool.clone(),
+            shared,
+            key,
+        }
+    }
+
+    /// This region's pool-unique id.
+    pub fn id(&self) -> RegionId {
+        self.shared.id
+    }
+
+    /// The pool this region takes segments from.
+    pub fn pool(&self) -> &Arc<SegmentPool> {
+        &self.pool
+    }
+
+    fn validate(&self, size: usize, align: usize) -> Result<(u32, u32), Error> {
+        let max_align = crate::config::MAX_ALIGN.min(self.pool.segment_size() / 8);
+        if !align.is_power_of_two() || align > max_align {
+            return Err(Error::InvalidAlignment {
+                align,
+                max: max_align,
+            });
+        }
+        let max = self.pool.max_object_size();
+        if size > max {
+            return Err(Error::ObjectTooLarge { size, max });
+        }
+        // Both fit: size <= 10% of a segment <= 6.4 MiB, align <= 4096.
+        Ok((size as u32, align.max(4) as u32))
+    }
+
+    fn alloc_with(
+        &mut self,
+        size: usize,
+        align: usize,
+        init: impl FnOnce(&mut [u8]),
+    ) -> Result<Handle, Error> {
+        let (size, align) = self.validate(size, align)?;
+        let mut inner = self.shared.inner.write();
+        if self.pool.injected_failure() {
+            inner.note_allocation_failure(&self.pool);
+            return Err(Error::InjectedFailure {
+                size: size as usize,
+            });
+        }
+        inner.alloc(&self.pool, size, align, init)
+    }
+
+    /// Allocates a zero-filled object of `size` bytes aligned to `align`
+    /// (a power of two, at most 4096 and at most 1/8 of a segment).
+    ///
+    /// If the pool has no free segment, reclaims first (compaction of this
+    /// or other unborrowed regions, then eviction). Errors:
+    /// [`Error::ObjectTooLarge`] above 10% of a segment,
+    /// [`Error::InvalidAlignment`], [`Error::OutOfMemory`] when nothing can
+    /// be reclaimed, [`Error::InjectedFailure`]. On error nothing was
+    /// allocated and every existing object is intact.
+    pub fn alloc(&mut self, size: usize, align: usize) -> Result<Handle, Error> {
+        self.alloc_with(size, align, |bytes| bytes.fill(0))
+    }
+
+    /// Allocates a copy of `data` (alignment 1). Errors as for [`alloc`](Self::alloc).
+    pub fn alloc_bytes(&mut self, data: &[u8]) -> Result<Handle, Error> {
+        self.alloc_with(data.len(), 1, |bytes| bytes.copy_from_slice(data))
+    }
+
+    /// Frees an object. Errors ([`Error::StaleHandle`],
+    /// [`Error::ForeignHandle`]) free nothing.
+    pub fn free(&mut self, handle: Handle) -> Result<(), Error> {
+        self.shared
+            .inner
+            .write()
+            .free(&self.pool, handle)
+            .map(|_| ())
+    }
+
+    /// The bytes of an object.
+    ///
+    /// The guard holds the region's lock in shared mode: any number of
+    /// guards can be alive at once, while reclaim for other regions skips
+    /// this one.
+    pub fn get(&self, handle: Handle) -> Result<ObjectRef<'_>, Error> {
+        let guard = self.shared.inner.read();
+        let at = guard.table.lookup(handle)?;
+        // SAFETY: `at` is a live entry, so the record is in a segment this
+        // region owns. The guard moves into the returned value, so the region
+        // stays read-locked while `bytes` is reachable: writers (the owner's
+        // `&mut` methods, other regions' reclaim) are excluded, and the
+        // segment memory lives as long as the pool, which `self` keeps alive.
+        let bytes = unsafe {
+            self.pool
+                .memory()
+                .bytes(at.segment, at.header as usize + 4, at.size as usize)
+        };
+        Ok(ObjectRef {
+            _guard: guard,
+            bytes,
+        })
+    }
+
+    /// The bytes of an object, mutably.
+    pub fn get_mut(&mut self, handle: Handle) -> Result<ObjectMut<'_>, Error> {
+        let guard = self.shared.inner.write();
+        let at = guard.table.lookup(handle)?;
+        // SAFETY: as in `get`, with the lock held exclusively by the guard
+        // that moves into the returned value and `&mut self` ruling out any
+        // other reference into this region's segments.
+        let bytes = unsafe {
+            self.pool
+                .memory()
+                .bytes_mut(at.segment, at.header as usize + 4, at.size as usize)
+        };
+        Ok(ObjectMut {
+            _guard: guard,
+            bytes,
+        })
+    }
+
+    /// Compacts the sparsest closed segments (those with at least 15% free)
+    /// while the closed segments hold at least a segment's worth of free
+    /// space. Returns how many segments were emptied and released.
+    pub fn compact(&mut self) -> usize {
+        self.shared.inner.write().compact(&self.pool)
+    }
+
+    /// Moves every live object (for tests): closes the active segment and
+    /// compacts every closed segment regardless of occupancy. Fails with
+    /// [`Error::CompactionOutOfMemory`] if no destination segment can be had;
+    /// every object is intact either way.
+    pub fn full_compaction(&mut self) -> Result<(), Error> {
+        self.shared.inner.write().full_compaction(&self.pool)
+    }
+
+    /// Incremented on every compaction or eviction of this region (also
+    /// when run by another region's reclaim). If it has not changed, no
+    /// object of the region has moved.
+    pub fn reclaim_counter(&self) -> u64 {
+        self.shared.inner.read().reclaim_counter
+    }
+
+    /// Makes the region evictable: when the pool is dry and compaction is
+    /// not enough, reclaim calls `evict`, which should free some objects
+    /// through the [`Evictor`] (in the caller's LRU order) and say whether
+    /// it did. It runs on whichever thread needs memory, with this region
+    /// locked: it must not touch this or any other region except through
+    /// the `Evictor`, nor block on a lock held around region operations.
+    pub fn set_eviction_fn(
+        &mut self,
+        evict: impl FnMut(&mut Evictor<'_>) -> Eviction + Send + Sync + 'static,
+    ) {
+        self.shared.inner.write().evictor = Some(Box::new(evict));
+    }
+
+    /// Makes the region non-evictable again.
+    pub fn clear_eviction_fn(&mut self) {
+        self.shared.inner.write().evictor = None;
+    }
+
+    /// Starts reporting usage to `listener` (replacing any previous one,
+    /// which gets `del`); fires `add` with the current total at once.
+    pub fn listen(&mut self, listener: Arc<dyn RegionListener>) {
+        self.shared.inner.write().listen(listener);
+    }
+
+    /// Stops reporting; the listener gets `del`. No-op without a listener.
+    pub fn unlisten(&mut self) {
+        self.shared.inner.write().unlisten();
+    }
+
+    /// Grounds the region's evictable occupancy (permanent); the listener
+    /// gets `ground_evictable`.
+    pub fn ground_evictable_occupancy(&mut self) {
+        let mut inner = self.shared.inner.write();
+        inner.grounded = true;
+        if let Some(listener) = &inner.listener {
+            listener.ground_evictable(inner.id);
+        }
+    }
+
+    /// Whether [`ground_evictable_occupancy`](Self::ground_evictable_occupancy) was called.
+    pub fn is_grounded(&self) -> bool {
+        self.shared.inner.read().grounded
+    }
+
+    /// Moves all of `other`'s segments and objects into this region without
+    /// copying any object: every handle `other` issued is valid here. The
+    /// listeners hear `merged` if both regions report to the same one,
+    /// otherwise `del` (to `other`'s) and `increase_usage` (to this one's).
+    /// This region keeps its own eviction callback and listener.
+    ///
+    /// Fails with [`Error::PoolMismatch`] (changing nothing; `other` is
+    /// dropped as usual) if the regions belong to different pools.
+    pub fn merge(&mut self, other: Region) -> Result<(), Error> {
+        if !Arc::ptr_eq(&self.pool, &other.pool) {
+            return Err(Error::PoolMismatch);
+        }
+        let mut mine = self.shared.inner.write();
+        let mut theirs = other.shared.inner.write();
+        mine.absorb(&self.pool, &mut theirs);
+        Ok(())
+    }
+
+    /// A snapshot of the region's statistics.
+    pub fn stats(&self) -> RegionStats {
+        self.shared.inner.read().stats()
+    }
+
+    /// Recounts occupancy, objects and free space from the segments and the
+    /// handle table and compares them with the region's counters; also
+    /// checks the histogram, the segment map and the table's free lists.
+    /// Linear in the region's size: for tests and debugging.
+    pub fn check_invariants(&self) -> Result<(), String> {
+        self.shared.inner.read().check(&self.pool)
+    }
+}
+
+impl Drop for Region {
+    fn drop(&mut self) {
+        self.shared.inner.write().retire(&self.pool);
+        self.pool.unregister(self.key);
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use crate::PoolConfig;
+
+    fn pool(segments: usize) -> Arc<SegmentPool> {
+        SegmentPool::new(
+            PoolConfig::default()
+                .with_segment_size(4096)
+                .with_memory_limit(segments * 4096)
+                .with_bulk_segments(4),
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn records_are_header_plus_rounded_size() {
+        let pool = pool(8);
+        let mut region = Region::new(&pool);
+        region.alloc_bytes(&[1; 5]).unwrap();
+        let h = region.alloc(2, 2).unwrap();
+        let stats = region.stats();
+        assert_eq!(stats.used_bytes, (4 + 8) + (4 + 4));
+        assert_eq!(stats.object_bytes, 7);
+        assert_eq!(stats.objects, 2);
+        assert_eq!(stats.total_bytes, 4096);
+        assert_eq!(&*region.get(h).unwrap(), &[0, 0]);
+        region.check_invariants().unwrap();
+    }
+
+    #[test]
+    fn over_aligned_objects_are_aligned_and_survive_compaction() {
+        let pool = pool(8);
+        let mut region = Region::new(&pool);
+        let mut handles = Vec::new();
+        for (i, align) in [1usize, 8, 64, 512, 16].into_iter().enumerate() {
+            let h = region.alloc(24, align).unwrap();
+            region.get_mut(h).unwrap().fill(i as u8);
+            handles.push((h, align, i as u8));
+        }
+        for round in 0..2 {
+            for &(h, align, fill) in &handles {
+                let bytes = region.get(h).unwrap();
+                assert_eq!(
+                    bytes.as_ptr() as usize % align,
+                    0,
+                    "round {round}, align {align}"
+                );
+                assert!(bytes.iter().all(|&b| b == fill));
+            }
+            region.full_compaction().unwrap();
+            region.check_invariants().unwrap();
+        }
+    }
+
+    #[test]
+    fn freeing_everything_returns_every_segment() {
+        let pool = pool(8);
+        let mut region = Region::new(&pool);
+        let handles: Vec<_> = (0..100)
+            .map(|i| region.alloc_bytes(&[i; 200]).unwrap())
+            .collect();
+        assert!(region.stats().segments >= 5);
+        for h in handles {
+            region.free(h).unwrap();
+            region.check_invariants().unwrap();
+        }
+        assert_eq!(region.stats().segments, 0);
+        assert_eq!(region.stats().used_bytes, 0);
+        pool.check_invariants().unwrap();
+    }
+
+    #[test]
+    fn compact_releases_sparse_segments_and_bumps_the_counter() {
+        let pool = pool(16);
+        let mut region = Region::new(&pool);
+        let handles: Vec<_> = (0..200u8)
+            .map(|i| region.alloc_bytes(&[i; 100]).unwrap())
+            .collect();
+        let before = region.stats();
+        for h in handles.iter().step_by(2) {
+            region.free(*h).unwrap();
+        }
+        let counter = region.reclaim_counter();
+        let released = region.compact();
+        assert!(released >= 2, "released {released}");
+        assert!(region.reclaim_counter() > counter);
+        let after = region.stats();
+        assert!(after.segments < before.segments);
+        assert_eq!(after.segments_compacted, released as u64);
+        assert!(after.bytes_compacted > 0);
+        for (i, h) in handles.iter().enumerate().skip(1).step_by(2) {
+            assert!(region.get(*h).unwrap().iter().all(|&b| b == i as u8));
+        }
+        region.check_invariants().unwrap();
+        pool.check_invariants().unwrap();
+    }
+}

@@ -1,0 +1,234 @@
+//! Raw segment memory: the one module that allocates and touches it.
+//!
+//! Segments are carved out of *chunks*: `bulk_segments` segments taken from
+//! the system allocator in one `alloc_zeroed` call, aligned to the segment
+//! size (so every segment is aligned to its size). A segment is named by its
+//! index in the pool; `index >> bulk_shift` selects the chunk. A chunk's
+//! address is published once, under the pool lock, before any of its
+//! segments is handed out, and stays valid until the pool is dropped.
+//!
+//! Memory is zeroed when it comes from the system and only ever overwritten
+//! with initialised bytes afterwards, so every byte of every segment is
+//! always initialised.
+//!
+//! The byte-access functions are `unsafe`: this module checks bounds (in
+//! debug builds) but cannot know which region owns a segment. Callers (the
+//! region code) guarantee that they own the segment and that the usual
+//! aliasing rules hold, which the region lock provides.
+
+use std::alloc::{self, Layout};
+use std::ptr;
+
+use crate::config::Geometry;
+use crate::sync::{AtomicPtr, Ordering};
+
+/// The address space of one pool: a table of lazily allocated chunks.
+#[derive(Debug)]
+pub(crate) struct SegmentMemory {
+    segment_shift: u32,
+    bulk_shift: u32,
+    max_segments: usize,
+    chunks: Box<[AtomicPtr<u8>]>,
+}
+
+impl SegmentMemory {
+    pub(crate) fn new(geometry: &Geometry) -> SegmentMemory {
+        let per_chunk = 1usize << geometry.bulk_shift;
+        let chunks = geometry.max_segments.div_ceil(per_chunk);
+        SegmentMemory {
+            segment_shift: geometry.segment_shift,
+            bulk_shift: geometry.bulk_shift,
+            max_segments: geometry.max_segments,
+            chunks: (0..chunks)
+                .map(|_| AtomicPtr::new(ptr::null_mut()))
+                .collect(),
+        }
+    }
+
+    /// The layout of chunk `chunk`: the last chunk may hold fewer segments.
+    fn chunk_layout(&self, chunk: usize) -> Layout {
+        let first = chunk << self.bulk_shift;
+        let count = (1usize << self.bulk_shift).min(self.max_segments - first);
+        let segment_size = 1usize << self.segment_shift;
+        // Sizes fit: the memory limit is a usize and the alignment a power of two.
+        Layout::from_size_align(count << self.segment_shift, segment_size)
+            .expect("chunk layout is valid by construction")
+    }
+
+    /// Makes sure the chunk holding `segment` is allocated. Returns the bytes
+    /// newly taken from the system (0 if it was already there), or `None` if
+    /// the system allocator failed. Called with the pool lock held, so there
+    /// is a single writer per chunk slot.
+    pub(crate) fn ensure_chunk(&self, segment: u32) -> Option<usize> {
+        let chunk = (segment as usize) >> self.bulk_shift;
+        if !self.chunks[chunk].load(Ordering::Acquire).is_null() {
+            return Some(0);
+        }
+        let layout = self.chunk_layout(chunk);
+        // SAFETY: the layout has a non-zero size (at least one segment).
+        let memory = unsafe { alloc::alloc_zeroed(layout) };
+        if memory.is_null() {
+            return None;
+        }
+        self.chunks[chunk].store(memory, Ordering::Release);
+        Some(layout.size())
+    }
+
+    /// The address of segment `segment`, whose chunk must be allocated.
+    #[inline]
+    fn segment_ptr(&self, segment: u32) -> *mut u8 {
+        let segment = segment as usize;
+        let chunk = self.chunks[segment >> self.bulk_shift].load(Ordering::Acquire);
+        debug_assert!(!chunk.is_null(), "segment {segment} used before its chunk");
+        let within = (segment & ((1 << self.bulk_shift) - 1)) << self.segment_shift;
+        chunk.wrapping_add(within)
+    }
+
+    #[inline]
+    fn check(&self, segment: u32, offset: usize, len: usize) {
+        debug_assert!((segment as usize) < self.max_segments);
+        debug_assert!(offset + len <= 1 << self.segment_shift);
+    }
+
+    /// Reads the 4-byte word at `offset` (a multiple of 4) in `segment`.
+    ///
+    /// # Safety
+    ///
+    /// `segment` was handed out by the pool and is owned by the caller, who
+    /// holds the owning region's lock; `offset + 4` is within the segment and
+    /// `offset` is 4-aligned; no `&mut` to these bytes is alive.
+    #[inline]
+    pub(crate) unsafe fn read_u32(&self, segment: u32, offset: usize) -> u32 {
+        self.check(segment, offset, 4);
+        // SAFETY: in bounds of an allocated, initialised segment, 4-aligned
+        // because segments are size-aligned and `offset` is a multiple of 4;
+        // no conflicting `&mut` exists per the caller's contract.
+        unsafe { self.segment_ptr(segment).add(offset).cast::<u32>().read() }
+    }
+
+    /// Writes the 4-byte word at `offset` (a multiple of 4) in `segment`.
+    ///
+    /// # Safety
+    ///
+    /// As for [`read_u32`](Self::read_u32), and no reference of any kind to
+    /// these bytes is alive.
+    #[inline]
+    pub(crate) unsafe fn write_u32(&self, segment: u32, offset: usize, value: u32) {
+        self.check(segment, offset, 4);
+        // SAFETY: in bounds and aligned as in `read_u32`; the caller owns the
+        // segment exclusively and no reference to these bytes is alive.
+        unsafe {
+            self.segment_ptr(segment)
+                .add(offset)
+                .cast::<u32>()
+                .write(value)
+        }
+    }
+
+    /// The `len` bytes at `offset` in `segment`.
+    ///
+    /// # Safety
+    ///
+    /// `segment` is owned by the caller's region, which stays locked (shared
+    /// or exclusive) while the returned slice lives, and nothing writes these
+    /// bytes meanwhile.
+    #[inline]
+    pub(crate) unsafe fn bytes(&self, segment: u32, offset: usize, len: usize) -> &[u8] {
+        self.check(segment, offset, len);
+        // SAFETY: the range is in bounds of an allocated segment, all of
+        // whose bytes are initialised; the memory lives as long as `self`;
+        // the caller guarantees no writer while the slice lives.
+        unsafe { std::slice::from_raw_parts(self.segment_ptr(segment).add(offset), len) }
+    }
+
+    /// The `len` bytes at `offset` in `segment`, mutably.
+    ///
+    /// # Safety
+    ///
+    /// `segment` is owned by the caller's region, which stays exclusively
+    /// locked while the returned slice lives, and no other reference to these
+    /// bytes exists meanwhile.
+    #[inline]
+    #[expect(
+        clippy::mut_from_ref,
+        reason = "segment memory is shared raw memory; exclusivity is the caller's contract"
+    )]
+    pub(crate) unsafe fn bytes_mut(&self, segment: u32, offset: usize, len: usize) -> &mut [u8] {
+        self.check(segment, offset, len);
+        // SAFETY: as in `bytes`, plus exclusivity guaranteed by the caller.
+        unsafe { std::slice::from_raw_parts_mut(self.segment_ptr(segment).add(offset), len) }
+    }
+
+    /// Copies `len` bytes between two different places of the caller's segments.
+    ///
+    /// # Safety
+    ///
+    /// Both segments are owned by the caller's exclusively locked region,
+    /// both ranges are in bounds, and the ranges do not overlap.
+    #[inline]
+    pub(crate) unsafe fn copy(&self, from: (u32, usize), to: (u32, usize), len: usize) {
+        self.check(from.0, from.1, len);
+        self.check(to.0, to.1, len);
+        // SAFETY: both ranges are in bounds of allocated segments, do not
+        // overlap, and no reference to them is alive (caller's contract).
+        unsafe {
+            ptr::copy_nonoverlapping(
+                self.segment_ptr(from.0).add(from.1),
+                self.segment_ptr(to.0).add(to.1),
+                len,
+            );
+        }
+    }
+}
+
+impl Drop for SegmentMemory {
+    fn drop(&mut self) {
+        for chunk in 0..self.chunks.len() {
+            let memory = self.chunks[chunk].load(Ordering::Acquire);
+            if !memory.is_null() {
+                let layout = self.chunk_layout(chunk);
+                // SAFETY: `memory` came from `alloc_zeroed(layout)` with this
+                // same layout, and the pool (our owner) is being dropped, so
+                // no region can use it any more.
+                unsafe { alloc::dealloc(memory, layout) };
+            }
+        }
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use crate::PoolConfig;
+
+    #[test]
+    fn chunks_are_aligned_zeroed_and_addressable() {
+        let config = PoolConfig::default()
+            .with_segment_size(4096)
+            .with_memory_limit(5 * 4096)
+            .with_bulk_segments(2);
+        let geometry = Geometry::new(&config).unwrap();
+        let memory = SegmentMemory::new(&geometry);
+        assert_eq!(memory.chunks.len(), 3);
+        assert_eq!(
+            memory.ensure_chunk(4),
+            Some(4096),
+            "last chunk holds one segment"
+        );
+        assert_eq!(memory.ensure_chunk(4), Some(0));
+        assert_eq!(memory.ensure_chunk(1), Some(8192));
+        for segment in [0, 1, 4] {
+            assert_eq!(memory.segment_ptr(segment) as usize % 4096, 0);
+            // SAFETY: the chunk is allocated; nothing else uses the memory.
+            unsafe {
+                assert_eq!(memory.read_u32(segment, 4092), 0);
+                memory.write_u32(segment, 4092, 7);
+                assert_eq!(memory.read_u32(segment, 4092), 7);
+                memory.copy((segment, 4092), (segment, 0), 4);
+                assert_eq!(memory.bytes(segment, 0, 4), &7u32.to_ne_bytes());
+                memory.bytes_mut(segment, 8, 2).copy_from_slice(&[1, 2]);
+                assert_eq!(memory.bytes(segment, 8, 2), &[1, 2]);
+            }
+        }
+    }
+}

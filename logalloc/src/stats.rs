@@ -1,0 +1,90 @@
+//! Statistics snapshots of regions and pools.
+
+/// A snapshot of one region's memory use and activity.
+///
+/// Byte counts are exact, not estimates: `total_bytes` is whole segments,
+/// `used_bytes` the bytes those segments spend on live objects (each object
+/// costs a 4-byte header plus its size rounded up to 4), and `table_bytes`
+/// the heap memory of the handle table, which lives outside the segments.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct RegionStats {
+    /// Bytes of segments held (segments × segment size): the footprint the
+    /// listener reports.
+    pub total_bytes: usize,
+    /// Bytes of segments occupied by live objects, headers included.
+    pub used_bytes: usize,
+    /// `total_bytes - used_bytes`: holes, padding and unused segment tails.
+    pub free_bytes: usize,
+    /// Sum of the sizes of live objects as requested.
+    pub object_bytes: usize,
+    /// Number of live objects.
+    pub objects: usize,
+    /// Number of segments held.
+    pub segments: usize,
+    /// Heap bytes of the handle table (outside the segments).
+    pub table_bytes: usize,
+    /// Bytes moved by compaction (object records, headers included).
+    pub bytes_compacted: u64,
+    /// Segments emptied by compaction.
+    pub segments_compacted: u64,
+    /// Object bytes freed by eviction callbacks.
+    pub bytes_evicted: u64,
+    /// Allocations refused for lack of memory (injected failures included).
+    pub allocation_failures: u64,
+    /// Incremented on every compaction and eviction of the region; a reader
+    /// that cached positions compares it to see whether objects may have moved.
+    pub reclaim_counter: u64,
+}
+
+impl RegionStats {
+    /// `used_bytes / total_bytes`, or 0 for a region without segments.
+    pub fn occupancy(&self) -> f64 {
+        if self.total_bytes == 0 {
+            0.0
+        } else {
+            self.used_bytes as f64 / self.total_bytes as f64
+        }
+    }
+
+    /// Everything the region keeps from other uses: segments plus handle table.
+    pub fn footprint_bytes(&self) -> usize {
+        self.total_bytes + self.table_bytes
+    }
+}
+
+/// A snapshot of a pool's state and cumulative counters.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct PoolStats {
+    /// The segment size in bytes.
+    pub segment_size: usize,
+    /// The memory limit in bytes (whole segments).
+    pub memory_limit: usize,
+    /// Segments owned by regions.
+    pub segments_in_use: usize,
+    /// Segments that could still be handed out (free list plus not yet
+    /// allocated from the system), reserve included.
+    pub free_segments: usize,
+    /// Segments kept for compaction destinations.
+    pub emergency_reserve: usize,
+    /// Bytes taken from the system allocator so far (never above the limit).
+    pub system_bytes: usize,
+    /// Regions alive in the pool.
+    pub regions: usize,
+    /// Bytes moved by compaction, all regions.
+    pub bytes_compacted: u64,
+    /// Segments emptied by compaction, all regions.
+    pub segments_compacted: u64,
+    /// Object bytes freed by eviction, all regions.
+    pub bytes_evicted: u64,
+    /// Allocations refused for lack of memory, all regions.
+    pub allocation_failures: u64,
+}
+
+impl PoolStats {
+    /// Bytes of segments owned by regions.
+    pub fn used_bytes(&self) -> usize {
+        self.segments_in_use * self.segment_size
+    }
+}

@@ -1,0 +1,519 @@
+//! Handles and the per-region handle table that maps them to object locations.
+//!
+//! A region's table is a list of *parts* of up to 65,536 eight-byte entries.
+//! Every part has a pool-wide unique *tag* (15 bits), so a slot number
+//! `tag << 16 | index` names one entry in the whole pool. That is what makes
+//! merge free: the merged region adopts the other region's parts as they
+//! are, and every handle issued by either keeps resolving. It is also what
+//! makes a handle from another region detectable: its tag is not among this
+//! region's parts.
+//!
+//! A live entry packs `generation | segment | header offset / 4 | size`
+//! (widths from [`Geometry`]); a free entry holds the next free index of its
+//! part and the generation the next object in that slot will get.
+
+use std::fmt;
+use std::num::NonZeroU64;
+
+use crate::Error;
+use crate::config::{ALIGN_BITS, Geometry};
+
+/// Entries per handle-table part.
+pub(crate) const PART_ENTRIES: usize = 1 << 16;
+/// Number of distinct part tags in a pool (slot numbers are 31 bits).
+pub(crate) const MAX_TAGS: usize = 1 << 15;
+const LIVE: u64 = 1 << 63;
+const NO_NEXT: u32 = 0x7FFF_FFFF;
+const NO_PART: u32 = u32::MAX;
+
+/// A stable reference to an object in a [`Region`](crate::Region).
+///
+/// Eight bytes, `Copy`, and `Option<Handle>` is eight bytes too. A handle
+/// stays valid while its object is live, across compaction (which moves the
+/// object) and across [`merge`](crate::Region::merge) (into the merged
+/// region). Using it after `free`, or on a region that neither issued it nor
+/// absorbed its issuer, returns an error instead of touching memory.
+///
+/// The handle carries a generation number that is compared with the slot's;
+/// it has between 12 and 32 bits depending on the pool's geometry (17 with
+/// the defaults), so a stale handle is detected unless its slot was reused
+/// a multiple of 2^bits times. Even then the access stays memory-safe: it
+/// reaches the slot's current object, never freed memory.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Handle(NonZeroU64);
+
+impl Handle {
+    fn new(slot: u32, generation: u32) -> Handle {
+        let raw = LIVE | (u64::from(slot) << 32) | u64::from(generation);
+        Handle(NonZeroU64::new(raw).expect("bit 63 is set"))
+    }
+
+    pub(crate) fn slot(self) -> u32 {
+        ((self.0.get() >> 32) as u32) & 0x7FFF_FFFF
+    }
+
+    fn generation(self) -> u32 {
+        self.0.get() as u32
+    }
+
+    /// The handle as a `u64`, for storing it inside other objects.
+    pub fn to_raw(self) -> u64 {
+        self.0.get()
+    }
+
+    /// Rebuilds a handle from [`to_raw`](Self::to_raw). Returns `None` for
+    /// values that no handle can have; a well-formed value that was never
+    /// issued is caught when it is used.
+    pub fn from_raw(raw: u64) -> Option<Handle> {
+        if raw & LIVE == 0 {
+            return None;
+        }
+        NonZeroU64::new(raw).map(Handle)
+    }
+}
+
+impl fmt::Debug for Handle {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let slot = self.slot();
+        write!(
+            f,
+            "Handle({}:{}@{})",
+            slot >> 16,
+            slot & 0xFFFF,
+            self.generation()
+        )
+    }
+}
+
+/// Where an object lives: segment index, byte offset of its 4-byte header,
+/// its size in bytes (the data follows the header) and its alignment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Location {
+    pub(crate) segment: u32,
+    pub(crate) header: u32,
+    pub(crate) size: u32,
+    /// The requested alignment, at least 4.
+    pub(crate) align: u32,
+}
+
+/// Packs and unpacks entries for one pool geometry.
+#[derive(Debug, Clone, Copy)]
+struct Codec {
+    size_bits: u32,
+    offset_shift: u32,
+    segment_shift: u32,
+    align_shift: u32,
+    generation_shift: u32,
+    generation_mask: u64,
+}
+
+impl Codec {
+    fn new(geometry: &Geometry) -> Codec {
+        let offset_shift = geometry.size_bits;
+        let segment_shift = offset_shift + geometry.offset_bits;
+        let align_shift = segment_shift + geometry.segment_bits;
+        let generation_shift = align_shift + ALIGN_BITS;
+        Codec {
+            size_bits: geometry.size_bits,
+            offset_shift,
+            segment_shift,
+            align_shift,
+            generation_shift,
+            generation_mask: (1u64 << geometry.generation_bits) - 1,
+        }
+    }
+
+    fn live(&self, generation: u32, at: Location) -> u64 {
+        LIVE | (u64::from(generation) << self.generation_shift)
+            | (u64::from(at.align.trailing_zeros() - 2) << self.align_shift)
+            | (u64::from(at.segment) << self.segment_shift)
+            | (u64::from(at.header >> 2) << self.offset_shift)
+            | u64::from(at.size)
+    }
+
+    fn location(&self, entry: u64) -> Location {
+        let field = |shift: u32, bits: u32| ((entry >> shift) & ((1u64 << bits) - 1)) as u32;
+        Location {
+            size: field(0, self.size_bits),
+            header: field(self.offset_shift, self.segment_shift - self.offset_shift) << 2,
+            segment: field(self.segment_shift, self.align_shift - self.segment_shift),
+            align: 4 << field(self.align_shift, ALIGN_BITS),
+        }
+    }
+
+    fn live_generation(&self, entry: u64) -> u32 {
+        ((entry >> self.generation_shift) & self.generation_mask) as u32
+    }
+
+    fn free(next: u32, generation: u32) -> u64 {
+        (u64::from(next) << 32) | u64::from(generation)
+    }
+
+    fn free_next(entry: u64) -> u32 {
+        (entry >> 32) as u32
+    }
+
+    fn free_generation(entry: u64) -> u32 {
+        entry as u32
+    }
+
+    fn bump(&self, generation: u32) -> u32 {
+        ((u64::from(generation) + 1) & self.generation_mask) as u32
+    }
+}
+
+#[derive(Debug)]
+struct Part {
+    tag: u16,
+    entries: Vec<u64>,
+    free_head: u32,
+    live: u32,
+    in_avail: bool,
+}
+
+impl Part {
+    fn has_room(&self) -> bool {
+        self.free_head != NO_NEXT || self.entries.len() < PART_ENTRIES
+    }
+}
+
+/// A region's handle table.
+#[derive(Debug)]
+pub(crate) struct HandleTable {
+    codec: Codec,
+    tag_map: Vec<u32>,
+    parts: Vec<Part>,
+    avail: Vec<u32>,
+    live: usize,
+}
+
+impl HandleTable {
+    pub(crate) fn new(geometry: &Geometry) -> HandleTable {
+        HandleTable {
+            codec: Codec::new(geometry),
+            tag_map: Vec::new(),
+            parts: Vec::new(),
+            avail: Vec::new(),
+            live: 0,
+        }
+    }
+
+    /// Number of live entries.
+    pub(crate) fn live(&self) -> usize {
+        self.live
+    }
+
+    /// Heap bytes held by the table (entries, tag map and part list).
+    pub(crate) fn bytes(&self) -> usize {
+        let entries: usize = self.parts.iter().map(|p| p.entries.capacity() * 8).sum();
+        entries
+            + self.tag_map.capacity() * 4
+            + self.parts.capacity() * size_of::<Part>()
+            + self.avail.capacity() * 4
+    }
+
+    /// The tags of all parts, to give back to the pool.
+    pub(crate) fn tags(&self) -> impl Iterator<Item = u16> + '_ {
+        self.parts.iter().map(|p| p.tag)
+    }
+
+    /// Makes sure `insert` has a slot, taking a new tag from `new_tag` if
+    /// every part is full. Fails only if the pool has no tag left.
+    pub(crate) fn prepare(&mut self, new_tag: impl FnOnce() -> Option<u16>) -> Result<(), Error> {
+        if !self.avail.is_empty() {
+            return Ok(());
+        }
+        let tag = new_tag().ok_or(Error::HandleTableFull { parts: MAX_TAGS })?;
+        self.add_part(Part {
+            tag,
+            entries: Vec::new(),
+            free_head: NO_NEXT,
+            live: 0,
+            in_avail: false,
+        });
+        Ok(())
+    }
+
+    fn add_part(&mut self, mut part: Part) {
+        let index = self.parts.len() as u32;
+        let tag = usize::from(part.tag);
+        if self.tag_map.len() <= tag {
+            self.tag_map.resize(tag + 1, NO_PART);
+        }
+        self.tag_map[tag] = index;
+        part.in_avail = part.has_room();
+        if part.in_avail {
+            self.avail.push(index);
+        }
+        self.parts.push(part);
+    }
+
+    /// Stores `at` in a free slot and returns its handle. `prepare` must
+    /// have succeeded since the last insert.
+    pub(crate) fn insert(&mut self, at: Location) -> Handle {
+        let part_index = *self
+            .avail
+            .last()
+            .expect("prepare() guarantees a part with room");
+        let part = &mut self.parts[part_index as usize];
+        let (index, generation) = if part.free_head != NO_NEXT {
+            let index = part.free_head;
+            let entry = part.entries[index as usize];
+            part.free_head = Codec::free_next(entry);
+            (index, Codec::free_generation(entry))
+        } else {
+            if part.entries.len() == part.entries.capacity() {
+                let cap = part.entries.capacity();
+                let grow = (cap.max(16)).min(PART_ENTRIES - cap);
+                part.entries.reserve_exact(grow);
+            }
+            part.entries.push(0);
+            ((part.entries.len() - 1) as u32, 0)
+        };
+        part.entries[index as usize] = self.codec.live(generation, at);
+        part.live += 1;
+        if !part.has_room() {
+            part.in_avail = false;
+            self.avail.pop();
+        }
+        self.live += 1;
+        Handle::new((u32::from(part.tag) << 16) | index, generation)
+    }
+
+    fn find(&self, handle: Handle) -> Result<(usize, usize, u64), Error> {
+        let slot = handle.slot();
+        let tag = (slot >> 16) as usize;
+        let index = (slot & 0xFFFF) as usize;
+        let part = *self
+            .tag_map
+            .get(tag)
+            .ok_or(Error::ForeignHandle { handle })?;
+        if part == NO_PART {
+            return Err(Error::ForeignHandle { handle });
+        }
+        let entry = *self.parts[part as usize]
+            .entries
+            .get(index)
+            .ok_or(Error::ForeignHandle { handle })?;
+        if entry & LIVE == 0 || self.codec.live_generation(entry) != handle.generation() {
+            return Err(Error::StaleHandle { handle });
+        }
+        Ok((part as usize, index, entry))
+    }
+
+    /// Where the object of `handle` is.
+    #[inline]
+    pub(crate) fn lookup(&self, handle: Handle) -> Result<Location, Error> {
+        self.find(handle)
+            .map(|(_, _, entry)| self.codec.location(entry))
+    }
+
+    /// Frees the slot of `handle`, returning where its object was.
+    pub(crate) fn remove(&mut self, handle: Handle) -> Result<Location, Error> {
+        let (part_index, index, entry) = self.find(handle)?;
+        let at = self.codec.location(entry);
+        let next_generation = self.codec.bump(self.codec.live_generation(entry));
+        let part = &mut self.parts[part_index];
+        part.entries[index] = Codec::free(part.free_head, next_generation);
+        part.free_head = index as u32;
+        part.live -= 1;
+        if !part.in_avail {
+            part.in_avail = true;
+            self.avail.push(part_index as u32);
+        }
+        self.live -= 1;
+        Ok(at)
+    }
+
+    fn slot_entry(&mut self, slot: u32) -> &mut u64 {
+        let part = self.tag_map[(slot >> 16) as usize] as usize;
+        &mut self.parts[part].entries[(slot & 0xFFFF) as usize]
+    }
+
+    /// The location of the live object in `slot` (a slot read from an
+    /// object header, which is live by the region's invariants).
+    pub(crate) fn slot_location(&self, slot: u32) -> Location {
+        let part = self.tag_map[(slot >> 16) as usize] as usize;
+        let entry = self.parts[part].entries[(slot & 0xFFFF) as usize];
+        debug_assert!(entry & LIVE != 0, "object header names free slot {slot:#x}");
+        self.codec.location(entry)
+    }
+
+    /// Like [`slot_location`](Self::slot_location) but checked: `None` if
+    /// the slot does not exist here or is free.
+    pub(crate) fn live_location(&self, slot: u32) -> Option<Location> {
+        let part = *self.tag_map.get((slot >> 16) as usize)?;
+        let entry = *self
+            .parts
+            .get(part as usize)?
+            .entries
+            .get((slot & 0xFFFF) as usize)?;
+        (entry & LIVE != 0).then(|| self.codec.location(entry))
+    }
+
+    /// Points the live entry of `slot` at a new place (compaction).
+    pub(crate) fn relocate(&mut self, slot: u32, at: Location) {
+        let codec = self.codec;
+        let entry = self.slot_entry(slot);
+        debug_assert!(*entry & LIVE != 0);
+        *entry = codec.live(codec.live_generation(*entry), at);
+    }
+
+    /// Adopts every part of `other` (merge): no entry changes.
+    pub(crate) fn absorb(&mut self, other: HandleTable) {
+        self.live += other.live;
+        for part in other.parts {
+            self.add_part(part);
+        }
+    }
+
+    /// Every live entry as (slot, location), for invariant checks.
+    pub(crate) fn live_entries(&self) -> impl Iterator<Item = (u32, Location)> + '_ {
+        self.parts.iter().flat_map(move |part| {
+            part.entries
+                .iter()
+                .enumerate()
+                .filter(|&(_, &entry)| entry & LIVE != 0)
+                .map(move |(index, &entry)| {
+                    let slot = (u32::from(part.tag) << 16) | index as u32;
+                    (slot, self.codec.location(entry))
+                })
+        })
+    }
+
+    /// Checks the free lists and counters against a recount.
+    pub(crate) fn check(&self) -> Result<(), String> {
+        let mut live = 0;
+        for (i, part) in self.parts.iter().enumerate() {
+            if self.tag_map.get(usize::from(part.tag)) != Some(&(i as u32)) {
+                return Err(format!("tag {} of part {i} is not mapped to it", part.tag));
+            }
+            let part_live = part.entries.iter().filter(|&&e| e & LIVE != 0).count();
+            let mut free = 0;
+            let mut next = part.free_head;
+            while next != NO_NEXT {
+                let entry = part.entries[next as usize];
+                if entry & LIVE != 0 {
+                    return Err(format!("free list of part {i} reaches live slot {next}"));
+                }
+                free += 1;
+                if free > part.entries.len() {
+                    return Err(format!("free list of part {i} has a cycle"));
+                }
+                next = Codec::free_next(entry);
+            }
+            if part_live != part.live as usize || part_live + free != part.entries.len() {
+                return Err(format!(
+                    "part {i}: {part_live} live + {free} free != {} entries (counted live {})",
+                    part.entries.len(),
+                    part.live
+                ));
+            }
+            if part.in_avail != self.avail.contains(&(i as u32)) || part.in_avail != part.has_room()
+            {
+                return Err(format!("part {i}: availability list is wrong"));
+            }
+            live += part_live;
+        }
+        if live != self.live {
+            return Err(format!(
+                "table counts {} live entries, recount {live}",
+                self.live
+            ));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use crate::PoolConfig;
+
+    fn table() -> HandleTable {
+        HandleTable::new(&Geometry::new(&PoolConfig::default()).unwrap())
+    }
+
+    #[test]
+    fn handle_is_eight_bytes_with_niche() {
+        assert_eq!(size_of::<Handle>(), 8);
+        assert_eq!(size_of::<Option<Handle>>(), 8);
+        let h = Handle::new(0x7FFF_FFFF, 5);
+        assert_eq!(Handle::from_raw(h.to_raw()), Some(h));
+        assert_eq!(Handle::from_raw(5), None);
+    }
+
+    #[test]
+    fn entries_round_trip_and_generations_detect_reuse() {
+        let mut t = table();
+        t.prepare(|| Some(3)).unwrap();
+        let at = Location {
+            segment: 8191,
+            header: (128 << 10) - 8,
+            size: 13107,
+            align: 4096,
+        };
+        let h = t.insert(at);
+        assert_eq!(t.lookup(h), Ok(at));
+        assert_eq!(t.remove(h), Ok(at));
+        assert_eq!(t.lookup(h), Err(Error::StaleHandle { handle: h }));
+        t.prepare(|| panic!("part has room")).unwrap();
+        let h2 = t.insert(at);
+        assert_eq!(h.slot(), h2.slot(), "slot reused");
+        assert_ne!(h, h2);
+        assert_eq!(t.lookup(h), Err(Error::StaleHandle { handle: h }));
+        assert_eq!(t.remove(h), Err(Error::StaleHandle { handle: h }));
+        t.check().unwrap();
+    }
+
+    #[test]
+    fn foreign_handles_are_detected_and_absorb_keeps_handles() {
+        let mut a = table();
+        let mut b = table();
+        a.prepare(|| Some(1)).unwrap();
+        b.prepare(|| Some(2)).unwrap();
+        let at = Location {
+            segment: 1,
+            header: 64,
+            size: 10,
+            align: 8,
+        };
+        let ha = a.insert(at);
+        let hb = b.insert(at);
+        assert_eq!(a.lookup(hb), Err(Error::ForeignHandle { handle: hb }));
+        a.absorb(b);
+        assert_eq!(a.lookup(hb), Ok(at));
+        assert_eq!(a.lookup(ha), Ok(at));
+        assert_eq!(a.live(), 2);
+        a.check().unwrap();
+        assert_eq!(a.tags().collect::<Vec<_>>(), vec![1, 2]);
+    }
+
+    #[test]
+    fn a_full_part_asks_for_a_new_tag() {
+        let mut t = table();
+        let mut next_tag = 0u16;
+        let at = Location {
+            segment: 0,
+            header: 0,
+            size: 0,
+            align: 4,
+        };
+        for _ in 0..PART_ENTRIES + 1 {
+            t.prepare(|| {
+                next_tag += 1;
+                Some(next_tag)
+            })
+            .unwrap();
+            t.insert(at);
+        }
+        assert_eq!(next_tag, 2);
+        t.check().unwrap();
+        assert!(t.bytes() >= (PART_ENTRIES + 1) * 8);
+        let mut full = table();
+        assert_eq!(
+            full.prepare(|| None),
+            Err(Error::HandleTableFull { parts: MAX_TAGS })
+        );
+    }
+}

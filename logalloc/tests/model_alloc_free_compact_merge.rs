@@ -1,0 +1,185 @@
+//! Random alloc/free/compact/merge sequences against a model: every live
+//! handle's bytes are intact after any number of compactions and merges,
+//! the pool limit is never exceeded, empty segments always go back to the
+//! pool, and the statistics equal a recount.
+
+use std::sync::Arc;
+
+use logalloc::{Error, Handle, PoolConfig, Region, SegmentPool};
+use proptest::prelude::*;
+
+const SEGMENT: usize = 4096;
+const LIMIT_SEGMENTS: usize = 24;
+const REGIONS: usize = 3;
+
+#[derive(Debug, Clone)]
+enum Op {
+    Alloc {
+        region: usize,
+        size: usize,
+        align_log: u32,
+        fill: u8,
+    },
+    Free {
+        region: usize,
+        pick: usize,
+    },
+    Compact {
+        region: usize,
+    },
+    FullCompaction {
+        region: usize,
+    },
+    Merge {
+        into: usize,
+        from: usize,
+    },
+    Overwrite {
+        region: usize,
+        pick: usize,
+        fill: u8,
+    },
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        8 => (0..REGIONS, 0..=SEGMENT / 10, 0u32..6, any::<u8>())
+            .prop_map(|(region, size, align_log, fill)| Op::Alloc { region, size, align_log, fill }),
+        5 => (0..REGIONS, any::<usize>()).prop_map(|(region, pick)| Op::Free { region, pick }),
+        1 => (0..REGIONS).prop_map(|region| Op::Compact { region }),
+        1 => (0..REGIONS).prop_map(|region| Op::FullCompaction { region }),
+        1 => (0..REGIONS, 0..REGIONS).prop_map(|(into, from)| Op::Merge { into, from }),
+        1 => (0..REGIONS, any::<usize>(), any::<u8>())
+            .prop_map(|(region, pick, fill)| Op::Overwrite { region, pick, fill }),
+    ]
+}
+
+struct Model {
+    pool: Arc<SegmentPool>,
+    regions: Vec<Region>,
+    live: Vec<Vec<(Handle, Vec<u8>)>>,
+    freed: Vec<Vec<Handle>>,
+}
+
+impl Model {
+    fn verify(&self) {
+        let stats = self.pool.stats();
+        assert!(stats.segments_in_use <= LIMIT_SEGMENTS);
+        assert!(stats.system_bytes <= LIMIT_SEGMENTS * SEGMENT);
+        self.pool.check_invariants().unwrap();
+        for (r, region) in self.regions.iter().enumerate() {
+            region.check_invariants().unwrap();
+            let s = region.stats();
+            assert_eq!(s.objects, self.live[r].len());
+            assert_eq!(
+                s.object_bytes,
+                self.live[r].iter().map(|(_, b)| b.len()).sum::<usize>()
+            );
+            // Every held segment holds a live object: empty ones went back.
+            assert!(s.segments <= s.objects);
+            for (h, bytes) in &self.live[r] {
+                assert_eq!(&*region.get(*h).unwrap(), &bytes[..]);
+            }
+            for h in &self.freed[r] {
+                assert!(matches!(region.get(*h), Err(Error::StaleHandle { .. })));
+            }
+            for (other, handles) in self.live.iter().enumerate() {
+                if other != r
+                    && let Some((h, _)) = handles.first()
+                {
+                    assert_eq!(
+                        region.get(*h).unwrap_err(),
+                        Error::ForeignHandle { handle: *h }
+                    );
+                }
+            }
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(96))]
+
+    #[test]
+    fn live_handles_stay_intact(ops in prop::collection::vec(op(), 1..160)) {
+        let pool = SegmentPool::new(
+            PoolConfig::default()
+                .with_segment_size(SEGMENT)
+                .with_memory_limit(LIMIT_SEGMENTS * SEGMENT)
+                .with_bulk_segments(4),
+        )
+        .unwrap();
+        let mut m = Model {
+            regions: (0..REGIONS).map(|_| Region::new(&pool)).collect(),
+            pool,
+            live: vec![Vec::new(); REGIONS],
+            freed: vec![Vec::new(); REGIONS],
+        };
+        for op in ops {
+            match op {
+                Op::Alloc { region, size, align_log, fill } => {
+                    let align = 1 << align_log;
+                    match m.regions[region].alloc(size, align) {
+                        Ok(h) => {
+                            assert!(m.regions[region].get(h).unwrap().iter().all(|&b| b == 0));
+                            let mut bytes = m.regions[region].get_mut(h).unwrap();
+                            bytes.fill(fill);
+                            assert_eq!(bytes.as_ptr() as usize % align, 0);
+                            drop(bytes);
+                            m.live[region].push((h, vec![fill; size]));
+                        }
+                        Err(e) => assert!(e.is_out_of_memory(), "{e}"),
+                    }
+                }
+                Op::Free { region, pick } => {
+                    let count = m.live[region].len();
+                    if count != 0 {
+                        let (h, _) = m.live[region].swap_remove(pick % count);
+                        m.regions[region].free(h).unwrap();
+                        assert!(m.regions[region].free(h).is_err(), "double free is refused");
+                        m.freed[region].push(h);
+                    }
+                }
+                Op::Compact { region } => {
+                    m.regions[region].compact();
+                }
+                Op::FullCompaction { region } => {
+                    let before = m.regions[region].stats();
+                    match m.regions[region].full_compaction() {
+                        Ok(()) => {
+                            let after = m.regions[region].stats();
+                            prop_assert!(after.segments <= before.segments.max(1));
+                        }
+                        Err(e) => assert!(matches!(e, Error::CompactionOutOfMemory { .. }), "{e}"),
+                    }
+                }
+                Op::Merge { into, from } => {
+                    if into != from {
+                        let fresh = Region::new(&m.pool);
+                        let other = std::mem::replace(&mut m.regions[from], fresh);
+                        m.regions[into].merge(other).unwrap();
+                        let moved = std::mem::take(&mut m.live[from]);
+                        m.live[into].extend(moved);
+                        // Freed handles of `from` are now stale in `into`.
+                        let freed = std::mem::take(&mut m.freed[from]);
+                        m.freed[into].extend(freed);
+                    }
+                }
+                Op::Overwrite { region, pick, fill } => {
+                    let count = m.live[region].len();
+                    if count != 0 {
+                        let i = pick % count;
+                        let (h, bytes) = &mut m.live[region][i];
+                        m.regions[region].get_mut(*h).unwrap().fill(fill);
+                        bytes.fill(fill);
+                    }
+                }
+            }
+            m.verify();
+        }
+        let regions = std::mem::take(&mut m.regions);
+        drop(regions);
+        prop_assert_eq!(m.pool.stats().segments_in_use, 0);
+        m.pool.check_invariants().unwrap();
+    }
+}
