@@ -1,5 +1,6 @@
 //! The ordered fragment stream and the reader trait.
 
+use crate::range::PosRef;
 use crate::{ClusteringKey, DecoratedKey, Error, PartitionRange, Position, Row, Tombstone};
 
 /// One piece of the ordered stream every reader produces and every writer
@@ -12,7 +13,7 @@ use crate::{ClusteringKey, DecoratedKey, Error, PartitionRange, Position, Row, T
 /// tombstone change at `position` sets the range tombstone in effect from
 /// that position on (`None` ends it); one must be closed (`None`) before
 /// `PartitionEnd`, and changes never sit at a row position
-/// ([`Position::At`]).
+/// ([`Position::At`]). [`crate::StreamValidator`] checks all of this.
 #[derive(Clone, PartialEq, Eq, Debug)]
 pub enum Fragment {
     /// Opens a partition.
@@ -49,6 +50,14 @@ impl Fragment {
         match self {
             Fragment::ClusteringRow { key, .. } => Some(Position::At(key.clone())),
             Fragment::RangeTombstoneChange { position, .. } => Some(position.clone()),
+            _ => None,
+        }
+    }
+
+    pub(crate) fn pos_ref(&self) -> Option<PosRef<'_>> {
+        match self {
+            Fragment::ClusteringRow { key, .. } => Some(PosRef::Key(key.as_bytes(), 0)),
+            Fragment::RangeTombstoneChange { position, .. } => Some(position.as_ref()),
             _ => None,
         }
     }

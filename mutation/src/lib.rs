@@ -59,11 +59,16 @@ mod cell;
 mod error;
 mod fragment;
 mod key;
+mod merging;
 mod murmur3;
 mod mutation;
 mod range;
 mod range_tombstone;
+mod reader;
 mod row;
+#[cfg(feature = "proptest-strategies")]
+pub mod testing;
+mod validate;
 
 pub use std::ops::Bound;
 
@@ -71,7 +76,10 @@ pub use crate::cell::{Cell, MAX_TTL_SECONDS, RowMarker, Timestamp, Tombstone, Tt
 pub use crate::error::Error;
 pub use crate::fragment::{Fragment, FragmentReader};
 pub use crate::key::{ClusteringKey, DecoratedKey, MAX_KEY_LEN, PartitionKey, Token};
+pub use crate::merging::MergingReader;
 pub use crate::mutation::{Mutation, MutationBuilder, MutationFragments};
 pub use crate::range::{ClusteringRange, PartitionRange, Position, RingPosition};
 pub use crate::range_tombstone::{RangeTombstone, RangeTombstoneList};
+pub use crate::reader::{FragmentsReader, MutationsReader, from_mutations, to_mutations};
 pub use crate::row::{ColumnId, Row};
+pub use crate::validate::{StreamValidator, ValidatingReader, validate_stream};

@@ -149,6 +149,38 @@ impl Mutation {
         by_key.into_values().collect()
     }
 
+    /// Assembles a mutation from parts, checking every timestamp and
+    /// removing what is shadowed.
+    pub(crate) fn from_parts(
+        key: DecoratedKey,
+        partition_tombstone: Option<Tombstone>,
+        static_row: Row,
+        rows: BTreeMap<ClusteringKey, Row>,
+        range_tombstones: RangeTombstoneList,
+    ) -> Result<Mutation, Error> {
+        if let Some(t) = partition_tombstone {
+            t.timestamp.check("partition tombstone")?;
+        }
+        static_row.validate()?;
+        for row in rows.values() {
+            row.validate()?;
+        }
+        for (_, t) in range_tombstones.changes() {
+            if let Some(t) = t {
+                t.timestamp.check("range tombstone")?;
+            }
+        }
+        let mut m = Mutation {
+            key,
+            partition_tombstone,
+            static_row,
+            rows,
+            range_tombstones,
+        };
+        m.canonicalize();
+        Ok(m)
+    }
+
     /// Removes everything shadowed (see the type's docs).
     fn canonicalize(&mut self) {
         let pt = self.partition_tombstone;
@@ -390,28 +422,18 @@ impl MutationBuilder {
         if let Some(e) = self.error {
             return Err(e);
         }
-        if let Some(t) = self.partition_tombstone {
-            t.timestamp.check("partition tombstone")?;
-        }
-        self.static_row.validate()?;
-        for row in self.rows.values() {
-            row.validate()?;
-        }
         let mut list = RangeTombstoneList::new();
         for rt in &self.range_tombstones {
             rt.tombstone.timestamp.check("range tombstone")?;
             list.apply(&rt.range, rt.tombstone);
         }
-        let mut m = Mutation {
-            key: self.key,
-            partition_tombstone: self.partition_tombstone,
-            static_row: self.static_row,
-            rows: self.rows,
-            range_tombstones: list,
-        };
-        m.rows.retain(|_, r| !r.is_empty());
-        m.canonicalize();
-        Ok(m)
+        Mutation::from_parts(
+            self.key,
+            self.partition_tombstone,
+            self.static_row,
+            self.rows,
+            list,
+        )
     }
 }
 
