@@ -305,15 +305,11 @@ fn worker(shared: &Shared) {
             // Retries promoted together: let another idle worker take one.
             shared.work.notify_one();
         }
+        let entry = st.entries.get_mut(&key).expect("a ready key has an entry");
+        let mut job = entry.job.take().expect("a ready entry holds its job");
+        let attempt = entry.failures + 1;
         let dir_index = st.dirs.pick(now);
         let dir = st.dirs.path(dir_index).to_path_buf();
-        let Some(entry) = st.entries.get_mut(&key) else {
-            continue;
-        };
-        let Some(mut job) = entry.job.take() else {
-            continue;
-        };
-        let attempt = entry.failures + 1;
         st.running += 1;
         drop(st);
 
