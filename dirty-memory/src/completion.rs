@@ -1,7 +1,7 @@
 //! The shared completion of an explicit flush request.
 
 use std::fmt;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use logalloc::RegionId;
 
@@ -90,13 +90,13 @@ impl FlushCompletion {
 
     /// Blocks until the flush completes or `timeout` passes; `None` on timeout.
     pub fn wait_timeout(&self, timeout: Duration) -> Option<Result<(), Error>> {
-        let deadline = Instant::now() + timeout;
+        let deadline = crate::sync::now() + timeout;
         let mut slot = self.cell.result.lock();
         loop {
             if let Some(result) = slot.as_ref() {
                 return Some(result.clone());
             }
-            let now = Instant::now();
+            let now = crate::sync::now();
             if now >= deadline {
                 return None;
             }

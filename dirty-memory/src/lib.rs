@@ -61,6 +61,8 @@ mod completion;
 mod config;
 mod error;
 mod flush;
+#[cfg(all(test, loom))]
+mod loom_tests;
 mod manager;
 mod metrics;
 mod sync;

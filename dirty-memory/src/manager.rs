@@ -228,7 +228,7 @@ impl Inner {
 
     /// One turn of the flush loop.
     fn step(self: &Arc<Self>) -> Step {
-        let now = Instant::now();
+        let now = sync::now();
         let (epoch, policy, limits, next_retry) = {
             let mut s = self.shared.state.lock();
             if s.shutdown {
@@ -306,13 +306,13 @@ impl Inner {
 
     /// Waits until the epoch moves past `epoch`, shutdown, or `timeout`.
     fn wait_for_change(&self, epoch: u64, timeout: Option<Duration>) {
-        let deadline = timeout.map(|t| Instant::now() + t);
+        let deadline = timeout.map(|t| sync::now() + t);
         let mut s = self.shared.state.lock();
         while s.epoch == epoch && !s.shutdown {
             match deadline {
                 None => self.shared.changed.wait(&mut s),
                 Some(deadline) => {
-                    let now = Instant::now();
+                    let now = sync::now();
                     if now >= deadline || self.shared.changed.wait_for(&mut s, deadline - now) {
                         return;
                     }
@@ -376,7 +376,7 @@ impl Inner {
                     reason: FlushReason::Retry,
                     completion: None,
                 },
-                due: Instant::now() + self.retry_delay(attempt),
+                due: sync::now() + self.retry_delay(attempt),
             });
         }
         s.bump();

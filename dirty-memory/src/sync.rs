@@ -12,6 +12,23 @@
 
 pub(crate) use std::sync::Arc;
 
+use std::time::Instant;
+
+/// The current time. Under loom it is one fixed instant per process: loom
+/// does not model time (its timed waits never time out), and a model must
+/// behave the same on every replay, so deadlines never pass there.
+pub(crate) fn now() -> Instant {
+    #[cfg(loom)]
+    {
+        static EPOCH: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
+        *EPOCH.get_or_init(Instant::now)
+    }
+    #[cfg(not(loom))]
+    {
+        Instant::now()
+    }
+}
+
 #[cfg(not(loom))]
 mod imp {
     use std::time::Duration;
