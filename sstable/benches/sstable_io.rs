@@ -1,1 +1,265 @@
-fn main() {}
+//! Benchmark: sstable write bandwidth against plain buffered writes of the
+//! same number of bytes (both ending with one fdatasync), with and without
+//! LZ4, and point-lookup latency against a raw positional read of one block.
+//!
+//! ```text
+//! cargo bench -p sstable --bench sstable_io -- [--scale F] [--dir PATH] [--runs N] [--only write|lookup]
+//! ```
+//!
+//! `--scale 1` is the full size: 1 GiB of 128 KiB partitions written, and
+//! lookups on a file of 1,000,000 partitions. The default scale is 1/16.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use hdrhistogram::Histogram;
+use mutation::{Cell, DecoratedKey, Fragment, Mutation, Row, Timestamp};
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
+use sstable::{Component, Sstable, Writer, WriterOptions, component_path};
+
+struct Args {
+    scale: f64,
+    dir: PathBuf,
+    runs: usize,
+    only: Option<String>,
+}
+
+fn parse_args() -> Args {
+    let mut args = Args {
+        scale: 1.0 / 16.0,
+        dir: std::env::temp_dir(),
+        runs: 3,
+        only: None,
+    };
+    let mut it = std::env::args().skip(1);
+    while let Some(a) = it.next() {
+        match a.as_str() {
+            "--scale" => args.scale = it.next().and_then(|v| v.parse().ok()).expect("--scale takes a number"),
+            "--dir" => args.dir = PathBuf::from(it.next().expect("--dir takes a path")),
+            "--runs" => args.runs = it.next().and_then(|v| v.parse().ok()).expect("--runs takes a count"),
+            "--only" => args.only = Some(it.next().expect("--only takes write or lookup")),
+            "--bench" => {}
+            other => panic!("unknown argument {other}; use --scale F, --dir PATH, --runs N, --only write|lookup"),
+        }
+    }
+    args
+}
+
+/// Values half random, half repetitive text, so LZ4 has something to do
+/// without the data being trivially compressible.
+fn value(rng: &mut SmallRng, len: usize) -> Vec<u8> {
+    let mut v = vec![0u8; len];
+    rng.fill(&mut v[..len / 2]);
+    let text = b"customer-record status=active region=eu-west-1 tier=gold ";
+    for (i, b) in v[len / 2..].iter_mut().enumerate() {
+        *b = text[i % text.len()];
+    }
+    v
+}
+
+/// Fragments of `count` partitions of about 128 KiB each (128 rows of one
+/// 1 KiB cell), sharing value buffers.
+fn big_partitions(count: usize) -> Vec<Fragment> {
+    let mut rng = SmallRng::seed_from_u64(1);
+    let values: Vec<bytes::Bytes> = (0..64).map(|_| value(&mut rng, 1000).into()).collect();
+    let mut ms = Vec::with_capacity(count);
+    for p in 0..count {
+        let mut b = Mutation::builder(DecoratedKey::from_bytes(format!("partition-{p:08}").into_bytes()).unwrap());
+        for r in 0..128u32 {
+            let row = Row::new().with_cell(1, Cell::live(values[(p + r as usize) % 64].clone(), Timestamp::from_micros(1_700_000_000_000_000 + i64::from(r))));
+            b = b.row(r.to_be_bytes().to_vec(), row);
+        }
+        ms.push(b.build().unwrap());
+    }
+    ms.sort_by(|a, b| a.key().cmp(b.key()));
+    ms.into_iter().flat_map(|m| m.fragments()).collect()
+}
+
+fn write_sstable(dir: &Path, fragments: &[Fragment], compression: bool) -> (Duration, u64, u64, u64) {
+    let mut o = WriterOptions::default();
+    o.compression = compression;
+    let start = Instant::now();
+    let mut w = Writer::create(dir, o).unwrap();
+    for f in fragments {
+        w.write(f).unwrap();
+    }
+    let c = w.commit().unwrap();
+    let elapsed = start.elapsed();
+    let s = &c.statistics;
+    for comp in Component::ALL {
+        std::fs::remove_file(component_path(dir, c.generation, comp)).unwrap();
+    }
+    (elapsed, s.data_raw_bytes, s.data_size + s.index_size, s.data_size)
+}
+
+fn write_plain(dir: &Path, bytes: u64) -> Duration {
+    let path = dir.join("plain-baseline.bin");
+    let chunk = vec![0x5au8; 128 << 10];
+    let start = Instant::now();
+    let file = std::fs::File::create(&path).unwrap();
+    let mut w = std::io::BufWriter::with_capacity(1 << 20, file);
+    let mut left = bytes;
+    while left > 0 {
+        let n = left.min(chunk.len() as u64) as usize;
+        w.write_all(&chunk[..n]).unwrap();
+        left -= n as u64;
+    }
+    let file = w.into_inner().unwrap();
+    file.sync_data().unwrap();
+    let elapsed = start.elapsed();
+    std::fs::remove_file(&path).unwrap();
+    elapsed
+}
+
+fn mib_s(bytes: u64, d: Duration) -> f64 {
+    bytes as f64 / (1 << 20) as f64 / d.as_secs_f64()
+}
+
+fn bench_write(args: &Args, dir: &Path) {
+    let total = ((1u64 << 30) as f64 * args.scale) as u64;
+    let count = (total / (128 << 10)).max(1) as usize;
+    let fragments = big_partitions(count);
+    println!("## Write: {count} partitions of ~128 KiB ({} MiB raw), {} runs, best run shown", total >> 20, args.runs);
+    println!();
+    println!("| variant | time (s) | logical MiB/s | file MiB | ratio vs plain |");
+    println!("|---|---|---|---|---|");
+    let mut best: [Option<(Duration, u64, u64, u64)>; 2] = [None, None];
+    let mut plain_best: Option<Duration> = None;
+    let mut plain_bytes = 0;
+    for _ in 0..args.runs {
+        for (i, compression) in [false, true].into_iter().enumerate() {
+            let r = write_sstable(dir, &fragments, compression);
+            if i == 0 {
+                plain_bytes = r.1;
+            }
+            if best[i].is_none_or(|b| r.0 < b.0) {
+                best[i] = Some(r);
+            }
+        }
+        let p = write_plain(dir, plain_bytes);
+        if plain_best.is_none_or(|b| p < b) {
+            plain_best = Some(p);
+        }
+    }
+    let plain = plain_best.unwrap();
+    let plain_bw = mib_s(plain_bytes, plain);
+    println!("| plain BufWriter + 1 fdatasync | {:.3} | {:.1} | {} | 1.00 |", plain.as_secs_f64(), plain_bw, plain_bytes >> 20);
+    for (i, name) in ["sstable writer, no compression", "sstable writer, LZ4"].iter().enumerate() {
+        let (t, raw, file, _) = best[i].unwrap();
+        let bw = mib_s(raw, t);
+        println!("| {name} | {:.3} | {:.1} | {} | {:.2} |", t.as_secs_f64(), bw, file >> 20, bw / plain_bw);
+    }
+    println!();
+}
+
+fn bench_lookup(args: &Args, dir: &Path) {
+    let partitions = ((1_000_000f64 * args.scale) as usize).max(1000);
+    let lookups = 200_000.min(partitions * 4);
+    let keys: Vec<DecoratedKey> = (0..partitions)
+        .map(|i| DecoratedKey::from_bytes(format!("user:{i:010}").into_bytes()).unwrap())
+        .collect();
+    let mut sorted = keys.clone();
+    sorted.sort();
+    println!("## Point lookups: {partitions} partitions (one 100-byte cell each), {lookups} lookups per row (page cache warm)");
+    println!();
+    println!("| operation | p50 (us) | p99 (us) | p99.9 (us) | mean (us) |");
+    println!("|---|---|---|---|---|");
+    let mut notes = Vec::new();
+    for compression in [false, true] {
+        let mut rng = SmallRng::seed_from_u64(2);
+        let val = value(&mut rng, 100);
+        let mut o = WriterOptions::default();
+        o.compression = compression;
+        let mut w = Writer::create(dir, o).unwrap();
+        for k in &sorted {
+            let m = Mutation::builder(k.clone())
+                .cell(b"c".to_vec(), 1, Cell::live(val.clone(), Timestamp::from_micros(1)))
+                .build()
+                .unwrap();
+            for f in m.fragments() {
+                w.write(&f).unwrap();
+            }
+        }
+        let c = w.commit().unwrap();
+        let table = Sstable::open(dir, c.generation).unwrap();
+        let mut hit = Histogram::<u64>::new(3).unwrap();
+        let mut miss = Histogram::<u64>::new(3).unwrap();
+        let mut raw = Histogram::<u64>::new(3).unwrap();
+        let data = std::fs::File::open(component_path(dir, c.generation, Component::Data)).unwrap();
+        let data_len = data.metadata().unwrap().len();
+        let mut buf = vec![0u8; 16 << 10];
+        let mut false_positives = 0u64;
+        for i in 0..lookups {
+            let k = &keys[rng.gen_range(0..partitions)];
+            let t = Instant::now();
+            let got = table.read_partition(k).unwrap();
+            hit.record(t.elapsed().as_nanos() as u64).unwrap();
+            assert!(got.is_some());
+            let absent = DecoratedKey::from_bytes(format!("nobody:{i}").into_bytes()).unwrap();
+            false_positives += u64::from(table.may_contain(&absent));
+            let t = Instant::now();
+            let got = table.read_partition(&absent).unwrap();
+            miss.record(t.elapsed().as_nanos() as u64).unwrap();
+            assert!(got.is_none());
+            if !compression {
+                let off = rng.gen_range(0..data_len.saturating_sub(buf.len() as u64).max(1));
+                let t = Instant::now();
+                std::os::unix::fs::FileExt::read_at(&data, &mut buf, off).unwrap();
+                std::hint::black_box(crc32c::crc32c(&buf));
+                raw.record(t.elapsed().as_nanos() as u64).unwrap();
+            }
+        }
+        let tag = if compression { "LZ4" } else { "no compression" };
+        let mut rows = vec![
+            (format!("read_partition, present key, {tag}"), &hit),
+            (format!("read_partition, absent key, {tag}"), &miss),
+        ];
+        if !compression {
+            rows.push(("baseline: pread 16 KiB + crc32c".to_owned(), &raw));
+            notes.push(format!(
+                "present-key p50 / baseline p50 = {:.2}",
+                hit.value_at_quantile(0.5) as f64 / raw.value_at_quantile(0.5) as f64
+            ));
+        }
+        for (name, h) in rows {
+            println!(
+                "| {name} | {:.1} | {:.1} | {:.1} | {:.1} |",
+                h.value_at_quantile(0.5) as f64 / 1000.0,
+                h.value_at_quantile(0.99) as f64 / 1000.0,
+                h.value_at_quantile(0.999) as f64 / 1000.0,
+                h.mean() / 1000.0
+            );
+        }
+        let s = table.statistics();
+        notes.push(format!(
+            "{tag}: Data {} KiB in {} blocks, Index {} KiB, {:.2} data blocks read per present lookup, absent-key false positives {:.3}%",
+            s.data_size >> 10,
+            s.data_blocks,
+            s.index_size >> 10,
+            table.data_blocks_read() as f64 / lookups as f64,
+            false_positives as f64 * 100.0 / lookups as f64
+        ));
+        for comp in Component::ALL {
+            std::fs::remove_file(component_path(dir, c.generation, comp)).unwrap();
+        }
+    }
+    println!();
+    for n in notes {
+        println!("{n}");
+    }
+}
+
+fn main() {
+    let args = parse_args();
+    let dir = tempfile::tempdir_in(&args.dir).unwrap();
+    println!("# sstable_io (scale {}, dir {})", args.scale, args.dir.display());
+    println!();
+    if args.only.as_deref() != Some("lookup") {
+        bench_write(&args, dir.path());
+    }
+    if args.only.as_deref() != Some("write") {
+        bench_lookup(&args, dir.path());
+    }
+}

@@ -74,32 +74,6 @@ impl Sstable {
     /// as [`Error::Corrupt`] naming the file, component and offset.
     pub fn verify(&self) -> Result<VerifyReport, Error> {
         let inner = &self.inner;
-        // Digest of the whole Data file.
-        let data = inner.source(Component::Data);
-        let mut crc = 0u32;
-        let mut buf = vec![0u8; 1 << 20];
-        let mut at = 0u64;
-        while at < data.len() {
-            let n = (data.len() - at).min(buf.len() as u64) as usize;
-            data.read_exact_at(&mut buf[..n], at)
-                .map_err(|e| io_err("read", self.component_path(Component::Data))(e))?;
-            crc = crc32c::crc32c_append(crc, &buf[..n]);
-            at += n as u64;
-        }
-        let digest_src = inner.source(Component::Digest);
-        let digest_len = digest_src.len().min(64) as usize;
-        let mut digest = vec![0u8; digest_len];
-        digest_src
-            .read_exact_at(&mut digest, 0)
-            .map_err(|e| io_err("read", self.component_path(Component::Digest))(e))?;
-        if digest_src.len() > 64 {
-            return Err(inner.origin(Component::Digest).corrupt(64, "digest is longer than 64 bytes"));
-        }
-        let stored = decode_digest(&digest, inner.origin(Component::Digest))?;
-        if stored != crc {
-            return Err(inner.origin(Component::Digest).corrupt(0, format!("Digest says crc32c {stored} but Data hashes to {crc}")));
-        }
-
         // Data, fragment by fragment, against the Index.
         let stats = &inner.stats;
         let data_origin = inner.origin(Component::Data);
@@ -156,6 +130,33 @@ impl Sstable {
         if expected != *stats {
             return Err(inner.origin(Component::Statistics).corrupt(8, format!("Statistics {stats:?} disagree with the data, which gives {expected:?}")));
         }
+        // Digest of the whole Data file (last: a damaged block is reported
+        // more precisely above).
+        let data = inner.source(Component::Data);
+        let mut crc = 0u32;
+        let mut buf = vec![0u8; 1 << 20];
+        let mut at = 0u64;
+        while at < data.len() {
+            let n = (data.len() - at).min(buf.len() as u64) as usize;
+            data.read_exact_at(&mut buf[..n], at)
+                .map_err(|e| io_err("read", self.component_path(Component::Data))(e))?;
+            crc = crc32c::crc32c_append(crc, &buf[..n]);
+            at += n as u64;
+        }
+        let digest_src = inner.source(Component::Digest);
+        let digest_len = digest_src.len().min(64) as usize;
+        let mut digest = vec![0u8; digest_len];
+        digest_src
+            .read_exact_at(&mut digest, 0)
+            .map_err(|e| io_err("read", self.component_path(Component::Digest))(e))?;
+        if digest_src.len() > 64 {
+            return Err(inner.origin(Component::Digest).corrupt(64, "digest is longer than 64 bytes"));
+        }
+        let stored = decode_digest(&digest, inner.origin(Component::Digest))?;
+        if stored != crc {
+            return Err(inner.origin(Component::Digest).corrupt(0, format!("Digest says crc32c {stored} but Data hashes to {crc}")));
+        }
+
         report.data_blocks = expected.data_blocks;
         report.index_blocks = walker.blocks;
         Ok(report)

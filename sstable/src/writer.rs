@@ -148,6 +148,7 @@ pub struct Writer {
     index: Option<ComponentFile>,
     block: Vec<u8>,
     frame: Vec<u8>,
+    encoded: Vec<u8>,
     block_start: u64,
     raw_total: u64,
     index_block: Vec<u8>,
@@ -192,6 +193,7 @@ impl Writer {
             }
         };
         let block_start = data.len();
+        let block_capacity = options.block_size * 2;
         Ok(Writer {
             dir,
             generation,
@@ -199,8 +201,9 @@ impl Writer {
             options,
             data: Some(data),
             index: Some(index),
-            block: Vec::new(),
+            block: Vec::with_capacity(block_capacity),
             frame: Vec::new(),
+            encoded: Vec::new(),
             block_start,
             raw_total: 0,
             index_block: Vec::new(),
@@ -293,16 +296,16 @@ impl Writer {
     }
 
     /// Validates and writes one fragment.
-    pub fn write(&mut self, fragment: Fragment) -> Result<(), Error> {
+    pub fn write(&mut self, fragment: &Fragment) -> Result<(), Error> {
         self.check_usable()?;
-        if let Err(reason) = self.tracker.check(&fragment) {
+        if let Err(reason) = self.tracker.check(fragment) {
             return Err(self.invalid(reason));
         }
-        let mut encoded = std::mem::take(&mut self.frame);
+        let mut encoded = std::mem::take(&mut self.encoded);
         encoded.clear();
-        encode_fragment(&fragment, &mut encoded);
-        let result = self.append_encoded(&fragment, &encoded);
-        self.frame = encoded;
+        encode_fragment(fragment, &mut encoded);
+        let result = self.append_encoded(fragment, &encoded);
+        self.encoded = encoded;
         if let Err(e) = &result {
             self.poisoned = Some(e.to_string());
         }
@@ -346,7 +349,7 @@ impl Writer {
                 Error::Source(e)
             })?;
             match next {
-                Some(f) => self.write(f)?,
+                Some(f) => self.write(&f)?,
                 None => return Ok(()),
             }
         }

@@ -59,7 +59,7 @@ fn injected_crash_after_each_commit_step() {
         let mut w = Writer::create(dir.path(), options).unwrap();
         let generation = w.generation();
         for f in &data {
-            w.write(f.clone()).unwrap();
+            w.write(f).unwrap();
         }
         assert!(matches!(w.commit(), Err(Error::InjectedCrash(s)) if s == step));
         let committed = if step == CommitStep::Committed {
@@ -80,7 +80,7 @@ fn writer_forgotten_mid_stream_leaves_only_removable_files() {
     let first = write(dir.path(), &data, small_options(false));
     let mut w = Writer::create(dir.path(), small_options(false)).unwrap();
     for f in &data[..data.len() / 2] {
-        w.write(f.clone()).unwrap();
+        w.write(f).unwrap();
     }
     // A crash runs no destructor.
     std::mem::forget(w);
@@ -93,11 +93,11 @@ fn abort_and_drop_remove_everything() {
     let data = fragments(5);
     let dir = tempfile::tempdir().unwrap();
     let mut w = Writer::create(dir.path(), small_options(false)).unwrap();
-    w.write(data[0].clone()).unwrap();
+    w.write(&data[0]).unwrap();
     w.abort().unwrap();
     assert!(files(dir.path()).is_empty());
     let mut w = Writer::create(dir.path(), small_options(false)).unwrap();
-    w.write(data[0].clone()).unwrap();
+    w.write(&data[0]).unwrap();
     drop(w);
     assert!(files(dir.path()).is_empty());
 }
@@ -114,7 +114,7 @@ fn child_writer_that_aborts() {
     let data = fragments(40);
     let mut w = Writer::create(&dir, small_options(false)).unwrap();
     for f in &data[..30] {
-        w.write(f.clone()).unwrap();
+        w.write(f).unwrap();
     }
     std::process::abort();
 }

@@ -26,7 +26,7 @@ fn rejected(stream: Vec<Fragment>) -> Error {
     let mut w = Writer::create(dir.path(), small_options(false)).unwrap();
     let mut err = None;
     for f in stream {
-        if let Err(e) = w.write(f) {
+        if let Err(e) = w.write(&f) {
             err = Some(e);
             break;
         }
@@ -34,7 +34,7 @@ fn rejected(stream: Vec<Fragment>) -> Error {
     let err = match err {
         Some(e) => {
             // The writer is poisoned: commit fails too.
-            assert!(matches!(w.write(Fragment::PartitionEnd), Err(Error::InvalidStream { .. })));
+            assert!(matches!(w.write(&Fragment::PartitionEnd), Err(Error::InvalidStream { .. })));
             assert!(w.commit().is_err());
             e
         }

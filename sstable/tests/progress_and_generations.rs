@@ -27,7 +27,7 @@ fn progress_grows_to_the_file_sizes() {
     w.on_progress(move |b| s.lock().unwrap().push(b));
     let mut polled = vec![w.bytes_written()];
     for f in fragments {
-        w.write(f).unwrap();
+        w.write(&f).unwrap();
         polled.push(w.bytes_written());
     }
     assert!(polled.windows(2).all(|p| p[0] <= p[1]));

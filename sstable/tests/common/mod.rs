@@ -136,7 +136,7 @@ pub fn canonical(mutations: &[Mutation]) -> (Vec<Fragment>, Vec<Mutation>) {
 pub fn write(dir: &Path, fragments: &[Fragment], options: WriterOptions) -> Sstable {
     let mut w = Writer::create(dir, options).unwrap();
     for f in fragments {
-        w.write(f.clone()).unwrap();
+        w.write(f).unwrap();
     }
     let c = w.commit().unwrap();
     Sstable::open(dir, c.generation).unwrap()
