@@ -53,6 +53,20 @@
 //! [`Fragment`] and [`FragmentReader`] describe the ordered stream; see
 //! [`Fragment`] for the ordering rules. Range tombstones travel as
 //! [`Fragment::RangeTombstoneChange`]s at clustering [`Position`]s.
+//!
+//! * [`from_mutations`] reads mutations given in any order (sstable tests
+//!   need no memtable); [`FragmentsReader`] replays a recorded stream;
+//!   [`to_mutations`] collects a stream back into mutations.
+//! * [`MergingReader`] merges any number of readers into one reconciled
+//!   stream, equal to the stream of the reconciled mutations.
+//! * [`StreamValidator`], [`ValidatingReader`] and [`validate_stream`]
+//!   check the ordering rules and report the first violation.
+//!
+//! # Features
+//!
+//! `proptest-strategies` adds the `testing` module: proptest strategies
+//! that generate valid mutations (`testing::arb_mutations()`), for property
+//! tests of crates that consume or produce fragment streams.
 #![forbid(unsafe_code)]
 
 mod cell;
