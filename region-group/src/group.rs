@@ -146,8 +146,8 @@ pub(crate) struct Shared {
 /// A set of regions whose summed memory is limited.
 ///
 /// The group learns of its regions only through the [`RegionListener`]
-/// callbacks (a logalloc region listening to the group reports to it from
-/// then on). From them it keeps two counters:
+/// callbacks (see [`SizeTrackedRegion`](crate::SizeTrackedRegion) for a
+/// region that listens from birth). From them it keeps two counters:
 ///
 /// * **real** usage: bytes of segments its regions hold;
 /// * **unspooled** usage: real minus the bytes callers declared already

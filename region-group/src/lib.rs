@@ -68,6 +68,26 @@
 //! assert_eq!(group.run_when_memory_available(|| 1, None), Ok(1));
 //! # Ok::<(), Error>(())
 //! ```
+//!
+//! With real logalloc regions, a [`SizeTrackedRegion`] listens from birth:
+//!
+//! ```
+//! use logalloc::{PoolConfig, SegmentPool};
+//! use region_group::{ReclaimConfig, RegionGroup, SizeTrackedRegion};
+//!
+//! let pool = SegmentPool::new(PoolConfig::default().with_memory_limit(16 << 20)).unwrap();
+//! let group = RegionGroup::new("memtables", ReclaimConfig::default());
+//! let mut memtable = SizeTrackedRegion::new(&group, &pool);
+//! let handle = memtable.alloc(100, 8).unwrap(); // takes a segment
+//! assert_eq!(group.real_usage(), memtable.stats().total_bytes);
+//! assert_eq!(group.largest_flushable_region(), Some(memtable.id()));
+//!
+//! memtable.ground_evictable_occupancy(); // sealed for flush: never picked again
+//! assert_eq!(group.largest_flushable_region(), None);
+//! memtable.free(handle).unwrap();
+//! drop(memtable); // the region leaves the group
+//! assert_eq!(group.real_usage(), 0);
+//! ```
 
 // `deny`, not `forbid`: the only unsafe code is what intrusive-collections'
 // `intrusive_adapter!` generates (and allows) for the region tree's adapter.
@@ -79,6 +99,7 @@ mod error;
 mod group;
 #[cfg(all(test, loom))]
 mod loom_tests;
+mod size_tracked;
 mod sync;
 mod timer;
 mod tracker;
@@ -89,3 +110,4 @@ pub use config::{Limits, ReclaimCallback, ReclaimConfig};
 pub use error::Error;
 pub use group::{GroupMetrics, RegionGroup};
 pub use logalloc::{RegionId, RegionListener};
+pub use size_tracked::SizeTrackedRegion;

@@ -8,8 +8,8 @@ use std::sync::{Arc, Mutex};
 use std::task::Poll;
 
 use common::{Flag, id, poll_once, wait_until};
-use logalloc::RegionListener;
-use region_group::{ReclaimConfig, RegionGroup};
+use logalloc::{PoolConfig, RegionListener, SegmentPool};
+use region_group::{ReclaimConfig, RegionGroup, SizeTrackedRegion};
 
 const REQUESTS: usize = 1000;
 const SEGMENT: usize = 128 << 10;
@@ -124,4 +124,70 @@ fn thousand_queued_futures_released_in_order_and_growth_holds_back_the_rest() {
     }
     assert_eq!(*order.lock().unwrap(), (0..REQUESTS).collect::<Vec<_>>());
     assert_eq!(g.queued_requests(), 0);
+}
+
+/// The same with real logalloc allocations: each request appends a kept and
+/// a freed object (about 6 segments for all 1,000, within the 8-segment limit).
+#[test]
+fn thousand_queued_futures_allocating_in_a_real_region() {
+    let pool = SegmentPool::new(PoolConfig::default().with_memory_limit(64 * SEGMENT)).unwrap();
+    let g = RegionGroup::new(
+        "release",
+        ReclaimConfig {
+            unspooled_hard_limit: 8 * SEGMENT,
+            ..Default::default()
+        },
+    );
+    let mut hog = SizeTrackedRegion::new(&g, &pool);
+    while hog.stats().total_bytes <= 8 * SEGMENT {
+        hog.alloc(4096, 8).unwrap();
+    }
+    let writes = Arc::new(Mutex::new(SizeTrackedRegion::new(&g, &pool)));
+    let order = Arc::new(Mutex::new(Vec::new()));
+    let flags: Vec<Arc<Flag>> = (0..REQUESTS).map(|_| Arc::new(Flag::default())).collect();
+    let mut futures: Vec<_> = (0..REQUESTS)
+        .map(|i| {
+            let (writes, order) = (writes.clone(), order.clone());
+            g.run_when_memory_available_async(
+                move || {
+                    let mut region = writes.lock().unwrap();
+                    let kept = region.alloc(256, 8).unwrap();
+                    let freed = region.alloc(512, 8).unwrap();
+                    region.free(freed).unwrap();
+                    order.lock().unwrap().push(i);
+                    kept
+                },
+                None,
+            )
+        })
+        .collect();
+    for (fut, flag) in futures.iter_mut().zip(&flags) {
+        assert!(poll_once(fut, flag).is_pending());
+    }
+    drop(hog); // a flushed memtable goes away: release starts
+    let mut remaining: Vec<usize> = (0..REQUESTS).collect();
+    while !remaining.is_empty() {
+        let before = remaining.len();
+        remaining.retain(|&i| {
+            if !flags[i].take() {
+                return true;
+            }
+            match poll_once(&mut futures[i], &flags[i]) {
+                Poll::Ready(result) => {
+                    result.unwrap();
+                    false
+                }
+                Poll::Pending => true,
+            }
+        });
+        assert!(
+            remaining.len() < before,
+            "release stalled with {} requests left",
+            remaining.len()
+        );
+    }
+    assert_eq!(*order.lock().unwrap(), (0..REQUESTS).collect::<Vec<_>>());
+    let region = writes.lock().unwrap();
+    assert_eq!(region.stats().objects, REQUESTS);
+    assert_eq!(g.real_usage(), region.stats().total_bytes);
 }
