@@ -1,7 +1,8 @@
 //! The scheduler: queue, coalescing, worker pool, retries, shutdown.
 
 use std::cell::Cell;
-use std::collections::{HashMap, VecDeque};
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap, VecDeque};
 use std::fmt;
 use std::panic::AssertUnwindSafe;
 use std::path::Path;
@@ -18,25 +19,19 @@ use crate::sync::{Arc, Condvar, Mutex, PlainArc, thread};
 #[cfg(all(test, loom))]
 mod loom_models;
 
-/// Where a job is between submission and resolution.
-enum Phase {
-    /// In the ready queue, or taken by a worker: `job` is `Some` while
-    /// queued, `None` while running.
-    Active,
-    /// Failed; waits until `retry_at` before re-entering the ready queue.
-    BackingOff { retry_at: Instant },
-}
-
+/// A job between submission and resolution. `job` is `Some` while it is
+/// queued or backing off and `None` while a worker runs it.
 struct Entry {
     job: Option<Box<dyn FlushJob>>,
     completion: Arc<Completion>,
     failures: u32,
-    phase: Phase,
 }
 
 struct State {
     entries: HashMap<JobKey, Entry>,
     ready: VecDeque<JobKey>,
+    /// Jobs backing off after a failure, earliest retry first.
+    backing_off: BinaryHeap<Reverse<(Instant, JobKey)>>,
     running: usize,
     shutting_down: bool,
     dirs: Directories,
@@ -137,6 +132,7 @@ impl FlushScheduler {
             state: Mutex::new(State {
                 entries: HashMap::new(),
                 ready: VecDeque::new(),
+                backing_off: BinaryHeap::new(),
                 running: 0,
                 shutting_down: false,
                 dirs: Directories::new(config.flush_dirs, config.directory_cooldown),
@@ -198,7 +194,6 @@ impl FlushScheduler {
                 job: Some(job),
                 completion: Arc::clone(&completion),
                 failures: 0,
-                phase: Phase::Active,
             },
         );
         st.ready.push_back(key);
@@ -214,7 +209,7 @@ impl FlushScheduler {
         let mut m = st.metrics.clone();
         m.queued = st.ready.len();
         m.running = st.running;
-        m.backing_off = st.entries.len() - st.ready.len() - st.running;
+        m.backing_off = st.backing_off.len();
         m.directories = st.dirs.metrics(Instant::now());
         m
     }
@@ -240,6 +235,7 @@ impl FlushScheduler {
         let mut st = self.shared.state.lock();
         st.shutting_down = true;
         st.ready.clear();
+        st.backing_off.clear();
         st.entries.retain(|key, entry| match entry.job.take() {
             // Queued or backing off: cancel. Running entries have no job.
             Some(job) => {
@@ -365,25 +361,17 @@ fn run_attempt(job: &mut dyn FlushJob, ctx: &FlushContext<'_>) -> Result<FlushOu
 
 /// Moves jobs whose backoff ended into the ready queue.
 fn promote_due_retries(st: &mut State, now: Instant) {
-    let State { entries, ready, .. } = st;
-    for (key, entry) in entries.iter_mut() {
-        if let Phase::BackingOff { retry_at } = entry.phase {
-            if retry_at <= now {
-                entry.phase = Phase::Active;
-                ready.push_back(*key);
-            }
+    while let Some(Reverse((retry_at, key))) = st.backing_off.peek().copied() {
+        if retry_at > now {
+            break;
         }
+        st.backing_off.pop();
+        st.ready.push_back(key);
     }
 }
 
 fn next_retry(st: &State) -> Option<Instant> {
-    st.entries
-        .values()
-        .filter_map(|e| match e.phase {
-            Phase::BackingOff { retry_at } => Some(retry_at),
-            Phase::Active => None,
-        })
-        .min()
+    st.backing_off.peek().map(|Reverse((retry_at, _))| *retry_at)
 }
 
 /// Updates the state after an attempt of `key` ran in directory `dir_index`.
@@ -448,10 +436,9 @@ fn finish_attempt(
             }
             st.metrics.retries += 1;
             entry.job = Some(job);
-            entry.phase = Phase::BackingOff {
-                retry_at: now + shared.retry.backoff(attempts),
-            };
             st.entries.insert(key, entry);
+            let retry_at = now + shared.retry.backoff(attempts);
+            st.backing_off.push(Reverse((retry_at, key)));
             Outcome::Retry
         }
     }

@@ -11,9 +11,11 @@ use crate::job::{FlushContext, FlushJob, FlushOutput, JobKey};
 use crate::scheduler::FlushScheduler;
 use crate::sync::{Arc, Condvar, Mutex, thread};
 
+/// A model builder bounded to 2 preemptions unless `LOOM_MAX_PREEMPTIONS`
+/// says otherwise.
 fn builder() -> Builder {
     let mut b = Builder::new();
-    b.preemption_bound = Some(2);
+    b.preemption_bound = b.preemption_bound.or(Some(2));
     b
 }
 
