@@ -371,7 +371,9 @@ fn promote_due_retries(st: &mut State, now: Instant) {
 }
 
 fn next_retry(st: &State) -> Option<Instant> {
-    st.backing_off.peek().map(|Reverse((retry_at, _))| *retry_at)
+    st.backing_off
+        .peek()
+        .map(|Reverse((retry_at, _))| *retry_at)
 }
 
 /// Updates the state after an attempt of `key` ran in directory `dir_index`.

@@ -7,6 +7,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll, Wake, Waker};
+use std::time::Duration;
 
 use common::{SimJob, Watched, gate, log, open};
 use flush_scheduler::{FlushScheduler, SchedulerConfig};
@@ -39,6 +40,11 @@ fn pending_until_done_then_woken_and_ready() {
         "polling twice is fine"
     );
 
+    assert!(
+        waiter.wait_timeout(Duration::from_millis(1)).is_none(),
+        "a gated flush cannot have resolved"
+    );
+
     open(&g);
     wakes.wait_for(|n| *n >= 1);
     assert_eq!(
@@ -49,6 +55,10 @@ fn pending_until_done_then_woken_and_ready() {
     let Poll::Ready(result) = Pin::new(&mut handle).poll(&mut cx) else {
         panic!("woken handle must be ready");
     };
-    assert_eq!(result.unwrap(), waiter.wait().unwrap());
+    let report = result.unwrap();
+    assert_eq!(
+        Some(report),
+        waiter.wait_timeout(common::PATIENCE).map(Result::unwrap)
+    );
     scheduler.shutdown();
 }
