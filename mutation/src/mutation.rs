@@ -103,6 +103,12 @@ impl Mutation {
                 right: other.key.to_string(),
             });
         }
+        self.apply_same_partition(other);
+        Ok(())
+    }
+
+    /// [`Mutation::apply`] for a mutation known to be of this partition.
+    fn apply_same_partition(&mut self, other: Mutation) {
         self.partition_tombstone = self.partition_tombstone.max(other.partition_tombstone);
         self.static_row.apply(other.static_row);
         self.range_tombstones.apply_list(&other.range_tombstones);
@@ -119,7 +125,6 @@ impl Mutation {
             }
         }
         self.canonicalize();
-        Ok(())
     }
 
     /// Reconciles two mutations of the same partition.
@@ -140,10 +145,7 @@ impl Mutation {
                 btree_map::Entry::Vacant(v) => {
                     v.insert(m);
                 }
-                btree_map::Entry::Occupied(mut o) => {
-                    // Same key by construction of the map.
-                    let _ = o.get_mut().apply(m);
-                }
+                btree_map::Entry::Occupied(mut o) => o.get_mut().apply_same_partition(m),
             }
         }
         by_key.into_values().collect()
@@ -216,12 +218,6 @@ impl Mutation {
     /// The fragments of a copy of this mutation.
     pub fn fragments(&self) -> Vec<Fragment> {
         self.clone().into_fragments().collect()
-    }
-}
-
-impl RangeTombstoneList {
-    pub(crate) fn into_changes(self) -> Vec<(Position, Option<Tombstone>)> {
-        self.changes().to_vec()
     }
 }
 

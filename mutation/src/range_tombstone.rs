@@ -95,6 +95,10 @@ impl RangeTombstoneList {
         self.changes = out;
     }
 
+    pub(crate) fn into_changes(self) -> Vec<(Position, Option<Tombstone>)> {
+        self.changes
+    }
+
     /// The effective range tombstone at `pos`.
     pub fn tombstone_at(&self, pos: &Position) -> Option<Tombstone> {
         let idx = self.changes.partition_point(|(p, _)| p <= pos);
