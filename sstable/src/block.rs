@@ -124,14 +124,12 @@ pub(crate) fn read_block(src: &dyn Source, offset: u64, origin: Origin<'_>) -> R
     Ok(Block { raw, next: end })
 }
 
-/// A component file being written: buffered, tracking its length and the
-/// crc32c of everything written.
+/// A component file being written: buffered, tracking its length.
 #[derive(Debug)]
 pub(crate) struct ComponentFile {
     out: std::io::BufWriter<std::fs::File>,
     path: std::path::PathBuf,
     len: u64,
-    crc: u32,
 }
 
 impl ComponentFile {
@@ -146,7 +144,6 @@ impl ComponentFile {
             out: std::io::BufWriter::with_capacity(buffer, file),
             path: path.to_path_buf(),
             len: 0,
-            crc: 0,
         })
     }
 
@@ -154,18 +151,12 @@ impl ComponentFile {
     pub(crate) fn write(&mut self, bytes: &[u8]) -> Result<(), Error> {
         self.out.write_all(bytes).map_err(io_err("write", &self.path))?;
         self.len += bytes.len() as u64;
-        self.crc = crc32c::crc32c_append(self.crc, bytes);
         Ok(())
     }
 
     /// Bytes written so far.
     pub(crate) fn len(&self) -> u64 {
         self.len
-    }
-
-    /// crc32c of everything written so far.
-    pub(crate) fn crc(&self) -> u32 {
-        self.crc
     }
 
     /// Flushes the buffer and fdatasyncs the file, then closes it.

@@ -4,6 +4,8 @@
 mod block;
 mod bloom;
 mod codec;
+mod crc;
+mod data_writer;
 mod directory;
 mod error;
 mod index;

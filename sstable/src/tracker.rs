@@ -25,7 +25,6 @@ struct OpenPartition {
     in_block: u64,
     raw_start: u64,
     cblocks: Vec<ClusteringBlock>,
-    last_position: Option<Position>,
     active: Option<Tombstone>,
 }
 
@@ -90,7 +89,6 @@ impl Tracker {
                     in_block,
                     raw_start: raw_offset,
                     cblocks: Vec::new(),
-                    last_position: None,
                     active: None,
                 });
                 self.state = State::PartitionStarted;
@@ -125,13 +123,8 @@ impl Tracker {
                 active: p.active,
             });
         }
-        match f {
-            Fragment::ClusteringRow { key, .. } => p.last_position = Some(Position::At(key.clone())),
-            Fragment::RangeTombstoneChange { position, tombstone } => {
-                p.active = *tombstone;
-                p.last_position = Some(position.clone());
-            }
-            _ => {}
+        if let Fragment::RangeTombstoneChange { tombstone, .. } = f {
+            p.active = *tombstone;
         }
         self.state = State::InPartition;
         if !matches!(f, Fragment::PartitionEnd) {

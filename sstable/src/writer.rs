@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use mutation::{DecoratedKey, Fragment, FragmentReader};
 
 use crate::block::{ComponentFile, MAX_BLOCK, encode_block, single_block_component};
+use crate::data_writer::DataWriter;
 use crate::bloom::BloomFilter;
 use crate::codec::encode_fragment;
 use crate::directory::{component_path, remove_unfinished_generation, reserve_generation, sync_dir, temp_path};
@@ -144,12 +145,9 @@ pub struct Writer {
     dir: PathBuf,
     generation: u64,
     options: WriterOptions,
-    data: Option<ComponentFile>,
+    data: Option<DataWriter>,
     index: Option<ComponentFile>,
-    block: Vec<u8>,
     frame: Vec<u8>,
-    encoded: Vec<u8>,
-    block_start: u64,
     raw_total: u64,
     index_block: Vec<u8>,
     index_block_first: Option<DecoratedKey>,
@@ -179,9 +177,14 @@ impl Writer {
         let dir = dir.as_ref().to_path_buf();
         let (generation, _marker) = reserve_generation(&dir)?;
         let opened = (|| {
-            let mut data = ComponentFile::create(&temp_path(&dir, generation, Component::Data), options.io_buffer)?;
+            let data = DataWriter::create(
+                &temp_path(&dir, generation, Component::Data),
+                options.io_buffer,
+                options.block_size,
+                options.compression,
+                &preamble(DATA_MAGIC),
+            )?;
             let mut index = ComponentFile::create(&temp_path(&dir, generation, Component::Index), options.io_buffer)?;
-            data.write(&preamble(DATA_MAGIC))?;
             index.write(&preamble(INDEX_MAGIC))?;
             Ok::<_, Error>((data, index))
         })();
@@ -192,8 +195,6 @@ impl Writer {
                 return Err(e);
             }
         };
-        let block_start = data.len();
-        let block_capacity = options.block_size * 2;
         Ok(Writer {
             dir,
             generation,
@@ -201,10 +202,7 @@ impl Writer {
             options,
             data: Some(data),
             index: Some(index),
-            block: Vec::with_capacity(block_capacity),
             frame: Vec::new(),
-            encoded: Vec::new(),
-            block_start,
             raw_total: 0,
             index_block: Vec::new(),
             index_block_first: None,
@@ -225,7 +223,7 @@ impl Writer {
     /// still in the write buffers, excluding the block being filled). Grows
     /// monotonically; the flush machinery polls it as write progress.
     pub fn bytes_written(&self) -> u64 {
-        self.data.as_ref().map_or(0, ComponentFile::len) + self.index.as_ref().map_or(0, ComponentFile::len)
+        self.data.as_ref().map_or(0, DataWriter::len) + self.index.as_ref().map_or(0, ComponentFile::len)
     }
 
     /// Raw bytes of fragments accepted so far (before framing/compression).
@@ -257,21 +255,15 @@ impl Writer {
         Ok(())
     }
 
-    /// Writes the current block out and starts a new one.
+    /// Closes the current Data block and reports progress.
     fn flush_block(&mut self) -> Result<(), Error> {
-        if self.block.is_empty() {
+        let data = self.data.as_mut().expect("data file is open until commit");
+        if data.block_len() == 0 {
             return Ok(());
         }
-        self.frame.clear();
-        encode_block(&self.block, self.options.compression, &mut self.frame);
-        let data = self.data.as_mut().expect("data file is open until commit");
-        data.write(&self.frame)?;
-        self.tracker.stats.data_blocks += 1;
-        self.tracker.stats.data_raw_bytes += self.block.len() as u64;
-        self.block.clear();
-        self.block_start = data.len();
+        data.close_block()?;
         if let Some(p) = self.progress.as_mut() {
-            let written = self.data.as_ref().map_or(0, ComponentFile::len) + self.index.as_ref().map_or(0, ComponentFile::len);
+            let written = self.data.as_ref().map_or(0, DataWriter::len) + self.index.as_ref().map_or(0, ComponentFile::len);
             p(written);
         }
         Ok(())
@@ -301,11 +293,7 @@ impl Writer {
         if let Err(reason) = self.tracker.check(fragment) {
             return Err(self.invalid(reason));
         }
-        let mut encoded = std::mem::take(&mut self.encoded);
-        encoded.clear();
-        encode_fragment(fragment, &mut encoded);
-        let result = self.append_encoded(fragment, &encoded);
-        self.encoded = encoded;
+        let result = self.append(fragment);
         if let Err(e) = &result {
             self.poisoned = Some(e.to_string());
         }
@@ -314,21 +302,35 @@ impl Writer {
         Ok(())
     }
 
-    fn append_encoded(&mut self, fragment: &Fragment, encoded: &[u8]) -> Result<(), Error> {
-        if encoded.len() > MAX_BLOCK as usize {
-            return Err(Error::TooLarge {
-                what: "fragment",
-                size: encoded.len() as u64,
-                limit: u64::from(MAX_BLOCK),
-            });
-        }
-        if self.block.len() >= self.options.block_size || self.block.len() + encoded.len() > MAX_BLOCK as usize {
+    /// Encodes `fragment` into the open Data block, closing it first when it
+    /// is full, and records it.
+    fn append(&mut self, fragment: &Fragment) -> Result<(), Error> {
+        let limit = MAX_BLOCK as usize;
+        if self.data.as_ref().is_some_and(|d| d.block_len() >= self.options.block_size) {
             self.flush_block()?;
         }
-        let in_block = self.block.len() as u64;
-        let entry = self.tracker.record(fragment, self.block_start, in_block, self.raw_total, encoded.len() as u64);
-        self.block.extend_from_slice(encoded);
-        self.raw_total += encoded.len() as u64;
+        let (block_start, in_block, len) = loop {
+            let data = self.data.as_mut().expect("data file is open until commit");
+            let (block_start, in_block) = (data.block_start(), data.block_len());
+            let buf = data.buf();
+            let before = buf.len();
+            encode_fragment(fragment, buf);
+            let len = buf.len() - before;
+            if in_block + len <= limit {
+                break (block_start, in_block, len);
+            }
+            buf.truncate(before);
+            if in_block == 0 {
+                return Err(Error::TooLarge {
+                    what: "fragment",
+                    size: len as u64,
+                    limit: limit as u64,
+                });
+            }
+            self.flush_block()?;
+        };
+        let entry = self.tracker.record(fragment, block_start, in_block as u64, self.raw_total, len as u64);
+        self.raw_total += len as u64;
         if let Some(entry) = entry {
             if self.index_block_first.is_none() {
                 self.index_block_first = Some(entry.key.clone());
@@ -396,11 +398,12 @@ impl Writer {
         self.flush_index_block()?;
         let data = self.data.take().expect("data file is open until commit");
         let index = self.index.take().expect("index file is open until commit");
-        let digest = data.crc();
-        self.tracker.stats.data_size = data.len();
+        self.tracker.stats.data_blocks = data.blocks;
+        self.tracker.stats.data_raw_bytes = data.raw_bytes;
         self.tracker.stats.index_size = index.len();
         self.summary.index_size = index.len();
-        data.finish()?;
+        let (data_size, digest) = data.finish()?;
+        self.tracker.stats.data_size = data_size;
         index.finish()?;
         self.crash_point(CommitStep::DataSynced)?;
 
