@@ -131,6 +131,8 @@ impl Directories {
 
 #[cfg(test)]
 mod tests {
+    use proptest::prelude::*;
+
     use super::*;
 
     fn dirs(n: usize) -> Directories {
@@ -183,5 +185,69 @@ mod tests {
             Err(FlushError::NotADirectory { .. })
         ));
         assert!(validate(&[tmp.path().to_path_buf()]).is_ok());
+    }
+
+    #[derive(Debug, Clone)]
+    enum Op {
+        Pick,
+        Fail(usize),
+        Succeed(usize),
+        Advance(u64),
+    }
+
+    fn op(n: usize) -> impl Strategy<Value = Op> {
+        prop_oneof![
+            4 => Just(Op::Pick),
+            2 => (0..n).prop_map(Op::Fail),
+            1 => (0..n).prop_map(Op::Succeed),
+            1 => (0u64..40).prop_map(Op::Advance),
+        ]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(128))]
+
+        /// Against a model that states the policy directly: a pick takes
+        /// the first healthy directory at or after the one following the
+        /// previous pick; if none is healthy, the one recovering first.
+        #[test]
+        fn picks_follow_the_round_robin_and_cooldown_policy(
+            (n, ops) in (1usize..5).prop_flat_map(|n| (Just(n), prop::collection::vec(op(n), 1..60)))
+        ) {
+            let cooldown = Duration::from_secs(30);
+            let mut d = Directories::new((0..n).map(|i| PathBuf::from(format!("/d{i}"))).collect(), cooldown);
+            let t0 = Instant::now();
+            let mut now = t0;
+            let mut failed_until: Vec<Option<Instant>> = vec![None; n];
+            let mut last: Option<usize> = None;
+            for op in ops {
+                match op {
+                    Op::Advance(s) => now += Duration::from_secs(s),
+                    Op::Fail(i) => {
+                        d.failed(i, now);
+                        failed_until[i] = Some(now + cooldown);
+                    }
+                    Op::Succeed(i) => {
+                        d.succeeded(i);
+                        failed_until[i] = None;
+                    }
+                    Op::Pick => {
+                        let start = last.map_or(0, |l| (l + 1) % n);
+                        let healthy = |i: usize| failed_until[i].is_none_or(|t| t <= now);
+                        let expected = (0..n)
+                            .map(|k| (start + k) % n)
+                            .find(|&i| healthy(i))
+                            .unwrap_or_else(|| (0..n).min_by_key(|&i| failed_until[i]).unwrap());
+                        let got = d.pick(now);
+                        prop_assert_eq!(got, expected);
+                        last = Some(got);
+                    }
+                }
+            }
+            let m = d.metrics(now);
+            for (i, dm) in m.iter().enumerate() {
+                prop_assert_eq!(dm.cooling_down, failed_until[i].is_some_and(|t| t > now));
+            }
+        }
     }
 }
