@@ -734,3 +734,117 @@ impl Drop for DirtyMemoryManager {
         self.shutdown();
     }
 }
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use logalloc::RegionListener;
+
+    use super::*;
+
+    /// Keeps every flush it is given.
+    #[derive(Debug, Default)]
+    struct Keep(Mutex<Vec<Flush>>);
+
+    impl FlushTarget for Keep {
+        fn start_flush(&self, flush: Flush) {
+            flush.group().ground_evictable(flush.region());
+            self.0.lock().push(flush);
+        }
+    }
+
+    fn manual(budget: usize) -> (DirtyMemoryManager, Arc<Keep>) {
+        let keep = Arc::new(Keep::default());
+        let mut config = DirtyMemoryConfig::new("unit", budget);
+        config.loop_mode = LoopMode::Manual;
+        config.max_flushes_in_flight = 2;
+        config.policy = FlushPolicy::PerMemtableLimit {
+            max_memtable_fraction: 0.1,
+            max_concurrent_flushes: 8,
+        };
+        let target: Arc<dyn FlushTarget> = keep.clone();
+        (DirtyMemoryManager::new(config, target).unwrap(), keep)
+    }
+
+    #[test]
+    fn retry_delay_doubles_up_to_the_cap() {
+        let (m, _) = manual(1000);
+        let delays: Vec<_> = (1..=9).map(|a| m.inner.retry_delay(a)).collect();
+        assert_eq!(delays[0], Duration::from_millis(100));
+        assert_eq!(delays[1], Duration::from_millis(200));
+        assert_eq!(delays[6], Duration::from_millis(6400));
+        assert_eq!(delays[7], Duration::from_secs(10));
+        assert_eq!(m.inner.retry_delay(u32::MAX), Duration::from_secs(10));
+    }
+
+    #[test]
+    fn tails_in_flight_are_bounded() {
+        let (m, keep) = manual(1000);
+        for r in 1..=4 {
+            m.group().add(RegionId::from_raw(r), 150); // each over 10%
+        }
+        // Eight data writers allowed, but only two flushes in flight.
+        assert_eq!(m.poll_flushes().unwrap(), 2);
+        for f in keep.0.lock().iter_mut() {
+            f.data_written(); // into their tails: still in flight
+        }
+        assert_eq!(m.poll_flushes().unwrap(), 0);
+        let first = keep.0.lock().remove(0);
+        first.finish();
+        assert_eq!(m.poll_flushes().unwrap(), 1);
+        assert_eq!(m.metrics().flushes_in_flight, 2);
+        let rest: Vec<_> = keep.0.lock().drain(..).collect();
+        rest.into_iter().for_each(Flush::finish);
+    }
+
+    #[test]
+    fn set_budget_moves_every_limit_and_the_group_follows() {
+        let (m, _) = manual(1000);
+        m.set_budget(4000, 0.25).unwrap();
+        assert_eq!(
+            m.limits(),
+            Limits {
+                budget: 4000,
+                soft: 1000,
+                hard: 2000
+            }
+        );
+        let g = m.group().limits();
+        assert_eq!(
+            (g.unspooled_soft, g.unspooled_hard, g.real_hard),
+            (1000, 2000, 4000)
+        );
+        assert!(matches!(
+            m.set_budget(4000, 0.9),
+            Err(Error::InvalidSoftLimitRatio { .. })
+        ));
+        assert_eq!(m.limits().budget, 4000);
+    }
+
+    #[test]
+    fn poll_needs_manual_mode_and_shutdown_is_idempotent() {
+        let keep: Arc<dyn FlushTarget> = Arc::new(Keep::default());
+        let m = DirtyMemoryManager::new(DirtyMemoryConfig::new("bg", 1000), keep).unwrap();
+        let err = m.poll_flushes().unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "bg: poll_flushes needs LoopMode::Manual, but this manager runs its own flush thread"
+        );
+        m.shutdown();
+        m.shutdown();
+        let refused = m.run_when_memory_available(|| (), None).unwrap_err();
+        assert!(matches!(refused, Error::Admission { .. }), "{refused}");
+    }
+
+    #[test]
+    fn invalid_configs_are_refused() {
+        let keep: Arc<dyn FlushTarget> = Arc::new(Keep::default());
+        let mut config = DirtyMemoryConfig::new("bad", 2);
+        assert!(matches!(
+            DirtyMemoryManager::new(config.clone(), Arc::clone(&keep)),
+            Err(Error::BudgetTooSmall { budget: 2, min: 4 })
+        ));
+        config.budget = 1000;
+        config.soft_limit_ratio = 0.0;
+        assert!(DirtyMemoryManager::new(config, keep).is_err());
+    }
+}
