@@ -43,6 +43,11 @@ pub enum FlushReason {
 ///   the end it calls [`Flush::finish`]/[`Flush::finish_releasing`] or
 ///   [`Flush::fail`]. Dropping the handle without either is a failure.
 /// * On failure the target keeps the memtable: the manager retries it.
+/// * An explicit request may name a memtable that has left the group since
+///   it was made; the target then simply finishes the flush.
+/// * A target must not keep the manager alive (hold the group, not the
+///   manager), and must not call
+///   [`shutdown`](crate::DirtyMemoryManager::shutdown) from `start_flush`.
 pub trait FlushTarget: Send + Sync {
     /// Seal the memtable of `flush.region()` and start flushing it.
     fn start_flush(&self, flush: Flush);

@@ -534,7 +534,10 @@ impl DirtyMemoryManager {
     /// Runs `f` (a write into a memtable of this group) once the group
     /// admits it: at once if no writer is queued and usage is within the
     /// hard limits, otherwise in FIFO order when memory is released.
-    /// `timeout` bounds the wait.
+    /// `timeout` bounds the wait. Async writers can use the group's
+    /// `run_when_memory_available_async` directly (then call
+    /// [`notify_usage_changed`](Self::notify_usage_changed) under the
+    /// per-memtable policy).
     pub fn run_when_memory_available<T>(
         &self,
         f: impl FnOnce() -> T,
@@ -560,13 +563,21 @@ impl DirtyMemoryManager {
     }
 
     /// Tells the loop that memtables grew outside
-    /// [`run_when_memory_available`](Self::run_when_memory_available). Only
-    /// the per-memtable policy needs it (the default policy is woken by the
-    /// group's soft-limit callback); cheap when there is nothing to do.
+    /// [`run_when_memory_available`](Self::run_when_memory_available) (for
+    /// example after a write admitted through the group's async admission).
+    /// Only the per-memtable policy needs it (the default policy is woken by
+    /// the group's soft-limit callback); cheap when there is nothing to do.
     pub fn notify_usage_changed(&self) {
         let s = self.inner.shared.state.lock();
         let (policy, limits) = (s.policy, s.limits);
+        // With no free data-write slot the loop cannot act now; it looks
+        // again when a flush releases its slot.
+        let can_start =
+            s.data_writing < policy.max_data_writers() && s.in_flight < self.inner.max_in_flight;
         drop(s);
+        if !can_start {
+            return;
+        }
         if let FlushPolicy::PerMemtableLimit {
             max_memtable_fraction,
             ..
@@ -584,8 +595,12 @@ impl DirtyMemoryManager {
     }
 
     /// Asks for the memtable of `region` to be flushed, before any pressure
-    /// flush. Requests for a memtable whose flush is already queued or
-    /// running share that flush's completion.
+    /// flush (a user flushing a table, or the owner flushing every memtable
+    /// before [`shutdown`](Self::shutdown)). Requests for a memtable whose
+    /// flush is already queued or running share that flush's completion; a
+    /// request for a memtable waiting to retry a failed flush starts the
+    /// retry at once. Explicit flushes take the same data-write permit as
+    /// pressure flushes.
     pub fn request_flush(&self, region: RegionId) -> Result<FlushCompletion, Error> {
         if self.inner.group.region_size(region).is_none() {
             return Err(Error::UnknownRegion {
