@@ -10,11 +10,11 @@
 //! data; `cargo bench -p mutation --bench merging_reader -- --quick` for a
 //! fast run.
 //!
-//! After criterion's report, a table prints each case's mean time per pass,
-//! fragments/s, and its cost relative to the baseline.
+//! After criterion's report, the cases run again in interleaved rounds
+//! (each round runs every case once, so the shared machine's load changes
+//! hit all cases alike) and a table prints each case's median time per
+//! pass, fragments/s, and the median per-round ratio to the baseline.
 
-use std::cell::RefCell;
-use std::collections::BTreeMap;
 use std::hint::black_box;
 use std::ops::Bound;
 use std::time::{Duration, Instant};
@@ -83,30 +83,87 @@ fn drain(r: &mut impl FragmentReader) -> usize {
     n
 }
 
-thread_local! {
-    /// Seconds per pass of every sample criterion took, by case.
-    static SAMPLES: RefCell<BTreeMap<String, Vec<f64>>> =
-        const { RefCell::new(BTreeMap::new()) };
+/// One benchmarked configuration.
+enum Case {
+    /// Read the already merged stream from one vector.
+    Baseline(Vec<Fragment>),
+    /// Merge the streams of these sources.
+    Merge(Vec<Vec<Fragment>>),
 }
 
-fn record(name: &str, d: Duration, iters: u64) {
-    if iters == 0 {
-        return;
+impl Case {
+    fn name(&self) -> String {
+        match self {
+            Case::Baseline(_) => "baseline_premerged_vector".to_owned(),
+            Case::Merge(s) => format!("merge_{}_sources", s.len()),
+        }
     }
-    SAMPLES.with(|t| {
-        t.borrow_mut()
-            .entry(name.to_owned())
-            .or_default()
-            .push(d.as_secs_f64() / iters as f64);
-    });
+
+    /// Times one pass over the whole stream (building the readers, which
+    /// clones the input vectors, is not timed).
+    fn pass(&self, expected: usize) -> Duration {
+        let n;
+        let elapsed;
+        match self {
+            Case::Baseline(v) => {
+                let mut r = FragmentsReader::new(v.clone());
+                let t = Instant::now();
+                n = drain(&mut r);
+                elapsed = t.elapsed();
+            }
+            Case::Merge(sources) => {
+                let mut r = MergingReader::new(sources.iter().cloned().map(FragmentsReader::new));
+                let t = Instant::now();
+                n = drain(&mut r);
+                elapsed = t.elapsed();
+            }
+        }
+        assert_eq!(n, expected, "{} produced a different stream", self.name());
+        elapsed
+    }
 }
 
-/// Median and minimum of the samples (the machine is shared: the median
-/// is the honest figure, the minimum shows the least-disturbed pass).
-fn median_and_min(samples: &[f64]) -> Option<(f64, f64)> {
-    let mut v = samples.to_vec();
+fn median(v: &mut [f64]) -> f64 {
     v.sort_by(f64::total_cmp);
-    Some((*v.get(v.len() / 2)?, *v.first()?))
+    v[v.len() / 2]
+}
+
+/// Interleaved rounds (every case once per round, so load changes on the
+/// shared machine hit all cases alike); prints the ratio table.
+fn ratio_table(cases: &[Case], fragments: usize, partitions: usize) {
+    const ROUNDS: usize = 41;
+    let mut times: Vec<Vec<f64>> = vec![Vec::with_capacity(ROUNDS); cases.len()];
+    let mut ratios: Vec<Vec<f64>> = vec![Vec::with_capacity(ROUNDS); cases.len()];
+    for _ in 0..ROUNDS {
+        let round: Vec<f64> = cases
+            .iter()
+            .map(|c| c.pass(fragments).as_secs_f64())
+            .collect();
+        for (i, t) in round.iter().enumerate() {
+            times[i].push(*t);
+            ratios[i].push(t / round[0]);
+        }
+    }
+    println!();
+    println!(
+        "merging reader: {partitions} partitions x {ROWS} rows, {fragments} output fragments per pass, {ROUNDS} interleaved rounds"
+    );
+    println!(
+        "{:<26} {:>10} {:>10} {:>14} {:>11}",
+        "case", "median ms", "min ms", "fragments/s", "x baseline"
+    );
+    for (i, case) in cases.iter().enumerate() {
+        let med = median(&mut times[i]);
+        let min = times[i][0];
+        println!(
+            "{:<26} {:>10.3} {:>10.3} {:>14.0} {:>11.2}",
+            case.name(),
+            med * 1e3,
+            min * 1e3,
+            fragments as f64 / med,
+            median(&mut ratios[i])
+        );
+    }
 }
 
 fn main() {
@@ -120,23 +177,7 @@ fn main() {
     let merged: Vec<Fragment> = stream(&split_data(partitions, 1).concat());
     let fragments = merged.len();
 
-    let mut group = c.benchmark_group("merging_reader");
-    group.throughput(Throughput::Elements(fragments as u64));
-
-    group.bench_function("baseline_premerged_vector", |b| {
-        b.iter_custom(|iters| {
-            let mut total = Duration::ZERO;
-            for _ in 0..iters {
-                let mut r = FragmentsReader::new(merged.clone());
-                let t = Instant::now();
-                assert_eq!(drain(&mut r), fragments);
-                total += t.elapsed();
-            }
-            record("baseline", total, iters);
-            total
-        });
-    });
-
+    let mut cases = vec![Case::Baseline(merged.clone())];
     for k in [1usize, 2, 4, 8] {
         let sources: Vec<Vec<Fragment>> = split_data(partitions, k)
             .iter()
@@ -149,54 +190,22 @@ fn main() {
             got.push(f);
         }
         assert!(got == merged, "merging {k} sources changed the stream");
+        cases.push(Case::Merge(sources));
+    }
 
-        let name = format!("merge_{k}_sources");
-        group.bench_function(&name, |b| {
-            b.iter_custom(|iters| {
-                let mut total = Duration::ZERO;
-                for _ in 0..iters {
-                    let mut r =
-                        MergingReader::new(sources.iter().cloned().map(FragmentsReader::new));
-                    let t = Instant::now();
-                    assert_eq!(drain(&mut r), fragments);
-                    total += t.elapsed();
-                }
-                record(&name, total, iters);
-                total
-            });
+    let mut group = c.benchmark_group("merging_reader");
+    group.throughput(Throughput::Elements(fragments as u64));
+    for case in &cases {
+        group.bench_function(case.name(), |b| {
+            b.iter_custom(|iters| (0..iters).map(|_| case.pass(fragments)).sum());
         });
     }
     group.finish();
     c.final_summary();
 
-    SAMPLES.with(|t| {
-        let t = t.borrow();
-        let stats = |name: &str| t.get(name).and_then(|v| median_and_min(v));
-        let Some((base, base_min)) = stats("baseline") else {
-            return;
-        };
-        println!();
-        println!(
-            "merging reader, {partitions} partitions x {ROWS} rows, {fragments} output fragments per pass"
-        );
-        println!(
-            "{:<18} {:>13} {:>15} {:>11} {:>13} {:>11}",
-            "case", "median ms", "fragments/s", "x baseline", "min ms", "x base min"
-        );
-        let mut names: Vec<&String> = t.keys().collect();
-        names.sort_by_key(|n| (n.as_str() != "baseline", n.len(), n.to_string()));
-        for name in names {
-            if let Some((med, min)) = stats(name) {
-                println!(
-                    "{:<18} {:>13.3} {:>15.0} {:>11.2} {:>13.3} {:>11.2}",
-                    name,
-                    med * 1e3,
-                    fragments as f64 / med,
-                    med / base,
-                    min * 1e3,
-                    min / base_min
-                );
-            }
-        }
-    });
+    // `cargo bench` passes --bench; `cargo test --benches` does not, and
+    // then criterion only smoke-tests each case: skip the table.
+    if std::env::args().any(|a| a == "--bench") {
+        ratio_table(&cases, fragments, partitions);
+    }
 }
