@@ -6,7 +6,6 @@ mod common;
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
-use std::time::Duration;
 
 use common::{PATIENCE, wait_until};
 use dirty_memory::{DirtyMemoryConfig, DirtyMemoryManager, Flush, FlushTarget};
@@ -117,11 +116,7 @@ fn never_two_data_writers_and_tails_overlap() {
                         if stop.load(Ordering::SeqCst) {
                             break None;
                         }
-                        q = target
-                            .arrived
-                            .wait_timeout(q, Duration::from_millis(5))
-                            .unwrap()
-                            .0;
+                        q = target.arrived.wait(q).unwrap();
                     }
                 };
                 let Some(mut flush) = next else { break };
@@ -178,7 +173,12 @@ fn never_two_data_writers_and_tails_overlap() {
             mt.unspooled_dirty <= mt.soft_limit && mt.writing.is_empty()
         },
     );
-    stop.store(true, Ordering::SeqCst);
+    {
+        // Set under the queue's lock, so the disk thread cannot miss it.
+        let _q = target.queue.lock().unwrap();
+        stop.store(true, Ordering::SeqCst);
+    }
+    target.arrived.notify_all();
     disk.join().unwrap();
     m.shutdown();
 
