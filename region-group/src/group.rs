@@ -265,16 +265,29 @@ impl RegionGroup {
     /// into the group) are delivered by the same loop.
     fn deliver_crossings(&self) {
         /// Lets a later change deliver again if a callback panics.
-        struct Delivering<'a>(&'a RegionGroup);
+        struct Delivering<'a>(Option<&'a RegionGroup>);
         impl Drop for Delivering<'_> {
             fn drop(&mut self) {
-                self.0.lock().delivering = false;
+                if let Some(group) = self.0 {
+                    group.lock().delivering = false;
+                }
             }
         }
-        let _delivering = Delivering(self);
+        let mut delivering = Delivering(Some(self));
         loop {
-            let Some(crossing) = self.lock().crossings.pop_front() else {
-                return;
+            let crossing = {
+                let mut st = self.lock();
+                match st.crossings.pop_front() {
+                    Some(crossing) => crossing,
+                    None => {
+                        // Give up the role under the same lock that saw the
+                        // queue empty, so no crossing recorded after this can
+                        // be left undelivered.
+                        st.delivering = false;
+                        delivering.0 = None;
+                        return;
+                    }
+                }
             };
             let callback = match crossing {
                 Crossing::Start => &self.shared.start_reclaiming,
