@@ -91,6 +91,8 @@ pub struct MergingReader<R> {
     /// The effective range tombstone last emitted in this partition.
     emitted_rt: Option<Tombstone>,
     range: PartitionRange,
+    /// Fragments produced so far (for error reports).
+    produced: u64,
 }
 
 impl<R: FragmentReader> MergingReader<R> {
@@ -113,6 +115,7 @@ impl<R: FragmentReader> MergingReader<R> {
             partition_tombstone: None,
             emitted_rt: None,
             range: PartitionRange::full(),
+            produced: 0,
         }
     }
 
@@ -123,7 +126,7 @@ impl<R: FragmentReader> MergingReader<R> {
 
     fn bad_source(&self, source: usize, what: &str) -> Error {
         Error::InvalidStream {
-            index: 0,
+            index: self.produced,
             partition: self
                 .key
                 .as_ref()
@@ -323,11 +326,15 @@ impl<R: FragmentReader> FragmentReader for MergingReader<R> {
     fn next(&mut self) -> Result<Option<Fragment>, Error> {
         loop {
             let out = match self.phase {
-                Phase::Between => return self.start_partition(),
+                Phase::Between => match self.start_partition()? {
+                    Some(f) => Some(f),
+                    None => return Ok(None),
+                },
                 Phase::Static => self.static_row()?,
                 Phase::Clustering => self.clustering_step()?,
             };
             if out.is_some() {
+                self.produced += 1;
                 return Ok(out);
             }
         }
