@@ -109,22 +109,66 @@ impl Mutation {
 
     /// [`Mutation::apply`] for a mutation known to be of this partition.
     fn apply_same_partition(&mut self, other: Mutation) {
-        self.partition_tombstone = self.partition_tombstone.max(other.partition_tombstone);
+        let old_pt = self.partition_tombstone;
+        self.partition_tombstone = old_pt.max(other.partition_tombstone);
+        let pt_changed = self.partition_tombstone != old_pt;
+        let rts_changed = self
+            .range_tombstones
+            .apply_list_changed(&other.range_tombstones);
         self.static_row.apply(other.static_row);
-        self.range_tombstones.apply_list(&other.range_tombstones);
-        if self.rows.is_empty() {
-            self.rows = other.rows;
-        } else {
-            for (k, row) in other.rows {
-                match self.rows.entry(k) {
-                    btree_map::Entry::Vacant(v) => {
+        if pt_changed || rts_changed || self.rows.is_empty() {
+            // Deletions grew (or there is nothing to keep): compact all.
+            if self.rows.is_empty() {
+                self.rows = other.rows;
+            } else {
+                for (k, row) in other.rows {
+                    match self.rows.entry(k) {
+                        btree_map::Entry::Vacant(v) => {
+                            v.insert(row);
+                        }
+                        btree_map::Entry::Occupied(mut o) => o.get_mut().apply(row),
+                    }
+                }
+            }
+            self.canonicalize();
+            return;
+        }
+        // The partition's deletions are unchanged and `self` is canonical:
+        // only the rows `other` touches can change.
+        let pt = self.partition_tombstone;
+        self.static_row.compact(pt);
+        for (k, row) in other.rows {
+            let covering = self.covering_tombstone(&k);
+            match self.rows.entry(k) {
+                btree_map::Entry::Vacant(v) => {
+                    let mut row = row;
+                    row.compact(covering);
+                    if !row.is_empty() {
                         v.insert(row);
                     }
-                    btree_map::Entry::Occupied(mut o) => o.get_mut().apply(row),
+                }
+                btree_map::Entry::Occupied(mut o) => {
+                    o.get_mut().apply(row);
+                    o.get_mut().compact(covering);
+                    if o.get().is_empty() {
+                        o.remove();
+                    }
                 }
             }
         }
-        self.canonicalize();
+    }
+
+    /// The tombstone covering the row `key` from outside: the greater of the
+    /// partition tombstone and the range tombstone over it.
+    fn covering_tombstone(&self, key: &ClusteringKey) -> Option<Tombstone> {
+        if self.range_tombstones.is_empty() {
+            self.partition_tombstone
+        } else {
+            self.partition_tombstone.max(
+                self.range_tombstones
+                    .tombstone_at(&Position::At(key.clone())),
+            )
+        }
     }
 
     /// Reconciles two mutations of the same partition.
@@ -188,16 +232,12 @@ impl Mutation {
         let pt = self.partition_tombstone;
         self.range_tombstones.compact(pt);
         self.static_row.compact(pt);
-        let rts = &self.range_tombstones;
-        self.rows.retain(|k, row| {
-            let covering = if rts.is_empty() {
-                pt
-            } else {
-                pt.max(rts.tombstone_at(&Position::At(k.clone())))
-            };
-            row.compact(covering);
+        let mut rows = std::mem::take(&mut self.rows);
+        rows.retain(|k, row| {
+            row.compact(self.covering_tombstone(k));
             !row.is_empty()
         });
+        self.rows = rows;
     }
 
     /// The mutation as a stream of fragments: partition start, static row,

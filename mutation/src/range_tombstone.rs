@@ -66,14 +66,22 @@ impl RangeTombstoneList {
 
     /// Merges another list into this one (pointwise maximum).
     pub fn apply_list(&mut self, other: &RangeTombstoneList) {
+        self.apply_list_changed(other);
+    }
+
+    /// [`apply_list`](Self::apply_list), telling whether anything changed.
+    pub(crate) fn apply_list_changed(&mut self, other: &RangeTombstoneList) -> bool {
         if other.is_empty() {
-            return;
+            return false;
         }
         if self.is_empty() {
             self.changes = other.changes.clone();
-            return;
+            return true;
         }
-        self.changes = merge_max(&self.changes, &other.changes);
+        let merged = merge_max(&self.changes, &other.changes);
+        let changed = merged != self.changes;
+        self.changes = merged;
+        changed
     }
 
     /// Drops every part that is not greater than `covering` (the partition
