@@ -41,6 +41,12 @@
 //!   expiring ones the later expiry wins; then the larger value bytewise
 //!   (then the longer TTL), so the result never depends on order.
 //! * Tombstones compare by timestamp, then local deletion time.
+//! * Row markers reconcile like live cells without a value: higher
+//!   timestamp, then expiring over non-expiring, then later expiry.
+//! * Reconciliation never reads the clock: an expiring cell whose expiry
+//!   has passed is still a live cell here (expiry and tombstone garbage
+//!   collection belong to reads and compaction), so results are
+//!   deterministic.
 //! * Data is *shadowed* by a tombstone that covers it (the partition
 //!   tombstone, a range tombstone over its row, or its row tombstone) with a
 //!   timestamp greater than or equal to its own. A [`Mutation`] removes
