@@ -30,18 +30,30 @@ fn parse_args() -> Args {
     let mut args = Args {
         scale: 1.0 / 16.0,
         dir: std::env::temp_dir(),
-        runs: 3,
+        runs: 5,
         only: None,
     };
     let mut it = std::env::args().skip(1);
     while let Some(a) = it.next() {
         match a.as_str() {
-            "--scale" => args.scale = it.next().and_then(|v| v.parse().ok()).expect("--scale takes a number"),
+            "--scale" => {
+                args.scale = it
+                    .next()
+                    .and_then(|v| v.parse().ok())
+                    .expect("--scale takes a number")
+            }
             "--dir" => args.dir = PathBuf::from(it.next().expect("--dir takes a path")),
-            "--runs" => args.runs = it.next().and_then(|v| v.parse().ok()).expect("--runs takes a count"),
+            "--runs" => {
+                args.runs = it
+                    .next()
+                    .and_then(|v| v.parse().ok())
+                    .expect("--runs takes a count")
+            }
             "--only" => args.only = Some(it.next().expect("--only takes write or lookup")),
             "--bench" => {}
-            other => panic!("unknown argument {other}; use --scale F, --dir PATH, --runs N, --only write|lookup"),
+            other => panic!(
+                "unknown argument {other}; use --scale F, --dir PATH, --runs N, --only write|lookup"
+            ),
         }
     }
     args
@@ -66,9 +78,17 @@ fn big_partitions(count: usize) -> Vec<Fragment> {
     let values: Vec<bytes::Bytes> = (0..64).map(|_| value(&mut rng, 1000).into()).collect();
     let mut ms = Vec::with_capacity(count);
     for p in 0..count {
-        let mut b = Mutation::builder(DecoratedKey::from_bytes(format!("partition-{p:08}").into_bytes()).unwrap());
+        let mut b = Mutation::builder(
+            DecoratedKey::from_bytes(format!("partition-{p:08}").into_bytes()).unwrap(),
+        );
         for r in 0..128u32 {
-            let row = Row::new().with_cell(1, Cell::live(values[(p + r as usize) % 64].clone(), Timestamp::from_micros(1_700_000_000_000_000 + i64::from(r))));
+            let row = Row::new().with_cell(
+                1,
+                Cell::live(
+                    values[(p + r as usize) % 64].clone(),
+                    Timestamp::from_micros(1_700_000_000_000_000 + i64::from(r)),
+                ),
+            );
             b = b.row(r.to_be_bytes().to_vec(), row);
         }
         ms.push(b.build().unwrap());
@@ -77,7 +97,11 @@ fn big_partitions(count: usize) -> Vec<Fragment> {
     ms.into_iter().flat_map(|m| m.fragments()).collect()
 }
 
-fn write_sstable(dir: &Path, fragments: &[Fragment], compression: bool) -> (Duration, u64, u64, u64) {
+fn write_sstable(
+    dir: &Path,
+    fragments: &[Fragment],
+    compression: bool,
+) -> (Duration, u64, u64, u64) {
     let mut o = WriterOptions::default();
     o.compression = compression;
     let start = Instant::now();
@@ -91,7 +115,12 @@ fn write_sstable(dir: &Path, fragments: &[Fragment], compression: bool) -> (Dura
     for comp in Component::ALL {
         std::fs::remove_file(component_path(dir, c.generation, comp)).unwrap();
     }
-    (elapsed, s.data_raw_bytes, s.data_size + s.index_size, s.data_size)
+    (
+        elapsed,
+        s.data_raw_bytes,
+        s.data_size + s.index_size,
+        s.data_size,
+    )
 }
 
 fn write_plain(dir: &Path, bytes: u64) -> Duration {
@@ -113,44 +142,88 @@ fn write_plain(dir: &Path, bytes: u64) -> Duration {
     elapsed
 }
 
-fn mib_s(bytes: u64, d: Duration) -> f64 {
-    bytes as f64 / (1 << 20) as f64 / d.as_secs_f64()
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
 }
 
 fn bench_write(args: &Args, dir: &Path) {
     let total = ((1u64 << 30) as f64 * args.scale) as u64;
     let count = (total / (128 << 10)).max(1) as usize;
     let fragments = big_partitions(count);
-    println!("## Write: {count} partitions of ~128 KiB ({} MiB raw), {} runs, best run shown", total >> 20, args.runs);
+    println!(
+        "## Write: {count} partitions of ~128 KiB ({} MiB raw), {} runs, median shown",
+        total >> 20,
+        args.runs
+    );
     println!();
-    println!("| variant | time (s) | logical MiB/s | file MiB | ratio vs plain |");
+    println!("Each run writes the three variants back to back, rotating their order; the ratio is");
+    println!("taken within each run (same machine state), then the median over runs.");
+    println!();
+    println!("| variant | median time (s) | logical MiB/s | file MiB | median ratio vs plain |");
     println!("|---|---|---|---|---|");
-    let mut best: [Option<(Duration, u64, u64, u64)>; 2] = [None, None];
-    let mut plain_best: Option<Duration> = None;
-    let mut plain_bytes = 0;
-    for _ in 0..args.runs {
-        for (i, compression) in [false, true].into_iter().enumerate() {
-            let r = write_sstable(dir, &fragments, compression);
-            if i == 0 {
-                plain_bytes = r.1;
-            }
-            if best[i].is_none_or(|b| r.0 < b.0) {
-                best[i] = Some(r);
+    let mut times: [Vec<f64>; 3] = [Vec::new(), Vec::new(), Vec::new()];
+    let mut ratios: [Vec<f64>; 3] = [Vec::new(), Vec::new(), Vec::new()];
+    let mut sizes = [0u64; 3];
+    let mut raw = 0;
+    for run in 0..args.runs {
+        let mut t = [0f64; 3];
+        for k in 0..3 {
+            let variant = (run + k) % 3;
+            match variant {
+                0 => {
+                    // The plain baseline writes the same number of bytes as the
+                    // uncompressed sstable's Data file holds raw data.
+                    let bytes = if raw == 0 {
+                        write_sstable(dir, &fragments, false).1
+                    } else {
+                        raw
+                    };
+                    raw = bytes;
+                    t[0] = write_plain(dir, bytes).as_secs_f64();
+                    sizes[0] = bytes;
+                }
+                v => {
+                    let r = write_sstable(dir, &fragments, v == 2);
+                    raw = r.1;
+                    t[v] = r.0.as_secs_f64();
+                    sizes[v] = r.2;
+                }
             }
         }
-        let p = write_plain(dir, plain_bytes);
-        if plain_best.is_none_or(|b| p < b) {
-            plain_best = Some(p);
+        for v in 0..3 {
+            times[v].push(t[v]);
+            ratios[v].push(t[0] / t[v]);
         }
     }
-    let plain = plain_best.unwrap();
-    let plain_bw = mib_s(plain_bytes, plain);
-    println!("| plain BufWriter + 1 fdatasync | {:.3} | {:.1} | {} | 1.00 |", plain.as_secs_f64(), plain_bw, plain_bytes >> 20);
-    for (i, name) in ["sstable writer, no compression", "sstable writer, LZ4"].iter().enumerate() {
-        let (t, raw, file, _) = best[i].unwrap();
-        let bw = mib_s(raw, t);
-        println!("| {name} | {:.3} | {:.1} | {} | {:.2} |", t.as_secs_f64(), bw, file >> 20, bw / plain_bw);
+    let names = [
+        "plain BufWriter + 1 fdatasync",
+        "sstable writer, no compression",
+        "sstable writer, LZ4",
+    ];
+    for v in 0..3 {
+        let t = median(times[v].clone());
+        println!(
+            "| {} | {:.3} | {:.1} | {} | {:.2} |",
+            names[v],
+            t,
+            raw as f64 / (1 << 20) as f64 / t,
+            sizes[v] >> 20,
+            median(ratios[v].clone())
+        );
     }
+    println!();
+    println!(
+        "per-run ratios, no compression: {:?}; LZ4: {:?}",
+        ratios[1]
+            .iter()
+            .map(|r| (r * 100.0).round() / 100.0)
+            .collect::<Vec<_>>(),
+        ratios[2]
+            .iter()
+            .map(|r| (r * 100.0).round() / 100.0)
+            .collect::<Vec<_>>()
+    );
     println!();
 }
 
@@ -162,7 +235,9 @@ fn bench_lookup(args: &Args, dir: &Path) {
         .collect();
     let mut sorted = keys.clone();
     sorted.sort();
-    println!("## Point lookups: {partitions} partitions (one 100-byte cell each), {lookups} lookups per row (page cache warm)");
+    println!(
+        "## Point lookups: {partitions} partitions (one 100-byte cell each), {lookups} lookups per row (page cache warm)"
+    );
     println!();
     println!("| operation | p50 (us) | p99 (us) | p99.9 (us) | mean (us) |");
     println!("|---|---|---|---|---|");
@@ -175,7 +250,11 @@ fn bench_lookup(args: &Args, dir: &Path) {
         let mut w = Writer::create(dir, o).unwrap();
         for k in &sorted {
             let m = Mutation::builder(k.clone())
-                .cell(b"c".to_vec(), 1, Cell::live(val.clone(), Timestamp::from_micros(1)))
+                .cell(
+                    b"c".to_vec(),
+                    1,
+                    Cell::live(val.clone(), Timestamp::from_micros(1)),
+                )
                 .build()
                 .unwrap();
             for f in m.fragments() {
@@ -254,7 +333,11 @@ fn bench_lookup(args: &Args, dir: &Path) {
 fn main() {
     let args = parse_args();
     let dir = tempfile::tempdir_in(&args.dir).unwrap();
-    println!("# sstable_io (scale {}, dir {})", args.scale, args.dir.display());
+    println!(
+        "# sstable_io (scale {}, dir {})",
+        args.scale,
+        args.dir.display()
+    );
     println!();
     if args.only.as_deref() != Some("lookup") {
         bench_write(&args, dir.path());

@@ -64,12 +64,21 @@ pub(crate) struct Block {
 }
 
 /// Reads, checks and decompresses the block at `offset`.
-pub(crate) fn read_block(src: &dyn Source, offset: u64, origin: Origin<'_>) -> Result<Block, Error> {
+pub(crate) fn read_block(
+    src: &dyn Source,
+    offset: u64,
+    origin: Origin<'_>,
+) -> Result<Block, Error> {
     let len = src.len();
     let header_end = offset
         .checked_add(HEADER_LEN as u64)
         .filter(|&e| e <= len)
-        .ok_or_else(|| origin.corrupt(offset, format!("block header at offset {offset} runs past the end of the {len}-byte file")))?;
+        .ok_or_else(|| {
+            origin.corrupt(
+                offset,
+                format!("block header at offset {offset} runs past the end of the {len}-byte file"),
+            )
+        })?;
     let mut header = [0u8; HEADER_LEN];
     src.read_exact_at(&mut header, offset)
         .map_err(|e| origin.corrupt(offset, format!("cannot read block header: {e}")))?;
@@ -79,7 +88,9 @@ pub(crate) fn read_block(src: &dyn Source, offset: u64, origin: Origin<'_>) -> R
     if stored > MAX_BLOCK || raw_len > MAX_BLOCK {
         return Err(origin.corrupt(
             offset,
-            format!("block of {stored} stored / {raw_len} raw bytes exceeds the {MAX_BLOCK}-byte limit"),
+            format!(
+                "block of {stored} stored / {raw_len} raw bytes exceeds the {MAX_BLOCK}-byte limit"
+            ),
         ));
     }
     let end = header_end + u64::from(stored) + TRAILER_LEN as u64;
@@ -98,13 +109,18 @@ pub(crate) fn read_block(src: &dyn Source, offset: u64, origin: Origin<'_>) -> R
     if expected != actual {
         return Err(origin.corrupt(
             offset,
-            format!("block checksum mismatch: stored crc32c {expected:#010x}, computed {actual:#010x}"),
+            format!(
+                "block checksum mismatch: stored crc32c {expected:#010x}, computed {actual:#010x}"
+            ),
         ));
     }
     let raw = match flags {
         FLAG_RAW => {
             if raw_len != stored {
-                return Err(origin.corrupt(offset, format!("raw block claims {raw_len} bytes but stores {stored}")));
+                return Err(origin.corrupt(
+                    offset,
+                    format!("raw block claims {raw_len} bytes but stores {stored}"),
+                ));
             }
             body.truncate(stored as usize);
             body
@@ -114,9 +130,16 @@ pub(crate) fn read_block(src: &dyn Source, offset: u64, origin: Origin<'_>) -> R
             match lz4_flex::block::decompress_into(payload, &mut raw) {
                 Ok(n) if n == raw_len as usize => raw,
                 Ok(n) => {
-                    return Err(origin.corrupt(offset, format!("LZ4 block decompressed to {n} bytes, header says {raw_len}")));
+                    return Err(origin.corrupt(
+                        offset,
+                        format!("LZ4 block decompressed to {n} bytes, header says {raw_len}"),
+                    ));
                 }
-                Err(e) => return Err(origin.corrupt(offset, format!("LZ4 block does not decompress: {e}"))),
+                Err(e) => {
+                    return Err(
+                        origin.corrupt(offset, format!("LZ4 block does not decompress: {e}"))
+                    );
+                }
             }
         }
         other => return Err(origin.corrupt(offset, format!("unknown block flags {other:#04x}"))),
@@ -149,7 +172,9 @@ impl ComponentFile {
 
     /// Appends bytes.
     pub(crate) fn write(&mut self, bytes: &[u8]) -> Result<(), Error> {
-        self.out.write_all(bytes).map_err(io_err("write", &self.path))?;
+        self.out
+            .write_all(bytes)
+            .map_err(io_err("write", &self.path))?;
         self.len += bytes.len() as u64;
         Ok(())
     }
@@ -162,14 +187,11 @@ impl ComponentFile {
     /// Flushes the buffer and fdatasyncs the file, then closes it.
     pub(crate) fn finish(self) -> Result<(), Error> {
         let path = self.path;
-        let file = self
-            .out
-            .into_inner()
-            .map_err(|e| Error::Io {
-                op: "flush",
-                path: path.clone(),
-                source: e.into_error(),
-            })?;
+        let file = self.out.into_inner().map_err(|e| Error::Io {
+            op: "flush",
+            path: path.clone(),
+            source: e.into_error(),
+        })?;
         file.sync_data().map_err(io_err("fdatasync", &path))
     }
 }
@@ -184,30 +206,59 @@ pub(crate) fn single_block_component(magic: &[u8; 4], body: &[u8]) -> Vec<u8> {
 }
 
 /// Checks a component's magic and version (the first 8 bytes).
-pub(crate) fn check_preamble(src: &dyn Source, magic: &[u8; 4], origin: Origin<'_>) -> Result<(), Error> {
+pub(crate) fn check_preamble(
+    src: &dyn Source,
+    magic: &[u8; 4],
+    origin: Origin<'_>,
+) -> Result<(), Error> {
     if src.len() < 8 {
-        return Err(origin.corrupt(0, format!("file of {} bytes is shorter than the 8-byte preamble", src.len())));
+        return Err(origin.corrupt(
+            0,
+            format!(
+                "file of {} bytes is shorter than the 8-byte preamble",
+                src.len()
+            ),
+        ));
     }
     let mut pre = [0u8; 8];
     src.read_exact_at(&mut pre, 0)
         .map_err(|e| origin.corrupt(0, format!("cannot read preamble: {e}")))?;
     if &pre[..4] != magic {
-        return Err(origin.corrupt(0, format!("bad magic {:?}, expected {:?}", &pre[..4], magic)));
+        return Err(origin.corrupt(
+            0,
+            format!("bad magic {:?}, expected {:?}", &pre[..4], magic),
+        ));
     }
     let version = u32::from_le_bytes([pre[4], pre[5], pre[6], pre[7]]);
     if version != crate::FORMAT_VERSION {
-        return Err(origin.corrupt(4, format!("format version {version} is not supported (this reader reads version {})", crate::FORMAT_VERSION)));
+        return Err(origin.corrupt(
+            4,
+            format!(
+                "format version {version} is not supported (this reader reads version {})",
+                crate::FORMAT_VERSION
+            ),
+        ));
     }
     Ok(())
 }
 
 /// Reads a single-block component and returns its body; the block must end
 /// exactly at the end of the file.
-pub(crate) fn read_single_block_component(src: &dyn Source, magic: &[u8; 4], origin: Origin<'_>) -> Result<Vec<u8>, Error> {
+pub(crate) fn read_single_block_component(
+    src: &dyn Source,
+    magic: &[u8; 4],
+    origin: Origin<'_>,
+) -> Result<Vec<u8>, Error> {
     check_preamble(src, magic, origin)?;
     let block = read_block(src, 8, origin)?;
     if block.next != src.len() {
-        return Err(origin.corrupt(block.next, format!("{} trailing bytes after the component's block", src.len() - block.next)));
+        return Err(origin.corrupt(
+            block.next,
+            format!(
+                "{} trailing bytes after the component's block",
+                src.len() - block.next
+            ),
+        ));
     }
     Ok(block.raw)
 }
@@ -222,7 +273,10 @@ mod tests {
     #[test]
     fn blocks_round_trip_raw_and_compressed() {
         let p = PathBuf::from("t");
-        let origin = Origin { file: &p, component: Component::Data };
+        let origin = Origin {
+            file: &p,
+            component: Component::Data,
+        };
         let data: Vec<u8> = (0..5000u32).map(|i| (i % 7) as u8).collect();
         for compress in [false, true] {
             let mut out = vec![1, 2, 3];
@@ -240,7 +294,10 @@ mod tests {
     #[test]
     fn any_flipped_byte_or_truncation_is_detected() {
         let p = PathBuf::from("t");
-        let origin = Origin { file: &p, component: Component::Index };
+        let origin = Origin {
+            file: &p,
+            component: Component::Index,
+        };
         let data: Vec<u8> = (0..300u32).map(|i| (i % 5) as u8).collect();
         for compress in [false, true] {
             let mut out = Vec::new();
@@ -248,7 +305,9 @@ mod tests {
             for i in 0..out.len() {
                 let mut bad = out.clone();
                 bad[i] ^= 0x5a;
-                let e = read_block(&MemSource(bad), 0, origin).unwrap_err().to_string();
+                let e = read_block(&MemSource(bad), 0, origin)
+                    .unwrap_err()
+                    .to_string();
                 assert!(e.contains("Index") && e.contains("offset"), "{e}");
                 assert!(read_block(&MemSource(out[..i].to_vec()), 0, origin).is_err());
             }

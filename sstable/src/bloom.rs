@@ -89,12 +89,19 @@ impl BloomFilter {
         }
         let nbits = d.u64("filter bit count")?;
         if nbits == 0 || nbits > MAX_FILTER_BYTES * 8 {
-            return Err(d.corrupt(format!("filter bit count {nbits} is outside 1..={}", MAX_FILTER_BYTES * 8)));
+            return Err(d.corrupt(format!(
+                "filter bit count {nbits} is outside 1..={}",
+                MAX_FILTER_BYTES * 8
+            )));
         }
         let bytes = nbits.div_ceil(8) as usize;
         let bits = d.take(bytes, "filter bits")?.to_vec();
         d.expect_end("the filter bits")?;
-        Ok(BloomFilter { bits, nbits, probes })
+        Ok(BloomFilter {
+            bits,
+            nbits,
+            probes,
+        })
     }
 }
 
@@ -110,7 +117,9 @@ mod tests {
                 f.insert(mix(i));
             }
             assert!((0..10_000u64).all(|i| f.may_contain(mix(i))));
-            let fp = (10_000..110_000u64).filter(|&i| f.may_contain(mix(i))).count();
+            let fp = (10_000..110_000u64)
+                .filter(|&i| f.may_contain(mix(i)))
+                .count();
             let measured = fp as f64 / 100_000.0;
             assert!(measured < rate * 2.0, "rate {rate}: measured {measured}");
         }
@@ -121,7 +130,10 @@ mod tests {
         let mut f = BloomFilter::new(100, 0.01);
         f.insert(42);
         let p = std::path::PathBuf::from("f");
-        let origin = Origin { file: &p, component: crate::error::Component::Filter };
+        let origin = Origin {
+            file: &p,
+            component: crate::error::Component::Filter,
+        };
         let g = BloomFilter::decode(&f.encode(), 0, origin).unwrap();
         assert_eq!(f, g);
         assert!(BloomFilter::decode(&f.encode()[..20], 0, origin).is_err());

@@ -37,7 +37,13 @@ pub(crate) struct DataWriter {
 
 impl DataWriter {
     /// Creates `path` (which must not exist) and stages `preamble`.
-    pub(crate) fn create(path: &Path, io_buffer: usize, block_size: usize, compress: bool, preamble: &[u8]) -> Result<Self, Error> {
+    pub(crate) fn create(
+        path: &Path,
+        io_buffer: usize,
+        block_size: usize,
+        compress: bool,
+        preamble: &[u8],
+    ) -> Result<Self, Error> {
         let file = OpenOptions::new()
             .write(true)
             .create_new(true)
@@ -92,8 +98,10 @@ impl DataWriter {
         let mut flags = 0u8;
         let mut stored = raw_len;
         if self.compress {
-            self.scratch.resize(lz4_flex::block::get_maximum_output_size(raw_len), 0);
-            if let Ok(n) = lz4_flex::block::compress_into(&self.out[raw_start..], &mut self.scratch) {
+            self.scratch
+                .resize(lz4_flex::block::get_maximum_output_size(raw_len), 0);
+            if let Ok(n) = lz4_flex::block::compress_into(&self.out[raw_start..], &mut self.scratch)
+            {
                 if n < raw_len {
                     self.out.truncate(raw_start);
                     self.out.extend_from_slice(&self.scratch[..n]);
@@ -122,7 +130,9 @@ impl DataWriter {
     }
 
     fn write_out(&mut self) -> Result<(), Error> {
-        self.file.write_all(&self.out).map_err(io_err("write", &self.path))?;
+        self.file
+            .write_all(&self.out)
+            .map_err(io_err("write", &self.path))?;
         self.flushed += self.out.len() as u64;
         self.out.clear();
         Ok(())
@@ -135,7 +145,9 @@ impl DataWriter {
         // Drop the reserved header of the (empty) next block.
         self.out.truncate(self.header_pos);
         self.write_out()?;
-        self.file.sync_data().map_err(io_err("fdatasync", &self.path))?;
+        self.file
+            .sync_data()
+            .map_err(io_err("fdatasync", &self.path))?;
         Ok((self.flushed, self.crc))
     }
 }
@@ -165,7 +177,10 @@ mod tests {
             assert_eq!(bytes.len() as u64, len);
             assert_eq!(crc32c::crc32c(&bytes), crc);
             let src = MemSource(bytes);
-            let origin = Origin { file: &path, component: Component::Data };
+            let origin = Origin {
+                file: &path,
+                component: Component::Data,
+            };
             let mut at = 8;
             let mut raw = 0;
             while at < len {

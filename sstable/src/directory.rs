@@ -27,7 +27,10 @@ pub fn component_path(dir: &Path, generation: u64, component: Component) -> Path
 
 /// Path of a component while it is being written.
 pub(crate) fn temp_path(dir: &Path, generation: u64, component: Component) -> PathBuf {
-    dir.join(format!("{PREFIX}{generation}-{}{TMP_SUFFIX}", component.file_suffix()))
+    dir.join(format!(
+        "{PREFIX}{generation}-{}{TMP_SUFFIX}",
+        component.file_suffix()
+    ))
 }
 
 /// Path of the marker of an unfinished write, renamed to the TOC at commit.
@@ -122,7 +125,11 @@ pub(crate) fn reserve_generation(dir: &Path) -> Result<(u64, PathBuf), Error> {
             });
         }
         let marker = temporary_toc_path(dir, candidate);
-        match OpenOptions::new().write(true).create_new(true).open(&marker) {
+        match OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&marker)
+        {
             Ok(_) => {
                 if component_path(dir, candidate, Component::Toc).exists() {
                     fs::remove_file(&marker).map_err(io_err("remove", &marker))?;
@@ -141,7 +148,10 @@ pub(crate) fn reserve_generation(dir: &Path) -> Result<(u64, PathBuf), Error> {
 /// marker last; used by abort and by leftover cleanup.
 pub(crate) fn remove_unfinished_generation(dir: &Path, generation: u64) -> Result<(), Error> {
     for component in Component::ALL {
-        for path in [temp_path(dir, generation, component), component_path(dir, generation, component)] {
+        for path in [
+            temp_path(dir, generation, component),
+            component_path(dir, generation, component),
+        ] {
             if component == Component::Toc && path == component_path(dir, generation, component) {
                 continue;
             }
@@ -233,10 +243,22 @@ mod tests {
 
     #[test]
     fn names_parse() {
-        assert_eq!(parse_name("sst-12-Data.db"), Some((12, FileKind::Committed(Component::Data))));
-        assert_eq!(parse_name("sst-3-TOC.txt"), Some((3, FileKind::Committed(Component::Toc))));
-        assert_eq!(parse_name("sst-3-Index.db.tmp"), Some((3, FileKind::Temporary)));
-        assert_eq!(parse_name("sst-3-TemporaryTOC.txt"), Some((3, FileKind::TemporaryToc)));
+        assert_eq!(
+            parse_name("sst-12-Data.db"),
+            Some((12, FileKind::Committed(Component::Data)))
+        );
+        assert_eq!(
+            parse_name("sst-3-TOC.txt"),
+            Some((3, FileKind::Committed(Component::Toc)))
+        );
+        assert_eq!(
+            parse_name("sst-3-Index.db.tmp"),
+            Some((3, FileKind::Temporary))
+        );
+        assert_eq!(
+            parse_name("sst-3-TemporaryTOC.txt"),
+            Some((3, FileKind::TemporaryToc))
+        );
         assert_eq!(parse_name("sst--Data.db"), None);
         assert_eq!(parse_name("sst-x-Data.db"), None);
         assert_eq!(parse_name("sst-1-Other.db"), None);

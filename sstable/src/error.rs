@@ -177,7 +177,10 @@ pub enum Error {
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 /// Attaches the operation and path to an I/O error.
-pub(crate) fn io_err<'a>(op: &'static str, path: &'a std::path::Path) -> impl FnOnce(std::io::Error) -> Error + use<'a> {
+pub(crate) fn io_err<'a>(
+    op: &'static str,
+    path: &'a std::path::Path,
+) -> impl FnOnce(std::io::Error) -> Error + use<'a> {
     move |source| Error::Io {
         op,
         path: path.to_path_buf(),

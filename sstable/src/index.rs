@@ -63,9 +63,14 @@ pub(crate) fn peek_key<'a>(d: &mut Decoder<'a>) -> Result<(i64, &'a [u8]), Error
 }
 
 /// Decodes the rest of an entry after [`peek_key`].
-pub(crate) fn decode_rest(d: &mut Decoder<'_>, token: i64, key: &[u8]) -> Result<IndexEntry, Error> {
+pub(crate) fn decode_rest(
+    d: &mut Decoder<'_>,
+    token: i64,
+    key: &[u8],
+) -> Result<IndexEntry, Error> {
     let key_at = d.offset();
-    let key = DecoratedKey::from_bytes(Bytes::copy_from_slice(key)).map_err(|e| d.corrupt(e.to_string()))?;
+    let key = DecoratedKey::from_bytes(Bytes::copy_from_slice(key))
+        .map_err(|e| d.corrupt(e.to_string()))?;
     if key.token().value() != token {
         return Err(d.corrupt(format!(
             "index entry ending at {key_at} stores token {token} but its key hashes to {}",
@@ -89,7 +94,11 @@ pub(crate) fn decode_rest(d: &mut Decoder<'_>, token: i64, key: &[u8]) -> Result
         prev = block;
         let first = position(d)?;
         let active = tombstone_opt(d)?;
-        cblocks.push(ClusteringBlock { block, first, active });
+        cblocks.push(ClusteringBlock {
+            block,
+            first,
+            active,
+        });
     }
     Ok(IndexEntry {
         key,

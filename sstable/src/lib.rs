@@ -1,4 +1,64 @@
-//! `sstable`: placeholder root while the format modules are built.
+//! `sstable`: the immutable on-disk table format of the replica. A flushed
+//! memtable's fragment stream goes in through a [`Writer`]; reads come out
+//! as fragment streams again, through an [`Sstable`].
+//!
+//! The format (see `FORMAT.md`, version [`FORMAT_VERSION`]) has the
+//! components users of Cassandra and ScyllaDB expect: Data (fragments in
+//! crc32c-checked blocks, optionally LZ4-compressed), Index (partition key
+//! to data position, with a clustering-block index for partitions larger
+//! than 64 KiB), Summary (one sampled index entry per Index block, held in
+//! memory), Filter (a bloom filter with a configurable false-positive
+//! rate), Statistics, Digest (crc32c of Data) and TOC.
+//!
+//! * [`Writer`] validates the stream as it goes (an out-of-order stream is
+//!   an [`Error::InvalidStream`], never a corrupt file), reports progress in
+//!   bytes written, and commits atomically: temporary names, fdatasync,
+//!   renames, the TOC last, directory fsyncs. Generations are reserved
+//!   with an exclusive create, so concurrent writers never collide.
+//! * [`SstableDirectory::open`] lists the committed sstables of a directory
+//!   and removes what unfinished writes left behind.
+//! * [`Sstable`] opens one (reading Summary, Filter and Statistics), and
+//!   offers point lookups, clustering slices, full and partition-range
+//!   scans as [`mutation::FragmentReader`]s, and
+//!   [`make_reader_opt`](Sstable::make_reader_opt), which returns `None`
+//!   instead of an empty reader when the key range or filter rules the
+//!   partition out.
+//! * [`Sstable::verify`] checks every checksum, ordering invariant and
+//!   cross-component fact; every corruption error names the file, the
+//!   component and the byte offset.
+//!
+//! Slices: a clustering slice of a partition keeps the partition start,
+//! the static row, the rows inside the range, and the range tombstones
+//! clipped to the range (a tombstone in force at the range start re-opens
+//! there; one still in force at the end closes there).
+//!
+//! The `sstable` binary dumps (JSON lines), describes and verifies files.
+//!
+//! ```
+//! use mutation::{Cell, DecoratedKey, Mutation, Timestamp};
+//! use sstable::{Sstable, SstableDirectory, Writer, WriterOptions};
+//!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let dir = tempfile::tempdir()?;
+//! let key = DecoratedKey::from_bytes("user:42")?;
+//! let m = Mutation::builder(key.clone())
+//!     .cell("row-1", 0, Cell::live("hello", Timestamp::from_micros(1)))
+//!     .build()?;
+//!
+//! let mut writer = Writer::create(dir.path(), WriterOptions::default())?;
+//! for fragment in m.fragments() {
+//!     writer.write(&fragment)?;
+//! }
+//! let committed = writer.commit()?;
+//!
+//! let listed = SstableDirectory::open(dir.path())?;
+//! assert_eq!(listed.generations(), &[committed.generation]);
+//! let table = Sstable::open(dir.path(), committed.generation)?;
+//! assert_eq!(table.read_partition(&key)?, Some(m.fragments()));
+//! table.verify()?;
+//! # Ok(())
+//! # }
+//! ```
 #![forbid(unsafe_code)]
 
 mod block;

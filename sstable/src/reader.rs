@@ -7,8 +7,7 @@ use std::path::{Path, PathBuf};
 
 use bytes::Bytes;
 use mutation::{
-    ClusteringRange, DecoratedKey, Fragment, FragmentReader, PartitionRange, Position,
-    RingPosition,
+    ClusteringRange, DecoratedKey, Fragment, FragmentReader, PartitionRange, Position, RingPosition,
 };
 
 use crate::block::{check_preamble, read_block, read_single_block_component};
@@ -62,7 +61,11 @@ impl Inner {
 
     fn read_data_block(&self, offset: u64) -> Result<crate::block::Block, Error> {
         self.data_blocks_read.fetch_add(1, Ordering::Relaxed);
-        read_block(self.source(Component::Data), offset, self.origin(Component::Data))
+        read_block(
+            self.source(Component::Data),
+            offset,
+            self.origin(Component::Data),
+        )
     }
 }
 
@@ -123,8 +126,14 @@ impl Sstable {
     pub fn open_path(path: impl AsRef<Path>) -> Result<Self, Error> {
         let path = path.as_ref();
         let (generation, _) = parse_component_path(path)?;
-        let dir = path.parent().map_or_else(|| PathBuf::from("."), Path::to_path_buf);
-        let dir = if dir.as_os_str().is_empty() { PathBuf::from(".") } else { dir };
+        let dir = path
+            .parent()
+            .map_or_else(|| PathBuf::from("."), Path::to_path_buf);
+        let dir = if dir.as_os_str().is_empty() {
+            PathBuf::from(".")
+        } else {
+            dir
+        };
         Self::open(dir, generation)
     }
 
@@ -133,7 +142,10 @@ impl Sstable {
     /// Used by tests and the fuzz target.
     pub fn from_bytes(components: [Vec<u8>; 7]) -> Result<Self, Error> {
         let dir = Path::new("<memory>");
-        let paths = Component::ALL.iter().map(|&c| component_path(dir, 0, c)).collect();
+        let paths = Component::ALL
+            .iter()
+            .map(|&c| component_path(dir, 0, c))
+            .collect();
         let sources = components
             .into_iter()
             .map(|b| Arc::new(MemSource(b)) as Arc<dyn Source>)
@@ -141,7 +153,11 @@ impl Sstable {
         Self::from_sources(0, paths, sources)
     }
 
-    fn from_sources(generation: u64, paths: Vec<PathBuf>, sources: Vec<Arc<dyn Source>>) -> Result<Self, Error> {
+    fn from_sources(
+        generation: u64,
+        paths: Vec<PathBuf>,
+        sources: Vec<Arc<dyn Source>>,
+    ) -> Result<Self, Error> {
         let mut inner = Inner {
             generation,
             paths,
@@ -155,43 +171,95 @@ impl Sstable {
         };
         let read_all = |inner: &Inner, c: Component| -> Result<Vec<u8>, Error> {
             let src = inner.source(c);
-            let len = usize::try_from(src.len()).unwrap_or(usize::MAX).min(1 << 20);
+            let len = usize::try_from(src.len())
+                .unwrap_or(usize::MAX)
+                .min(1 << 20);
             if src.len() > len as u64 {
-                return Err(inner.origin(c).corrupt(0, format!("{}-byte {c} component exceeds the 1 MiB limit", src.len())));
+                return Err(inner.origin(c).corrupt(
+                    0,
+                    format!("{}-byte {c} component exceeds the 1 MiB limit", src.len()),
+                ));
             }
             let mut buf = vec![0u8; len];
             src.read_exact_at(&mut buf, 0)
                 .map_err(|e| io_err("read", &inner.paths[slot(c)])(e))?;
             Ok(buf)
         };
-        check_toc(&read_all(&inner, Component::Toc)?, inner.origin(Component::Toc))?;
-        let body = read_single_block_component(inner.source(Component::Statistics), STATISTICS_MAGIC, inner.origin(Component::Statistics))?;
+        check_toc(
+            &read_all(&inner, Component::Toc)?,
+            inner.origin(Component::Toc),
+        )?;
+        let body = read_single_block_component(
+            inner.source(Component::Statistics),
+            STATISTICS_MAGIC,
+            inner.origin(Component::Statistics),
+        )?;
         let stats = Statistics::decode(&body, 8 + 9, inner.origin(Component::Statistics))?;
-        let body = read_single_block_component(inner.source(Component::Summary), SUMMARY_MAGIC, inner.origin(Component::Summary))?;
+        let body = read_single_block_component(
+            inner.source(Component::Summary),
+            SUMMARY_MAGIC,
+            inner.origin(Component::Summary),
+        )?;
         let summary = Summary::decode(&body, 8 + 9, inner.origin(Component::Summary))?;
-        let body = read_single_block_component(inner.source(Component::Filter), FILTER_MAGIC, inner.origin(Component::Filter))?;
+        let body = read_single_block_component(
+            inner.source(Component::Filter),
+            FILTER_MAGIC,
+            inner.origin(Component::Filter),
+        )?;
         let filter = BloomFilter::decode(&body, 8 + 9, inner.origin(Component::Filter))?;
-        check_preamble(inner.source(Component::Data), DATA_MAGIC, inner.origin(Component::Data))?;
-        check_preamble(inner.source(Component::Index), INDEX_MAGIC, inner.origin(Component::Index))?;
+        check_preamble(
+            inner.source(Component::Data),
+            DATA_MAGIC,
+            inner.origin(Component::Data),
+        )?;
+        check_preamble(
+            inner.source(Component::Index),
+            INDEX_MAGIC,
+            inner.origin(Component::Index),
+        )?;
         let data_len = inner.source(Component::Data).len();
         if data_len != stats.data_size {
-            return Err(inner.origin(Component::Data).corrupt(data_len.min(stats.data_size), format!("Data is {data_len} bytes but Statistics says {}", stats.data_size)));
+            return Err(inner.origin(Component::Data).corrupt(
+                data_len.min(stats.data_size),
+                format!(
+                    "Data is {data_len} bytes but Statistics says {}",
+                    stats.data_size
+                ),
+            ));
         }
         let index_len = inner.source(Component::Index).len();
         if index_len != stats.index_size || index_len != summary.index_size {
             return Err(inner.origin(Component::Index).corrupt(
                 index_len.min(stats.index_size),
-                format!("Index is {index_len} bytes but Statistics says {} and Summary {}", stats.index_size, summary.index_size),
+                format!(
+                    "Index is {index_len} bytes but Statistics says {} and Summary {}",
+                    stats.index_size, summary.index_size
+                ),
             ));
         }
         if summary.entries.len() as u64 != stats.index_blocks {
-            return Err(inner.origin(Component::Summary).corrupt(8, format!("Summary has {} entries but Statistics counts {} Index blocks", summary.entries.len(), stats.index_blocks)));
+            return Err(inner.origin(Component::Summary).corrupt(
+                8,
+                format!(
+                    "Summary has {} entries but Statistics counts {} Index blocks",
+                    summary.entries.len(),
+                    stats.index_blocks
+                ),
+            ));
         }
         if (stats.partitions == 0) != summary.entries.is_empty() {
-            return Err(inner.origin(Component::Summary).corrupt(8, format!("Summary has {} entries for {} partitions", summary.entries.len(), stats.partitions)));
+            return Err(inner.origin(Component::Summary).corrupt(
+                8,
+                format!(
+                    "Summary has {} entries for {} partitions",
+                    summary.entries.len(),
+                    stats.partitions
+                ),
+            ));
         }
         let decorate = |b: &[u8], c: Component| {
-            DecoratedKey::from_bytes(Bytes::copy_from_slice(b)).map_err(|e| inner.origin(c).corrupt(8, e.to_string()))
+            DecoratedKey::from_bytes(Bytes::copy_from_slice(b))
+                .map_err(|e| inner.origin(c).corrupt(8, e.to_string()))
         };
         let (mut first, mut last) = (None, None);
         if stats.partitions > 0 {
@@ -201,7 +269,10 @@ impl Sstable {
         for e in &summary.entries {
             let key = decorate(&e.key, Component::Summary)?;
             if key.token().value() != e.token {
-                return Err(inner.origin(Component::Summary).corrupt(8, format!("summary entry for {key} stores token {}", e.token)));
+                return Err(inner.origin(Component::Summary).corrupt(
+                    8,
+                    format!("summary entry for {key} stores token {}", e.token),
+                ));
             }
         }
         inner.first = first;
@@ -209,7 +280,9 @@ impl Sstable {
         inner.stats = stats;
         inner.summary = summary;
         inner.filter = filter;
-        Ok(Sstable { inner: Arc::new(inner) })
+        Ok(Sstable {
+            inner: Arc::new(inner),
+        })
     }
 
     /// The generation (0 for an sstable opened from memory).
@@ -301,7 +374,11 @@ impl Sstable {
     /// slicing rules in the crate docs). For a large partition only the
     /// first Data block (partition start and static row) and the blocks
     /// overlapping the range are read.
-    pub fn read_slice(&self, key: &DecoratedKey, range: &ClusteringRange) -> Result<Option<Vec<Fragment>>, Error> {
+    pub fn read_slice(
+        &self,
+        key: &DecoratedKey,
+        range: &ClusteringRange,
+    ) -> Result<Option<Vec<Fragment>>, Error> {
         let Some(entry) = self.find(key)? else {
             return Ok(None);
         };
@@ -315,34 +392,38 @@ impl Sstable {
             _ => {
                 return Err(self.inner.origin(Component::Index).corrupt(
                     entry.data_block,
-                    format!("index entry for {} does not point at its partition start in Data", entry.key),
+                    format!(
+                        "index entry for {} does not point at its partition start in Data",
+                        entry.key
+                    ),
                 ));
             }
         }
         slicer.feed(first.unwrap_or(Fragment::PartitionEnd), &mut out);
         // Jump to the last clustering block starting at or before the range
         // start, if that is past where we are.
-        let jump = entry
-            .cblocks
-            .iter()
-            .rposition(|c| c.first <= *slicer.start() && c.first != Position::AfterAll && c.first != Position::BeforeAll);
+        let jump = entry.cblocks.iter().rposition(|c| {
+            c.first <= *slicer.start()
+                && c.first != Position::AfterAll
+                && c.first != Position::BeforeAll
+        });
         let mut pending: Option<Fragment> = None;
-        match jump {
-            Some(i) => {
-                // The static row, if any, is the fragment right after the start.
-                let next = cursor.next_fragment(&self.inner)?;
-                match next {
-                    Some(f @ Fragment::StaticRow(_)) => slicer.feed(f, &mut out),
-                    other => pending = other,
-                }
-                let c = &entry.cblocks[i];
-                if !(pending.as_ref().is_some_and(|f| f.position().is_some_and(|p| p >= c.first))) {
-                    pending = None;
-                    cursor = DataCursor::at(&self.inner, c.block, 0)?;
-                    slicer.reset(c.active);
-                }
+        if let Some(i) = jump {
+            // The static row, if any, is the fragment right after the start.
+            match cursor.next_fragment(&self.inner)? {
+                Some(f @ Fragment::StaticRow(_)) => slicer.feed(f, &mut out),
+                other => pending = other,
             }
-            None => {}
+            let c = &entry.cblocks[i];
+            let already_there = pending
+                .as_ref()
+                .and_then(Fragment::position)
+                .is_some_and(|p| p >= c.first);
+            if !already_there {
+                pending = None;
+                cursor = DataCursor::at(&self.inner, c.block, 0)?;
+                slicer.reset(c.active);
+            }
         }
         loop {
             let f = match pending.take() {
@@ -350,10 +431,16 @@ impl Sstable {
                 None => cursor.next_fragment(&self.inner)?,
             };
             let Some(f) = f else {
-                return Err(self.inner.origin(Component::Data).corrupt(cursor.offset(), format!("Data ends inside partition {}", entry.key)));
+                return Err(self.inner.origin(Component::Data).corrupt(
+                    cursor.offset(),
+                    format!("Data ends inside partition {}", entry.key),
+                ));
             };
             if matches!(f, Fragment::PartitionStart { .. }) {
-                return Err(self.inner.origin(Component::Data).corrupt(cursor.offset(), format!("partition {} has no end", entry.key)));
+                return Err(self.inner.origin(Component::Data).corrupt(
+                    cursor.offset(),
+                    format!("partition {} has no end", entry.key),
+                ));
             }
             let end = matches!(f, Fragment::PartitionEnd);
             if slicer.finished() && !end {
@@ -377,7 +464,11 @@ impl Sstable {
     /// (all rows when `None`); `None` when the key range or, for a
     /// single-key range, the filter rules every partition out (so callers
     /// need not create, merge and destroy an empty reader).
-    pub fn make_reader_opt(&self, range: &PartitionRange, slice: Option<ClusteringRange>) -> Result<Option<SstableReader>, Error> {
+    pub fn make_reader_opt(
+        &self,
+        range: &PartitionRange,
+        slice: Option<ClusteringRange>,
+    ) -> Result<Option<SstableReader>, Error> {
         let (Some(first), Some(last)) = (&self.inner.first, &self.inner.last) else {
             return Ok(None);
         };
@@ -385,7 +476,9 @@ impl Sstable {
         if range.is_after(first) || range.is_before(last) {
             return Ok(None);
         }
-        if let (Bound::Included(RingPosition::Key(a)), Bound::Included(RingPosition::Key(b))) = (range.start(), range.end()) {
+        if let (Bound::Included(RingPosition::Key(a)), Bound::Included(RingPosition::Key(b))) =
+            (range.start(), range.end())
+        {
             if a == b && !self.may_contain(a) {
                 return Ok(None);
             }
@@ -408,8 +501,12 @@ pub(crate) fn before_start(bound: &Bound<RingPosition>, token: i64, key: &[u8]) 
         Bound::Unbounded => false,
         Bound::Included(RingPosition::Token(t)) => token < t.value(),
         Bound::Excluded(RingPosition::Token(t)) => token <= t.value(),
-        Bound::Included(RingPosition::Key(k)) => (token, key) < (k.token().value(), k.key().as_bytes()),
-        Bound::Excluded(RingPosition::Key(k)) => (token, key) <= (k.token().value(), k.key().as_bytes()),
+        Bound::Included(RingPosition::Key(k)) => {
+            (token, key) < (k.token().value(), k.key().as_bytes())
+        }
+        Bound::Excluded(RingPosition::Key(k)) => {
+            (token, key) <= (k.token().value(), k.key().as_bytes())
+        }
     }
 }
 
@@ -427,11 +524,17 @@ impl DataCursor {
     pub(crate) fn at(inner: &Inner, block: u64, in_block: u64) -> Result<Self, Error> {
         let origin = inner.origin(Component::Data);
         if block < 8 || block >= inner.data_end() {
-            return Err(origin.corrupt(block, format!("data position {block} is outside the Data blocks")));
+            return Err(origin.corrupt(
+                block,
+                format!("data position {block} is outside the Data blocks"),
+            ));
         }
         let b = inner.read_data_block(block)?;
         if in_block >= b.raw.len() as u64 {
-            return Err(origin.corrupt(block, format!("offset {in_block} is past the {}-byte block", b.raw.len())));
+            return Err(origin.corrupt(
+                block,
+                format!("offset {in_block} is past the {}-byte block", b.raw.len()),
+            ));
         }
         Ok(DataCursor {
             block: b.raw,
@@ -464,7 +567,10 @@ impl DataCursor {
 
     /// Like `next_fragment`, also returning the block offset, the offset in
     /// the block and the encoded length.
-    pub(crate) fn next_located(&mut self, inner: &Inner) -> Result<Option<(Fragment, u64, u64, u64)>, Error> {
+    pub(crate) fn next_located(
+        &mut self,
+        inner: &Inner,
+    ) -> Result<Option<(Fragment, u64, u64, u64)>, Error> {
         let origin = inner.origin(Component::Data);
         if self.pos >= self.block.len() {
             if self.next_block >= inner.data_end() {
@@ -484,7 +590,12 @@ impl DataCursor {
         let start = self.pos;
         let f = decode_fragment(&mut d)?;
         self.pos = d.position();
-        Ok(Some((f, self.block_offset, start as u64, (self.pos - start) as u64)))
+        Ok(Some((
+            f,
+            self.block_offset,
+            start as u64,
+            (self.pos - start) as u64,
+        )))
     }
 }
 
@@ -547,7 +658,9 @@ impl SstableReader {
             let inner = &self.table.inner;
             let Some(f) = self.cursor.next_fragment(inner)? else {
                 if self.in_partition {
-                    return Err(inner.origin(Component::Data).corrupt(self.cursor.offset(), "Data ends inside a partition"));
+                    return Err(inner
+                        .origin(Component::Data)
+                        .corrupt(self.cursor.offset(), "Data ends inside a partition"));
                 }
                 self.done = true;
                 continue;
@@ -555,7 +668,10 @@ impl SstableReader {
             match &f {
                 Fragment::PartitionStart { key, .. } => {
                     if self.in_partition {
-                        return Err(inner.origin(Component::Data).corrupt(self.cursor.offset(), format!("partition {key} starts before the previous one ended")));
+                        return Err(inner.origin(Component::Data).corrupt(
+                            self.cursor.offset(),
+                            format!("partition {key} starts before the previous one ended"),
+                        ));
                     }
                     if self.range.is_after(key) {
                         self.done = true;
@@ -569,13 +685,18 @@ impl SstableReader {
                 }
                 Fragment::PartitionEnd => {
                     if !self.in_partition {
-                        return Err(inner.origin(Component::Data).corrupt(self.cursor.offset(), "partition end outside a partition"));
+                        return Err(inner
+                            .origin(Component::Data)
+                            .corrupt(self.cursor.offset(), "partition end outside a partition"));
                     }
                     self.in_partition = false;
                 }
                 _ => {
                     if !self.in_partition {
-                        return Err(inner.origin(Component::Data).corrupt(self.cursor.offset(), format!("{} outside a partition", f.kind())));
+                        return Err(inner.origin(Component::Data).corrupt(
+                            self.cursor.offset(),
+                            format!("{} outside a partition", f.kind()),
+                        ));
                     }
                 }
             }
@@ -602,7 +723,8 @@ impl SstableReader {
 
 impl FragmentReader for SstableReader {
     fn next(&mut self) -> Result<Option<Fragment>, mutation::Error> {
-        self.next_fragment().map_err(|e| mutation::Error::Source(Box::new(e)))
+        self.next_fragment()
+            .map_err(|e| mutation::Error::Source(Box::new(e)))
     }
 
     fn fast_forward_to(&mut self, range: PartitionRange) -> Result<(), mutation::Error> {
@@ -610,7 +732,9 @@ impl FragmentReader for SstableReader {
         let entry = self.table.lower_bound(&range).map_err(wrap)?;
         self.range = range;
         match entry {
-            Some(e) if !self.range.is_after(&e.key) => self.position_at(e.data_block, e.in_block).map_err(wrap),
+            Some(e) if !self.range.is_after(&e.key) => {
+                self.position_at(e.data_block, e.in_block).map_err(wrap)
+            }
             _ => {
                 self.out.clear();
                 self.in_partition = false;
@@ -631,7 +755,11 @@ impl FragmentReader for SstableReader {
 }
 
 /// Decodes every index entry of one Index block (used by verify).
-pub(crate) fn decode_index_block(raw: &[u8], base: u64, origin: Origin<'_>) -> Result<Vec<IndexEntry>, Error> {
+pub(crate) fn decode_index_block(
+    raw: &[u8],
+    base: u64,
+    origin: Origin<'_>,
+) -> Result<Vec<IndexEntry>, Error> {
     let mut d = Decoder::new(raw, base, origin);
     let mut out = Vec::new();
     while !d.is_empty() {

@@ -111,7 +111,10 @@ impl Slicer {
                 self.open(out);
                 out.push(f);
             }
-            Fragment::RangeTombstoneChange { position, tombstone } => {
+            Fragment::RangeTombstoneChange {
+                position,
+                tombstone,
+            } => {
                 if self.finished {
                     return;
                 }
@@ -121,7 +124,10 @@ impl Slicer {
                     self.open(out);
                     self.active = tombstone;
                     if self.emitted != tombstone {
-                        out.push(Fragment::RangeTombstoneChange { position, tombstone });
+                        out.push(Fragment::RangeTombstoneChange {
+                            position,
+                            tombstone,
+                        });
                         self.emitted = tombstone;
                     }
                 } else {

@@ -144,8 +144,13 @@ impl Statistics {
         };
         s.large_partition_threshold = d.uvarint("large partition threshold")?;
         d.expect_end("the statistics")?;
-        if (s.partitions == 0) != s.first_key.is_empty() || (s.partitions == 0) != s.last_key.is_empty() {
-            return Err(origin.corrupt(base, format!("{} partitions disagree with the key range", s.partitions)));
+        if (s.partitions == 0) != s.first_key.is_empty()
+            || (s.partitions == 0) != s.last_key.is_empty()
+        {
+            return Err(origin.corrupt(
+                base,
+                format!("{} partitions disagree with the key range", s.partitions),
+            ));
         }
         Ok(s)
     }
@@ -169,7 +174,10 @@ mod tests {
         s.note_timestamp(-5);
         s.note_timestamp(7);
         let p = std::path::PathBuf::from("s");
-        let origin = Origin { file: &p, component: crate::error::Component::Statistics };
+        let origin = Origin {
+            file: &p,
+            component: crate::error::Component::Statistics,
+        };
         assert_eq!(Statistics::decode(&s.encode(), 0, origin).unwrap(), s);
         let mut bad = s.encode();
         bad.push(0);

@@ -56,19 +56,39 @@ impl Summary {
             }
             if let Some(prev) = entries.last() {
                 if (prev.token, &prev.key) >= (token, &key) {
-                    return Err(origin.corrupt(at, "summary entries are not in increasing ring order"));
+                    return Err(
+                        origin.corrupt(at, "summary entries are not in increasing ring order")
+                    );
                 }
                 if prev.index_offset >= index_offset {
-                    return Err(origin.corrupt(at, format!("index block offset {index_offset} does not follow {}", prev.index_offset)));
+                    return Err(origin.corrupt(
+                        at,
+                        format!(
+                            "index block offset {index_offset} does not follow {}",
+                            prev.index_offset
+                        ),
+                    ));
                 }
             }
             if index_offset >= index_size {
-                return Err(origin.corrupt(at, format!("index block offset {index_offset} is past the {index_size}-byte Index")));
+                return Err(origin.corrupt(
+                    at,
+                    format!(
+                        "index block offset {index_offset} is past the {index_size}-byte Index"
+                    ),
+                ));
             }
-            entries.push(SummaryEntry { token, key, index_offset });
+            entries.push(SummaryEntry {
+                token,
+                key,
+                index_offset,
+            });
         }
         d.expect_end("the summary entries")?;
-        Ok(Summary { index_size, entries })
+        Ok(Summary {
+            index_size,
+            entries,
+        })
     }
 
     /// Index of the last entry whose key is `<=` `(token, key)`, if any.
@@ -89,12 +109,23 @@ mod tests {
         let s = Summary {
             index_size: 1000,
             entries: vec![
-                SummaryEntry { token: -5, key: b"a".to_vec(), index_offset: 8 },
-                SummaryEntry { token: 3, key: b"b".to_vec(), index_offset: 100 },
+                SummaryEntry {
+                    token: -5,
+                    key: b"a".to_vec(),
+                    index_offset: 8,
+                },
+                SummaryEntry {
+                    token: 3,
+                    key: b"b".to_vec(),
+                    index_offset: 100,
+                },
             ],
         };
         let p = std::path::PathBuf::from("s");
-        let origin = Origin { file: &p, component: crate::error::Component::Summary };
+        let origin = Origin {
+            file: &p,
+            component: crate::error::Component::Summary,
+        };
         assert_eq!(Summary::decode(&s.encode(), 0, origin).unwrap(), s);
         assert_eq!(s.locate(-6, b"z"), None);
         assert_eq!(s.locate(-5, b"a"), Some(0));

@@ -5,8 +5,8 @@
 //! of the whole Data component as unsigned decimal, no newline.
 
 use crate::error::Component;
-use crate::varint::Origin;
 use crate::error::Error;
+use crate::varint::Origin;
 
 /// The TOC's text.
 pub(crate) fn encode_toc() -> String {
@@ -53,7 +53,15 @@ pub(crate) fn decode_digest(bytes: &[u8], origin: Origin<'_>) -> Result<u32, Err
         .ok()
         .filter(|_| canonical)
         .and_then(|s| s.parse::<u32>().ok());
-    value.ok_or_else(|| origin.corrupt(0, format!("digest {:?} is not a decimal crc32c", String::from_utf8_lossy(bytes))))
+    value.ok_or_else(|| {
+        origin.corrupt(
+            0,
+            format!(
+                "digest {:?} is not a decimal crc32c",
+                String::from_utf8_lossy(bytes)
+            ),
+        )
+    })
 }
 
 #[cfg(test)]
@@ -63,11 +71,17 @@ mod tests {
     #[test]
     fn toc_and_digest() {
         let p = std::path::PathBuf::from("t");
-        let o = Origin { file: &p, component: Component::Toc };
+        let o = Origin {
+            file: &p,
+            component: Component::Toc,
+        };
         check_toc(encode_toc().as_bytes(), o).unwrap();
         let toc = encode_toc();
         assert!(check_toc(&toc.as_bytes()[..toc.len() - 1], o).is_err());
-        assert_eq!(decode_digest(encode_digest(4_000_000_000).as_bytes(), o).unwrap(), 4_000_000_000);
+        assert_eq!(
+            decode_digest(encode_digest(4_000_000_000).as_bytes(), o).unwrap(),
+            4_000_000_000
+        );
         for bad in ["", "01", "+1", "4294967296", "12a"] {
             assert!(decode_digest(bad.as_bytes(), o).is_err(), "{bad}");
         }

@@ -73,7 +73,14 @@ impl Tracker {
     /// `in_block` in the raw payload of the Data block at `block_start`, with
     /// `raw_offset` raw bytes before it in the whole stream and `len` raw
     /// bytes of its own. Returns the partition's index entry at its end.
-    pub(crate) fn record(&mut self, f: &Fragment, block_start: u64, in_block: u64, raw_offset: u64, len: u64) -> Option<IndexEntry> {
+    pub(crate) fn record(
+        &mut self,
+        f: &Fragment,
+        block_start: u64,
+        in_block: u64,
+        raw_offset: u64,
+        len: u64,
+    ) -> Option<IndexEntry> {
         let stats = &mut self.stats;
         match f {
             Fragment::PartitionStart { key, tombstone } => {
@@ -143,7 +150,11 @@ impl Tracker {
             data_block: p.data_block,
             in_block: p.in_block,
             size,
-            cblocks: if size > self.threshold { p.cblocks } else { Vec::new() },
+            cblocks: if size > self.threshold {
+                p.cblocks
+            } else {
+                Vec::new()
+            },
         })
     }
 }

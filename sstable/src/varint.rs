@@ -109,10 +109,7 @@ impl<'a> Decoder<'a> {
         if self.is_empty() {
             Ok(())
         } else {
-            Err(self.corrupt(format!(
-                "{} trailing bytes after {what}",
-                self.remaining()
-            )))
+            Err(self.corrupt(format!("{} trailing bytes after {what}", self.remaining())))
         }
     }
 
@@ -194,7 +191,8 @@ impl<'a> Decoder<'a> {
         if v > limit {
             return Err(self.corrupt(format!("{what} of {v} exceeds the limit of {limit}")));
         }
-        usize::try_from(v).map_err(|_| self.corrupt(format!("{what} of {v} does not fit in memory")))
+        usize::try_from(v)
+            .map_err(|_| self.corrupt(format!("{what} of {v} does not fit in memory")))
     }
 
     /// Reads a varint length followed by that many bytes.
@@ -219,7 +217,16 @@ mod tests {
     #[test]
     fn uvarint_round_trips_edges() {
         let p = PathBuf::from("x");
-        for v in [0, 1, 127, 128, 300, u64::from(u32::MAX), u64::MAX - 1, u64::MAX] {
+        for v in [
+            0,
+            1,
+            127,
+            128,
+            300,
+            u64::from(u32::MAX),
+            u64::MAX - 1,
+            u64::MAX,
+        ] {
             let mut out = Vec::new();
             put_uvarint(&mut out, v);
             let mut d = Decoder::new(&out, 0, origin(&p));
@@ -246,12 +253,32 @@ mod tests {
         let e = d.uvarint("len").unwrap_err().to_string();
         assert!(e.contains("offset 100") && e.contains("truncated"), "{e}");
         let mut d = Decoder::new(&[0x80, 0x00], 0, origin(&p));
-        assert!(d.uvarint("len").unwrap_err().to_string().contains("overlong"));
+        assert!(
+            d.uvarint("len")
+                .unwrap_err()
+                .to_string()
+                .contains("overlong")
+        );
         let mut d = Decoder::new(&[0xff; 10], 0, origin(&p));
-        assert!(d.uvarint("len").unwrap_err().to_string().contains("overflows"));
+        assert!(
+            d.uvarint("len")
+                .unwrap_err()
+                .to_string()
+                .contains("overflows")
+        );
         let mut d = Decoder::new(&[5, 1, 2], 0, origin(&p));
-        assert!(d.bytes("key", 100).unwrap_err().to_string().contains("needs 5 bytes"));
+        assert!(
+            d.bytes("key", 100)
+                .unwrap_err()
+                .to_string()
+                .contains("needs 5 bytes")
+        );
         let mut d = Decoder::new(&[200, 1], 0, origin(&p));
-        assert!(d.len("key", 100).unwrap_err().to_string().contains("exceeds"));
+        assert!(
+            d.len("key", 100)
+                .unwrap_err()
+                .to_string()
+                .contains("exceeds")
+        );
     }
 }

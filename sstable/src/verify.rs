@@ -48,7 +48,9 @@ impl IndexWalker<'_> {
             };
             let sampled = inner.summary.entries.get(self.blocks as usize);
             let agrees = sampled.is_some_and(|s| {
-                s.index_offset == self.offset && s.token == first.key.token().value() && s.key == first.key.key().as_bytes()
+                s.index_offset == self.offset
+                    && s.token == first.key.token().value()
+                    && s.key == first.key.key().as_bytes()
             });
             if !agrees {
                 return Err(inner.origin(Component::Summary).corrupt(
@@ -94,12 +96,17 @@ impl Sstable {
                 last_block = Some(block);
                 tracker.stats.data_blocks += 1;
             }
-            tracker.check(&f).map_err(|reason| data_origin.corrupt(at, reason))?;
+            tracker
+                .check(&f)
+                .map_err(|reason| data_origin.corrupt(at, reason))?;
             report.fragments += 1;
             if let Some(entry) = tracker.record(&f, block, in_block, raw_offset, len) {
                 report.partitions += 1;
                 let Some(stored) = walker.next()? else {
-                    return Err(inner.origin(Component::Index).corrupt(stats.index_size, format!("Index has no entry for partition {}", entry.key)));
+                    return Err(inner.origin(Component::Index).corrupt(
+                        stats.index_size,
+                        format!("Index has no entry for partition {}", entry.key),
+                    ));
                 };
                 if stored != entry {
                     return Err(inner.origin(Component::Index).corrupt(
@@ -108,7 +115,10 @@ impl Sstable {
                     ));
                 }
                 if !inner.filter.may_contain(entry.key.token().value() as u64) {
-                    return Err(inner.origin(Component::Filter).corrupt(8, format!("Filter rules out partition {}, which Data holds", entry.key)));
+                    return Err(inner.origin(Component::Filter).corrupt(
+                        8,
+                        format!("Filter rules out partition {}, which Data holds", entry.key),
+                    ));
                 }
             }
             raw_offset += len;
@@ -117,10 +127,23 @@ impl Sstable {
             return Err(data_origin.corrupt(stats.data_size, "Data ends inside a partition"));
         }
         if let Some(extra) = walker.next()? {
-            return Err(inner.origin(Component::Index).corrupt(walker.offset, format!("Index lists partition {} which Data does not hold", extra.key)));
+            return Err(inner.origin(Component::Index).corrupt(
+                walker.offset,
+                format!(
+                    "Index lists partition {} which Data does not hold",
+                    extra.key
+                ),
+            ));
         }
         if walker.blocks as usize != inner.summary.entries.len() {
-            return Err(inner.origin(Component::Summary).corrupt(8, format!("Summary has {} entries for {} Index blocks", inner.summary.entries.len(), walker.blocks)));
+            return Err(inner.origin(Component::Summary).corrupt(
+                8,
+                format!(
+                    "Summary has {} entries for {} Index blocks",
+                    inner.summary.entries.len(),
+                    walker.blocks
+                ),
+            ));
         }
         let mut expected = tracker.stats;
         expected.data_size = stats.data_size;
@@ -128,7 +151,10 @@ impl Sstable {
         expected.index_size = stats.index_size;
         expected.index_blocks = walker.blocks;
         if expected != *stats {
-            return Err(inner.origin(Component::Statistics).corrupt(8, format!("Statistics {stats:?} disagree with the data, which gives {expected:?}")));
+            return Err(inner.origin(Component::Statistics).corrupt(
+                8,
+                format!("Statistics {stats:?} disagree with the data, which gives {expected:?}"),
+            ));
         }
         // Digest of the whole Data file (last: a damaged block is reported
         // more precisely above).
@@ -150,11 +176,16 @@ impl Sstable {
             .read_exact_at(&mut digest, 0)
             .map_err(|e| io_err("read", self.component_path(Component::Digest))(e))?;
         if digest_src.len() > 64 {
-            return Err(inner.origin(Component::Digest).corrupt(64, "digest is longer than 64 bytes"));
+            return Err(inner
+                .origin(Component::Digest)
+                .corrupt(64, "digest is longer than 64 bytes"));
         }
         let stored = decode_digest(&digest, inner.origin(Component::Digest))?;
         if stored != crc {
-            return Err(inner.origin(Component::Digest).corrupt(0, format!("Digest says crc32c {stored} but Data hashes to {crc}")));
+            return Err(inner.origin(Component::Digest).corrupt(
+                0,
+                format!("Digest says crc32c {stored} but Data hashes to {crc}"),
+            ));
         }
 
         report.data_blocks = expected.data_blocks;

@@ -8,15 +8,17 @@ use std::path::{Path, PathBuf};
 use mutation::{DecoratedKey, Fragment, FragmentReader};
 
 use crate::block::{ComponentFile, MAX_BLOCK, encode_block, single_block_component};
-use crate::data_writer::DataWriter;
 use crate::bloom::BloomFilter;
 use crate::codec::encode_fragment;
-use crate::directory::{component_path, remove_unfinished_generation, reserve_generation, sync_dir, temp_path};
+use crate::data_writer::DataWriter;
+use crate::directory::{
+    component_path, remove_unfinished_generation, reserve_generation, sync_dir, temp_path,
+};
 use crate::error::{Component, Error, io_err};
 use crate::statistics::Statistics;
 use crate::summary::{Summary, SummaryEntry};
-use crate::tracker::Tracker;
 use crate::toc::{encode_digest, encode_toc};
+use crate::tracker::Tracker;
 use crate::{DATA_MAGIC, FILTER_MAGIC, INDEX_MAGIC, STATISTICS_MAGIC, SUMMARY_MAGIC};
 
 /// Steps of [`Writer::commit`], in order. Used to name where an injected
@@ -93,7 +95,11 @@ impl WriterOptions {
             if ok {
                 Ok(())
             } else {
-                Err(Error::InvalidOption { name, value, expected })
+                Err(Error::InvalidOption {
+                    name,
+                    value,
+                    expected,
+                })
             }
         };
         check(
@@ -184,7 +190,10 @@ impl Writer {
                 options.compression,
                 &preamble(DATA_MAGIC),
             )?;
-            let mut index = ComponentFile::create(&temp_path(&dir, generation, Component::Index), options.io_buffer)?;
+            let mut index = ComponentFile::create(
+                &temp_path(&dir, generation, Component::Index),
+                options.io_buffer,
+            )?;
             index.write(&preamble(INDEX_MAGIC))?;
             Ok::<_, Error>((data, index))
         })();
@@ -223,7 +232,8 @@ impl Writer {
     /// still in the write buffers, excluding the block being filled). Grows
     /// monotonically; the flush machinery polls it as write progress.
     pub fn bytes_written(&self) -> u64 {
-        self.data.as_ref().map_or(0, DataWriter::len) + self.index.as_ref().map_or(0, ComponentFile::len)
+        self.data.as_ref().map_or(0, DataWriter::len)
+            + self.index.as_ref().map_or(0, ComponentFile::len)
     }
 
     /// Raw bytes of fragments accepted so far (before framing/compression).
@@ -263,7 +273,8 @@ impl Writer {
         }
         data.close_block()?;
         if let Some(p) = self.progress.as_mut() {
-            let written = self.data.as_ref().map_or(0, DataWriter::len) + self.index.as_ref().map_or(0, ComponentFile::len);
+            let written = self.data.as_ref().map_or(0, DataWriter::len)
+                + self.index.as_ref().map_or(0, ComponentFile::len);
             p(written);
         }
         Ok(())
@@ -273,7 +284,10 @@ impl Writer {
         let Some(first) = self.index_block_first.take() else {
             return Ok(());
         };
-        let index = self.index.as_mut().expect("index file is open until commit");
+        let index = self
+            .index
+            .as_mut()
+            .expect("index file is open until commit");
         self.summary.entries.push(SummaryEntry {
             token: first.token().value(),
             key: first.key().as_bytes().to_vec(),
@@ -306,7 +320,11 @@ impl Writer {
     /// is full, and records it.
     fn append(&mut self, fragment: &Fragment) -> Result<(), Error> {
         let limit = MAX_BLOCK as usize;
-        if self.data.as_ref().is_some_and(|d| d.block_len() >= self.options.block_size) {
+        if self
+            .data
+            .as_ref()
+            .is_some_and(|d| d.block_len() >= self.options.block_size)
+        {
             self.flush_block()?;
         }
         let (block_start, in_block, len) = loop {
@@ -329,7 +347,13 @@ impl Writer {
             }
             self.flush_block()?;
         };
-        let entry = self.tracker.record(fragment, block_start, in_block as u64, self.raw_total, len as u64);
+        let entry = self.tracker.record(
+            fragment,
+            block_start,
+            in_block as u64,
+            self.raw_total,
+            len as u64,
+        );
         self.raw_total += len as u64;
         if let Some(entry) = entry {
             if self.index_block_first.is_none() {
@@ -407,16 +431,26 @@ impl Writer {
         index.finish()?;
         self.crash_point(CommitStep::DataSynced)?;
 
-        let mut filter = BloomFilter::new(self.tracker.hashes.len() as u64, self.options.bloom_fp_rate);
+        let mut filter =
+            BloomFilter::new(self.tracker.hashes.len() as u64, self.options.bloom_fp_rate);
         for &h in &self.tracker.hashes {
             filter.insert(h);
         }
         let dir = self.dir.clone();
         let generation = self.generation;
         let small = [
-            (Component::Summary, single_block_component(SUMMARY_MAGIC, &self.summary.encode())),
-            (Component::Filter, single_block_component(FILTER_MAGIC, &filter.encode())),
-            (Component::Statistics, single_block_component(STATISTICS_MAGIC, &self.tracker.stats.encode())),
+            (
+                Component::Summary,
+                single_block_component(SUMMARY_MAGIC, &self.summary.encode()),
+            ),
+            (
+                Component::Filter,
+                single_block_component(FILTER_MAGIC, &filter.encode()),
+            ),
+            (
+                Component::Statistics,
+                single_block_component(STATISTICS_MAGIC, &self.tracker.stats.encode()),
+            ),
             (Component::Digest, encode_digest(digest).into_bytes()),
         ];
         for (component, bytes) in &small {
@@ -431,7 +465,8 @@ impl Writer {
                 continue;
             }
             let from = temp_path(&dir, generation, component);
-            fs::rename(&from, component_path(&dir, generation, component)).map_err(io_err("rename", &from))?;
+            fs::rename(&from, component_path(&dir, generation, component))
+                .map_err(io_err("rename", &from))?;
         }
         sync_dir(&dir)?;
         self.crash_point(CommitStep::ComponentsRenamed)?;
@@ -443,7 +478,8 @@ impl Writer {
                 .truncate(true)
                 .open(&marker)
                 .map_err(io_err("open", &marker))?;
-            std::io::Write::write_all(&mut &file, encode_toc().as_bytes()).map_err(io_err("write", &marker))?;
+            std::io::Write::write_all(&mut &file, encode_toc().as_bytes())
+                .map_err(io_err("write", &marker))?;
             file.sync_data().map_err(io_err("fdatasync", &marker))?;
         }
         self.crash_point(CommitStep::TocWritten)?;

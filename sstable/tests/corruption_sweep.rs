@@ -31,7 +31,10 @@ fn check(components: [Vec<u8>; 7], expected: &Expected, what: &str) -> Vec<Error
                 break;
             }
             Err(e) => {
-                assert!(expected.scan.starts_with(&got), "{what}: scan returned wrong data before failing");
+                assert!(
+                    expected.scan.starts_with(&got),
+                    "{what}: scan returned wrong data before failing"
+                );
                 errors.push(e);
                 break;
             }
@@ -55,10 +58,20 @@ fn sweep(compression: bool) {
     let mutations: Vec<Mutation> = (0..4u8)
         .map(|p| {
             let mut b = Mutation::builder(DecoratedKey::from_bytes(vec![b'k', p]).unwrap())
-                .cell(vec![1u8], 0, mutation::Cell::live(vec![p; 20], mutation::Timestamp::from_micros(5)))
-                .row_marker(vec![2u8], mutation::RowMarker::new(mutation::Timestamp::from_micros(6)));
+                .cell(
+                    vec![1u8],
+                    0,
+                    mutation::Cell::live(vec![p; 20], mutation::Timestamp::from_micros(5)),
+                )
+                .row_marker(
+                    vec![2u8],
+                    mutation::RowMarker::new(mutation::Timestamp::from_micros(6)),
+                );
             if p == 2 {
-                b = b.partition_tombstone(mutation::Tombstone::new(mutation::Timestamp::from_micros(1), 9));
+                b = b.partition_tombstone(mutation::Tombstone::new(
+                    mutation::Timestamp::from_micros(1),
+                    9,
+                ));
             }
             b.build().unwrap()
         })
@@ -67,7 +80,10 @@ fn sweep(compression: bool) {
     let table = write(dir.path(), &scan, small_options(compression));
     let expected = Expected {
         scan,
-        partitions: merged.iter().map(|m| (m.key().clone(), m.fragments())).collect(),
+        partitions: merged
+            .iter()
+            .map(|m| (m.key().clone(), m.fragments()))
+            .collect(),
     };
     let original: Vec<Vec<u8>> = Component::ALL
         .iter()
@@ -80,7 +96,10 @@ fn sweep(compression: bool) {
     for (slot, &component) in Component::ALL.iter().enumerate() {
         let bytes = &original[slot];
         for pos in 0..=bytes.len() {
-            let mut variants = vec![(format!("{component} truncated to {pos} bytes"), bytes[..pos].to_vec())];
+            let mut variants = vec![(
+                format!("{component} truncated to {pos} bytes"),
+                bytes[..pos].to_vec(),
+            )];
             if pos < bytes.len() {
                 for mask in [0x01u8, 0xff] {
                     let mut b = bytes.clone();
@@ -98,11 +117,20 @@ fn sweep(compression: bool) {
                 let mut parts = original.clone();
                 parts[slot] = corrupted;
                 let errors = check(parts.try_into().unwrap(), &expected, &what);
-                assert!(!errors.is_empty(), "{what}: no error from open, read or verify");
+                assert!(
+                    !errors.is_empty(),
+                    "{what}: no error from open, read or verify"
+                );
                 for e in &errors {
                     let msg = e.to_string();
-                    assert!(matches!(e, Error::Corrupt { .. }), "{what}: unexpected error kind: {msg}");
-                    assert!(msg.contains("offset") && msg.contains("sst-0-"), "{what}: error does not name file and offset: {msg}");
+                    assert!(
+                        matches!(e, Error::Corrupt { .. }),
+                        "{what}: unexpected error kind: {msg}"
+                    );
+                    assert!(
+                        msg.contains("offset") && msg.contains("sst-0-"),
+                        "{what}: error does not name file and offset: {msg}"
+                    );
                 }
                 cases += 1;
             }

@@ -15,7 +15,11 @@ fn fragments(n: u8) -> Vec<Fragment> {
     let ms: Vec<Mutation> = (0..n)
         .map(|i| {
             Mutation::builder(DecoratedKey::from_bytes(vec![i, i]).unwrap())
-                .cell(vec![i], 1, mutation::Cell::live(vec![7u8; 200], Timestamp::from_micros(3)))
+                .cell(
+                    vec![i],
+                    1,
+                    mutation::Cell::live(vec![7u8; 200], Timestamp::from_micros(3)),
+                )
                 .build()
                 .unwrap()
         })
@@ -66,7 +70,10 @@ fn injected_crash_after_each_commit_step() {
             vec![first.generation(), generation]
         } else {
             // Not committed: no reader may take it for an sstable.
-            assert!(matches!(Sstable::open(dir.path(), generation), Err(Error::NotFound { .. })));
+            assert!(matches!(
+                Sstable::open(dir.path(), generation),
+                Err(Error::NotFound { .. })
+            ));
             vec![first.generation()]
         };
         assert_recovers(dir.path(), &committed, &data);
@@ -125,11 +132,20 @@ fn process_killed_mid_write() {
     let dir = tempfile::tempdir().unwrap();
     let first = write(dir.path(), &data, small_options(false));
     let status = Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "child_writer_that_aborts", "--nocapture", "--test-threads=1"])
+        .args([
+            "--exact",
+            "child_writer_that_aborts",
+            "--nocapture",
+            "--test-threads=1",
+        ])
         .env(CHILD_ENV, dir.path())
         .status()
         .unwrap();
     assert!(!status.success(), "the child should have aborted");
-    assert!(files(dir.path()).len() > 7, "the child left no files: {:?}", files(dir.path()));
+    assert!(
+        files(dir.path()).len() > 7,
+        "the child left no files: {:?}",
+        files(dir.path())
+    );
     assert_recovers(dir.path(), &[first.generation()], &data);
 }

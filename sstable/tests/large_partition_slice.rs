@@ -8,7 +8,9 @@ mod common;
 use std::ops::Bound;
 
 use common::*;
-use mutation::{Cell, ClusteringKey, ClusteringRange, DecoratedKey, Mutation, Timestamp, Tombstone};
+use mutation::{
+    Cell, ClusteringKey, ClusteringRange, DecoratedKey, Mutation, Timestamp, Tombstone,
+};
 use sstable::WriterOptions;
 
 fn ck(i: u32) -> Vec<u8> {
@@ -21,7 +23,11 @@ fn narrow_slice_of_large_partition_reads_few_blocks() {
     let mut b = Mutation::builder(DecoratedKey::from_bytes(b"big".to_vec()).unwrap())
         .static_cell(0, Cell::live(b"static".to_vec(), Timestamp::from_micros(1)));
     for i in 0..2000u32 {
-        b = b.cell(ck(i), 1, Cell::live(vec![(i % 251) as u8; 150], Timestamp::from_micros(10)));
+        b = b.cell(
+            ck(i),
+            1,
+            Cell::live(vec![(i % 251) as u8; 150], Timestamp::from_micros(10)),
+        );
     }
     // A range tombstone older than the rows, spanning the slice start.
     b = b.range_tombstone_bounds(
@@ -30,7 +36,11 @@ fn narrow_slice_of_large_partition_reads_few_blocks() {
         Tombstone::new(Timestamp::from_micros(5), 0),
     );
     let small = Mutation::builder(DecoratedKey::from_bytes(b"small".to_vec()).unwrap())
-        .cell(ck(1), 1, Cell::live(b"x".to_vec(), Timestamp::from_micros(1)))
+        .cell(
+            ck(1),
+            1,
+            Cell::live(b"x".to_vec(), Timestamp::from_micros(1)),
+        )
         .build()
         .unwrap();
     let big = b.build().unwrap();
@@ -41,7 +51,10 @@ fn narrow_slice_of_large_partition_reads_few_blocks() {
     let total_blocks = table.statistics().data_blocks;
     assert!(total_blocks > 15, "only {total_blocks} blocks");
 
-    let m = merged.iter().find(|m| m.key().key().as_bytes() == b"big").unwrap();
+    let m = merged
+        .iter()
+        .find(|m| m.key().key().as_bytes() == b"big")
+        .unwrap();
     let slice = ClusteringRange::new(
         Bound::Included(ClusteringKey::new(ck(1000)).unwrap()),
         Bound::Excluded(ClusteringKey::new(ck(1010)).unwrap()),
@@ -54,13 +67,31 @@ fn narrow_slice_of_large_partition_reads_few_blocks() {
     assert!(read <= 3, "slice read {read} of {total_blocks} blocks");
 
     // The full partition reads every block it spans and is equal too.
-    assert_eq!(table.read_partition(m.key()).unwrap().unwrap(), m.fragments());
+    assert_eq!(
+        table.read_partition(m.key()).unwrap().unwrap(),
+        m.fragments()
+    );
     // Slices at the ends of the partition.
     for slice in [
-        ClusteringRange::new(Bound::Unbounded, Bound::Excluded(ClusteringKey::new(ck(3)).unwrap())).unwrap(),
-        ClusteringRange::new(Bound::Included(ClusteringKey::new(ck(1995)).unwrap()), Bound::Unbounded).unwrap(),
-        ClusteringRange::new(Bound::Included(ClusteringKey::new(ck(5000)).unwrap()), Bound::Unbounded).unwrap(),
+        ClusteringRange::new(
+            Bound::Unbounded,
+            Bound::Excluded(ClusteringKey::new(ck(3)).unwrap()),
+        )
+        .unwrap(),
+        ClusteringRange::new(
+            Bound::Included(ClusteringKey::new(ck(1995)).unwrap()),
+            Bound::Unbounded,
+        )
+        .unwrap(),
+        ClusteringRange::new(
+            Bound::Included(ClusteringKey::new(ck(5000)).unwrap()),
+            Bound::Unbounded,
+        )
+        .unwrap(),
     ] {
-        assert_eq!(table.read_slice(m.key(), &slice).unwrap().unwrap(), expected_slice(m, &slice));
+        assert_eq!(
+            table.read_slice(m.key(), &slice).unwrap().unwrap(),
+            expected_slice(m, &slice)
+        );
     }
 }

@@ -15,7 +15,11 @@ fn progress_grows_to_the_file_sizes() {
     let ms: Vec<Mutation> = (0..200u32)
         .map(|i| {
             Mutation::builder(DecoratedKey::from_bytes(i.to_be_bytes().to_vec()).unwrap())
-                .cell(vec![1u8], 1, Cell::live(vec![3u8; 500], Timestamp::from_micros(1)))
+                .cell(
+                    vec![1u8],
+                    1,
+                    Cell::live(vec![3u8; 500], Timestamp::from_micros(1)),
+                )
                 .build()
                 .unwrap()
         })
@@ -35,8 +39,12 @@ fn progress_grows_to_the_file_sizes() {
     let seen = seen.lock().unwrap();
     assert!(seen.len() > 3, "{} callbacks", seen.len());
     assert!(seen.windows(2).all(|p| p[0] < p[1]));
-    let data = std::fs::metadata(component_path(dir.path(), c.generation, Component::Data)).unwrap().len();
-    let index = std::fs::metadata(component_path(dir.path(), c.generation, Component::Index)).unwrap().len();
+    let data = std::fs::metadata(component_path(dir.path(), c.generation, Component::Data))
+        .unwrap()
+        .len();
+    let index = std::fs::metadata(component_path(dir.path(), c.generation, Component::Index))
+        .unwrap()
+        .len();
     assert!(*seen.last().unwrap() <= data + index);
     assert!(*polled.last().unwrap() > data / 2);
 }
@@ -51,16 +59,28 @@ fn concurrent_writers_get_distinct_generations() {
                 let path = path.clone();
                 s.spawn(move || {
                     (0..5)
-                        .map(|_| Writer::create(&path, small_options(false)).unwrap().commit().unwrap().generation)
+                        .map(|_| {
+                            Writer::create(&path, small_options(false))
+                                .unwrap()
+                                .commit()
+                                .unwrap()
+                                .generation
+                        })
                         .collect::<Vec<_>>()
                 })
             })
             .collect();
-        handles.into_iter().flat_map(|h| h.join().unwrap()).collect()
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().unwrap())
+            .collect()
     });
     let mut sorted = generations.clone();
     sorted.sort_unstable();
     sorted.dedup();
     assert_eq!(sorted.len(), 20, "{generations:?}");
-    assert_eq!(SstableDirectory::open(&path).unwrap().generations(), sorted.as_slice());
+    assert_eq!(
+        SstableDirectory::open(&path).unwrap().generations(),
+        sorted.as_slice()
+    );
 }

@@ -20,7 +20,11 @@ fn dump_stats_verify() {
     let ms: Vec<Mutation> = (0..3u8)
         .map(|i| {
             Mutation::builder(DecoratedKey::from_bytes(vec![b'p', i]).unwrap())
-                .cell(vec![i], 4, Cell::live(b"v".to_vec(), Timestamp::from_micros(7)))
+                .cell(
+                    vec![i],
+                    4,
+                    Cell::live(b"v".to_vec(), Timestamp::from_micros(7)),
+                )
                 .build()
                 .unwrap()
         })
@@ -40,7 +44,11 @@ fn dump_stats_verify() {
     assert_eq!(lines[0]["type"], "partition_start");
     assert_eq!(lines[1]["row"]["cells"][0]["value"], "76");
 
-    let out = tool().args(["dump", "--key", "7001"]).arg(&data).output().unwrap();
+    let out = tool()
+        .args(["dump", "--key", "7001"])
+        .arg(&data)
+        .output()
+        .unwrap();
     assert!(out.status.success());
     assert_eq!(String::from_utf8(out.stdout).unwrap().lines().count(), 3);
 
@@ -51,7 +59,11 @@ fn dump_stats_verify() {
     assert_eq!(stats["min_timestamp"], 7);
 
     let out = tool().arg("verify").arg(&data).output().unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 
     let mut bytes = std::fs::read(&data).unwrap();
     let last = bytes.len() - 6;
@@ -60,8 +72,15 @@ fn dump_stats_verify() {
     let out = tool().arg("verify").arg(&data).output().unwrap();
     assert!(!out.status.success());
     let err = String::from_utf8(out.stderr).unwrap();
-    assert!(err.contains("Data") && err.contains("offset") && err.contains("sst-1-Data.db"), "{err}");
+    assert!(
+        err.contains("Data") && err.contains("offset") && err.contains("sst-1-Data.db"),
+        "{err}"
+    );
 
-    let out = tool().arg("stats").arg(dir.path().join("nonsense.db")).output().unwrap();
+    let out = tool()
+        .arg("stats")
+        .arg(dir.path().join("nonsense.db"))
+        .output()
+        .unwrap();
     assert!(!out.status.success());
 }

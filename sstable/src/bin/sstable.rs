@@ -22,7 +22,11 @@ use serde_json::{Value, json};
 use sstable::Sstable;
 
 #[derive(Debug, Parser)]
-#[command(name = "sstable", version, about = "Dump, describe and verify sstables")]
+#[command(
+    name = "sstable",
+    version,
+    about = "Dump, describe and verify sstables"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -65,9 +69,10 @@ fn unhex(s: &str) -> Option<Vec<u8>> {
 }
 
 fn tombstone(t: Option<Tombstone>) -> Value {
-    t.map_or(Value::Null, |t| {
-        json!({"timestamp": t.timestamp.micros(), "deletion_time": t.local_deletion_time})
-    })
+    t.map_or(
+        Value::Null,
+        |t| json!({"timestamp": t.timestamp.micros(), "deletion_time": t.local_deletion_time}),
+    )
 }
 
 fn marker(m: &Option<RowMarker>) -> Value {
@@ -85,7 +90,11 @@ fn row(r: &Row) -> Value {
         .cells
         .iter()
         .map(|(column, cell)| match cell {
-            Cell::Live { value, timestamp, ttl } => json!({
+            Cell::Live {
+                value,
+                timestamp,
+                ttl,
+            } => json!({
                 "column": column,
                 "live": true,
                 "timestamp": timestamp.micros(),
@@ -93,7 +102,10 @@ fn row(r: &Row) -> Value {
                 "ttl": ttl.map(|t| t.ttl()),
                 "expiry": ttl.map(|t| t.expiry()),
             }),
-            Cell::Tombstone { timestamp, local_deletion_time } => json!({
+            Cell::Tombstone {
+                timestamp,
+                local_deletion_time,
+            } => json!({
                 "column": column,
                 "live": false,
                 "timestamp": timestamp.micros(),
@@ -128,7 +140,10 @@ fn fragment(f: &Fragment) -> Value {
             "key": hex(key.as_bytes()),
             "row": row(r),
         }),
-        Fragment::RangeTombstoneChange { position: p, tombstone: t } => json!({
+        Fragment::RangeTombstoneChange {
+            position: p,
+            tombstone: t,
+        } => json!({
             "type": "range_tombstone_change",
             "position": position(p),
             "tombstone": tombstone(*t),
@@ -172,7 +187,8 @@ fn stats(table: &Sstable) -> Value {
 fn run(cli: Cli) -> Result<(), String> {
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
-    let mut emit = |v: Value| writeln!(out, "{v}").map_err(|e| format!("cannot write to stdout: {e}"));
+    let mut emit =
+        |v: Value| writeln!(out, "{v}").map_err(|e| format!("cannot write to stdout: {e}"));
     match cli.command {
         Command::Dump { path, key } => {
             let table = Sstable::open_path(&path).map_err(|e| e.to_string())?;

@@ -1,7 +1,11 @@
 //! Shared helpers for the integration tests: a proptest strategy for
 //! mutations, writing them to an sstable, and the expected slices.
 
-#![allow(dead_code, unreachable_pub, reason = "each test file uses a subset of the helpers")]
+#![allow(
+    dead_code,
+    unreachable_pub,
+    reason = "each test file uses a subset of the helpers"
+)]
 
 use std::ops::Bound;
 use std::path::Path;
