@@ -137,3 +137,82 @@ impl Slicer {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use mutation::{ClusteringKey, DecoratedKey, Row, Timestamp};
+    use std::ops::Bound;
+
+    fn ck(s: &str) -> ClusteringKey {
+        ClusteringKey::new(s.as_bytes().to_vec()).unwrap()
+    }
+
+    fn row(s: &str) -> Fragment {
+        Fragment::ClusteringRow {
+            key: ck(s),
+            row: Row::new(),
+        }
+    }
+
+    fn rtc(p: Position, t: Option<Tombstone>) -> Fragment {
+        Fragment::RangeTombstoneChange {
+            position: p,
+            tombstone: t,
+        }
+    }
+
+    #[test]
+    fn clips_rows_and_reopens_and_closes_tombstones() {
+        let t = Some(Tombstone::new(Timestamp::from_micros(3), 0));
+        let input = vec![
+            Fragment::PartitionStart {
+                key: DecoratedKey::from_bytes("p").unwrap(),
+                tombstone: None,
+            },
+            row("a"),
+            rtc(Position::Before(ck("b")), t),
+            row("b"),
+            row("c"),
+            row("d"),
+            rtc(Position::After(ck("d")), None),
+            row("e"),
+            Fragment::PartitionEnd,
+        ];
+        let range =
+            ClusteringRange::new(Bound::Included(ck("c")), Bound::Included(ck("c"))).unwrap();
+        let mut s = Slicer::new(&range);
+        let mut out = Vec::new();
+        for f in input.clone() {
+            s.feed(f, &mut out);
+        }
+        assert_eq!(
+            out,
+            vec![
+                input[0].clone(),
+                rtc(Position::Before(ck("c")), t),
+                row("c"),
+                rtc(Position::After(ck("c")), None),
+                Fragment::PartitionEnd,
+            ]
+        );
+        // The full range passes everything through unchanged.
+        let mut s = Slicer::new(&ClusteringRange::full());
+        let mut out = Vec::new();
+        for f in input.clone() {
+            s.feed(f, &mut out);
+        }
+        assert_eq!(out, input);
+        // An empty range keeps only the partition start and end.
+        let empty = ClusteringRange::new(Bound::Excluded(ck("c")), Bound::Excluded(ck("c")))
+            .unwrap_or_else(|_| {
+                ClusteringRange::new(Bound::Included(ck("c")), Bound::Excluded(ck("c"))).unwrap()
+            });
+        let mut s = Slicer::new(&empty);
+        let mut out = Vec::new();
+        for f in input.clone() {
+            s.feed(f, &mut out);
+        }
+        assert_eq!(out, vec![input[0].clone(), Fragment::PartitionEnd]);
+    }
+}

@@ -26,6 +26,31 @@ proptest! {
         // Full scan.
         prop_assert_eq!(&drain(&mut table.scan()), &fragments);
 
+        // next_partition right after every other partition start skips the
+        // rest of that partition.
+        let mut r = table.scan();
+        let mut got = Vec::new();
+        let mut expected = Vec::new();
+        for (i, m) in merged.iter().enumerate() {
+            let start = r.next().unwrap().unwrap();
+            let is_start = matches!(&start, mutation::Fragment::PartitionStart { key, .. } if key == m.key());
+            prop_assert!(is_start, "expected the start of {}", m.key());
+            got.push(start);
+            if i % 2 == 0 {
+                r.next_partition().unwrap();
+                expected.push(m.fragments()[0].clone());
+            } else {
+                got.extend(std::iter::from_fn(|| {
+                    let f = r.next().unwrap()?;
+                    Some(f)
+                }).take_while(|f| !matches!(f, mutation::Fragment::PartitionEnd)));
+                got.push(mutation::Fragment::PartitionEnd);
+                expected.extend(m.fragments());
+            }
+        }
+        prop_assert!(r.next().unwrap().is_none());
+        prop_assert_eq!(got, expected);
+
         // Point lookups and slices of every partition.
         for m in &merged {
             let whole = table.read_partition(m.key()).unwrap().unwrap();
