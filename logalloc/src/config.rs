@@ -38,6 +38,13 @@ pub struct PoolConfig {
     /// How many segments one system allocation provides (a power of two).
     /// Default 32 (4 MiB with the default segment size).
     pub bulk_segments: usize,
+    /// A closed segment is compacted only if at least this percentage of
+    /// it is free (1..=100). Default 15, ScyllaDB's rule: moving more than
+    /// 85% of a segment to win back less than 15% is rarely worth it. With
+    /// the pool nearly full of live data no segment may qualify, and
+    /// allocation fails instead of compacting at a high cost (see
+    /// `BENCHMARKS.md`).
+    pub compaction_min_free_percent: u8,
 }
 
 impl Default for PoolConfig {
@@ -47,6 +54,7 @@ impl Default for PoolConfig {
             memory_limit: 1 << 30,
             emergency_reserve: 2,
             bulk_segments: 32,
+            compaction_min_free_percent: 15,
         }
     }
 }
@@ -76,6 +84,12 @@ impl PoolConfig {
         self
     }
 
+    /// Sets [`compaction_min_free_percent`](Self::compaction_min_free_percent).
+    pub fn with_compaction_min_free_percent(mut self, percent: u8) -> Self {
+        self.compaction_min_free_percent = percent;
+        self
+    }
+
     /// The largest object a region of this configuration accepts: 10% of a segment.
     pub fn max_object_size(&self) -> usize {
         self.segment_size / 10
@@ -99,6 +113,7 @@ pub(crate) struct Geometry {
     pub(crate) segment_shift: u32,
     pub(crate) max_segments: usize,
     pub(crate) reserve: usize,
+    pub(crate) compaction_min_free_percent: usize,
     pub(crate) bulk_shift: u32,
     pub(crate) max_object_size: usize,
     pub(crate) size_bits: u32,
@@ -121,6 +136,10 @@ impl Geometry {
             return Err(Error::InvalidBulkSegments {
                 segments: config.bulk_segments,
             });
+        }
+        let percent = config.compaction_min_free_percent;
+        if !(1..=100).contains(&percent) {
+            return Err(Error::InvalidCompactionThreshold { percent });
         }
         let max_segments = config.memory_limit / size;
         let min_segments = config.emergency_reserve.saturating_add(1);
@@ -152,6 +171,7 @@ impl Geometry {
             segment_shift,
             max_segments,
             reserve: config.emergency_reserve,
+            compaction_min_free_percent: usize::from(percent),
             bulk_shift: config.bulk_segments.trailing_zeros(),
             max_object_size,
             size_bits,
@@ -197,6 +217,10 @@ mod tests {
             ),
             "{e}"
         );
+        let e =
+            Geometry::new(&PoolConfig::default().with_compaction_min_free_percent(0)).unwrap_err();
+        assert_eq!(e, Error::InvalidCompactionThreshold { percent: 0 });
+        assert!(e.to_string().contains("between 1 and 100"), "{e}");
         let e = Geometry::new(&PoolConfig::default().with_bulk_segments(3)).unwrap_err();
         assert!(
             matches!(e, Error::InvalidBulkSegments { segments: 3 }),

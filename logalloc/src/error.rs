@@ -62,6 +62,13 @@ pub enum Error {
         segments: usize,
     },
 
+    /// The compaction threshold is not a percentage between 1 and 100.
+    #[error("compaction threshold of {percent}% free must be between 1 and 100")]
+    InvalidCompactionThreshold {
+        /// The requested percentage.
+        percent: u8,
+    },
+
     /// An object larger than the maximum object size (10% of a segment).
     #[error(
         "object of {size} bytes exceeds the {max}-byte maximum object size (10% of a segment); \

@@ -50,6 +50,11 @@ impl Histogram {
         }
     }
 
+    /// Whether a segment with `free` bytes belongs in the bucket of `slot`.
+    pub(crate) fn same_bucket(&self, slot: Slot, free: usize) -> bool {
+        usize::from(slot.bucket) == (free >> self.shift).min(BUCKETS)
+    }
+
     /// Removes the segment at `slot`. Returns the segment that took its
     /// position (whose slot the caller must update), if any.
     pub(crate) fn remove(&mut self, slot: Slot) -> Option<u32> {

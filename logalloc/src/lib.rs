@@ -50,7 +50,7 @@
 //!
 //! **Compaction.** Closed segments sit in a 64-bucket histogram by free
 //! space, so one of the sparsest is found in O(1). Only segments with at
-//! least 15% free are compacted, and only while the closed segments hold a
+//! least 15% free (configurable) are compacted, and only while the closed segments hold a
 //! segment's worth of free space; live objects are re-appended to the
 //! region's active segment and their table entries updated. Every
 //! compaction or eviction bumps the region's

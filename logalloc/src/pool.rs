@@ -8,7 +8,7 @@ use slab::Slab;
 use crate::config::Geometry;
 use crate::region::RegionShared;
 use crate::segment::SegmentMemory;
-use crate::stats::PoolStats;
+use crate::stats::{PoolStats, RegionStats};
 use crate::sync::{Arc, AtomicU64, Mutex, Ordering};
 use crate::table::MAX_TAGS;
 use crate::{Error, PoolConfig, RegionId};
@@ -270,6 +270,25 @@ impl SegmentPool {
             bytes_evicted: self.bytes_evicted.load(Ordering::Relaxed),
             allocation_failures: self.allocation_failures.load(Ordering::Relaxed),
         }
+    }
+
+    /// The sum of the statistics of every region of the pool: pool-wide
+    /// used, free and object bytes, objects, occupancy and handle-table bytes.
+    ///
+    /// Exact: takes each region's lock in shared mode in turn, waiting for a
+    /// region that is busy. So it must not be called from a
+    /// [`RegionListener`](crate::RegionListener) or eviction callback, which
+    /// run with a region locked.
+    pub fn region_totals(&self) -> RegionStats {
+        let regions: Vec<_> = {
+            let state = self.state.lock();
+            state.regions.iter().map(|(_, r)| r.clone()).collect()
+        };
+        let mut total = RegionStats::default();
+        for region in regions {
+            total.add(&region.inner.read().stats());
+        }
+        total
     }
 
     /// Checks the pool's bookkeeping and every region's against a recount:

@@ -34,8 +34,6 @@ use crate::{Error, Handle, RegionId, RegionListener};
 /// Bit 31 of a header marks a dead area.
 const DEAD: u32 = 1 << 31;
 const NOT_MAPPED: u32 = u32::MAX;
-/// A closed segment is compacted only with at least this share (in %) free.
-const MIN_FREE_PERCENT_FOR_COMPACTION: usize = 15;
 
 /// Bytes a record of an object of `size` bytes takes (header included).
 #[inline]
@@ -127,6 +125,8 @@ pub(crate) struct RegionInner {
     /// Dropped or merged into another region: owns nothing any more.
     dead: bool,
     segment_size: usize,
+    /// Compact a closed segment only with at least this percentage free.
+    min_free_percent: usize,
     table: HandleTable,
     /// Pool segment index to position in `segments` (or `NOT_MAPPED`).
     segment_map: Vec<u32>,
@@ -163,6 +163,7 @@ impl RegionInner {
             id,
             dead: false,
             segment_size: geometry.segment_size,
+            min_free_percent: geometry.compaction_min_free_percent,
             table: HandleTable::new(geometry),
             segment_map: Vec::new(),
             segments: Vec::new(),
@@ -310,6 +311,12 @@ impl RegionInner {
     /// Finds room for a new object, taking segments from the pool and
     /// reclaiming memory as needed.
     fn find_room(&mut self, pool: &SegmentPool, size: u32, align: u32) -> Result<Location, Error> {
+        // Every reclaim step compacts a segment with at least the threshold
+        // free or evicts something, so a segment normally turns up within a
+        // few steps; the bound only stops a pathological loop (a tiny
+        // threshold with large objects can waste as much in segment tails as
+        // a step wins back).
+        let mut steps_left = 2 * pool.geometry().max_segments + 16;
         loop {
             if let Some(at) = self.place(pool, size, align) {
                 return Ok(at);
@@ -319,7 +326,8 @@ impl RegionInner {
                 self.open(segment);
                 continue;
             }
-            if !self.reclaim_step(pool) {
+            steps_left -= 1;
+            if steps_left == 0 || !self.reclaim_step(pool) {
                 return Err(Error::OutOfMemory {
                     size: size as usize,
                     limit: pool.memory_limit(),
@@ -387,12 +395,21 @@ impl RegionInner {
                 self.release(pool, at.segment);
             }
         } else {
-            self.histogram_remove(at.segment);
-            self.info_mut(at.segment).used -= record;
-            if self.info(at.segment).used == 0 {
-                self.release(pool, at.segment);
+            let info = *self.info(at.segment);
+            let slot = info.slot.expect("closed segment is in the histogram");
+            let free = self.segment_size - (info.used - record) as usize;
+            if info.used != record && self.histogram.same_bucket(slot, free) {
+                // Common case: the segment stays in its bucket.
+                self.info_mut(at.segment).used -= record;
+                self.closed_free += record as usize;
             } else {
-                self.histogram_insert(at.segment);
+                self.histogram_remove(at.segment);
+                self.info_mut(at.segment).used -= record;
+                if self.info(at.segment).used == 0 {
+                    self.release(pool, at.segment);
+                } else {
+                    self.histogram_insert(at.segment);
+                }
             }
         }
         Ok(at.size)
@@ -472,7 +489,8 @@ impl RegionInner {
     }
 
     /// The sparsest closed segment and its free bytes, if compacting it is
-    /// worthwhile: it has at least 15% free and the closed segments hold at
+    /// worthwhile: it has at least the pool's threshold free (15% by
+    /// default) and the closed segments hold at
     /// least a whole segment of free space between them.
     fn compaction_candidate(&mut self) -> Option<(u32, usize)> {
         if self.closed_free < self.segment_size {
@@ -480,13 +498,12 @@ impl RegionInner {
         }
         let segment = self.histogram.sparsest()?;
         let free = self.segment_size - self.info(segment).used as usize;
-        (free * 100 >= self.segment_size * MIN_FREE_PERCENT_FOR_COMPACTION)
-            .then_some((segment, free))
+        (free * 100 >= self.segment_size * self.min_free_percent).then_some((segment, free))
     }
 
     fn compact(&mut self, pool: &SegmentPool) -> usize {
         let mut compacted = 0;
-        // Each step frees at least 15% of a segment of closed free space
+        // Each step frees at least the threshold of a segment of closed free space
         // net; the bound is a backstop, not the expected exit.
         let bound = 2 * self.segments.len() + 2;
         while compacted < bound {
@@ -661,7 +678,7 @@ impl RegionInner {
         self.retire_empty();
     }
 
-    fn stats(&self) -> RegionStats {
+    pub(crate) fn stats(&self) -> RegionStats {
         let total = self.total();
         RegionStats {
             total_bytes: total,
@@ -993,7 +1010,9 @@ impl Region {
         })
     }
 
-    /// Compacts the sparsest closed segments (those with at least 15% free)
+    /// Compacts the sparsest closed segments (those with at least the pool's
+    /// [`compaction_min_free_percent`](crate::PoolConfig::compaction_min_free_percent)
+    /// free, 15% by default)
     /// while the closed segments hold at least a segment's worth of free
     /// space. Returns how many segments were emptied and released.
     pub fn compact(&mut self) -> usize {

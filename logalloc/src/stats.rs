@@ -51,6 +51,22 @@ impl RegionStats {
     pub fn footprint_bytes(&self) -> usize {
         self.total_bytes + self.table_bytes
     }
+
+    /// Adds `other` field by field (the reclaim counter takes the maximum).
+    pub(crate) fn add(&mut self, other: &RegionStats) {
+        self.total_bytes += other.total_bytes;
+        self.used_bytes += other.used_bytes;
+        self.free_bytes += other.free_bytes;
+        self.object_bytes += other.object_bytes;
+        self.objects += other.objects;
+        self.segments += other.segments;
+        self.table_bytes += other.table_bytes;
+        self.bytes_compacted += other.bytes_compacted;
+        self.segments_compacted += other.segments_compacted;
+        self.bytes_evicted += other.bytes_evicted;
+        self.allocation_failures += other.allocation_failures;
+        self.reclaim_counter = self.reclaim_counter.max(other.reclaim_counter);
+    }
 }
 
 /// A snapshot of a pool's state and cumulative counters.

@@ -23,6 +23,8 @@ pub(crate) const PART_ENTRIES: usize = 1 << 16;
 /// Number of distinct part tags in a pool (slot numbers are 31 bits).
 pub(crate) const MAX_TAGS: usize = 1 << 15;
 const LIVE: u64 = 1 << 63;
+/// Largest growth step of a part's entry vector.
+const GROWTH_STEP: usize = 4096;
 const NO_NEXT: u32 = 0x7FFF_FFFF;
 const NO_PART: u32 = u32::MAX;
 
@@ -263,8 +265,10 @@ impl HandleTable {
             (index, Codec::free_generation(entry))
         } else {
             if part.entries.len() == part.entries.capacity() {
+                // Double up to 4096 entries, then grow 4096 at a time, so
+                // a part's unused capacity stays under 32 KiB.
                 let cap = part.entries.capacity();
-                let grow = (cap.max(16)).min(PART_ENTRIES - cap);
+                let grow = cap.clamp(16, GROWTH_STEP).min(PART_ENTRIES - cap);
                 part.entries.reserve_exact(grow);
             }
             part.entries.push(0);

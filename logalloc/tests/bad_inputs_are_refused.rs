@@ -73,3 +73,22 @@ fn invalid_pool_configurations_are_refused() {
         "{err}"
     );
 }
+
+#[test]
+fn regions_are_send_and_sync_and_pool_totals_add_up() {
+    fn assert_send_sync<T: Send + Sync>() {}
+    assert_send_sync::<Region>();
+    assert_send_sync::<SegmentPool>();
+    let pool = SegmentPool::new(PoolConfig::default().with_memory_limit(4 << 20)).unwrap();
+    let mut a = Region::new(&pool);
+    let mut b = Region::new(&pool);
+    a.alloc_bytes(&[1; 10]).unwrap();
+    b.alloc_bytes(&[2; 20]).unwrap();
+    b.alloc_bytes(&[3; 30]).unwrap();
+    let totals = pool.region_totals();
+    assert_eq!(totals.objects, 3);
+    assert_eq!(totals.object_bytes, 60);
+    assert_eq!(totals.used_bytes, (4 + 12) + (4 + 20) + (4 + 32));
+    assert_eq!(totals.total_bytes, pool.stats().used_bytes());
+    assert_eq!(totals.free_bytes, totals.total_bytes - totals.used_bytes);
+}
