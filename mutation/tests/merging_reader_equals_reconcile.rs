@@ -3,10 +3,59 @@
 
 use mutation::testing::arb_mutations;
 use mutation::{
-    Fragment, FragmentReader, FragmentsReader, MergingReader, Mutation, from_mutations,
+    Fragment, FragmentReader, FragmentsReader, MergingReader, Mutation, Row, from_mutations,
     to_mutations, validate_stream,
 };
 use proptest::prelude::*;
+
+/// Splits one mutation's content (partition tombstone, each static cell,
+/// each row's marker, tombstone and cells, each range tombstone) across `n`
+/// mutations of the same partition, choosing pieces with `pick`.
+fn split_content(m: &Mutation, n: usize, pick: &mut impl FnMut() -> usize) -> Vec<Mutation> {
+    let mut builders: Vec<_> = (0..n).map(|_| Mutation::builder(m.key().clone())).collect();
+    let mut give =
+        |builders: &mut Vec<mutation::MutationBuilder>,
+         f: &dyn Fn(mutation::MutationBuilder) -> mutation::MutationBuilder| {
+            let i = pick() % n;
+            let b = std::mem::replace(&mut builders[i], Mutation::builder(m.key().clone()));
+            builders[i] = f(b);
+        };
+    if let Some(t) = m.partition_tombstone() {
+        give(&mut builders, &|b| b.partition_tombstone(t));
+    }
+    if let Some(row) = m.static_row() {
+        if let Some(marker) = row.marker {
+            give(&mut builders, &|b| {
+                b.static_row(Row::new().with_marker(marker))
+            });
+        }
+        if let Some(t) = row.tombstone {
+            give(&mut builders, &|b| {
+                b.static_row(Row::new().with_tombstone(t))
+            });
+        }
+        for (&col, cell) in &row.cells {
+            give(&mut builders, &|b| b.static_cell(col, cell.clone()));
+        }
+    }
+    for (key, row) in m.rows() {
+        if let Some(marker) = row.marker {
+            give(&mut builders, &|b| b.row_marker(key.clone(), marker));
+        }
+        if let Some(t) = row.tombstone {
+            give(&mut builders, &|b| b.row_tombstone(key.clone(), t));
+        }
+        for (&col, cell) in &row.cells {
+            give(&mut builders, &|b| b.cell(key.clone(), col, cell.clone()));
+        }
+    }
+    for rt in m.range_tombstones().to_range_tombstones() {
+        give(&mut builders, &|b| {
+            b.range_tombstone(rt.range.clone(), rt.tombstone)
+        });
+    }
+    builders.into_iter().map(|b| b.build().unwrap()).collect()
+}
 
 fn drain(r: &mut dyn FragmentReader) -> Vec<Fragment> {
     let mut out = Vec::new();
@@ -88,6 +137,35 @@ proptest! {
         let groups = split(&ms, &assign, 3);
         let mut merged = MergingReader::new(groups.into_iter().map(from_mutations));
         prop_assert_eq!(to_mutations(&mut merged).unwrap(), Mutation::reconcile_all(ms));
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    #[test]
+    fn splitting_inside_partitions_merges_back(
+        ms in arb_mutations(),
+        n in 1usize..=5,
+        seed in any::<u64>(),
+    ) {
+        let mut state = seed | 1;
+        let mut pick = move || {
+            // xorshift64: a cheap deterministic choice sequence.
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state as usize
+        };
+        let reconciled = Mutation::reconcile_all(ms.clone());
+        let mut groups = vec![Vec::new(); n];
+        for m in &reconciled {
+            for (i, piece) in split_content(m, n, &mut pick).into_iter().enumerate() {
+                groups[i].push(piece);
+            }
+        }
+        let mut merged = MergingReader::new(groups.into_iter().map(from_mutations));
+        prop_assert_eq!(drain(&mut merged), expected(&ms));
     }
 }
 
