@@ -110,8 +110,16 @@ impl Row {
         {
             self.marker = None;
         }
-        self.cells
-            .retain(|_, cell| !shadowed_by(effective, cell.timestamp()));
+        // Checking first is cheaper than `retain` when nothing is shadowed,
+        // the common case.
+        if self
+            .cells
+            .values()
+            .any(|cell| shadowed_by(effective, cell.timestamp()))
+        {
+            self.cells
+                .retain(|_, cell| !shadowed_by(effective, cell.timestamp()));
+        }
     }
 
     /// Checks every timestamp of the row.
