@@ -1,9 +1,9 @@
 //! Merging any number of fragment streams into one reconciled stream.
 
+use std::cmp::Ordering;
+
 use crate::range::PosRef;
-use crate::{
-    DecoratedKey, Error, Fragment, FragmentReader, PartitionRange, Position, Row, Tombstone,
-};
+use crate::{DecoratedKey, Error, Fragment, FragmentReader, PartitionRange, Row, Tombstone};
 
 /// One input of a [`MergingReader`].
 #[derive(Debug)]
@@ -93,6 +93,8 @@ pub struct MergingReader<R> {
     range: PartitionRange,
     /// Fragments produced so far (for error reports).
     produced: u64,
+    /// Scratch list of the sources at the smallest position.
+    tied: Vec<usize>,
 }
 
 impl<R: FragmentReader> MergingReader<R> {
@@ -116,6 +118,7 @@ impl<R: FragmentReader> MergingReader<R> {
             emitted_rt: None,
             range: PartitionRange::full(),
             produced: 0,
+            tied: Vec::new(),
         }
     }
 
@@ -223,7 +226,10 @@ impl<R: FragmentReader> MergingReader<R> {
     /// Produces the next clustering fragment or partition end; `None` means
     /// "nothing to emit at this position, call again".
     fn clustering_step(&mut self) -> Result<Option<Fragment>, Error> {
-        let mut min: Option<usize> = None;
+        // One pass: fill every head, find the smallest position and every
+        // source tied at it.
+        let mut tied = std::mem::take(&mut self.tied);
+        tied.clear();
         for idx in 0..self.active.len() {
             let i = self.active[idx];
             self.sources[i].fill()?;
@@ -236,18 +242,31 @@ impl<R: FragmentReader> MergingReader<R> {
                         let what = format!("produced a misplaced {}", f.kind());
                         return Err(self.bad_source(i, &what));
                     };
-                    let better = match min.and_then(|m| self.sources[m].peeked_pos()) {
-                        Some(best) => p < best,
-                        None => true,
+                    let order = match tied.first().and_then(|&m| self.sources[m].peeked_pos()) {
+                        Some(best) => p.cmp(&best),
+                        None => Ordering::Less,
                     };
-                    if better {
-                        min = Some(i);
+                    match order {
+                        Ordering::Less => {
+                            tied.clear();
+                            tied.push(i);
+                        }
+                        Ordering::Equal => tied.push(i),
+                        Ordering::Greater => {}
                     }
                 }
             }
         }
+        let out = self.take_tied(&tied);
+        self.tied = tied;
+        out
+    }
 
-        let Some(m) = min else {
+    /// Consumes the heads of the `tied` sources (all at the same position)
+    /// and produces what they amount to; with no tied source, the partition
+    /// end.
+    fn take_tied(&mut self, tied: &[usize]) -> Result<Option<Fragment>, Error> {
+        let Some((&m, rest)) = tied.split_first() else {
             // Every source is at its partition end.
             if let Some(&i) = self.active.iter().find(|&&i| self.sources[i].rt.is_some()) {
                 return Err(self.bad_source(i, "ended a partition with a range tombstone open"));
@@ -262,22 +281,17 @@ impl<R: FragmentReader> MergingReader<R> {
             return Ok(Some(Fragment::PartitionEnd));
         };
 
-        let first = self.sources[m].peeked.take();
-        match first {
+        match self.sources[m].peeked.take() {
             Some(Fragment::RangeTombstoneChange {
                 position,
                 tombstone,
             }) => {
                 self.sources[m].rt = tombstone;
-                for idx in 0..self.active.len() {
-                    let i = self.active[idx];
+                for &i in rest {
                     let s = &mut self.sources[i];
-                    if s.peeked_pos() == Some(position.as_ref()) {
-                        if let Some(Fragment::RangeTombstoneChange { tombstone, .. }) =
-                            s.peeked.take()
-                        {
-                            s.rt = tombstone;
-                        }
+                    if let Some(Fragment::RangeTombstoneChange { tombstone, .. }) = &s.peeked {
+                        s.rt = *tombstone;
+                        s.peeked = None;
                     }
                 }
                 let pt = self.partition_tombstone;
@@ -298,11 +312,9 @@ impl<R: FragmentReader> MergingReader<R> {
                 }))
             }
             Some(Fragment::ClusteringRow { key, mut row }) => {
-                let pos = Position::At(key);
-                for idx in 0..self.active.len() {
-                    let i = self.active[idx];
+                for &i in rest {
                     let s = &mut self.sources[i];
-                    if s.peeked_pos() == Some(pos.as_ref()) {
+                    if matches!(s.peeked, Some(Fragment::ClusteringRow { .. })) {
                         if let Some(Fragment::ClusteringRow { row: other, .. }) = s.peeked.take() {
                             row.apply(other);
                         }
@@ -312,9 +324,6 @@ impl<R: FragmentReader> MergingReader<R> {
                 if row.is_empty() {
                     return Ok(None);
                 }
-                let Position::At(key) = pos else {
-                    return Ok(None);
-                };
                 Ok(Some(Fragment::ClusteringRow { key, row }))
             }
             _ => Ok(None),
