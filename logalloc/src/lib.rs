@@ -86,6 +86,17 @@
 //! ([`Error::ObjectTooLarge`]); callers chunk large values or configure a
 //! larger segment size.
 //!
+//! **Cost.** A live object of `n` bytes takes `4 + round_up(n, 4)` bytes
+//! of segment and 8 bytes of handle table. With a pool limited to live/0.8,
+//! greedy compaction under uniformly random frees moves about 1.4-2 bytes
+//! per byte allocated; see `BENCHMARKS.md` for the RAMCloud workloads
+//! against glibc, including the targets this design misses and why (the
+//! 15% rule cannot be met with a pool at live/0.9).
+//!
+//! **Testing aids.** [`Region::check_invariants`] and
+//! [`SegmentPool::check_invariants`] recount everything;
+//! [`SegmentPool::fail_nth_allocation`] makes a chosen allocation fail.
+//!
 //! **Unsafe code** lives in `segment.rs` (raw aligned allocation and byte
 //! access, all `unsafe fn` with `# Safety` contracts) and its call sites in
 //! `region.rs`, each with a `// SAFETY:` argument resting on two facts:

@@ -124,8 +124,10 @@ impl SegmentPool {
 
     /// Makes the `n`th allocation from now (counted over all regions of
     /// this pool, `n >= 1`) fail with [`Error::InjectedFailure`], once.
-    /// `n == 0` cancels a pending injection. For testing callers'
-    /// all-or-nothing behaviour.
+    /// `n == 0` cancels a pending injection. Only allocations with a valid
+    /// size and alignment count. For testing callers' all-or-nothing
+    /// behaviour: a memtable test can fail the 1st, 2nd, ... allocation of
+    /// an apply in turn and check that each failure leaves it unchanged.
     pub fn fail_nth_allocation(&self, n: u64) {
         self.fail_countdown.store(n, Ordering::Relaxed);
     }
