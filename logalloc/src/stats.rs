@@ -103,4 +103,20 @@ impl PoolStats {
     pub fn used_bytes(&self) -> usize {
         self.segments_in_use * self.segment_size
     }
+
+    /// Bytes of segments that could still be handed out, reserve included.
+    pub fn free_bytes(&self) -> usize {
+        self.free_segments * self.segment_size
+    }
+
+    /// `used_bytes / memory_limit`: the share of the limit held by regions.
+    /// For occupancy by live objects see
+    /// [`SegmentPool::region_totals`](crate::SegmentPool::region_totals).
+    pub fn occupancy(&self) -> f64 {
+        if self.memory_limit == 0 {
+            0.0
+        } else {
+            self.used_bytes() as f64 / self.memory_limit as f64
+        }
+    }
 }

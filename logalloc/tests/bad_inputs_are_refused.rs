@@ -91,4 +91,7 @@ fn regions_are_send_and_sync_and_pool_totals_add_up() {
     assert_eq!(totals.used_bytes, (4 + 12) + (4 + 20) + (4 + 32));
     assert_eq!(totals.total_bytes, pool.stats().used_bytes());
     assert_eq!(totals.free_bytes, totals.total_bytes - totals.used_bytes);
+    let stats = pool.stats();
+    assert_eq!(stats.used_bytes() + stats.free_bytes(), stats.memory_limit);
+    assert!(stats.occupancy() > 0.0 && stats.occupancy() < 1.0);
 }

@@ -3,9 +3,14 @@
 //! compact, full compaction, merge, cross-region reclaim, eviction, drop.
 //!
 //! ```text
-//! CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_RUNNER="valgrind --error-exitcode=1 --leak-check=full" \
+//! CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_RUNNER="valgrind --error-exitcode=1 \
+//!     --leak-check=full --errors-for-leak-kinds=definite" \
 //!     cargo test -p logalloc --test valgrind_smoke
 //! ```
+//!
+//! (`definite`: the test harness's own thread keeps a 48-byte "possibly
+//! lost" block that is not ours.) The unit tests (`--lib`) and the model
+//! proptest also run clean under the same runner, in a few seconds.
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
