@@ -25,7 +25,8 @@ cargo xtask <task> [options]
 tasks:
   test [--quick]    what CI runs: fmt, clippy -D warnings, tests, doc tests,
                     cargo doc -D warnings, valgrind (logalloc), loom models;
-                    --quick skips cargo doc, valgrind and loom
+                    --quick skips cargo doc, valgrind and loom;
+                    --step NAME runs only that step (repeatable)
   bench [--quick]   run every benchmark suite (--quick: smallest scale)
   stress [ARGS...]  run the main program, replica-stress, with ARGS
   help              print this list

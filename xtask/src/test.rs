@@ -19,15 +19,39 @@ struct Tally {
 
 type Step = fn(&mut Tally) -> Result<String, String>;
 
-/// Runs the test task. `--quick` skips `cargo doc`, valgrind and loom.
+/// Every step, in the order the task runs them.
+const STEP_NAMES: &[&str] = &[
+    "fmt",
+    "clippy",
+    "tests",
+    "doc-tests",
+    "doc",
+    "valgrind",
+    "loom",
+];
+
+/// Runs the test task. `--quick` skips `cargo doc`, valgrind and loom;
+/// `--step NAME` (repeatable) runs only the named steps.
 pub(crate) fn run(args: &[&str]) -> Result<(), String> {
     let mut quick = false;
-    for arg in args {
+    let mut only: Vec<&str> = Vec::new();
+    let mut args = args.iter();
+    while let Some(arg) = args.next() {
         match *arg {
             "--quick" => quick = true,
+            "--step" => match args.next() {
+                Some(name) if STEP_NAMES.contains(name) => only.push(name),
+                Some(name) => {
+                    return Err(format!(
+                        "unknown step `{name}`; steps are {}",
+                        STEP_NAMES.join(", ")
+                    ));
+                }
+                None => return Err("--step needs a step name".to_string()),
+            },
             other => {
                 return Err(format!(
-                    "`cargo xtask test` takes only --quick, not `{other}`"
+                    "`cargo xtask test` takes --quick and --step NAME, not `{other}`"
                 ));
             }
         }
@@ -38,10 +62,13 @@ pub(crate) fn run(args: &[&str]) -> Result<(), String> {
         ("tests", tests),
         ("doc-tests", doc_tests),
     ];
-    if !quick {
+    if !quick || !only.is_empty() {
         steps.push(("doc", doc));
         steps.push(("valgrind", valgrind));
         steps.push(("loom", loom));
+    }
+    if !only.is_empty() {
+        steps.retain(|(name, _)| only.contains(name));
     }
 
     let started = Instant::now();
@@ -228,26 +255,42 @@ fn loom(tally: &mut Tally) -> Result<String, String> {
         Ok(flags) if !flags.trim().is_empty() => format!("{flags} --cfg loom"),
         _ => "--cfg loom".to_string(),
     };
-    let mut args = vec!["test", "--release", "--lib", "--tests"];
+    // One cargo run per crate, so that one crate's failure does not hide
+    // another's models; all of them share the loom target directory.
+    let mut counts = Counts::default();
+    let mut failures = Vec::new();
     for package in &packages {
-        args.push("-p");
-        args.push(package);
+        let args = [
+            "test",
+            "--release",
+            "--lib",
+            "--tests",
+            "-p",
+            package,
+            "--",
+            "loom_",
+        ];
+        match runner::cargo(&args)
+            .env("RUSTFLAGS", &rustflags)
+            .env("CARGO_TARGET_DIR", "target/loom")
+            .env("LOOM_MAX_PREEMPTIONS", &preemptions)
+            .tee()
+        {
+            Ok(output) => counts = counts.add(report::parse_cargo_test(&output)),
+            Err((reason, output)) => {
+                let c = report::parse_cargo_test(&output);
+                counts = counts.add(c);
+                failures.push(format!(
+                    "{package}: {reason} ({} models passed, {} failed)",
+                    c.passed, c.failed
+                ));
+            }
+        }
     }
-    args.extend_from_slice(&["--", "loom_"]);
-    let output = runner::cargo(&args)
-        .env("RUSTFLAGS", &rustflags)
-        .env("CARGO_TARGET_DIR", "target/loom")
-        .env("LOOM_MAX_PREEMPTIONS", &preemptions)
-        .tee()
-        .map_err(|(reason, output)| {
-            let counts = report::parse_cargo_test(&output);
-            format!(
-                "{reason}; {} loom models passed, {} failed",
-                counts.passed, counts.failed
-            )
-        })?;
-    let counts = report::parse_cargo_test(&output);
     tally.loom_models = counts;
+    if !failures.is_empty() {
+        return Err(failures.join("; "));
+    }
     judge(counts, "loom models").map(|note| {
         format!(
             "{note} in {} (LOOM_MAX_PREEMPTIONS={preemptions})",
