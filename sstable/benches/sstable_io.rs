@@ -73,9 +73,19 @@ fn value(rng: &mut SmallRng, len: usize) -> Vec<u8> {
 
 /// Fragments of `count` partitions of about 128 KiB each (128 rows of one
 /// 1 KiB cell), sharing value buffers.
-fn big_partitions(count: usize) -> Vec<Fragment> {
+fn big_partitions(count: usize, incompressible: bool) -> Vec<Fragment> {
     let mut rng = SmallRng::seed_from_u64(1);
-    let values: Vec<bytes::Bytes> = (0..64).map(|_| value(&mut rng, 1000).into()).collect();
+    let values: Vec<bytes::Bytes> = (0..64)
+        .map(|_| {
+            if incompressible {
+                let mut v = vec![0u8; 1000];
+                rng.fill(&mut v[..]);
+                v.into()
+            } else {
+                value(&mut rng, 1000).into()
+            }
+        })
+        .collect();
     let mut ms = Vec::with_capacity(count);
     for p in 0..count {
         let mut b = Mutation::builder(
@@ -97,11 +107,13 @@ fn big_partitions(count: usize) -> Vec<Fragment> {
     ms.into_iter().flat_map(|m| m.fragments()).collect()
 }
 
+/// Writes the fragments as an sstable; returns the total time, raw bytes,
+/// file bytes (Data + Index), and the time spent in `commit`.
 fn write_sstable(
     dir: &Path,
     fragments: &[Fragment],
     compression: bool,
-) -> (Duration, u64, u64, u64) {
+) -> (Duration, u64, u64, Duration) {
     let mut o = WriterOptions::default();
     o.compression = compression;
     let start = Instant::now();
@@ -109,8 +121,10 @@ fn write_sstable(
     for f in fragments {
         w.write(f).unwrap();
     }
+    let commit_start = Instant::now();
     let c = w.commit().unwrap();
     let elapsed = start.elapsed();
+    let commit = commit_start.elapsed();
     let s = &c.statistics;
     for comp in Component::ALL {
         std::fs::remove_file(component_path(dir, c.generation, comp)).unwrap();
@@ -119,7 +133,7 @@ fn write_sstable(
         elapsed,
         s.data_raw_bytes,
         s.data_size + s.index_size,
-        s.data_size,
+        commit,
     )
 }
 
@@ -147,12 +161,17 @@ fn median(mut v: Vec<f64>) -> f64 {
     v[v.len() / 2]
 }
 
-fn bench_write(args: &Args, dir: &Path) {
+fn bench_write(args: &Args, dir: &Path, incompressible: bool) {
     let total = ((1u64 << 30) as f64 * args.scale) as u64;
     let count = (total / (128 << 10)).max(1) as usize;
-    let fragments = big_partitions(count);
+    let fragments = big_partitions(count, incompressible);
     println!(
-        "## Write: {count} partitions of ~128 KiB ({} MiB raw), {} runs, median shown",
+        "## Write{}: {count} partitions of ~128 KiB ({} MiB raw), {} runs, median shown",
+        if incompressible {
+            " (incompressible values)"
+        } else {
+            " (values half random, half text)"
+        },
         total >> 20,
         args.runs
     );
@@ -160,11 +179,14 @@ fn bench_write(args: &Args, dir: &Path) {
     println!("Each run writes the three variants back to back, rotating their order; the ratio is");
     println!("taken within each run (same machine state), then the median over runs.");
     println!();
-    println!("| variant | median time (s) | logical MiB/s | file MiB | median ratio vs plain |");
-    println!("|---|---|---|---|---|");
+    println!(
+        "| variant | median time (s) | of which commit (s) | logical MiB/s | file MiB | median ratio vs plain |"
+    );
+    println!("|---|---|---|---|---|---|");
     let mut times: [Vec<f64>; 3] = [Vec::new(), Vec::new(), Vec::new()];
     let mut ratios: [Vec<f64>; 3] = [Vec::new(), Vec::new(), Vec::new()];
     let mut sizes = [0u64; 3];
+    let mut commits: [Vec<f64>; 3] = [Vec::new(), Vec::new(), Vec::new()];
     let mut raw = 0;
     for run in 0..args.runs {
         let mut t = [0f64; 3];
@@ -188,6 +210,7 @@ fn bench_write(args: &Args, dir: &Path) {
                     raw = r.1;
                     t[v] = r.0.as_secs_f64();
                     sizes[v] = r.2;
+                    commits[v].push(r.3.as_secs_f64());
                 }
             }
         }
@@ -203,8 +226,13 @@ fn bench_write(args: &Args, dir: &Path) {
     ];
     for v in 0..3 {
         let t = median(times[v].clone());
+        let commit = if v == 0 {
+            "-".to_owned()
+        } else {
+            format!("{:.3}", median(commits[v].clone()))
+        };
         println!(
-            "| {} | {:.3} | {:.1} | {} | {:.2} |",
+            "| {} | {:.3} | {commit} | {:.1} | {} | {:.2} |",
             names[v],
             t,
             raw as f64 / (1 << 20) as f64 / t,
@@ -340,7 +368,8 @@ fn main() {
     );
     println!();
     if args.only.as_deref() != Some("lookup") {
-        bench_write(&args, dir.path());
+        bench_write(&args, dir.path(), false);
+        bench_write(&args, dir.path(), true);
     }
     if args.only.as_deref() != Some("write") {
         bench_lookup(&args, dir.path());

@@ -28,6 +28,8 @@ pub(crate) struct DataWriter {
     header_pos: usize,
     io_buffer: usize,
     compress: bool,
+    /// Blocks to store raw without trying LZ4, after one did not shrink.
+    skip_compression: u32,
     scratch: Vec<u8>,
     /// Finished blocks.
     pub(crate) blocks: u64,
@@ -62,6 +64,7 @@ impl DataWriter {
             header_pos,
             io_buffer,
             compress,
+            skip_compression: 0,
             scratch: Vec::new(),
             blocks: 0,
             raw_bytes: 0,
@@ -97,17 +100,21 @@ impl DataWriter {
         }
         let mut flags = 0u8;
         let mut stored = raw_len;
-        if self.compress {
+        if self.compress && self.skip_compression > 0 {
+            self.skip_compression -= 1;
+        } else if self.compress {
             self.scratch
                 .resize(lz4_flex::block::get_maximum_output_size(raw_len), 0);
-            if let Ok(n) = lz4_flex::block::compress_into(&self.out[raw_start..], &mut self.scratch)
-            {
-                if n < raw_len {
+            match lz4_flex::block::compress_into(&self.out[raw_start..], &mut self.scratch) {
+                Ok(n) if n < raw_len - raw_len / 8 => {
                     self.out.truncate(raw_start);
                     self.out.extend_from_slice(&self.scratch[..n]);
                     flags = 1;
                     stored = n;
                 }
+                // Saved less than 1/8: store raw, and only try again on
+                // every 16th block while the data stays incompressible.
+                _ => self.skip_compression = 15,
             }
         }
         let h = self.header_pos;
@@ -166,8 +173,17 @@ mod tests {
             let dir = tempfile::tempdir().unwrap();
             let path = dir.path().join("d");
             let mut w = DataWriter::create(&path, 4096, 512, compress, b"PREAMBLE").unwrap();
+            let mut x = 12345u32;
             for i in 0..100u32 {
-                w.buf().extend_from_slice(&[(i % 7) as u8; 300]);
+                if i < 30 {
+                    // Incompressible first: exercises the skip heuristic.
+                    for _ in 0..300 {
+                        x = x.wrapping_mul(1_103_515_245).wrapping_add(12345);
+                        w.buf().push((x >> 16) as u8);
+                    }
+                } else {
+                    w.buf().extend_from_slice(&[(i % 7) as u8; 300]);
+                }
                 if w.block_len() >= 512 {
                     w.close_block().unwrap();
                 }
