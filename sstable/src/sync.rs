@@ -1,14 +1,11 @@
-//! The crate's one door to synchronisation primitives: `std` normally,
-//! `loom` under `cfg(loom)`. Open sstables are immutable and shared by
-//! their readers through [`Arc`]; the only mutable shared state is a
-//! diagnostic counter.
+//! The crate's one door to `std::sync`.
+//!
+//! Nothing here coordinates threads: an open sstable is immutable and
+//! shared by its readers through [`Arc`], and the only shared mutable state
+//! is a `Relaxed` diagnostic counter of blocks read. There is no protocol
+//! for loom to check, so there is no `cfg(loom)` variant and no loom model;
+//! the std types are used under every configuration, which also keeps the
+//! crate usable from other crates' loom models.
 
-#[cfg(not(loom))]
 pub(crate) use std::sync::Arc;
-#[cfg(not(loom))]
 pub(crate) use std::sync::atomic::{AtomicU64, Ordering};
-
-#[cfg(loom)]
-pub(crate) use loom::sync::Arc;
-#[cfg(loom)]
-pub(crate) use loom::sync::atomic::{AtomicU64, Ordering};
