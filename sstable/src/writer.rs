@@ -394,7 +394,8 @@ impl Writer {
 
     /// Finishes the sstable and commits it atomically (see FORMAT.md,
     /// "Commit protocol"). On error nothing is committed and the writer's
-    /// files are removed.
+    /// files are removed (the TOC first, should the error come from the
+    /// directory fsync that follows its rename).
     pub fn commit(mut self) -> Result<CommittedSstable, Error> {
         match self.commit_inner() {
             Ok(stats) => {
@@ -408,6 +409,11 @@ impl Writer {
             Err(e) => {
                 if !self.finished {
                     self.finished = true;
+                    // If the TOC rename happened but the directory fsync
+                    // after it failed, un-commit first: the TOC goes before
+                    // the components it names.
+                    let toc = component_path(&self.dir, self.generation, Component::Toc);
+                    let _ = fs::remove_file(&toc);
                     let _ = remove_unfinished_generation(&self.dir, self.generation);
                 }
                 Err(e)
