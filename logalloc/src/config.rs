@@ -10,7 +10,7 @@ pub const MAX_SEGMENT_SIZE: usize = 64 << 20;
 pub const MAX_ALIGN: usize = 4096;
 /// A handle keeps at least this many generation bits (see [`Handle`](crate::Handle)).
 const MIN_GENERATION_BITS: u32 = 12;
-/// Bits of a handle-table entry that hold log2(alignment) - 2.
+/// Bits of a handle-table entry that hold log2(alignment).
 pub(crate) const ALIGN_BITS: u32 = 4;
 
 /// Configuration of a [`SegmentPool`](crate::SegmentPool).
@@ -104,7 +104,7 @@ fn bits_for(value: usize) -> u32 {
 /// The validated geometry of a pool and the packing of handle-table entries.
 ///
 /// A live entry is one `u64`: bit 63 set, then `generation | alignment class
-/// | segment | header offset / 4 | size` from high to low bits. The widths depend on the
+/// | segment | offset | size` from high to low bits. The widths depend on the
 /// segment size and the number of segments; whatever remains (at most 32
 /// bits) is the generation.
 #[derive(Debug, Clone, Copy)]
@@ -153,7 +153,7 @@ impl Geometry {
         let segment_shift = size.trailing_zeros();
         let max_object_size = config.max_object_size();
         let size_bits = bits_for(max_object_size);
-        let offset_bits = segment_shift - 2;
+        let offset_bits = segment_shift;
         let segment_bits = bits_for(max_segments - 1).max(1);
         let used = size_bits + offset_bits + segment_bits + ALIGN_BITS;
         let generation_bits = 63u32.saturating_sub(used).min(32);
@@ -196,7 +196,7 @@ mod tests {
         assert_eq!(g.max_object_size, 13107);
         let bits = g.size_bits + g.offset_bits + g.segment_bits + ALIGN_BITS;
         assert_eq!(bits + g.generation_bits, 63);
-        assert_eq!(g.generation_bits, 17, "{g:?}");
+        assert_eq!(g.generation_bits, 15, "{g:?}");
     }
 
     #[test]

@@ -38,9 +38,12 @@
 //!
 //! **Handles.** [`Handle`]s are 8 bytes: a 31-bit slot number and a
 //! generation. Each region has a handle table of 8-byte entries packing
-//! segment index, offset, size, alignment class and generation; each object
-//! in a segment has a 4-byte header naming its slot. So an object of `n`
-//! bytes costs `4 + round_up(n, 4)` bytes of segment plus 8 bytes of table.
+//! segment index, offset, size, alignment class and generation. Segments
+//! hold only object bytes; each segment keeps a list of the slots of the
+//! objects appended to it (4 bytes each), which is how compaction finds the
+//! live objects without walking the segment, and lets it prefetch their
+//! table entries. So an object of `n` bytes costs `n` bytes of segment (plus
+//! alignment padding), 8 bytes of table and 4 bytes of slot list.
 //! The table is split in parts of 65,536 entries, each with a pool-unique
 //! tag that forms the top of the slot number. Merge adopts the other
 //! region's parts whole, so its handles keep resolving with no entry
@@ -50,8 +53,8 @@
 //!
 //! **Compaction.** Closed segments sit in a 64-bucket histogram by free
 //! space, so one of the sparsest is found in O(1). Only segments with at
-//! least 15% free (configurable) are compacted, and only while the closed segments hold a
-//! segment's worth of free space; live objects are re-appended to the
+//! least 15% free (configurable) are compacted, and only while the closed
+//! segments hold a segment's worth of free space; live objects are re-appended to the
 //! region's active segment and their table entries updated. Every
 //! compaction or eviction bumps the region's
 //! [`reclaim_counter`](Region::reclaim_counter).
@@ -86,10 +89,8 @@
 //! ([`Error::ObjectTooLarge`]); callers chunk large values or configure a
 //! larger segment size.
 //!
-//! **Cost.** A live object of `n` bytes takes `4 + round_up(n, 4)` bytes
-//! of segment and 8 bytes of handle table. With a pool limited to live/0.8,
-//! greedy compaction under uniformly random frees moves about 1.4-2 bytes
-//! per byte allocated; see `BENCHMARKS.md` for the RAMCloud workloads
+//! **Cost.** With a pool limited to live/0.8, greedy compaction under
+//! uniformly random frees moves about 1.3 bytes per byte allocated; see `BENCHMARKS.md` for the RAMCloud workloads
 //! against glibc, including the targets this design misses and why (the
 //! 15% rule cannot be met with a pool at live/0.9).
 //!
@@ -97,8 +98,9 @@
 //! [`SegmentPool::check_invariants`] recount everything;
 //! [`SegmentPool::fail_nth_allocation`] makes a chosen allocation fail.
 //!
-//! **Unsafe code** lives in `segment.rs` (raw aligned allocation and byte
-//! access, all `unsafe fn` with `# Safety` contracts) and its call sites in
+//! **Unsafe code** lives in `segment.rs` (raw aligned allocation, byte
+//! access through `unsafe fn`s with `# Safety` contracts, and a prefetch
+//! hint) and its call sites in
 //! `region.rs`, each with a `// SAFETY:` argument resting on two facts:
 //! a live table entry points into a segment the region owns, and the region
 //! lock is held for as long as any reference into a segment exists.

@@ -321,7 +321,7 @@ impl SegmentPool {
         let mut owned = 0;
         for region in regions {
             let inner = region.inner.read();
-            inner.check(self)?;
+            inner.check()?;
             for segment in inner.segment_indices() {
                 if std::mem::replace(&mut owner[segment as usize], true) {
                     return Err(format!("segment {segment} is free or owned twice"));

@@ -90,41 +90,6 @@ impl SegmentMemory {
         debug_assert!(offset + len <= 1 << self.segment_shift);
     }
 
-    /// Reads the 4-byte word at `offset` (a multiple of 4) in `segment`.
-    ///
-    /// # Safety
-    ///
-    /// `segment` was handed out by the pool and is owned by the caller, who
-    /// holds the owning region's lock; `offset + 4` is within the segment and
-    /// `offset` is 4-aligned; no `&mut` to these bytes is alive.
-    #[inline]
-    pub(crate) unsafe fn read_u32(&self, segment: u32, offset: usize) -> u32 {
-        self.check(segment, offset, 4);
-        // SAFETY: in bounds of an allocated, initialised segment, 4-aligned
-        // because segments are size-aligned and `offset` is a multiple of 4;
-        // no conflicting `&mut` exists per the caller's contract.
-        unsafe { self.segment_ptr(segment).add(offset).cast::<u32>().read() }
-    }
-
-    /// Writes the 4-byte word at `offset` (a multiple of 4) in `segment`.
-    ///
-    /// # Safety
-    ///
-    /// As for [`read_u32`](Self::read_u32), and no reference of any kind to
-    /// these bytes is alive.
-    #[inline]
-    pub(crate) unsafe fn write_u32(&self, segment: u32, offset: usize, value: u32) {
-        self.check(segment, offset, 4);
-        // SAFETY: in bounds and aligned as in `read_u32`; the caller owns the
-        // segment exclusively and no reference to these bytes is alive.
-        unsafe {
-            self.segment_ptr(segment)
-                .add(offset)
-                .cast::<u32>()
-                .write(value)
-        }
-    }
-
     /// The `len` bytes at `offset` in `segment`.
     ///
     /// # Safety
@@ -181,6 +146,22 @@ impl SegmentMemory {
     }
 }
 
+/// Asks the CPU to bring `value` into the cache ahead of use. A hint: it
+/// never faults and has no effect on the program's semantics.
+#[inline]
+pub(crate) fn prefetch<T>(value: &T) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: `_mm_prefetch` needs SSE, which every x86_64 CPU has; a
+    // prefetch does not access memory architecturally (it cannot fault), and
+    // the pointer comes from a live reference anyway.
+    unsafe {
+        use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
+        _mm_prefetch::<_MM_HINT_T0>(std::ptr::from_ref(value).cast());
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = value;
+}
+
 impl Drop for SegmentMemory {
     fn drop(&mut self) {
         for chunk in 0..self.chunks.len() {
@@ -221,14 +202,12 @@ mod tests {
             assert_eq!(memory.segment_ptr(segment) as usize % 4096, 0);
             // SAFETY: the chunk is allocated; nothing else uses the memory.
             unsafe {
-                assert_eq!(memory.read_u32(segment, 4092), 0);
-                memory.write_u32(segment, 4092, 7);
-                assert_eq!(memory.read_u32(segment, 4092), 7);
+                assert_eq!(memory.bytes(segment, 4092, 4), &[0; 4]);
+                memory.bytes_mut(segment, 4092, 4).copy_from_slice(&[7; 4]);
                 memory.copy((segment, 4092), (segment, 0), 4);
-                assert_eq!(memory.bytes(segment, 0, 4), &7u32.to_ne_bytes());
-                memory.bytes_mut(segment, 8, 2).copy_from_slice(&[1, 2]);
-                assert_eq!(memory.bytes(segment, 8, 2), &[1, 2]);
+                assert_eq!(memory.bytes(segment, 0, 4), &[7; 4]);
             }
         }
+        prefetch(&memory);
     }
 }

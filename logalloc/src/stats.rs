@@ -3,18 +3,20 @@
 /// A snapshot of one region's memory use and activity.
 ///
 /// Byte counts are exact, not estimates: `total_bytes` is whole segments,
-/// `used_bytes` the bytes those segments spend on live objects (each object
-/// costs a 4-byte header plus its size rounded up to 4), and `table_bytes`
-/// the heap memory of the handle table, which lives outside the segments.
+/// `used_bytes` the bytes those segments spend on live objects (their sizes;
+/// a zero-size object takes one byte), and `table_bytes` the heap memory of
+/// the handle table and the segments' slot lists, which live outside the
+/// segments.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct RegionStats {
     /// Bytes of segments held (segments × segment size): the footprint the
     /// listener reports.
     pub total_bytes: usize,
-    /// Bytes of segments occupied by live objects, headers included.
+    /// Bytes of segments occupied by live objects.
     pub used_bytes: usize,
-    /// `total_bytes - used_bytes`: holes, padding and unused segment tails.
+    /// `total_bytes - used_bytes`: holes, alignment padding and unused
+    /// segment tails.
     pub free_bytes: usize,
     /// Sum of the sizes of live objects as requested.
     pub object_bytes: usize,
@@ -22,9 +24,10 @@ pub struct RegionStats {
     pub objects: usize,
     /// Number of segments held.
     pub segments: usize,
-    /// Heap bytes of the handle table (outside the segments).
+    /// Heap bytes of the handle table (8 per slot) and of the segments' slot
+    /// lists (4 per object appended to a segment since it was last emptied).
     pub table_bytes: usize,
-    /// Bytes moved by compaction (object records, headers included).
+    /// Bytes moved by compaction.
     pub bytes_compacted: u64,
     /// Segments emptied by compaction.
     pub segments_compacted: u64,

@@ -8,7 +8,7 @@
 //! makes a handle from another region detectable: its tag is not among this
 //! region's parts.
 //!
-//! A live entry packs `generation | segment | header offset / 4 | size`
+//! A live entry packs `generation | alignment class | segment | offset | size`
 //! (widths from [`Geometry`]); a free entry holds the next free index of its
 //! part and the generation the next object in that slot will get.
 
@@ -37,7 +37,7 @@ const NO_PART: u32 = u32::MAX;
 /// absorbed its issuer, returns an error instead of touching memory.
 ///
 /// The handle carries a generation number that is compared with the slot's;
-/// it has between 12 and 32 bits depending on the pool's geometry (17 with
+/// it has between 12 and 32 bits depending on the pool's geometry (15 with
 /// the defaults), so a stale handle is detected unless its slot was reused
 /// a multiple of 2^bits times. Even then the access stays memory-safe: it
 /// reaches the slot's current object, never freed memory.
@@ -87,14 +87,14 @@ impl fmt::Debug for Handle {
     }
 }
 
-/// Where an object lives: segment index, byte offset of its 4-byte header,
-/// its size in bytes (the data follows the header) and its alignment.
+/// Where an object lives: segment index, byte offset of its first byte,
+/// its size in bytes and its alignment.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Location {
     pub(crate) segment: u32,
-    pub(crate) header: u32,
+    pub(crate) offset: u32,
     pub(crate) size: u32,
-    /// The requested alignment, at least 4.
+    /// The requested alignment.
     pub(crate) align: u32,
 }
 
@@ -127,9 +127,9 @@ impl Codec {
 
     fn live(&self, generation: u32, at: Location) -> u64 {
         LIVE | (u64::from(generation) << self.generation_shift)
-            | (u64::from(at.align.trailing_zeros() - 2) << self.align_shift)
+            | (u64::from(at.align.trailing_zeros()) << self.align_shift)
             | (u64::from(at.segment) << self.segment_shift)
-            | (u64::from(at.header >> 2) << self.offset_shift)
+            | (u64::from(at.offset) << self.offset_shift)
             | u64::from(at.size)
     }
 
@@ -137,9 +137,9 @@ impl Codec {
         let field = |shift: u32, bits: u32| ((entry >> shift) & ((1u64 << bits) - 1)) as u32;
         Location {
             size: field(0, self.size_bits),
-            header: field(self.offset_shift, self.segment_shift - self.offset_shift) << 2,
+            offset: field(self.offset_shift, self.segment_shift - self.offset_shift),
             segment: field(self.segment_shift, self.align_shift - self.segment_shift),
-            align: 4 << field(self.align_shift, ALIGN_BITS),
+            align: 1 << field(self.align_shift, ALIGN_BITS),
         }
     }
 
@@ -334,17 +334,20 @@ impl HandleTable {
         &mut self.parts[part].entries[(slot & 0xFFFF) as usize]
     }
 
-    /// The location of the live object in `slot` (a slot read from an
-    /// object header, which is live by the region's invariants).
-    pub(crate) fn slot_location(&self, slot: u32) -> Location {
-        let part = self.tag_map[(slot >> 16) as usize] as usize;
-        let entry = self.parts[part].entries[(slot & 0xFFFF) as usize];
-        debug_assert!(entry & LIVE != 0, "object header names free slot {slot:#x}");
-        self.codec.location(entry)
+    /// Hints the CPU to fetch the entry of `slot` into the cache: compaction
+    /// visits hundreds of scattered entries per segment.
+    #[inline]
+    pub(crate) fn prefetch(&self, slot: u32) {
+        if let Some(&part) = self.tag_map.get((slot >> 16) as usize)
+            && let Some(part) = self.parts.get(part as usize)
+            && let Some(entry) = part.entries.get((slot & 0xFFFF) as usize)
+        {
+            crate::segment::prefetch(entry);
+        }
     }
 
-    /// Like [`slot_location`](Self::slot_location) but checked: `None` if
-    /// the slot does not exist here or is free.
+    /// The location of the object in `slot`, or `None` if the slot does
+    /// not exist here or is free.
     pub(crate) fn live_location(&self, slot: u32) -> Option<Location> {
         let part = *self.tag_map.get((slot >> 16) as usize)?;
         let entry = *self
@@ -453,7 +456,7 @@ mod tests {
         t.prepare(|| Some(3)).unwrap();
         let at = Location {
             segment: 8191,
-            header: (128 << 10) - 8,
+            offset: (128 << 10) - 13107,
             size: 13107,
             align: 4096,
         };
@@ -478,7 +481,7 @@ mod tests {
         b.prepare(|| Some(2)).unwrap();
         let at = Location {
             segment: 1,
-            header: 64,
+            offset: 63,
             size: 10,
             align: 8,
         };
@@ -499,7 +502,7 @@ mod tests {
         let mut next_tag = 0u16;
         let at = Location {
             segment: 0,
-            header: 0,
+            offset: 0,
             size: 0,
             align: 4,
         };
