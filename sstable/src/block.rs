@@ -4,7 +4,8 @@
 //! ```text
 //! block   := flags:u8  stored_len:u32  raw_len:u32  payload[stored_len]  crc:u32
 //! flags   := 0 (payload is raw) | 1 (payload is LZ4 block-compressed)
-//! crc     := crc32c of every preceding byte of the block (header and payload)
+//! crc     := masked crc32c (`crc::mask`) of every preceding byte of the
+//!            block (header and payload)
 //! ```
 
 use std::io::Write;
@@ -50,7 +51,7 @@ pub(crate) fn encode_block(raw: &[u8], compress: bool, out: &mut Vec<u8>) {
     out[start] = flags;
     out[start + 1..start + 5].copy_from_slice(&stored.to_le_bytes());
     out[start + 5..start + 9].copy_from_slice(&(raw.len() as u32).to_le_bytes());
-    let crc = crc32c::crc32c(&out[start..]);
+    let crc = crate::crc::mask(crc32c::crc32c(&out[start..]));
     out.extend_from_slice(&crc.to_le_bytes());
 }
 
@@ -105,12 +106,12 @@ pub(crate) fn read_block(
         .map_err(|e| origin.corrupt(header_end, format!("cannot read block body: {e}")))?;
     let (payload, crc_bytes) = body.split_at(stored as usize);
     let expected = u32::from_le_bytes([crc_bytes[0], crc_bytes[1], crc_bytes[2], crc_bytes[3]]);
-    let actual = crc32c::crc32c_append(crc32c::crc32c(&header), payload);
+    let actual = crate::crc::mask(crc32c::crc32c_append(crc32c::crc32c(&header), payload));
     if expected != actual {
         return Err(origin.corrupt(
             offset,
             format!(
-                "block checksum mismatch: stored crc32c {expected:#010x}, computed {actual:#010x}"
+                "block checksum mismatch: stored masked crc32c {expected:#010x}, computed {actual:#010x}"
             ),
         ));
     }

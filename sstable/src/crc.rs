@@ -4,6 +4,15 @@
 //! writer derive the whole-file Digest from the block checksums it computes
 //! anyway, hashing every byte once.
 
+/// Masks a crc32c before it is stored inside checksummed data (LevelDB's
+/// mask). A crc stored raw after the bytes it covers makes the crc32c of
+/// the whole (bytes ++ crc) a constant that depends only on the length: a
+/// whole-file checksum over blocks with raw trailers would then ignore the
+/// blocks' contents. The mask breaks that.
+pub(crate) fn mask(crc: u32) -> u32 {
+    crc.rotate_right(15).wrapping_add(0xa282_ead8)
+}
+
 /// The reflected Castagnoli polynomial.
 const POLY: u32 = 0x82f6_3b78;
 
@@ -59,6 +68,19 @@ pub(crate) fn combine(crc_a: u32, crc_b: u32, len_b: u64) -> u32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn masked_trailers_keep_the_whole_file_crc_content_sensitive() {
+        let frame = |payload: &[u8], masked: bool| {
+            let mut v = payload.to_vec();
+            let c = crc32c::crc32c(payload);
+            v.extend_from_slice(&(if masked { mask(c) } else { c }).to_le_bytes());
+            crc32c::crc32c(&v)
+        };
+        // Raw trailers: the residue is the same for any payload.
+        assert_eq!(frame(b"aaaa", false), frame(b"bbbb", false));
+        assert_ne!(frame(b"aaaa", true), frame(b"bbbb", true));
+    }
 
     #[test]
     fn combine_equals_appending() {

@@ -122,10 +122,11 @@ impl DataWriter {
         self.out[h + 1..h + 5].copy_from_slice(&(stored as u32).to_le_bytes());
         self.out[h + 5..h + 9].copy_from_slice(&(raw_len as u32).to_le_bytes());
         let block_crc = crc32c::crc32c(&self.out[h..]);
+        let stored_crc = crate::crc::mask(block_crc).to_le_bytes();
         let framed = (self.out.len() - h) as u64;
-        self.out.extend_from_slice(&block_crc.to_le_bytes());
+        self.out.extend_from_slice(&stored_crc);
         let with_block = crate::crc::combine(self.crc, block_crc, framed);
-        self.crc = crc32c::crc32c_append(with_block, &block_crc.to_le_bytes());
+        self.crc = crc32c::crc32c_append(with_block, &stored_crc);
         self.blocks += 1;
         self.raw_bytes += raw_len as u64;
         if self.out.len() >= self.io_buffer {
