@@ -96,3 +96,16 @@ const INDEX_MAGIC: &[u8; 4] = b"SSTI";
 const SUMMARY_MAGIC: &[u8; 4] = b"SSTS";
 const FILTER_MAGIC: &[u8; 4] = b"SSTF";
 const STATISTICS_MAGIC: &[u8; 4] = b"SSTT";
+
+// Compile-time check: a flush thread owns a Writer; readers run on any
+// thread and share one open Sstable.
+const _: fn() = || {
+    fn send<T: Send>() {}
+    fn sync<T: Sync>() {}
+    send::<Writer>();
+    send::<Sstable>();
+    sync::<Sstable>();
+    send::<SstableReader>();
+    send::<Error>();
+    sync::<Error>();
+};
