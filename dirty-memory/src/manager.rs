@@ -708,27 +708,19 @@ impl DirtyMemoryManager {
 
     /// Stops the manager: no new flush starts (queued explicit requests and
     /// pending retries complete with [`Error::ShutDown`]), the flush thread
-    /// exits, flushes in flight are waited for, then the group is shut down
-    /// (queued writers fail). Idempotent.
+    /// exits, flushes in flight (tails included) are waited for, then the
+    /// group is shut down (queued writers fail). Idempotent.
     ///
     /// Must not be called by a thread that holds an unfinished [`Flush`].
     pub fn shutdown(&self) {
-        {
+        self.stop(true);
+    }
+
+    fn stop(&self, wait_for_flushes: bool) {
+        let abandoned: Vec<Arc<CompletionCell>> = {
             let mut s = self.inner.shared.state.lock();
             s.shutdown = true;
             s.bump();
-        }
-        self.inner.shared.changed.notify_all();
-        if let Some(handle) = self.thread.lock().take() {
-            // A panic on the flush thread has already been reported by the
-            // panic hook; shutdown carries on regardless.
-            let _ = handle.join();
-        }
-        let abandoned: Vec<Arc<CompletionCell>> = {
-            let mut s = self.inner.shared.state.lock();
-            while s.in_flight > 0 {
-                self.inner.shared.changed.wait(&mut s);
-            }
             let explicit = std::mem::take(&mut s.explicit);
             let retries = std::mem::take(&mut s.retries);
             explicit
@@ -737,16 +729,31 @@ impl DirtyMemoryManager {
                 .filter_map(|p| p.completion)
                 .collect()
         };
+        self.inner.shared.changed.notify_all();
         for cell in abandoned {
             cell.resolve(Err(self.inner.shut_down_error()));
+        }
+        if let Some(handle) = self.thread.lock().take() {
+            // A panic on the flush thread has already been reported by the
+            // panic hook; stopping carries on regardless.
+            let _ = handle.join();
+        }
+        if wait_for_flushes {
+            let mut s = self.inner.shared.state.lock();
+            while s.in_flight > 0 {
+                self.inner.shared.changed.wait(&mut s);
+            }
         }
         self.inner.group.shutdown();
     }
 }
 
+/// Dropping stops the manager like [`shutdown`](DirtyMemoryManager::shutdown)
+/// but does not wait for flushes in flight: their [`Flush`] handles keep
+/// what they need alive and finish on their own.
 impl Drop for DirtyMemoryManager {
     fn drop(&mut self) {
-        self.shutdown();
+        self.stop(false);
     }
 }
 
