@@ -118,6 +118,35 @@ fn loom_two_pressure_signals_never_start_two_data_writers() {
     });
 }
 
+/// A memtable that crosses the soft limit while the previous flush finishes
+/// (its region leaving the group delivers a stop crossing at the same time)
+/// still wakes the loop. Found a lost-crossing race in region-group's
+/// callback delivery (fixed there in 2687e61).
+#[test]
+fn loom_memtable_added_while_a_flush_finishes_wakes_the_loop() {
+    builder().check(|| {
+        let target = ModelTarget::new();
+        let m = manager(&target);
+        let signals: Vec<_> = [(1, 150), (2, 120)]
+            .into_iter()
+            .map(|(r, size)| {
+                let group = Arc::clone(m.group());
+                loom::thread::spawn(move || group.add(id(r), size))
+            })
+            .collect();
+        // The disk completes flushes while the memtables are still arriving.
+        for _ in 0..2 {
+            let flush = target.next();
+            target.complete(flush);
+        }
+        for s in signals {
+            s.join().unwrap();
+        }
+        m.shutdown();
+        assert_eq!(target.state.lock().started, 2);
+    });
+}
+
 /// (b) A writer held at the hard limit is admitted by the running flush's
 /// spooled-progress accounting, before that flush finishes.
 #[test]
