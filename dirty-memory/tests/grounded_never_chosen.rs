@@ -31,8 +31,10 @@ fn the_largest_grounded_region_is_skipped() {
 fn when_everything_is_grounded_the_loop_backs_off_and_resumes() {
     let target = QueueTarget::new();
     let m = threaded(1000, target.clone());
-    memtable(m.group(), 1, 400);
+    // Grounded before it grows, so the loop never sees it flushable.
+    memtable(m.group(), 1, 0);
     m.group().ground_evictable(id(1));
+    m.group().increase_usage(id(1), 400);
     // Over the soft limit, nothing flushable: the loop backs off (timed
     // waits). A new memtable is picked up without any other signal.
     memtable(m.group(), 2, 10);
