@@ -3,7 +3,7 @@
 //! LZ4, and point-lookup latency against a raw positional read of one block.
 //!
 //! ```text
-//! cargo bench -p sstable --bench sstable_io -- [--scale F] [--dir PATH] [--runs N] [--only write|lookup]
+//! cargo bench -p sstable --bench sstable_io -- [--scale F] [--dir PATH] [--runs N] [--only write|commit|lookup]
 //! ```
 //!
 //! `--scale 1` is the full size: 1 GiB of 128 KiB partitions written, and
@@ -49,7 +49,7 @@ fn parse_args() -> Args {
                     .and_then(|v| v.parse().ok())
                     .expect("--runs takes a count")
             }
-            "--only" => args.only = Some(it.next().expect("--only takes write or lookup")),
+            "--only" => args.only = Some(it.next().expect("--only takes write, commit or lookup")),
             "--bench" => {}
             other => panic!(
                 "unknown argument {other}; use --scale F, --dir PATH, --runs N, --only write|lookup"
@@ -358,6 +358,66 @@ fn bench_lookup(args: &Args, dir: &Path) {
     }
 }
 
+/// The fixed cost of a commit: tiny sstables (one small partition), so
+/// the time is the fsyncs and renames, not the data.
+fn bench_commit(args: &Args, dir: &Path) {
+    let count = (args.runs * 20).max(20);
+    let m = Mutation::builder(DecoratedKey::from_bytes(b"k".to_vec()).unwrap())
+        .cell(
+            b"c".to_vec(),
+            1,
+            Cell::live(b"v".to_vec(), Timestamp::from_micros(1)),
+        )
+        .build()
+        .unwrap();
+    let fragments = m.fragments();
+    let mut h = Histogram::<u64>::new(3).unwrap();
+    let mut sync = Histogram::<u64>::new(3).unwrap();
+    for _ in 0..count {
+        let t = Instant::now();
+        let mut w = Writer::create(dir, WriterOptions::default()).unwrap();
+        for f in &fragments {
+            w.write(f).unwrap();
+        }
+        let c = w.commit().unwrap();
+        h.record(t.elapsed().as_micros() as u64).unwrap();
+        for comp in Component::ALL {
+            std::fs::remove_file(component_path(dir, c.generation, comp)).unwrap();
+        }
+        // Baseline: create, write and fdatasync one small file.
+        let path = dir.join("one-small-file");
+        let t = Instant::now();
+        let mut f = std::fs::File::create(&path).unwrap();
+        f.write_all(b"0123456789").unwrap();
+        f.sync_data().unwrap();
+        sync.record(t.elapsed().as_micros() as u64).unwrap();
+        std::fs::remove_file(&path).unwrap();
+    }
+    println!("## Commit of a one-partition sstable ({count} commits)");
+    println!();
+    println!("| operation | p50 (ms) | p99 (ms) |");
+    println!("|---|---|---|");
+    for (name, h) in [
+        (
+            "create + write + commit (7 files, 7 fdatasyncs, 2 directory fsyncs)",
+            &h,
+        ),
+        ("baseline: create + write + fdatasync one small file", &sync),
+    ] {
+        println!(
+            "| {name} | {:.2} | {:.2} |",
+            h.value_at_quantile(0.5) as f64 / 1000.0,
+            h.value_at_quantile(0.99) as f64 / 1000.0
+        );
+    }
+    println!();
+    println!(
+        "commit p50 / one-file p50 = {:.1}",
+        h.value_at_quantile(0.5) as f64 / sync.value_at_quantile(0.5) as f64
+    );
+    println!();
+}
+
 fn main() {
     let args = parse_args();
     let dir = tempfile::tempdir_in(&args.dir).unwrap();
@@ -367,11 +427,14 @@ fn main() {
         args.dir.display()
     );
     println!();
-    if args.only.as_deref() != Some("lookup") {
+    if args.only.as_deref().is_none_or(|o| o == "write") {
         bench_write(&args, dir.path(), false);
         bench_write(&args, dir.path(), true);
     }
-    if args.only.as_deref() != Some("write") {
+    if args.only.as_deref().is_none_or(|o| o == "commit") {
+        bench_commit(&args, dir.path());
+    }
+    if args.only.as_deref().is_none_or(|o| o == "lookup") {
         bench_lookup(&args, dir.path());
     }
 }
