@@ -16,6 +16,16 @@
 //! policy this one replaced (per-memtable size limit, concurrent flushes) so
 //! both can be compared in one run.
 //!
+//! Explicit flushes ([`DirtyMemoryManager::request_flush`]) go before
+//! pressure flushes and coalesce per memtable into one shared
+//! [`FlushCompletion`]; failed flushes keep their memtable and are retried
+//! with a doubling back-off; [`DirtyMemoryConfig::system_tables`] configures
+//! a separate, small manager so system writes never queue behind user
+//! writes; [`DirtyMemoryManager::metrics`] reports real and unspooled dirty
+//! memory, flush counts and bytes, blocked writers and the current flush.
+//! [`LoopMode::Manual`] runs the loop's decisions on the caller's thread, for
+//! deterministic simulations such as the `flush_policy` benchmark.
+//!
 //! ```
 //! use std::sync::Arc;
 //! use std::time::Duration;
