@@ -173,18 +173,13 @@ pub(crate) fn encode_fragment(f: &Fragment, out: &mut Vec<u8>) {
 fn u32v(d: &mut Decoder<'_>, what: &str) -> Result<u32, Error> {
     let at = d.offset();
     let v = d.uvarint(what)?;
-    u32::try_from(v).map_err(|_| {
-        let mut e = d.corrupt(format!("{what} {v} exceeds u32"));
-        if let Error::Corrupt { offset, .. } = &mut e {
-            *offset = at;
-        }
-        e
-    })
+    u32::try_from(v).map_err(|_| d.corrupt_at(at, format!("{what} {v} exceeds u32")))
 }
 
 fn timestamp(d: &mut Decoder<'_>, what: &str) -> Result<Timestamp, Error> {
+    let at = d.offset();
     let v = d.ivarint(what)?;
-    Timestamp::new(v).map_err(|e| d.corrupt(format!("{what}: {e}")))
+    Timestamp::new(v).map_err(|e| d.corrupt_at(at, format!("{what}: {e}")))
 }
 
 fn tombstone(d: &mut Decoder<'_>) -> Result<Tombstone, Error> {
@@ -304,13 +299,7 @@ pub(crate) fn decode_fragment(d: &mut Decoder<'_>) -> Result<Fragment, Error> {
             }
         }
         TAG_PARTITION_END => Fragment::PartitionEnd,
-        t => {
-            let mut e = d.corrupt(format!("unknown fragment tag {t}"));
-            if let Error::Corrupt { offset, .. } = &mut e {
-                *offset = tag_at;
-            }
-            return Err(e);
-        }
+        t => return Err(d.corrupt_at(tag_at, format!("unknown fragment tag {t}"))),
     })
 }
 
@@ -321,4 +310,124 @@ pub(crate) fn row_timestamps(row: &Row) -> impl Iterator<Item = i64> + '_ {
         .map(|m| m.timestamp.micros())
         .chain(row.tombstone.iter().map(|t| t.timestamp.micros()))
         .chain(row.cells.values().map(|c| c.timestamp().micros()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::Component;
+    use crate::varint::Origin;
+    use std::path::PathBuf;
+
+    fn ts(v: i64) -> Timestamp {
+        Timestamp::from_micros(v)
+    }
+
+    fn round_trip(f: &Fragment) {
+        let mut out = Vec::new();
+        encode_fragment(f, &mut out);
+        let p = PathBuf::from("d");
+        let mut d = Decoder::new(
+            &out,
+            0,
+            Origin {
+                file: &p,
+                component: Component::Data,
+            },
+        );
+        assert_eq!(&decode_fragment(&mut d).unwrap(), f);
+        assert!(d.is_empty());
+    }
+
+    #[test]
+    fn every_fragment_and_cell_kind_round_trips() {
+        let ttl = Ttl::new(60, 1_000_000).unwrap();
+        let mut row = Row::new()
+            .with_marker(RowMarker::expiring(ts(-7), ttl))
+            .with_tombstone(Tombstone::new(ts(3), u32::MAX));
+        row.cells.insert(0, Cell::live(Bytes::new(), ts(i64::MAX)));
+        row.cells
+            .insert(1, Cell::expiring(b"x".to_vec(), ts(5), ttl));
+        row.cells
+            .insert(u32::MAX, Cell::tombstone(ts(i64::MIN + 1), 9));
+        let k = ClusteringKey::new(b"ck".to_vec()).unwrap();
+        for f in [
+            Fragment::PartitionStart {
+                key: DecoratedKey::from_bytes("pk").unwrap(),
+                tombstone: Some(Tombstone::new(ts(1), 2)),
+            },
+            Fragment::StaticRow(row.clone()),
+            Fragment::StaticRow(Row::new()),
+            Fragment::ClusteringRow {
+                key: k.clone(),
+                row,
+            },
+            Fragment::ClusteringRow {
+                key: ClusteringKey::new(Bytes::new()).unwrap(),
+                row: Row::new().with_marker(RowMarker::new(ts(0))),
+            },
+            Fragment::RangeTombstoneChange {
+                position: Position::BeforeAll,
+                tombstone: Some(Tombstone::new(ts(1), 0)),
+            },
+            Fragment::RangeTombstoneChange {
+                position: Position::Before(k.clone()),
+                tombstone: None,
+            },
+            Fragment::RangeTombstoneChange {
+                position: Position::After(k.clone()),
+                tombstone: None,
+            },
+            Fragment::RangeTombstoneChange {
+                position: Position::AfterAll,
+                tombstone: None,
+            },
+            Fragment::PartitionEnd,
+        ] {
+            round_trip(&f);
+        }
+    }
+
+    #[test]
+    fn malformed_encodings_are_corrupt() {
+        let p = PathBuf::from("d");
+        let origin = Origin {
+            file: &p,
+            component: Component::Data,
+        };
+        let cases: [(&[u8], &str); 6] = [
+            (&[9], "unknown fragment tag 9"),
+            (&[TAG_STATIC_ROW, 0x80], "invalid row flags"),
+            (&[TAG_STATIC_ROW, ROW_MARKER_EXPIRES], "invalid row flags"),
+            (&[TAG_STATIC_ROW, 0, 1, 0, 7], "unknown cell kind 7"),
+            (&[TAG_RANGE_TOMBSTONE_CHANGE, 5], "unknown position kind 5"),
+            // A timestamp of i64::MIN (zigzag 2^64 - 1) is not valid.
+            (
+                &[
+                    TAG_STATIC_ROW,
+                    ROW_HAS_MARKER,
+                    0xff,
+                    0xff,
+                    0xff,
+                    0xff,
+                    0xff,
+                    0xff,
+                    0xff,
+                    0xff,
+                    0xff,
+                    0x01,
+                    0,
+                ],
+                "out of range",
+            ),
+        ];
+        for (bytes, expected) in cases {
+            let mut d = Decoder::new(bytes, 100, origin);
+            let e = decode_fragment(&mut d).unwrap_err().to_string();
+            assert!(
+                e.contains(expected) && e.contains("offset 10"),
+                "{bytes:?}: {e}"
+            );
+        }
+    }
 }

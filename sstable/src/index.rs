@@ -128,3 +128,54 @@ pub(crate) fn skip_rest(d: &mut Decoder<'_>) -> Result<(), Error> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::Component;
+    use crate::varint::Origin;
+    use mutation::{ClusteringKey, Timestamp};
+    use std::path::PathBuf;
+
+    #[test]
+    fn entries_round_trip_and_check_their_token() {
+        let entry = IndexEntry {
+            key: DecoratedKey::from_bytes("partition").unwrap(),
+            data_block: 8,
+            in_block: 100,
+            size: 200_000,
+            cblocks: vec![
+                ClusteringBlock {
+                    block: 16_000,
+                    first: Position::At(ClusteringKey::new(b"a".to_vec()).unwrap()),
+                    active: None,
+                },
+                ClusteringBlock {
+                    block: 32_000,
+                    first: Position::Before(ClusteringKey::new(b"b".to_vec()).unwrap()),
+                    active: Some(Tombstone::new(Timestamp::from_micros(4), 1)),
+                },
+            ],
+        };
+        let mut out = Vec::new();
+        entry.encode(&mut out);
+        let p = PathBuf::from("i");
+        let origin = Origin {
+            file: &p,
+            component: Component::Index,
+        };
+        let mut d = Decoder::new(&out, 0, origin);
+        assert_eq!(decode_entry(&mut d).unwrap(), entry);
+        let mut d = Decoder::new(&out, 0, origin);
+        peek_key(&mut d).unwrap();
+        skip_rest(&mut d).unwrap();
+        assert!(d.is_empty());
+        // A stored token that does not match the key is corrupt.
+        let mut bad = out.clone();
+        bad[0] ^= 1;
+        let e = decode_entry(&mut Decoder::new(&bad, 0, origin))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("hashes to"), "{e}");
+    }
+}

@@ -104,6 +104,12 @@ impl<'a> Decoder<'a> {
         self.origin.corrupt(self.offset(), reason)
     }
 
+    /// A corruption error at an earlier absolute offset (where the bad
+    /// value started).
+    pub(crate) fn corrupt_at(&self, offset: u64, reason: impl Into<String>) -> Error {
+        self.origin.corrupt(offset, reason)
+    }
+
     /// Fails unless every byte was consumed.
     pub(crate) fn expect_end(&self, what: &str) -> Result<(), Error> {
         if self.is_empty() {
