@@ -86,7 +86,7 @@ pub use error::{Component, Error, Result};
 pub use reader::{Sstable, SstableReader};
 pub use statistics::Statistics;
 pub use verify::VerifyReport;
-pub use writer::{CommitStep, CommittedSstable, Writer, WriterOptions};
+pub use writer::{CommitStep, CommittedSstable, Progress, Writer, WriterOptions};
 
 /// Version of the on-disk format written and read by this crate.
 pub const FORMAT_VERSION: u32 = 1;

@@ -131,6 +131,20 @@ impl WriterOptions {
     }
 }
 
+/// Write progress, reported by [`Writer::on_progress`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Progress {
+    /// Bytes handed to the Data and Index files so far (on-disk bytes:
+    /// after compression), as [`Writer::bytes_written`].
+    pub bytes_written: u64,
+    /// Raw bytes of the fragments written out so far (before framing and
+    /// compression), as [`Writer::raw_bytes`]. This is the measure to map
+    /// back to memtable bytes when releasing "virtual dirty" memory, since
+    /// it does not depend on how well the data compresses.
+    pub raw_bytes: u64,
+}
+
 /// What a successful commit produced.
 #[derive(Debug, Clone)]
 pub struct CommittedSstable {
@@ -164,7 +178,7 @@ pub struct Writer {
     fragments: u64,
     poisoned: Option<String>,
     finished: bool,
-    progress: Option<Box<dyn FnMut(u64) + Send>>,
+    progress: Option<Box<dyn FnMut(Progress) + Send>>,
 }
 
 impl fmt::Debug for Writer {
@@ -243,9 +257,9 @@ impl Writer {
         self.raw_total
     }
 
-    /// Calls `f` with [`bytes_written`](Writer::bytes_written) each time a
-    /// Data block is written out.
-    pub fn on_progress(&mut self, f: impl FnMut(u64) + Send + 'static) {
+    /// Calls `f` each time a Data block is written out (every
+    /// `block_size` raw bytes or so), with the bytes written so far.
+    pub fn on_progress(&mut self, f: impl FnMut(Progress) + Send + 'static) {
         self.progress = Some(Box::new(f));
     }
 
@@ -275,9 +289,12 @@ impl Writer {
         }
         data.close_block()?;
         if let Some(p) = self.progress.as_mut() {
-            let written = self.data.as_ref().map_or(0, DataWriter::len)
+            let bytes_written = self.data.as_ref().map_or(0, DataWriter::len)
                 + self.index.as_ref().map_or(0, ComponentFile::len);
-            p(written);
+            p(Progress {
+                bytes_written,
+                raw_bytes: self.raw_total,
+            });
         }
         Ok(())
     }

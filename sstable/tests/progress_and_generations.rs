@@ -28,7 +28,7 @@ fn progress_grows_to_the_file_sizes() {
     let seen = Arc::new(Mutex::new(Vec::new()));
     let mut w = Writer::create(dir.path(), WriterOptions::default()).unwrap();
     let s = Arc::clone(&seen);
-    w.on_progress(move |b| s.lock().unwrap().push(b));
+    w.on_progress(move |p| s.lock().unwrap().push(p));
     let mut polled = vec![w.bytes_written()];
     for f in fragments {
         w.write(&f).unwrap();
@@ -36,8 +36,18 @@ fn progress_grows_to_the_file_sizes() {
     }
     assert!(polled.windows(2).all(|p| p[0] <= p[1]));
     let c = w.commit().unwrap();
-    let seen = seen.lock().unwrap();
-    assert!(seen.len() > 3, "{} callbacks", seen.len());
+    let progress = seen.lock().unwrap();
+    assert!(progress.len() > 3, "{} callbacks", progress.len());
+    // Both measures strictly grow, and raw bytes never exceed what the
+    // sstable holds.
+    assert!(progress.windows(2).all(|p| p[0].raw_bytes < p[1].raw_bytes));
+    assert!(
+        progress
+            .iter()
+            .all(|p| p.raw_bytes <= c.statistics.data_raw_bytes)
+    );
+    assert!(progress.last().unwrap().raw_bytes > c.statistics.data_raw_bytes / 2);
+    let seen: Vec<u64> = progress.iter().map(|p| p.bytes_written).collect();
     assert!(seen.windows(2).all(|p| p[0] < p[1]));
     let data = std::fs::metadata(component_path(dir.path(), c.generation, Component::Data))
         .unwrap()
