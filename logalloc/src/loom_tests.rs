@@ -30,7 +30,7 @@ fn pool(segments: usize, reserve: usize) -> Arc<SegmentPool> {
     .unwrap()
 }
 
-/// Allocates 30 records of 404 bytes (three full 4 KiB segments), then
+/// Allocates 30 objects of 400 bytes (three full 4 KiB segments), then
 /// frees the even ones: two closed segments at 50%, worth compacting.
 fn fill_three_segments_half_free(region: &mut Region) -> Vec<(crate::Handle, u8)> {
     let all: Vec<_> = (0..30u8)

@@ -92,7 +92,7 @@ impl Evictor<'_> {
         let at = self.inner.table.lookup(handle)?;
         // SAFETY: the region is exclusively locked for the callback's whole
         // run and `&self` prevents `free` while the slice lives; `at` is a
-        // live entry, so its record is in a segment this region owns.
+        // live entry, so its bytes are in a segment this region owns.
         Ok(unsafe {
             self.pool
                 .memory()
@@ -286,8 +286,8 @@ impl RegionInner {
         }
     }
 
-    /// Reserves room for a record in the active segment, writing a dead
-    /// marker over any alignment padding. `None` if it does not fit.
+    /// Reserves room for an object in the active segment (after any
+    /// alignment padding). `None` if it does not fit.
     #[inline]
     fn place(&mut self, size: u32, align: u32) -> Option<Location> {
         let segment = self.active?;
@@ -408,7 +408,7 @@ impl RegionInner {
         Ok(at.size)
     }
 
-    /// Room for a record being moved by compaction: may use the reserve.
+    /// Room for an object being moved by compaction: may use the reserve.
     fn place_for_compaction(
         &mut self,
         pool: &SegmentPool,
@@ -985,7 +985,7 @@ impl Region {
     pub fn get(&self, handle: Handle) -> Result<ObjectRef<'_>, Error> {
         let guard = self.shared.inner.read();
         let at = guard.table.lookup(handle)?;
-        // SAFETY: `at` is a live entry, so the record is in a segment this
+        // SAFETY: `at` is a live entry, so the object is in a segment this
         // region owns. The guard moves into the returned value, so the region
         // stays read-locked while `bytes` is reachable: writers (the owner's
         // `&mut` methods, other regions' reclaim) are excluded, and the
@@ -1202,6 +1202,28 @@ mod tests {
         assert_eq!(region.stats().segments, 0);
         assert_eq!(region.stats().used_bytes, 0);
         pool.check_invariants().unwrap();
+    }
+
+    #[test]
+    fn a_slot_reused_in_the_same_segment_is_moved_once() {
+        let pool = pool(8);
+        let mut region = Region::new(&pool);
+        let keep = region.alloc_bytes(&[9; 300]).unwrap();
+        let first = region.alloc_bytes(&[1; 300]).unwrap();
+        region.free(first).unwrap();
+        // LIFO free list: the same slot, appended again to the same segment.
+        let second = region.alloc_bytes(&[2; 300]).unwrap();
+        assert_eq!(first.to_raw() >> 32, second.to_raw() >> 32, "slot reused");
+        let listed = region.shared.inner.read().segments[0].slots.len();
+        assert_eq!(listed, 3, "the slot is listed twice");
+        region.full_compaction().unwrap();
+        assert_eq!(&*region.get(second).unwrap(), &[2; 300][..]);
+        assert_eq!(&*region.get(keep).unwrap(), &[9; 300][..]);
+        assert!(region.get(first).is_err());
+        let stats = region.stats();
+        assert_eq!(stats.bytes_compacted, 600, "each live object moved once");
+        assert_eq!(stats.used_bytes, 600);
+        region.check_invariants().unwrap();
     }
 
     #[test]
