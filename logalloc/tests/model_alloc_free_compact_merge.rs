@@ -1,16 +1,21 @@
 //! Random alloc/free/compact/merge sequences against a model: every live
 //! handle's bytes are intact after any number of compactions and merges,
 //! the pool limit is never exceeded, empty segments always go back to the
-//! pool, and the statistics equal a recount.
+//! pool, and the statistics equal a recount. One region is evictable (its
+//! oldest object first), so reclaim also evicts; injected failures and
+//! out-of-memory errors must leave everything as it was.
 
-use std::sync::Arc;
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
 
-use logalloc::{Error, Handle, PoolConfig, Region, SegmentPool};
+use logalloc::{Error, Eviction, Handle, PoolConfig, Region, SegmentPool};
 use proptest::prelude::*;
 
 const SEGMENT: usize = 4096;
-const LIMIT_SEGMENTS: usize = 24;
+const LIMIT_SEGMENTS: usize = 5;
 const REGIONS: usize = 3;
+/// The region that reclaim may evict from.
+const EVICTABLE: usize = 2;
 
 #[derive(Debug, Clone)]
 enum Op {
@@ -39,6 +44,9 @@ enum Op {
         pick: usize,
         fill: u8,
     },
+    InjectFailure {
+        nth: u64,
+    },
 }
 
 fn op() -> impl Strategy<Value = Op> {
@@ -51,17 +59,52 @@ fn op() -> impl Strategy<Value = Op> {
         1 => (0..REGIONS, 0..REGIONS).prop_map(|(into, from)| Op::Merge { into, from }),
         1 => (0..REGIONS, any::<usize>(), any::<u8>())
             .prop_map(|(region, pick, fill)| Op::Overwrite { region, pick, fill }),
+        1 => (1u64..4).prop_map(|nth| Op::InjectFailure { nth }),
     ]
+}
+
+type Shared<T> = Arc<Mutex<T>>;
+
+/// Makes `region` evict its oldest object (per `lru`) on demand, recording
+/// what it evicted.
+fn make_evictable(
+    region: &mut Region,
+    lru: &Shared<VecDeque<Handle>>,
+    evicted: &Shared<Vec<Handle>>,
+) {
+    let (lru, evicted) = (lru.clone(), evicted.clone());
+    region.set_eviction_fn(move |evictor| {
+        let Some(h) = lru.lock().unwrap().pop_front() else {
+            return Eviction::Nothing;
+        };
+        evictor.free(h).unwrap();
+        evicted.lock().unwrap().push(h);
+        Eviction::Evicted
+    });
 }
 
 struct Model {
     pool: Arc<SegmentPool>,
     regions: Vec<Region>,
+    lru: Shared<VecDeque<Handle>>,
+    evicted: Shared<Vec<Handle>>,
     live: Vec<Vec<(Handle, Vec<u8>)>>,
     freed: Vec<Vec<Handle>>,
 }
 
 impl Model {
+    /// Moves what the eviction callback freed from `live` to `freed`.
+    fn reconcile_evictions(&mut self) {
+        for h in self.evicted.lock().unwrap().drain(..) {
+            let i = self.live[EVICTABLE]
+                .iter()
+                .position(|(live, _)| *live == h)
+                .expect("only live objects of the evictable region are evicted");
+            self.live[EVICTABLE].swap_remove(i);
+            self.freed[EVICTABLE].push(h);
+        }
+    }
+
     fn verify(&self) {
         let stats = self.pool.stats();
         assert!(stats.segments_in_use <= LIMIT_SEGMENTS);
@@ -101,26 +144,34 @@ proptest! {
     #![proptest_config(ProptestConfig::with_cases(96))]
 
     #[test]
-    fn live_handles_stay_intact(ops in prop::collection::vec(op(), 1..160)) {
+    fn live_handles_stay_intact(ops in prop::collection::vec(op(), 1..250)) {
         let pool = SegmentPool::new(
             PoolConfig::default()
                 .with_segment_size(SEGMENT)
                 .with_memory_limit(LIMIT_SEGMENTS * SEGMENT)
+                .with_emergency_reserve(1)
                 .with_bulk_segments(4),
         )
         .unwrap();
         let mut m = Model {
             regions: (0..REGIONS).map(|_| Region::new(&pool)).collect(),
             pool,
+            lru: Shared::default(),
+            evicted: Shared::default(),
             live: vec![Vec::new(); REGIONS],
             freed: vec![Vec::new(); REGIONS],
         };
+        make_evictable(&mut m.regions[EVICTABLE], &m.lru, &m.evicted);
         for op in ops {
             match op {
                 Op::Alloc { region, size, align_log, fill } => {
                     let align = 1 << align_log;
+                    let before = m.regions[region].stats();
                     match m.regions[region].alloc(size, align) {
                         Ok(h) => {
+                            if region == EVICTABLE {
+                                m.lru.lock().unwrap().push_back(h);
+                            }
                             assert!(m.regions[region].get(h).unwrap().iter().all(|&b| b == 0));
                             let mut bytes = m.regions[region].get_mut(h).unwrap();
                             bytes.fill(fill);
@@ -128,13 +179,20 @@ proptest! {
                             drop(bytes);
                             m.live[region].push((h, vec![fill; size]));
                         }
-                        Err(e) => assert!(e.is_out_of_memory(), "{e}"),
+                        Err(e) => {
+                            assert!(e.is_out_of_memory(), "{e}");
+                            let after = m.regions[region].stats();
+                            assert_eq!(after.allocation_failures, before.allocation_failures + 1);
+                        }
                     }
                 }
                 Op::Free { region, pick } => {
                     let count = m.live[region].len();
                     if count != 0 {
                         let (h, _) = m.live[region].swap_remove(pick % count);
+                        if region == EVICTABLE {
+                            m.lru.lock().unwrap().retain(|&x| x != h);
+                        }
                         m.regions[region].free(h).unwrap();
                         assert!(m.regions[region].free(h).is_err(), "double free is refused");
                         m.freed[region].push(h);
@@ -155,9 +213,18 @@ proptest! {
                 }
                 Op::Merge { into, from } => {
                     if into != from {
-                        let fresh = Region::new(&m.pool);
+                        let mut fresh = Region::new(&m.pool);
+                        if from == EVICTABLE {
+                            // Its objects now belong to a non-evictable region.
+                            m.lru.lock().unwrap().clear();
+                            make_evictable(&mut fresh, &m.lru, &m.evicted);
+                        }
                         let other = std::mem::replace(&mut m.regions[from], fresh);
                         m.regions[into].merge(other).unwrap();
+                        if into == EVICTABLE {
+                            let mut lru = m.lru.lock().unwrap();
+                            lru.extend(m.live[from].iter().map(|(h, _)| *h));
+                        }
                         let moved = std::mem::take(&mut m.live[from]);
                         m.live[into].extend(moved);
                         // Freed handles of `from` are now stale in `into`.
@@ -174,7 +241,9 @@ proptest! {
                         bytes.fill(fill);
                     }
                 }
+                Op::InjectFailure { nth } => m.pool.fail_nth_allocation(nth),
             }
+            m.reconcile_evictions();
             m.verify();
         }
         let regions = std::mem::take(&mut m.regions);
