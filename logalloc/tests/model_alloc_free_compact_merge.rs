@@ -141,7 +141,10 @@ impl Model {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(96))]
+    // 96 cases unless PROPTEST_CASES says otherwise (e.g. 8 under valgrind).
+    #![proptest_config(ProptestConfig::with_cases(
+        std::env::var("PROPTEST_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(96)
+    ))]
 
     #[test]
     fn live_handles_stay_intact(ops in prop::collection::vec(op(), 1..250)) {
