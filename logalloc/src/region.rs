@@ -144,6 +144,8 @@ pub(crate) struct RegionInner {
     histogram: Histogram,
     /// Free bytes of all closed segments.
     closed_free: usize,
+    /// Sum of the capacities (in entries) of the segments' slot lists.
+    slot_capacity: usize,
     used: usize,
     object_bytes: usize,
     bytes_compacted: u64,
@@ -179,6 +181,7 @@ impl RegionInner {
             active: None,
             histogram: Histogram::new(geometry.segment_shift),
             closed_free: 0,
+            slot_capacity: 0,
             used: 0,
             object_bytes: 0,
             bytes_compacted: 0,
@@ -238,7 +241,8 @@ impl RegionInner {
         debug_assert_eq!(self.segments[position].used, 0);
         debug_assert!(self.segments[position].slot.is_none());
         self.segment_map[segment as usize] = NOT_MAPPED;
-        self.segments.swap_remove(position);
+        let removed = self.segments.swap_remove(position);
+        self.slot_capacity -= removed.slots.capacity();
         if let Some(moved) = self.segments.get(position) {
             self.segment_map[moved.index as usize] = position as u32;
         }
@@ -249,6 +253,16 @@ impl RegionInner {
         if let Some(listener) = &self.listener {
             listener.decrease_usage(self.id, self.segment_size);
         }
+    }
+
+    /// Appends `slot` to `segment`'s slot list, keeping `slot_capacity`.
+    #[inline]
+    fn push_slot(&mut self, segment: u32, slot: u32) {
+        let slots = &mut self.info_mut(segment).slots;
+        let before = slots.capacity();
+        slots.push(slot);
+        let grown = slots.capacity() - before;
+        self.slot_capacity += grown;
     }
 
     fn histogram_insert(&mut self, segment: u32) {
@@ -280,7 +294,11 @@ impl RegionInner {
                 self.release(pool, segment);
             } else {
                 // The list is complete: drop the spare capacity of its growth.
-                self.info_mut(segment).slots.shrink_to_fit();
+                let slots = &mut self.info_mut(segment).slots;
+                let before = slots.capacity();
+                slots.shrink_to_fit();
+                let after = slots.capacity();
+                self.slot_capacity -= before - after;
                 self.histogram_insert(segment);
             }
         }
@@ -360,9 +378,8 @@ impl RegionInner {
                 .bytes_mut(at.segment, at.offset as usize, size as usize)
         });
         let record = record_len(size);
-        let info = self.info_mut(at.segment);
-        info.used += record;
-        info.slots.push(handle.slot());
+        self.info_mut(at.segment).used += record;
+        self.push_slot(at.segment, handle.slot());
         self.used += record as usize;
         self.object_bytes += size as usize;
         Ok(handle)
@@ -434,6 +451,7 @@ impl RegionInner {
         self.reclaim_counter += 1;
         let memory = pool.memory();
         let slots = std::mem::take(&mut self.info_mut(segment).slots);
+        self.slot_capacity -= slots.capacity();
         for &slot in slots.iter().take(PREFETCH_DISTANCE) {
             self.table.prefetch(slot);
         }
@@ -467,14 +485,15 @@ impl RegionInner {
             self.table.relocate(slot, to);
             let record = record_len(from.size);
             self.info_mut(segment).used -= record;
-            let destination = self.info_mut(to.segment);
-            destination.used += record;
-            destination.slots.push(slot);
+            self.info_mut(to.segment).used += record;
+            self.push_slot(to.segment, slot);
             moved += record as usize;
         }
         if let Some(i) = stopped_at {
             // Out of destinations: the objects not yet moved stay listed here.
-            self.info_mut(segment).slots = slots[i..].to_vec();
+            let rest = slots[i..].to_vec();
+            self.slot_capacity += rest.capacity();
+            self.info_mut(segment).slots = rest;
         }
         self.bytes_compacted += moved as u64;
         let emptied = self.info(segment).used == 0;
@@ -640,6 +659,7 @@ impl RegionInner {
         }
         let table = std::mem::replace(&mut other.table, HandleTable::new(pool.geometry()));
         self.table.absorb(table);
+        self.slot_capacity += other.slot_capacity;
         self.used += other.used;
         self.object_bytes += other.object_bytes;
         self.bytes_compacted += other.bytes_compacted;
@@ -658,6 +678,7 @@ impl RegionInner {
         self.active = None;
         self.histogram = Histogram::new(self.segment_size.trailing_zeros());
         self.closed_free = 0;
+        self.slot_capacity = 0;
         self.used = 0;
         self.object_bytes = 0;
         self.listener = None;
@@ -687,12 +708,7 @@ impl RegionInner {
             object_bytes: self.object_bytes,
             objects: self.table.live(),
             segments: self.segments.len(),
-            table_bytes: self.table.bytes()
-                + self
-                    .segments
-                    .iter()
-                    .map(|info| info.slots.capacity() * 4)
-                    .sum::<usize>(),
+            table_bytes: self.table.bytes() + self.slot_capacity * 4,
             bytes_compacted: self.bytes_compacted,
             segments_compacted: self.segments_compacted,
             bytes_evicted: self.bytes_evicted,
@@ -795,6 +811,13 @@ impl RegionInner {
             return Err(format!(
                 "histogram holds {}, {closed} closed",
                 self.histogram.len()
+            ));
+        }
+        let slot_capacity: usize = self.segments.iter().map(|i| i.slots.capacity()).sum();
+        if slot_capacity != self.slot_capacity {
+            return Err(format!(
+                "slot lists hold {slot_capacity} entries of capacity, counted {}",
+                self.slot_capacity
             ));
         }
         let object_bytes: usize = self
