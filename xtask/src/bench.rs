@@ -23,7 +23,7 @@ const SUITES: &[Suite] = &[
         package: "logalloc",
         bench: "fragmentation",
         full: &["--scale", "0.25"],
-        quick: &["--scale", "0.01"],
+        quick: &["--scale", "0.015625"],
     },
     Suite {
         package: "region-group",
@@ -40,14 +40,14 @@ const SUITES: &[Suite] = &[
     Suite {
         package: "sstable",
         bench: "sstable_io",
-        full: &[],
-        quick: &["--scale", "0.01"],
+        full: &["--scale", "1", "--runs", "3"],
+        quick: &[],
     },
     Suite {
         package: "dirty-memory",
         bench: "flush_policy",
         full: &[],
-        quick: &["--quick"],
+        quick: &["--scale", "0.1"],
     },
     Suite {
         package: "flush-scheduler",
@@ -62,21 +62,32 @@ const FUZZ_DIR: &str = "sstable/fuzz";
 const FUZZ_TARGET: &str = "reader";
 const FUZZ_SECONDS: &str = "30";
 
-/// Runs the bench task.
+/// Runs the bench task: every suite, or only the named packages' suites
+/// (`fuzz` names the sstable fuzz run).
 pub(crate) fn run(args: &[&str]) -> Result<(), String> {
     let mut quick = false;
+    let mut only: Vec<&str> = Vec::new();
     for arg in args {
         match *arg {
             "--quick" => quick = true,
+            name if SUITES.iter().any(|s| s.package == name) || name == "fuzz" => {
+                only.push(name);
+            }
             other => {
                 return Err(format!(
-                    "`cargo xtask bench` takes only --quick, not `{other}`"
+                    "`cargo xtask bench` takes --quick and package names ({}, fuzz), not `{other}`",
+                    SUITES
+                        .iter()
+                        .map(|s| s.package)
+                        .collect::<Vec<_>>()
+                        .join(", ")
                 ));
             }
         }
     }
+    let selected = |name: &str| only.is_empty() || only.contains(&name);
     let mut results = Vec::new();
-    for suite in SUITES {
+    for suite in SUITES.iter().filter(|s| selected(s.package)) {
         let name = suite.bench;
         let file = Path::new(suite.package)
             .join("benches")
@@ -101,13 +112,15 @@ pub(crate) fn run(args: &[&str]) -> Result<(), String> {
             outcome,
         });
     }
-    let started = Instant::now();
-    let outcome = fuzz();
-    results.push(StepResult {
-        name: "fuzz",
-        took: started.elapsed(),
-        outcome,
-    });
+    if selected("fuzz") {
+        let started = Instant::now();
+        let outcome = fuzz();
+        results.push(StepResult {
+            name: "fuzz",
+            took: started.elapsed(),
+            outcome,
+        });
+    }
     report::print_table(&results);
     let failed: Vec<&str> = results
         .iter()

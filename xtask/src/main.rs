@@ -27,7 +27,9 @@ tasks:
                     cargo doc -D warnings, valgrind (logalloc), loom models;
                     --quick skips cargo doc, valgrind and loom;
                     --step NAME runs only that step (repeatable)
-  bench [--quick]   run every benchmark suite (--quick: smallest scale)
+  bench [--quick] [PACKAGE...]
+                    run the benchmark suites (all, or the named packages';
+                    `fuzz` is the sstable reader fuzz run); --quick: small scale
   stress [ARGS...]  run the main program, replica-stress, with ARGS
   help              print this list
 ";

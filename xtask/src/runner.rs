@@ -136,6 +136,19 @@ impl Job {
     }
 }
 
+/// The host target triple, as `rustc -vV` reports it.
+pub(crate) fn host_triple() -> Result<String, String> {
+    let output = Command::new("rustc")
+        .arg("-vV")
+        .output()
+        .map_err(|e| format!("cannot run `rustc -vV`: {e}"))?;
+    String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .find_map(|line| line.strip_prefix("host: "))
+        .map(|host| host.trim().to_string())
+        .ok_or_else(|| "`rustc -vV` printed no host line".to_string())
+}
+
 /// Whether a program can be started from `PATH` (`program --version` runs).
 pub(crate) fn has_program(name: &str, version_args: &[&str]) -> bool {
     Command::new(name)

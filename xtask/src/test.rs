@@ -5,9 +5,16 @@ use std::time::Instant;
 use crate::report::{self, Counts, StepResult};
 use crate::runner;
 
-/// The logalloc test binary that runs under valgrind memcheck.
+/// The logalloc tests that run under valgrind memcheck: the unit tests, a
+/// smoke test of every unsafe path, and the property model (few cases).
 const VALGRIND_PACKAGE: &str = "logalloc";
-const VALGRIND_TEST: &str = "valgrind_smoke";
+const VALGRIND_TARGETS: &[&str] = &[
+    "--lib",
+    "--test",
+    "valgrind_smoke",
+    "--test",
+    "model_alloc_free_compact_merge",
+];
 
 /// What the steps counted, for the summary line.
 #[derive(Debug, Default)]
@@ -201,44 +208,29 @@ fn doc(_: &mut Tally) -> Result<String, String> {
 }
 
 /// Runs logalloc's unsafe core under valgrind memcheck, or says why not.
+/// Cargo's target runner puts every test binary under valgrind, so the
+/// binaries are the ones the test step already built.
 fn valgrind(_: &mut Tally) -> Result<String, String> {
     if !runner::has_program("valgrind", &["--version"]) {
         return Ok("skipped: valgrind is not installed (apt-get install valgrind)".to_string());
     }
-    let output = runner::cargo(&[
-        "test",
-        "-p",
-        VALGRIND_PACKAGE,
-        "--test",
-        VALGRIND_TEST,
-        "--no-run",
-        "--message-format=json",
-    ])
-    .tee()
-    .map_err(|(reason, _)| reason)?;
-    let executable = output
-        .lines()
-        .filter(|line| line.contains("\"executable\":\"") && line.contains(VALGRIND_TEST))
-        .find_map(|line| {
-            let start = line.find("\"executable\":\"")? + "\"executable\":\"".len();
-            let end = line[start..].find('"')? + start;
-            Some(line[start..end].to_string())
-        })
-        .ok_or_else(|| format!("cargo did not report the `{VALGRIND_TEST}` test executable"))?;
-    let output = runner::program(
-        "valgrind",
-        &[
-            "--error-exitcode=1",
-            "--leak-check=full",
-            "--errors-for-leak-kinds=definite",
-            "--quiet",
-            &executable,
-            "--test-threads=2",
-        ],
-    )
-    .env("PROPTEST_CASES", "16")
-    .tee()
-    .map_err(|(reason, _)| format!("valgrind reported errors: {reason}"))?;
+    let runner_var = format!(
+        "CARGO_TARGET_{}_RUNNER",
+        runner::host_triple()?
+            .to_uppercase()
+            .replace(['-', '.'], "_")
+    );
+    let mut args = vec!["test", "-p", VALGRIND_PACKAGE];
+    args.extend_from_slice(VALGRIND_TARGETS);
+    args.extend_from_slice(&["--", "--test-threads=2"]);
+    let output = runner::cargo(&args)
+        .env(
+            &runner_var,
+            "valgrind --error-exitcode=1 --leak-check=full --show-leak-kinds=definite --errors-for-leak-kinds=definite --quiet",
+        )
+        .env("PROPTEST_CASES", "8")
+        .tee()
+        .map_err(|(reason, _)| format!("valgrind reported errors or a test failed: {reason}"))?;
     let counts = report::parse_cargo_test(&output);
     judge(counts, "tests under valgrind")
 }
