@@ -196,7 +196,7 @@ fn child(w: &Workload, allocator: &str, cap: usize) {
             |b| drop(black_box(b)),
             &mut live,
         )
-        .map(|stats| (stats, 0usize, 0usize, 0u64))
+        .map(|stats| (stats, 0usize, 0usize, 0u64, 0.0f64))
     } else {
         // `logalloc@<fraction>` or `logalloc@<fraction>/<threshold %>`.
         let spec = allocator.trim_start_matches("logalloc@");
@@ -238,20 +238,32 @@ fn child(w: &Workload, allocator: &str, cap: usize) {
         );
         let stats = region.stats();
         let table = peak_table.max(stats.table_bytes);
-        outcome.map(|run| (run, pool.stats().system_bytes, table, stats.bytes_compacted))
+        // Share of the compacted segments that were compacted below the
+        // 15% rule because an allocation would otherwise have failed.
+        let forced = stats.forced_compactions as f64 / stats.segments_compacted.max(1) as f64;
+        outcome.map(|run| {
+            (
+                run,
+                pool.stats().system_bytes,
+                table,
+                stats.bytes_compacted,
+                forced,
+            )
+        })
     };
     let peak = status_kib("VmHWM:");
     let rss = peak.saturating_sub(baseline) * 1024;
     match result {
-        Ok((stats, segments, table, compacted)) => println!(
-            "ok {} {} {} {} {} {} {}",
+        Ok((stats, segments, table, compacted, forced)) => println!(
+            "ok {} {} {} {} {} {} {} {}",
             stats.allocations,
             stats.allocated_bytes,
             stats.seconds,
             rss,
             segments,
             table,
-            compacted
+            compacted,
+            forced
         ),
         Err(e) => println!("err {e}"),
     }
@@ -263,6 +275,7 @@ struct Row {
     table: f64,
     rss: f64,
     compacted_per_allocated: f64,
+    forced_share: f64,
 }
 
 fn parse(line: &str, cap: usize, system: bool) -> Result<Row, String> {
@@ -279,6 +292,7 @@ fn parse(line: &str, cap: usize, system: bool) -> Result<Row, String> {
         table: n(6) / live,
         rss,
         compacted_per_allocated: n(7) / n(2),
+        forced_share: n(8),
     })
 }
 
@@ -313,14 +327,14 @@ fn main() {
     println!();
     let mut header = String::from(
         "| workload | seg | system: footprint | system: Malloc/s \
-         | la@0.8: footprint (table; rss) | la@0.8: Malloc/s (x sys) | la@0.8: compacted/alloc \
-         | la@0.9: footprint (table; rss) | la@0.9: Malloc/s (x sys) | la@0.9: compacted/alloc |",
+         | la@0.8: footprint (table; rss) | la@0.8: Malloc/s (x sys) | la@0.8: compacted/alloc (forced) \
+         | la@0.9: footprint (table; rss) | la@0.9: Malloc/s (x sys) | la@0.9: compacted/alloc (forced) |",
     );
     if let Some(spec) = &relaxed {
         let p = spec.trim_start_matches("0.9/");
         header.push_str(&format!(
             " la@0.9 {p}% rule: footprint (table; rss) | la@0.9 {p}% rule: Malloc/s (x sys) \
-             | la@0.9 {p}% rule: compacted/alloc |"
+             | la@0.9 {p}% rule: compacted/alloc (forced) |"
         ));
     }
     println!("{header}");
@@ -370,7 +384,11 @@ fn main() {
                         row.allocations_per_second / 1e6,
                         row.allocations_per_second / system.allocations_per_second
                     ));
-                    cells.push(format!("{:.2}", row.compacted_per_allocated));
+                    cells.push(format!(
+                        "{:.2} ({:.0}%)",
+                        row.compacted_per_allocated,
+                        100.0 * row.forced_share
+                    ));
                 }
                 Err(e) => {
                     cells.push(format!("FAILED: {e}"));

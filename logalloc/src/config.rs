@@ -40,10 +40,12 @@ pub struct PoolConfig {
     pub bulk_segments: usize,
     /// A closed segment is compacted only if at least this percentage of
     /// it is free (1..=100). Default 15, ScyllaDB's rule: moving more than
-    /// 85% of a segment to win back less than 15% is rarely worth it. With
-    /// the pool nearly full of live data no segment may qualify, and
-    /// allocation fails instead of compacting at a high cost (see
-    /// `BENCHMARKS.md`).
+    /// 85% of a segment to win back less than 15% is rarely worth it. It is
+    /// an efficiency rule, not a limit: when an allocation would otherwise
+    /// fail, reclaim compacts below it as a last resort (counted as
+    /// [`forced_compactions`](crate::RegionStats::forced_compactions); see
+    /// the crate documentation). [`Region::compact`](crate::Region::compact)
+    /// always keeps it.
     pub compaction_min_free_percent: u8,
 }
 

@@ -64,6 +64,7 @@ pub struct SegmentPool {
     fail_countdown: AtomicU64,
     bytes_compacted: AtomicU64,
     segments_compacted: AtomicU64,
+    forced_compactions: AtomicU64,
     bytes_evicted: AtomicU64,
     allocation_failures: AtomicU64,
 }
@@ -102,6 +103,7 @@ impl SegmentPool {
             fail_countdown: AtomicU64::new(0),
             bytes_compacted: AtomicU64::new(0),
             segments_compacted: AtomicU64::new(0),
+            forced_compactions: AtomicU64::new(0),
             bytes_evicted: AtomicU64::new(0),
             allocation_failures: AtomicU64::new(0),
         }))
@@ -246,6 +248,16 @@ impl SegmentPool {
             .fetch_add(segments as u64, Ordering::Relaxed);
     }
 
+    pub(crate) fn note_forced_compaction(&self) {
+        self.forced_compactions.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Segments that a compaction could still take (the reserve included).
+    /// A snapshot: other threads may take or release segments right after.
+    pub(crate) fn available_for_compaction(&self) -> usize {
+        self.geometry.max_segments - self.state.lock().in_use
+    }
+
     pub(crate) fn note_eviction(&self, bytes: usize) {
         self.bytes_evicted
             .fetch_add(bytes as u64, Ordering::Relaxed);
@@ -269,6 +281,7 @@ impl SegmentPool {
             regions: state.regions.len(),
             bytes_compacted: self.bytes_compacted.load(Ordering::Relaxed),
             segments_compacted: self.segments_compacted.load(Ordering::Relaxed),
+            forced_compactions: self.forced_compactions.load(Ordering::Relaxed),
             bytes_evicted: self.bytes_evicted.load(Ordering::Relaxed),
             allocation_failures: self.allocation_failures.load(Ordering::Relaxed),
         }

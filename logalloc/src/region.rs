@@ -150,6 +150,7 @@ pub(crate) struct RegionInner {
     object_bytes: usize,
     bytes_compacted: u64,
     segments_compacted: u64,
+    forced_compactions: u64,
     bytes_evicted: u64,
     allocation_failures: u64,
     reclaim_counter: u64,
@@ -186,6 +187,7 @@ impl RegionInner {
             object_bytes: 0,
             bytes_compacted: 0,
             segments_compacted: 0,
+            forced_compactions: 0,
             bytes_evicted: 0,
             allocation_failures: 0,
             reclaim_counter: 0,
@@ -343,7 +345,7 @@ impl RegionInner {
                 continue;
             }
             steps_left -= 1;
-            if steps_left == 0 || !self.reclaim_step(pool) {
+            if steps_left == 0 || !(self.reclaim_step(pool) || self.forced_reclaim_step(pool)) {
                 return Err(Error::OutOfMemory {
                     size: size as usize,
                     limit: pool.memory_limit(),
@@ -520,6 +522,87 @@ impl RegionInner {
         (free * 100 >= self.segment_size * self.min_free_percent).then_some((segment, free))
     }
 
+    /// How many fresh segments moving the live objects of closed `segment`
+    /// would open: places them, in compaction order, after the active
+    /// segment's end as `place` would. A slot listed twice is counted twice,
+    /// which can only overestimate.
+    fn destinations_needed(&self, segment: u32) -> usize {
+        let segment_size = self.segment_size as u32;
+        let after = |end: u32, at: &Location| {
+            let offset = (end + at.align - 1) & !(at.align - 1);
+            let end = offset + record_len(at.size);
+            (end <= segment_size).then_some(end)
+        };
+        let mut end = self.active.map(|active| self.info(active).end);
+        let mut needed = 0;
+        for &slot in &self.info(segment).slots {
+            let Some(from) = self.table.live_location(slot) else {
+                continue;
+            };
+            if from.segment != segment {
+                continue;
+            }
+            end = match end.and_then(|end| after(end, &from)) {
+                Some(end) => Some(end),
+                None => {
+                    needed += 1;
+                    after(0, &from)
+                }
+            };
+        }
+        needed
+    }
+
+    /// Reclaim's last resort, once free segments, ordinary compaction (of
+    /// every unborrowed region) and eviction have found nothing: compacts
+    /// the sparsest closed segment however little of it is free, as long as
+    /// that cannot lower the number of segments the pool can hand out.
+    ///
+    /// It runs only while the closed segments hold at least two segments'
+    /// worth of free space (one to win back, one of slack for the segment
+    /// tails and alignment padding that moving objects wastes), and only if
+    /// moving the segment's objects opens at most one fresh destination and
+    /// the pool has it: the emptied segment goes back, so the pool's free
+    /// segments never drop and each step either frees a segment outright or
+    /// leaves the active segment with more room. True if a segment was
+    /// compacted.
+    fn forced_compaction(&mut self, pool: &SegmentPool) -> bool {
+        if self.closed_free < 2 * self.segment_size {
+            return false;
+        }
+        let Some(segment) = self.histogram.sparsest() else {
+            return false;
+        };
+        let needed = self.destinations_needed(segment);
+        if needed > 1 || needed > pool.available_for_compaction() {
+            return false;
+        }
+        let free = self.segment_size - self.info(segment).used as usize;
+        let below_threshold = free * 100 < self.segment_size * self.min_free_percent;
+        if !self.compact_segment(pool, segment) {
+            return false;
+        }
+        if below_threshold {
+            self.forced_compactions += 1;
+            pool.note_forced_compaction();
+        }
+        true
+    }
+
+    /// A forced compaction (see [`forced_compaction`](Self::forced_compaction))
+    /// of this region, else of another unborrowed one. False if none applies.
+    fn forced_reclaim_step(&mut self, pool: &SegmentPool) -> bool {
+        if self.forced_compaction(pool) {
+            return true;
+        }
+        pool.other_regions(self.id).iter().any(|region| {
+            region
+                .inner
+                .try_write()
+                .is_some_and(|mut inner| inner.forced_compaction(pool))
+        })
+    }
+
     fn compact(&mut self, pool: &SegmentPool) -> usize {
         let mut compacted = 0;
         // Each step frees at least the threshold of a segment of closed free space
@@ -664,6 +747,7 @@ impl RegionInner {
         self.object_bytes += other.object_bytes;
         self.bytes_compacted += other.bytes_compacted;
         self.segments_compacted += other.segments_compacted;
+        self.forced_compactions += other.forced_compactions;
         self.bytes_evicted += other.bytes_evicted;
         self.allocation_failures += other.allocation_failures;
         self.reclaim_counter = self.reclaim_counter.max(other.reclaim_counter);
@@ -711,6 +795,7 @@ impl RegionInner {
             table_bytes: self.table.bytes() + self.slot_capacity * 4,
             bytes_compacted: self.bytes_compacted,
             segments_compacted: self.segments_compacted,
+            forced_compactions: self.forced_compactions,
             bytes_evicted: self.bytes_evicted,
             allocation_failures: self.allocation_failures,
             reclaim_counter: self.reclaim_counter,

@@ -31,6 +31,11 @@ pub struct RegionStats {
     pub bytes_compacted: u64,
     /// Segments emptied by compaction.
     pub segments_compacted: u64,
+    /// Of those, segments compacted with less than the pool's
+    /// [`compaction_min_free_percent`](crate::PoolConfig::compaction_min_free_percent)
+    /// free, because an allocation would otherwise have failed (reclaim's
+    /// last resort before eviction fails; see the crate documentation).
+    pub forced_compactions: u64,
     /// Object bytes freed by eviction callbacks.
     pub bytes_evicted: u64,
     /// Allocations refused for lack of memory (injected failures included).
@@ -66,6 +71,7 @@ impl RegionStats {
         self.table_bytes += other.table_bytes;
         self.bytes_compacted += other.bytes_compacted;
         self.segments_compacted += other.segments_compacted;
+        self.forced_compactions += other.forced_compactions;
         self.bytes_evicted += other.bytes_evicted;
         self.allocation_failures += other.allocation_failures;
         self.reclaim_counter = self.reclaim_counter.max(other.reclaim_counter);
@@ -95,6 +101,9 @@ pub struct PoolStats {
     pub bytes_compacted: u64,
     /// Segments emptied by compaction, all regions.
     pub segments_compacted: u64,
+    /// Of those, segments compacted below the free-space threshold because
+    /// an allocation would otherwise have failed, all regions.
+    pub forced_compactions: u64,
     /// Object bytes freed by eviction, all regions.
     pub bytes_evicted: u64,
     /// Allocations refused for lack of memory, all regions.

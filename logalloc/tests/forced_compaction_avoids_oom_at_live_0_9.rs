@@ -1,0 +1,122 @@
+//! A pool limited to live/0.9 with the default 15% compaction rule: right
+//! after the first fill, random deletes leave every segment about 10% free,
+//! so no segment qualifies for ordinary compaction. Allocation must still
+//! succeed, by compacting below the threshold (a forced compaction), and
+//! every object must stay intact. `compact()` keeps the 15% rule.
+
+use logalloc::{Handle, PoolConfig, Region, SegmentPool};
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
+
+const SEGMENT: usize = 8 << 10;
+const SEGMENTS: usize = 256;
+const OBJECT: usize = 100;
+
+fn check_all(region: &Region, live: &[(Handle, u8)]) {
+    for &(handle, fill) in live {
+        let bytes = region.get(handle).expect("a live handle resolves");
+        assert_eq!(bytes.len(), OBJECT);
+        assert!(
+            bytes.iter().all(|&b| b == fill),
+            "object {handle:?} corrupted"
+        );
+    }
+}
+
+#[test]
+fn allocation_at_live_0_9_compacts_below_the_threshold_instead_of_failing() {
+    let pool = SegmentPool::new(
+        PoolConfig::default()
+            .with_segment_size(SEGMENT)
+            .with_memory_limit(SEGMENTS * SEGMENT)
+            .with_bulk_segments(4),
+    )
+    .unwrap();
+    assert_eq!(PoolConfig::default().compaction_min_free_percent, 15);
+    let mut region = Region::new(&pool);
+    let cap = SEGMENTS * SEGMENT * 9 / 10;
+    let mut rng = SmallRng::seed_from_u64(7);
+    let mut live: Vec<(Handle, u8)> = Vec::new();
+    let mut live_bytes = 0;
+    let mut checked_after_transient = false;
+    for n in 0..5 * cap / OBJECT {
+        while live_bytes + OBJECT > cap {
+            let (handle, _) = live.swap_remove(rng.gen_range(0..live.len()));
+            region.free(handle).unwrap();
+            live_bytes -= OBJECT;
+        }
+        let fill = n as u8;
+        let handle = region
+            .alloc_bytes(&[fill; OBJECT])
+            .unwrap_or_else(|e| panic!("allocation {n} failed at live/0.9: {e}"));
+        live.push((handle, fill));
+        live_bytes += OBJECT;
+        let stats = region.stats();
+        if !checked_after_transient && stats.forced_compactions > 0 {
+            // The transient: ordinary compaction finds nothing at 15%.
+            assert_eq!(region.compact(), 0, "compact() keeps the 15% rule");
+            check_all(&region, &live);
+            region.check_invariants().unwrap();
+            checked_after_transient = true;
+        }
+        if n % 4096 == 0 {
+            region.check_invariants().unwrap();
+        }
+    }
+    let stats = region.stats();
+    assert!(checked_after_transient, "no forced compaction: {stats:?}");
+    assert_eq!(stats.allocation_failures, 0);
+    assert!(stats.forced_compactions <= stats.segments_compacted);
+    assert!(
+        stats.segments_compacted > stats.forced_compactions,
+        "ordinary compaction takes over once segments reach 15% free: {stats:?}"
+    );
+    let pool_stats = pool.stats();
+    assert_eq!(pool_stats.forced_compactions, stats.forced_compactions);
+    assert!(pool_stats.segments_in_use <= SEGMENTS);
+    check_all(&region, &live);
+    region.check_invariants().unwrap();
+    pool.check_invariants().unwrap();
+}
+
+#[test]
+fn a_pool_too_full_to_win_a_segment_still_fails_cleanly() {
+    // Live data at 99% of the pool: the closed segments' free space does not
+    // add up to the two segments a forced compaction needs, so the
+    // allocation fails with OutOfMemory and nothing is lost.
+    let pool = SegmentPool::new(
+        PoolConfig::default()
+            .with_segment_size(SEGMENT)
+            .with_memory_limit(16 * SEGMENT)
+            .with_bulk_segments(1),
+    )
+    .unwrap();
+    let mut region = Region::new(&pool);
+    let mut live = Vec::new();
+    let mut n = 0u32;
+    let error = loop {
+        match region.alloc_bytes(&[n as u8; OBJECT]) {
+            Ok(handle) => live.push((handle, n as u8)),
+            Err(e) => break e,
+        }
+        n += 1;
+    };
+    assert!(
+        matches!(error, logalloc::Error::OutOfMemory { .. }),
+        "{error}"
+    );
+    // Free one object in a hundred: far less than two segments of free space.
+    for (handle, _) in live.iter().step_by(100) {
+        region.free(*handle).unwrap();
+    }
+    live.retain(|(h, _)| region.get(*h).is_ok());
+    let before = region.stats();
+    let error = region.alloc_bytes(&[0; OBJECT]);
+    assert!(error.is_err());
+    let after = region.stats();
+    assert_eq!(after.forced_compactions, 0);
+    assert_eq!(after.objects, before.objects);
+    check_all(&region, &live);
+    region.check_invariants().unwrap();
+    pool.check_invariants().unwrap();
+}
