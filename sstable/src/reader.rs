@@ -608,6 +608,9 @@ pub struct SstableReader {
     cursor: DataCursor,
     in_partition: bool,
     skipping: bool,
+    /// The last partition whose start the cursor passed (produced or
+    /// skipped): a fast-forward never goes back to it or before it.
+    last_started: Option<DecoratedKey>,
     out: std::collections::VecDeque<Fragment>,
     scratch: Vec<Fragment>,
     done: bool,
@@ -631,6 +634,7 @@ impl SstableReader {
             cursor: DataCursor::start(),
             in_partition: false,
             skipping: false,
+            last_started: None,
             out: std::collections::VecDeque::new(),
             scratch: Vec::new(),
             done: false,
@@ -679,6 +683,7 @@ impl SstableReader {
                     }
                     self.in_partition = true;
                     self.skipping = self.range.is_before(key);
+                    self.last_started = Some(key.clone());
                     if let Some(s) = &mut self.slice {
                         s.reset(None);
                     }
@@ -729,7 +734,24 @@ impl FragmentReader for SstableReader {
 
     fn fast_forward_to(&mut self, range: PartitionRange) -> Result<(), mutation::Error> {
         let wrap = |e: Error| mutation::Error::Source(Box::new(e));
-        let entry = self.table.lower_bound(&range).map_err(wrap)?;
+        // The stream continues after every partition already passed, even
+        // when `range` starts before it (a merging reader that read ahead
+        // forwards its sources to ranges starting at what it peeked).
+        let mut range = range;
+        let mut entry = None;
+        let passed_all = self
+            .last_started
+            .as_ref()
+            .is_some_and(|k| range.is_after(k));
+        if !passed_all {
+            if let Some(last) = self.last_started.as_ref().filter(|k| !range.is_before(k)) {
+                range = PartitionRange::new(
+                    Bound::Excluded(RingPosition::Key(last.clone())),
+                    range.end().clone(),
+                )?;
+            }
+            entry = self.table.lower_bound(&range).map_err(wrap)?;
+        }
         self.range = range;
         match entry {
             Some(e) if !self.range.is_after(&e.key) => {
