@@ -276,7 +276,11 @@ impl Drop for FlushScheduler {
 
 /// What a worker does after an attempt.
 enum Outcome {
-    Resolve(Arc<Completion>, u32, FlushResult),
+    /// Resolve the flush; drop the job of a successful attempt first. Both
+    /// happen after the state lock is released: dropping a job runs its
+    /// owner's code (it frees the flushed memtable), which must be free to
+    /// use the scheduler and must not hold up the other workers.
+    Resolve(Arc<Completion>, u32, FlushResult, Option<Box<dyn FlushJob>>),
     Retry,
 }
 
@@ -330,8 +334,9 @@ fn worker(shared: &Shared) {
             shared.idle.notify_all();
         }
         match outcome {
-            Outcome::Resolve(completion, attempts, result) => {
+            Outcome::Resolve(completion, attempts, result, finished_job) => {
                 drop(st);
+                drop(finished_job);
                 completion.resolve(attempts, result);
                 st = shared.state.lock();
             }
@@ -395,14 +400,13 @@ fn finish_attempt(
         Ok(output) => {
             st.dirs.succeeded(dir_index);
             st.metrics.completed += 1;
-            drop(job);
             let report = FlushReport {
                 key,
                 dir: dir.to_path_buf(),
                 attempts,
                 output,
             };
-            Outcome::Resolve(entry.completion, attempts, Ok(report))
+            Outcome::Resolve(entry.completion, attempts, Ok(report), Some(job))
         }
         Err(error) => {
             let now = Instant::now();
@@ -420,6 +424,7 @@ fn finish_attempt(
                     entry.completion,
                     attempts,
                     Err(FlushError::Cancelled { key }),
+                    None,
                 );
             }
             if shared
@@ -434,7 +439,7 @@ fn finish_attempt(
                     attempts,
                     last: Box::new(error),
                 };
-                return Outcome::Resolve(entry.completion, attempts, Err(gave_up));
+                return Outcome::Resolve(entry.completion, attempts, Err(gave_up), None);
             }
             st.metrics.retries += 1;
             entry.job = Some(job);
