@@ -328,7 +328,22 @@ impl RegionInner {
 
     /// Finds room for a new object, taking segments from the pool and
     /// reclaiming memory as needed.
+    #[inline]
     fn find_room(&mut self, pool: &SegmentPool, size: u32, align: u32) -> Result<Location, Error> {
+        match self.place(size, align) {
+            Some(at) => Ok(at),
+            None => self.find_room_slow(pool, size, align),
+        }
+    }
+
+    /// `find_room` once the active segment is full (or absent).
+    #[cold]
+    fn find_room_slow(
+        &mut self,
+        pool: &SegmentPool,
+        size: u32,
+        align: u32,
+    ) -> Result<Location, Error> {
         // Every reclaim step compacts a segment with at least the threshold
         // free or evicts something, so a segment normally turns up within a
         // few steps; the bound only stops a pathological loop (a tiny
@@ -427,27 +442,15 @@ impl RegionInner {
         Ok(at.size)
     }
 
-    /// Room for an object being moved by compaction: may use the reserve.
-    fn place_for_compaction(
-        &mut self,
-        pool: &SegmentPool,
-        size: u32,
-        align: u32,
-    ) -> Option<Location> {
-        loop {
-            if let Some(at) = self.place(size, align) {
-                return Some(at);
-            }
-            self.close_active(pool);
-            let segment = pool.take(Purpose::Compaction)?;
-            self.open(segment);
-        }
-    }
-
     /// Moves every live object out of closed `segment` into the active
     /// segment. True if the segment was emptied and released; false if no
     /// destination could be had (the objects moved so far stay moved, the
     /// rest stay put: nothing is lost).
+    ///
+    /// The hot loop of the allocator: per listed slot it does one table
+    /// lookup (which also tells whether the object is still here), one copy
+    /// and one entry write; the destination's bump pointer, byte count and
+    /// slot list are kept in locals and written back once per destination.
     fn compact_segment(&mut self, pool: &SegmentPool, segment: u32) -> bool {
         self.histogram_remove(segment);
         self.reclaim_counter += 1;
@@ -457,41 +460,79 @@ impl RegionInner {
         for &slot in slots.iter().take(PREFETCH_DISTANCE) {
             self.table.prefetch(slot);
         }
+        let codec = self.table.codec();
+        let segment_size = self.segment_size as u32;
         let mut moved = 0usize;
-        let mut stopped_at = None;
-        for (i, &slot) in slots.iter().enumerate() {
-            if let Some(&ahead) = slots.get(i + PREFETCH_DISTANCE) {
-                self.table.prefetch(ahead);
-            }
-            // Freed since, or moved since and maybe reused elsewhere: skip.
-            let Some(from) = self.table.live_location(slot) else {
-                continue;
+        let mut i = 0;
+        let mut stopped = false;
+        while i < slots.len() {
+            // The destination: the active segment, else a fresh one (which
+            // may come from the emergency reserve).
+            let destination = match self.active {
+                Some(active) => active,
+                None => match pool.take(Purpose::Compaction) {
+                    Some(fresh) => {
+                        self.open(fresh);
+                        fresh
+                    }
+                    None => {
+                        stopped = true;
+                        break;
+                    }
+                },
             };
-            if from.segment != segment {
-                continue;
+            let position = self.segment_map[destination as usize] as usize;
+            let info = &mut self.segments[position];
+            let (source, target) = (memory.base(segment), memory.base(destination));
+            let (mut end, mut added) = (info.end, 0u32);
+            let capacity_before = info.slots.capacity();
+            let mut full = false;
+            while let Some(&slot) = slots.get(i) {
+                if let Some(&ahead) = slots.get(i + PREFETCH_DISTANCE) {
+                    self.table.prefetch(ahead);
+                }
+                // Freed since, or moved since and maybe reused elsewhere: skip.
+                let Some((entry, from)) = self.table.live_in_segment(slot, segment) else {
+                    i += 1;
+                    continue;
+                };
+                let offset = (end + from.align - 1) & !(from.align - 1);
+                let record = record_len(from.size);
+                if offset + record > segment_size {
+                    full = true;
+                    break;
+                }
+                debug_assert!(from.offset + from.size <= segment_size);
+                // SAFETY: `source` and `target` are the bases of two different
+                // segments (the one being compacted is closed, the target is
+                // the active one), both owned by this exclusively locked
+                // region, so nothing borrows their bytes. The source range is
+                // a live object, inside its segment; the target range ends at
+                // `offset + record <= segment_size` (checked above).
+                unsafe {
+                    std::ptr::copy_nonoverlapping(
+                        source.add(from.offset as usize),
+                        target.add(offset as usize),
+                        from.size as usize,
+                    );
+                }
+                *entry = codec.relocated(*entry, destination, offset);
+                info.slots.push(slot);
+                end = offset + record;
+                added += record;
+                i += 1;
             }
-            let Some(to) = self.place_for_compaction(pool, from.size, from.align) else {
-                stopped_at = Some(i);
-                break;
-            };
-            // SAFETY: source and destination are objects in two different
-            // segments owned by this exclusively locked region (the segment
-            // being compacted is never the active one); nothing borrows them.
-            unsafe {
-                memory.copy(
-                    (segment, from.offset as usize),
-                    (to.segment, to.offset as usize),
-                    from.size as usize,
-                );
+            info.end = end;
+            info.used += added;
+            let grown = info.slots.capacity() - capacity_before;
+            self.slot_capacity += grown;
+            moved += added as usize;
+            if full {
+                self.close_active(pool);
             }
-            self.table.relocate(slot, to);
-            let record = record_len(from.size);
-            self.info_mut(segment).used -= record;
-            self.info_mut(to.segment).used += record;
-            self.push_slot(to.segment, slot);
-            moved += record as usize;
         }
-        if let Some(i) = stopped_at {
+        self.info_mut(segment).used -= moved as u32;
+        if stopped {
             // Out of destinations: the objects not yet moved stay listed here.
             let rest = slots[i..].to_vec();
             self.slot_capacity += rest.capacity();

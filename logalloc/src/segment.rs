@@ -124,25 +124,13 @@ impl SegmentMemory {
         unsafe { std::slice::from_raw_parts_mut(self.segment_ptr(segment).add(offset), len) }
     }
 
-    /// Copies `len` bytes between two different places of the caller's segments.
-    ///
-    /// # Safety
-    ///
-    /// Both segments are owned by the caller's exclusively locked region,
-    /// both ranges are in bounds, and the ranges do not overlap.
+    /// The address of the first byte of `segment`, whose chunk must be
+    /// allocated. Computing it is safe; reading or writing through it is
+    /// subject to the same contract as [`bytes_mut`](Self::bytes_mut).
     #[inline]
-    pub(crate) unsafe fn copy(&self, from: (u32, usize), to: (u32, usize), len: usize) {
-        self.check(from.0, from.1, len);
-        self.check(to.0, to.1, len);
-        // SAFETY: both ranges are in bounds of allocated segments, do not
-        // overlap, and no reference to them is alive (caller's contract).
-        unsafe {
-            ptr::copy_nonoverlapping(
-                self.segment_ptr(from.0).add(from.1),
-                self.segment_ptr(to.0).add(to.1),
-                len,
-            );
-        }
+    pub(crate) fn base(&self, segment: u32) -> *mut u8 {
+        debug_assert!((segment as usize) < self.max_segments);
+        self.segment_ptr(segment)
     }
 }
 
@@ -204,7 +192,11 @@ mod tests {
             unsafe {
                 assert_eq!(memory.bytes(segment, 4092, 4), &[0; 4]);
                 memory.bytes_mut(segment, 4092, 4).copy_from_slice(&[7; 4]);
-                memory.copy((segment, 4092), (segment, 0), 4);
+                std::ptr::copy_nonoverlapping(
+                    memory.base(segment).add(4092),
+                    memory.base(segment),
+                    4,
+                );
                 assert_eq!(memory.bytes(segment, 0, 4), &[7; 4]);
             }
         }

@@ -100,13 +100,15 @@ pub(crate) struct Location {
 
 /// Packs and unpacks entries for one pool geometry.
 #[derive(Debug, Clone, Copy)]
-struct Codec {
-    size_bits: u32,
+pub(crate) struct Codec {
     offset_shift: u32,
     segment_shift: u32,
     align_shift: u32,
     generation_shift: u32,
     generation_mask: u64,
+    size_mask: u64,
+    offset_mask: u64,
+    segment_mask: u64,
 }
 
 impl Codec {
@@ -116,15 +118,18 @@ impl Codec {
         let align_shift = segment_shift + geometry.segment_bits;
         let generation_shift = align_shift + ALIGN_BITS;
         Codec {
-            size_bits: geometry.size_bits,
             offset_shift,
             segment_shift,
             align_shift,
             generation_shift,
             generation_mask: (1u64 << geometry.generation_bits) - 1,
+            size_mask: (1u64 << geometry.size_bits) - 1,
+            offset_mask: (1u64 << geometry.offset_bits) - 1,
+            segment_mask: (1u64 << geometry.segment_bits) - 1,
         }
     }
 
+    #[inline]
     fn live(&self, generation: u32, at: Location) -> u64 {
         LIVE | (u64::from(generation) << self.generation_shift)
             | (u64::from(at.align.trailing_zeros()) << self.align_shift)
@@ -133,14 +138,26 @@ impl Codec {
             | u64::from(at.size)
     }
 
+    #[inline]
     fn location(&self, entry: u64) -> Location {
-        let field = |shift: u32, bits: u32| ((entry >> shift) & ((1u64 << bits) - 1)) as u32;
         Location {
-            size: field(0, self.size_bits),
-            offset: field(self.offset_shift, self.segment_shift - self.offset_shift),
-            segment: field(self.segment_shift, self.align_shift - self.segment_shift),
-            align: 1 << field(self.align_shift, ALIGN_BITS),
+            size: (entry & self.size_mask) as u32,
+            offset: ((entry >> self.offset_shift) & self.offset_mask) as u32,
+            segment: ((entry >> self.segment_shift) & self.segment_mask) as u32,
+            align: 1 << ((entry >> self.align_shift) & ((1 << ALIGN_BITS) - 1)),
         }
+    }
+
+    /// Live `entry` with its object moved to `offset` in `segment`: size,
+    /// alignment and generation are kept.
+    #[inline]
+    pub(crate) fn relocated(&self, entry: u64, segment: u32, offset: u32) -> u64 {
+        debug_assert!(entry & LIVE != 0);
+        let place =
+            (self.segment_mask << self.segment_shift) | (self.offset_mask << self.offset_shift);
+        (entry & !place)
+            | (u64::from(segment) << self.segment_shift)
+            | (u64::from(offset) << self.offset_shift)
     }
 
     fn live_generation(&self, entry: u64) -> u32 {
@@ -329,11 +346,6 @@ impl HandleTable {
         Ok(at)
     }
 
-    fn slot_entry(&mut self, slot: u32) -> &mut u64 {
-        let part = self.tag_map[(slot >> 16) as usize] as usize;
-        &mut self.parts[part].entries[(slot & 0xFFFF) as usize]
-    }
-
     /// Hints the CPU to fetch the entry of `slot` into the cache: compaction
     /// visits hundreds of scattered entries per segment.
     #[inline]
@@ -358,12 +370,35 @@ impl HandleTable {
         (entry & LIVE != 0).then(|| self.codec.location(entry))
     }
 
-    /// Points the live entry of `slot` at a new place (compaction).
-    pub(crate) fn relocate(&mut self, slot: u32, at: Location) {
+    /// The live entry of `slot` if its object is in `segment`, with that
+    /// object's location: compaction's single lookup per listed slot. The
+    /// entry is rewritten with `Codec::relocated` once the object
+    /// has moved. `None` for a free slot, an object elsewhere, or a slot
+    /// not in this table.
+    #[inline]
+    pub(crate) fn live_in_segment(
+        &mut self,
+        slot: u32,
+        segment: u32,
+    ) -> Option<(&mut u64, Location)> {
         let codec = self.codec;
-        let entry = self.slot_entry(slot);
-        debug_assert!(*entry & LIVE != 0);
-        *entry = codec.live(codec.live_generation(*entry), at);
+        let part = *self.tag_map.get((slot >> 16) as usize)?;
+        let entry = self
+            .parts
+            .get_mut(part as usize)?
+            .entries
+            .get_mut((slot & 0xFFFF) as usize)?;
+        if *entry & LIVE == 0 {
+            return None;
+        }
+        let at = codec.location(*entry);
+        (at.segment == segment).then_some((entry, at))
+    }
+
+    /// The entry packing of this table, for `Codec::relocated`.
+    #[inline]
+    pub(crate) fn codec(&self) -> Codec {
+        self.codec
     }
 
     /// Adopts every part of `other` (merge): no entry changes.
