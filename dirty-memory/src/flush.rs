@@ -147,13 +147,15 @@ impl Flush {
             .region_size(self.region)
             .map_or(0, |size| size.saturating_sub(self.spooled));
         let accounted = bytes.min(room);
-        // Within the region's size, the group's spooled total stays within
-        // its real usage, so the group accepts it; if the region shrank
-        // meanwhile and the group refuses, nothing is accounted.
-        if accounted > 0 && self.inner.group().account_spooled(accounted).is_ok() {
-            self.spooled += accounted;
-            self.written = self.written.saturating_add(accounted as u64);
+        // The group refuses when its spooled total would exceed its real
+        // usage: the region shrank meanwhile, or another flush's region
+        // left the group before that flush gave its bytes back. Then
+        // nothing is accounted, and 0 is returned.
+        if accounted == 0 || self.inner.group().account_spooled(accounted).is_err() {
+            return 0;
         }
+        self.spooled += accounted;
+        self.written = self.written.saturating_add(accounted as u64);
         accounted
     }
 
@@ -162,9 +164,10 @@ impl Flush {
     /// given back.
     pub fn unaccount(&mut self, bytes: usize) -> usize {
         let reverted = bytes.min(self.spooled);
-        if reverted > 0 && self.inner.revert_spooled(reverted) {
-            self.spooled -= reverted;
+        if reverted == 0 || !self.inner.revert_spooled(reverted) {
+            return 0;
         }
+        self.spooled -= reverted;
         reverted
     }
 
