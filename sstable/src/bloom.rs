@@ -7,9 +7,13 @@
 use crate::error::Error;
 use crate::varint::{Decoder, Origin};
 
-/// Largest filter accepted (1 GiB of bits) so a corrupt header cannot make
-/// the reader allocate without bound.
-const MAX_FILTER_BYTES: u64 = 1 << 30;
+/// Largest bit array: the filter body (`probes:u32 nbits:u64 bits`) must
+/// fit the component's single block ([`crate::block::MAX_BLOCK`]). A larger
+/// filter would be written but refused by every reader, so very large
+/// sstables get a filter of this size and a false-positive rate above the
+/// configured one. Also bounds what a corrupt header can make a reader
+/// allocate.
+const MAX_FILTER_BYTES: u64 = crate::block::MAX_BLOCK as u64 - 12;
 
 /// A bloom filter with a fixed number of bits and probes.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -123,6 +127,22 @@ mod tests {
             let measured = fp as f64 / 100_000.0;
             assert!(measured < rate * 2.0, "rate {rate}: measured {measured}");
         }
+    }
+
+    #[test]
+    fn the_largest_filter_still_fits_one_block() {
+        // 100M keys at 1% want ~120 MB of bits; the filter is capped so its
+        // component stays readable.
+        let f = BloomFilter::new(100_000_000, 0.01);
+        assert_eq!(f.nbits(), MAX_FILTER_BYTES * 8);
+        let body = f.encode();
+        assert_eq!(body.len(), crate::block::MAX_BLOCK as usize);
+        let p = std::path::PathBuf::from("f");
+        let origin = Origin {
+            file: &p,
+            component: crate::error::Component::Filter,
+        };
+        assert_eq!(BloomFilter::decode(&body, 0, origin).unwrap(), f);
     }
 
     #[test]

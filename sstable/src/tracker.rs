@@ -25,7 +25,29 @@ struct OpenPartition {
     in_block: u64,
     raw_start: u64,
     cblocks: Vec<ClusteringBlock>,
+    /// Encoded size of `cblocks` (upper estimate).
+    cblock_bytes: usize,
+    /// Data blocks started inside the partition so far.
+    blocks_started: u64,
+    /// Only every `stride`-th block started inside the partition is
+    /// recorded (a power of two, doubled whenever the clustering-block
+    /// index outgrows [`MAX_CBLOCK_BYTES`]).
+    stride: u64,
     active: Option<Tombstone>,
+}
+
+/// Budget for one partition's clustering-block index. Beyond it every
+/// other entry is dropped (and then only every 2nd, 4th, ... block is
+/// recorded), so an Index entry, and the Index block holding it, stays far
+/// below the 64 MiB block limit whatever the partition's size and key
+/// lengths; a slice then reads a few more Data blocks.
+pub(crate) const MAX_CBLOCK_BYTES: usize = 8 << 20;
+
+/// Upper estimate of a clustering block's encoded size.
+fn cblock_size(c: &ClusteringBlock) -> usize {
+    // Offset delta (at most 10), position kind and key length (at most
+    // 1 + 3), tombstone flag, timestamp and deletion time (at most 16).
+    30 + c.first.key().map_or(0, |k| k.len())
 }
 
 /// Validates a stream and derives what the other components must say.
@@ -96,6 +118,9 @@ impl Tracker {
                     in_block,
                     raw_start: raw_offset,
                     cblocks: Vec::new(),
+                    cblock_bytes: 0,
+                    blocks_started: 0,
+                    stride: 1,
                     active: None,
                 });
                 self.state = State::PartitionStarted;
@@ -124,11 +149,27 @@ impl Tracker {
                 Fragment::StaticRow(_) => Position::BeforeAll,
                 _ => Position::AfterAll,
             });
-            p.cblocks.push(ClusteringBlock {
-                block: block_start,
-                first,
-                active: p.active,
-            });
+            if p.blocks_started % p.stride == 0 {
+                let c = ClusteringBlock {
+                    block: block_start,
+                    first,
+                    active: p.active,
+                };
+                p.cblock_bytes += cblock_size(&c);
+                p.cblocks.push(c);
+                while p.cblock_bytes > MAX_CBLOCK_BYTES && p.cblocks.len() > 1 {
+                    // Recorded blocks are those numbered 0, s, 2s, ...:
+                    // keeping the even entries keeps 0, 2s, 4s, ...
+                    let mut i = 0;
+                    p.cblocks.retain(|_| {
+                        i += 1;
+                        i % 2 == 1
+                    });
+                    p.stride *= 2;
+                    p.cblock_bytes = p.cblocks.iter().map(cblock_size).sum();
+                }
+            }
+            p.blocks_started += 1;
         }
         if let Fragment::RangeTombstoneChange { tombstone, .. } = f {
             p.active = *tombstone;

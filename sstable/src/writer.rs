@@ -174,6 +174,8 @@ pub struct Writer {
     index_block: Vec<u8>,
     index_block_first: Option<DecoratedKey>,
     summary: Summary,
+    /// Upper estimate of the encoded Summary body.
+    summary_bytes: u64,
     tracker: Tracker,
     fragments: u64,
     poisoned: Option<String>,
@@ -232,6 +234,7 @@ impl Writer {
             index_block: Vec::new(),
             index_block_first: None,
             summary: Summary::default(),
+            summary_bytes: 20,
             fragments: 0,
             poisoned: None,
             finished: false,
@@ -303,6 +306,19 @@ impl Writer {
         let Some(first) = self.index_block_first.take() else {
             return Ok(());
         };
+        // The Summary is one block, read whole at open: refuse to grow it
+        // past the block limit (one sampled key per Index block; reached
+        // with about a thousand partitions of 64 KB keys) rather than
+        // commit an sstable that no reader accepts.
+        let entry_bytes = 8 + 3 + first.key().len() as u64 + 10;
+        if self.summary_bytes + entry_bytes > u64::from(MAX_BLOCK) {
+            return Err(Error::TooLarge {
+                what: "summary (one partition key per Index block)",
+                size: self.summary_bytes + entry_bytes,
+                limit: u64::from(MAX_BLOCK),
+            });
+        }
+        self.summary_bytes += entry_bytes;
         let index = self
             .index
             .as_mut()
