@@ -22,6 +22,9 @@ pub(crate) const TRAILER_LEN: usize = 4;
 /// Largest raw or stored block payload accepted (64 MiB).
 pub(crate) const MAX_BLOCK: u32 = 64 << 20;
 
+/// Largest LZ4 expansion per compressed byte.
+const LZ4_MAX_RATIO: u64 = 255;
+
 const FLAG_RAW: u8 = 0;
 const FLAG_LZ4: u8 = 1;
 
@@ -127,6 +130,19 @@ pub(crate) fn read_block(
             body
         }
         FLAG_LZ4 => {
+            // Each LZ4 byte expands to at most 255 bytes (a match-length
+            // byte of 255), so a header claiming more is lying; checking
+            // keeps a tiny crafted block from making the reader allocate
+            // up to the 64 MiB limit.
+            let most = u64::from(stored) * LZ4_MAX_RATIO + 64;
+            if u64::from(raw_len) > most {
+                return Err(origin.corrupt(
+                    offset,
+                    format!(
+                        "LZ4 block of {stored} bytes cannot decompress to the {raw_len} bytes its header claims (at most {most})"
+                    ),
+                ));
+            }
             let mut raw = vec![0u8; raw_len as usize];
             match lz4_flex::block::decompress_into(payload, &mut raw) {
                 Ok(n) if n == raw_len as usize => raw,
@@ -290,6 +306,34 @@ mod tests {
             assert_eq!(b2.raw, b"xyz");
             assert_eq!(b2.next, src.len());
         }
+    }
+
+    /// A block with a valid checksum whose header claims far more raw bytes
+    /// than LZ4 can produce from its payload is refused before allocating.
+    #[test]
+    fn lz4_block_claiming_an_impossible_size_is_corrupt() {
+        let p = PathBuf::from("t");
+        let origin = Origin {
+            file: &p,
+            component: Component::Data,
+        };
+        let data = vec![7u8; 100_000];
+        let mut good = Vec::new();
+        encode_block(&data, true, &mut good);
+        assert_eq!(good[0], FLAG_LZ4);
+        assert_eq!(
+            read_block(&MemSource(good.clone()), 0, origin).unwrap().raw,
+            data
+        );
+        // Rewrite the raw length to the 64 MiB limit and fix the crc.
+        let mut bad = good[..good.len() - TRAILER_LEN].to_vec();
+        bad[5..9].copy_from_slice(&MAX_BLOCK.to_le_bytes());
+        let crc = crate::crc::mask(crc32c::crc32c(&bad));
+        bad.extend_from_slice(&crc.to_le_bytes());
+        let e = read_block(&MemSource(bad), 0, origin)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("cannot decompress to the 67108864 bytes"), "{e}");
     }
 
     #[test]
