@@ -51,4 +51,31 @@ pub enum Error {
         /// Bytes currently accounted as spooled.
         spooled: usize,
     },
+    /// `account_region_spooled` named a region that does not report to the
+    /// group.
+    #[error("region group `{group}`: {region} does not report to this group")]
+    UnknownRegion {
+        /// The group's name.
+        group: String,
+        /// The region named.
+        region: logalloc::RegionId,
+    },
+    /// `account_region_spooled` would declare more of a region spooled than
+    /// the region holds.
+    #[error(
+        "region group `{group}`: cannot account {bytes} spooled bytes of {region}: {spooled} \
+         already spooled of its {size} bytes"
+    )]
+    RegionSpooledExceedsSize {
+        /// The group's name.
+        group: String,
+        /// The region.
+        region: logalloc::RegionId,
+        /// The bytes the caller tried to account.
+        bytes: usize,
+        /// Bytes of the region already accounted as spooled.
+        spooled: usize,
+        /// The region's size (bytes of segments it holds).
+        size: usize,
+    },
 }

@@ -32,8 +32,12 @@ enum Crossing {
 pub(crate) struct State {
     /// Bytes of segments held by the group's regions.
     pub(crate) real: usize,
-    /// Bytes declared written out by `account_spooled` (net of reverts).
+    /// Bytes declared written out (net of reverts), by `account_spooled` or
+    /// attributed to a region by `account_region_spooled`.
     pub(crate) spooled: usize,
+    /// The part of `spooled` attributed to regions (the sum of their
+    /// entries' `spooled`): it leaves with its region, and shrinks with it.
+    attributed: usize,
     pub(crate) limits: Limits,
     /// Whether unspooled usage was above the soft limit at the last check.
     reclaiming: bool,
@@ -185,6 +189,7 @@ impl RegionGroup {
         let state = State {
             real: 0,
             spooled: 0,
+            attributed: 0,
             limits,
             reclaiming: false,
             crossings: VecDeque::new(),
@@ -336,26 +341,107 @@ impl RegionGroup {
         Ok(())
     }
 
-    /// Takes back `bytes` previously accounted as spooled (a failed or
-    /// finished flush): unspooled usage rises by up to `bytes`.
+    /// Takes back `bytes` previously accounted as spooled with
+    /// [`account_spooled`](Self::account_spooled) (a failed or finished
+    /// flush): unspooled usage rises by up to `bytes`.
     ///
     /// # Errors
     ///
-    /// [`Error::RevertExceedsSpooled`] if fewer than `bytes` are spooled;
-    /// nothing changes then.
+    /// [`Error::RevertExceedsSpooled`] if fewer than `bytes` are spooled
+    /// through `account_spooled` (bytes attributed to a region are reverted
+    /// with [`revert_region_spooled`](Self::revert_region_spooled)); nothing
+    /// changes then.
     pub fn revert_spooled(&self, bytes: usize) -> Result<(), Error> {
         let mut st = self.lock();
-        if bytes > st.spooled {
+        let unattributed = st.spooled - st.attributed;
+        if bytes > unattributed {
             return Err(Error::RevertExceedsSpooled {
                 group: self.shared.name.clone(),
                 bytes,
-                spooled: st.spooled,
+                spooled: unattributed,
             });
         }
         st.spooled -= bytes;
         st.note_peaks();
         self.settle(st);
         Ok(())
+    }
+
+    /// Declares `bytes` of `region` written out by its flush, like
+    /// [`account_spooled`](Self::account_spooled) but attributed to the
+    /// region, so the accounting can never outlive or outgrow it: when the
+    /// region shrinks below its spooled bytes they are capped at its size,
+    /// and when it leaves the group (dropped, unlistened, merged into a
+    /// region of another group) its spooled bytes leave with it. (With
+    /// `account_spooled`, a flushed memtable dropped before its bytes were
+    /// reverted leaves them accounted, hiding as much of the other regions'
+    /// memory from the limits until they are reverted.)
+    ///
+    /// # Errors
+    ///
+    /// * [`Error::UnknownRegion`] if `region` does not report to the group.
+    /// * [`Error::RegionSpooledExceedsSize`] if the region's spooled bytes
+    ///   would exceed its size.
+    /// * [`Error::SpooledExceedsUsage`] if the group's spooled total would
+    ///   exceed its real usage.
+    ///
+    /// Nothing changes on error.
+    pub fn account_region_spooled(&self, region: RegionId, bytes: usize) -> Result<(), Error> {
+        let mut st = self.lock();
+        if st.spooled.checked_add(bytes).is_none_or(|s| s > st.real) {
+            return Err(Error::SpooledExceedsUsage {
+                group: self.shared.name.clone(),
+                bytes,
+                spooled: st.spooled,
+                real: st.real,
+            });
+        }
+        match st.regions.add_spooled(region, bytes) {
+            None => {
+                return Err(Error::UnknownRegion {
+                    group: self.shared.name.clone(),
+                    region,
+                });
+            }
+            Some((size, spooled, false)) => {
+                return Err(Error::RegionSpooledExceedsSize {
+                    group: self.shared.name.clone(),
+                    region,
+                    bytes,
+                    spooled,
+                    size,
+                });
+            }
+            Some((_, _, true)) => {}
+        }
+        st.spooled += bytes;
+        st.attributed += bytes;
+        self.settle(st);
+        Ok(())
+    }
+
+    /// Takes back up to `bytes` of `region`'s spooled bytes (its flush
+    /// failed, restarts, or finished) and returns how many were taken back:
+    /// fewer than asked if the region shrank meanwhile, 0 if it left the
+    /// group (its spooled bytes left with it). Unspooled usage rises by the
+    /// returned amount.
+    pub fn revert_region_spooled(&self, region: RegionId, bytes: usize) -> usize {
+        let mut st = self.lock();
+        let taken = st.regions.take_spooled(region, bytes);
+        if taken > 0 {
+            st.spooled -= taken;
+            st.attributed -= taken;
+            st.note_peaks();
+            self.settle(st);
+        }
+        taken
+    }
+
+    /// Bytes of `region` accounted as spooled with
+    /// [`account_region_spooled`](Self::account_region_spooled), or `None` if
+    /// it does not report to this group.
+    pub fn region_spooled(&self, region: RegionId) -> Option<usize> {
+        self.lock().regions.get(region).map(|e| e.spooled)
     }
 
     /// Bytes currently accounted as spooled.
@@ -479,6 +565,13 @@ impl RegionGroup {
     fn shrink(st: &mut State, delta: usize) {
         st.real = st.real.saturating_sub(delta);
     }
+
+    /// Forgets `bytes` of spooled accounting attributed to a region that
+    /// shrank below it or left the group.
+    fn drop_attributed(st: &mut State, bytes: usize) {
+        st.spooled -= bytes;
+        st.attributed -= bytes;
+    }
 }
 
 impl Drop for RegionGroup {
@@ -497,6 +590,7 @@ impl RegionListener for RegionGroup {
         let mut st = self.lock();
         if let Some(old) = st.regions.insert(region, total) {
             Self::shrink(&mut st, old.total);
+            Self::drop_attributed(&mut st, old.spooled);
         }
         Self::grow(&mut st, total);
         self.settle(st);
@@ -504,7 +598,9 @@ impl RegionListener for RegionGroup {
 
     fn del(&self, region: RegionId, total: usize) {
         let mut st = self.lock();
-        st.regions.remove(region);
+        if let Some(old) = st.regions.remove(region) {
+            Self::drop_attributed(&mut st, old.spooled);
+        }
         Self::shrink(&mut st, total);
         self.settle(st);
     }
@@ -518,7 +614,8 @@ impl RegionListener for RegionGroup {
 
     fn decrease_usage(&self, region: RegionId, delta: usize) {
         let mut st = self.lock();
-        st.regions.shrink(region, delta);
+        let capped = st.regions.shrink(region, delta);
+        Self::drop_attributed(&mut st, capped);
         Self::shrink(&mut st, delta);
         self.settle(st);
     }

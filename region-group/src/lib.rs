@@ -10,7 +10,9 @@
 //!
 //! * **Two counters.** *Real* usage is the bytes of segments held;
 //!   *unspooled* usage is real minus the bytes a flush declared already
-//!   written out ([`RegionGroup::account_spooled`]).
+//!   written out ([`RegionGroup::account_region_spooled`], which ties them
+//!   to the flushed region so they shrink and leave with it, or
+//!   [`RegionGroup::account_spooled`] for the group as a whole).
 //! * **Soft limit.** Crossing above it calls `start_reclaiming`, crossing
 //!   back to or below it calls `stop_reclaiming`, once per crossing, in
 //!   order, with no lock held ([`ReclaimConfig`]).

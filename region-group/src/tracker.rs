@@ -36,6 +36,9 @@ pub(crate) struct RegionEntry {
     pub(crate) total: usize,
     /// Whether the region was grounded (its size counts as 0 for ordering).
     pub(crate) grounded: bool,
+    /// Bytes of this region accounted as spooled (written out by its flush);
+    /// never more than `total`.
+    pub(crate) spooled: usize,
 }
 
 impl RegionEntry {
@@ -85,6 +88,7 @@ impl RegionTracker {
         let entry = RegionEntry {
             total,
             grounded: false,
+            spooled: 0,
         };
         self.entries.insert(id, entry);
         self.tree.insert(Box::new(Node {
@@ -128,9 +132,43 @@ impl RegionTracker {
         }
     }
 
-    /// `id` shrank by `delta` bytes (saturating at 0).
-    pub(crate) fn shrink(&mut self, id: RegionId, delta: usize) {
-        self.update(id, |e| e.total = e.total.saturating_sub(delta));
+    /// `id` shrank by `delta` bytes (saturating at 0). Its spooled bytes are
+    /// capped at its new total; returns how many spooled bytes that dropped.
+    pub(crate) fn shrink(&mut self, id: RegionId, delta: usize) -> usize {
+        let mut dropped = 0;
+        self.update(id, |e| {
+            e.total = e.total.saturating_sub(delta);
+            dropped = e.spooled.saturating_sub(e.total);
+            e.spooled -= dropped;
+        });
+        dropped
+    }
+
+    /// Accounts `bytes` more of `id` as spooled. Returns the region's size
+    /// and spooled bytes, and whether they were accounted (not if `id` is
+    /// unknown or that would make its spooled bytes exceed its size).
+    pub(crate) fn add_spooled(
+        &mut self,
+        id: RegionId,
+        bytes: usize,
+    ) -> Option<(usize, usize, bool)> {
+        let entry = self.entries.get_mut(&id)?;
+        let (total, spooled) = (entry.total, entry.spooled);
+        let fits = spooled.checked_add(bytes).is_some_and(|s| s <= total);
+        if fits {
+            entry.spooled += bytes;
+        }
+        Some((total, spooled, fits))
+    }
+
+    /// Takes back up to `bytes` of `id`'s spooled bytes; returns how many.
+    pub(crate) fn take_spooled(&mut self, id: RegionId, bytes: usize) -> usize {
+        let Some(entry) = self.entries.get_mut(&id) else {
+            return 0;
+        };
+        let taken = bytes.min(entry.spooled);
+        entry.spooled -= taken;
+        taken
     }
 
     /// `id` is grounded: from now on it orders as size 0.
@@ -138,10 +176,12 @@ impl RegionTracker {
         self.update(id, |e| e.grounded = true);
     }
 
-    /// `from` was merged into `into`, moving `moved` bytes.
+    /// `from` was merged into `into`, moving `moved` bytes (and `from`'s
+    /// spooled bytes, which stay accounted, now to `into`).
     pub(crate) fn merge(&mut self, into: RegionId, from: RegionId, moved: usize) {
-        self.remove(from);
+        let spooled = self.remove(from).map_or(0, |e| e.spooled);
         self.grow(into, moved);
+        self.update(into, |e| e.spooled += spooled);
     }
 
     /// The region with the largest ordering size (grounded regions order as
@@ -198,7 +238,8 @@ mod tests {
             t.get(id(1)),
             Some(RegionEntry {
                 total: 100,
-                grounded: true
+                grounded: true,
+                spooled: 0,
             })
         );
         t.merge(id(2), id(1), 100);
@@ -220,6 +261,23 @@ mod tests {
         assert_eq!(t.largest_flushable(), None);
         t.insert(id(2), 5);
         assert_eq!(t.largest_flushable(), Some(id(2)));
+    }
+
+    #[test]
+    fn spooled_bytes_follow_shrink_and_merge() {
+        let mut t = RegionTracker::default();
+        t.insert(id(1), 100);
+        assert_eq!(t.add_spooled(id(1), 80), Some((100, 0, true)));
+        assert_eq!(t.add_spooled(id(1), 21), Some((100, 80, false)));
+        assert_eq!(t.add_spooled(id(9), 1), None);
+        assert_eq!(t.shrink(id(1), 10), 0, "90 bytes still hold 80 spooled");
+        assert_eq!(t.shrink(id(1), 30), 20, "60 bytes hold at most 60 spooled");
+        assert_eq!(t.get(id(1)).map(|e| (e.total, e.spooled)), Some((60, 60)));
+        t.insert(id(2), 10);
+        t.merge(id(2), id(1), 60);
+        assert_eq!(t.get(id(2)).map(|e| (e.total, e.spooled)), Some((70, 60)));
+        assert_eq!(t.take_spooled(id(2), 100), 60);
+        assert_eq!(t.take_spooled(id(1), 1), 0);
     }
 
     #[derive(Debug, Clone)]
@@ -254,14 +312,14 @@ mod tests {
                 match op {
                     Op::Insert(i, s) => {
                         t.insert(id(i), s);
-                        model.insert(i, RegionEntry { total: s, grounded: false });
+                        model.insert(i, RegionEntry { total: s, grounded: false, spooled: 0 });
                     }
                     Op::Remove(i) => {
                         prop_assert_eq!(t.remove(id(i)), model.remove(&i));
                     }
                     Op::Grow(i, s) => {
                         t.grow(id(i), s);
-                        model.entry(i).or_insert(RegionEntry { total: 0, grounded: false }).total += s;
+                        model.entry(i).or_insert(RegionEntry { total: 0, grounded: false, spooled: 0 }).total += s;
                     }
                     Op::Shrink(i, s) => {
                         t.shrink(id(i), s);
@@ -279,7 +337,7 @@ mod tests {
                         let moved = model[&b].total;
                         t.merge(id(a), id(b), moved);
                         model.remove(&b);
-                        model.entry(a).or_insert(RegionEntry { total: 0, grounded: false }).total += moved;
+                        model.entry(a).or_insert(RegionEntry { total: 0, grounded: false, spooled: 0 }).total += moved;
                     }
                     Op::Merge(..) => {}
                 }

@@ -21,6 +21,8 @@ enum Op {
     Ground(u64),
     Account(usize),
     Revert(usize),
+    AccountRegion(u64, usize),
+    RevertRegion(u64, usize),
     Limits(usize, usize, usize),
 }
 
@@ -33,16 +35,20 @@ fn op() -> impl Strategy<Value = Op> {
         (r.clone(), n.clone()).prop_map(|(r, n)| Op::Increase(r, n)),
         (r.clone(), n.clone()).prop_map(|(r, n)| Op::Decrease(r, n)),
         (r.clone(), r.clone()).prop_map(|(a, b)| Op::Merge(a, b)),
-        r.prop_map(Op::Ground),
+        r.clone().prop_map(Op::Ground),
         n.clone().prop_map(Op::Account),
         n.clone().prop_map(Op::Revert),
+        (r.clone(), n.clone()).prop_map(|(r, n)| Op::AccountRegion(r, n)),
+        (r.clone(), n.clone()).prop_map(|(r, n)| Op::RevertRegion(r, n)),
         (n.clone(), n.clone(), n).prop_map(|(a, b, c)| Op::Limits(a * 2, b * 2, c * 3)),
     ]
 }
 
 #[derive(Default)]
 struct Model {
-    regions: BTreeMap<u64, (usize, bool)>,
+    /// Per region: total, grounded, spooled bytes attributed to it.
+    regions: BTreeMap<u64, (usize, bool, usize)>,
+    /// Spooled bytes accounted through the group-level calls.
     spooled: usize,
     hard: usize,
     soft: usize,
@@ -53,10 +59,13 @@ struct Model {
 
 impl Model {
     fn real(&self) -> usize {
-        self.regions.values().map(|&(total, _)| total).sum()
+        self.regions.values().map(|&(total, ..)| total).sum()
+    }
+    fn spooled(&self) -> usize {
+        self.spooled + self.regions.values().map(|&(.., s)| s).sum::<usize>()
     }
     fn unspooled(&self) -> usize {
-        self.real().saturating_sub(self.spooled)
+        self.real().saturating_sub(self.spooled())
     }
     fn check_soft(&mut self) {
         let over = self.unspooled() > self.soft.min(self.hard);
@@ -68,8 +77,8 @@ impl Model {
     fn largest_flushable(&self) -> Option<u64> {
         self.regions
             .iter()
-            .filter(|&(_, &(total, grounded))| !grounded && total > 0)
-            .max_by_key(|&(&r, &(total, _))| (total, r))
+            .filter(|&(_, &(total, grounded, _))| !grounded && total > 0)
+            .max_by_key(|&(&r, &(total, ..))| (total, r))
             .map(|(&r, _)| r)
     }
 }
@@ -93,37 +102,57 @@ proptest! {
                 // Events only for regions in the states logalloc would report.
                 Op::Add(r, n) if !m.regions.contains_key(&r) => {
                     g.add(id(r), n);
-                    m.regions.insert(r, (n, false));
+                    m.regions.insert(r, (n, false, 0));
                 }
                 Op::Del(r) if m.regions.contains_key(&r) => {
-                    let (total, _) = m.regions.remove(&r).unwrap();
+                    let (total, ..) = m.regions.remove(&r).unwrap();
                     g.del(id(r), total);
                 }
                 Op::Increase(r, n) if m.regions.contains_key(&r) => {
                     g.increase_usage(id(r), n);
                     m.regions.get_mut(&r).unwrap().0 += n;
                 }
-                Op::Decrease(r, n) if m.regions.get(&r).is_some_and(|&(t, _)| t >= n) => {
+                Op::Decrease(r, n) if m.regions.get(&r).is_some_and(|&(t, ..)| t >= n) => {
                     g.decrease_usage(id(r), n);
-                    m.regions.get_mut(&r).unwrap().0 -= n;
+                    let e = m.regions.get_mut(&r).unwrap();
+                    e.0 -= n;
+                    e.2 = e.2.min(e.0);
                 }
                 Op::Merge(into, from)
                     if into != from && m.regions.contains_key(&into) && m.regions.contains_key(&from) =>
                 {
-                    let (moved, _) = m.regions.remove(&from).unwrap();
+                    let (moved, _, spooled) = m.regions.remove(&from).unwrap();
                     g.merged(id(into), id(from), moved);
-                    m.regions.get_mut(&into).unwrap().0 += moved;
+                    let e = m.regions.get_mut(&into).unwrap();
+                    e.0 += moved;
+                    e.2 += spooled;
                 }
                 Op::Ground(r) if m.regions.contains_key(&r) => {
                     g.ground_evictable(id(r));
                     m.regions.get_mut(&r).unwrap().1 = true;
                 }
                 Op::Account(n) => {
-                    let ok = m.spooled + n <= m.real();
+                    let ok = m.spooled() + n <= m.real();
                     prop_assert_eq!(g.account_spooled(n).is_ok(), ok);
                     if ok {
                         m.spooled += n;
                     }
+                }
+                Op::AccountRegion(r, n) => {
+                    let ok = m.spooled() + n <= m.real()
+                        && m.regions.get(&r).is_some_and(|&(t, _, s)| s + n <= t);
+                    prop_assert_eq!(g.account_region_spooled(id(r), n).is_ok(), ok);
+                    if ok {
+                        m.regions.get_mut(&r).unwrap().2 += n;
+                    }
+                }
+                Op::RevertRegion(r, n) => {
+                    let taken = m.regions.get_mut(&r).map_or(0, |e| {
+                        let taken = n.min(e.2);
+                        e.2 -= taken;
+                        taken
+                    });
+                    prop_assert_eq!(g.revert_region_spooled(id(r), n), taken);
                 }
                 Op::Revert(n) => {
                     let ok = n <= m.spooled;
@@ -149,8 +178,10 @@ proptest! {
             );
             prop_assert_eq!(g.largest_flushable_region(), m.largest_flushable().map(id));
             prop_assert_eq!(g.region_count(), m.regions.len());
-            for (&r, &size) in &m.regions {
-                prop_assert_eq!(g.region_size(id(r)), Some(size));
+            prop_assert_eq!(g.spooled(), m.spooled());
+            for (&r, &(total, grounded, spooled)) in &m.regions {
+                prop_assert_eq!(g.region_size(id(r)), Some((total, grounded)));
+                prop_assert_eq!(g.region_spooled(id(r)), Some(spooled));
             }
         }
     }
