@@ -125,9 +125,12 @@ impl Flush {
         self.reason
     }
 
-    /// Bytes of this flush currently accounted as spooled.
+    /// Bytes of this flush currently accounted as spooled. The group ties
+    /// them to the region: they are capped at its size when the memtable
+    /// shrinks, and leave the group with the region.
     pub fn spooled(&self) -> usize {
         self.spooled
+            .min(self.inner.group().region_spooled(self.region).unwrap_or(0))
     }
 
     /// Whether this flush still holds the data-write permit.
@@ -140,18 +143,23 @@ impl Flush {
     /// which can release writers held at the hard limit.
     ///
     /// The spooled total of a flush never exceeds its region's current size;
-    /// the amount actually accounted is returned.
+    /// the amount actually accounted is returned (0 if the region left the
+    /// group, or if the group refuses because its spooled total would exceed
+    /// its real usage).
     pub fn account_written(&mut self, bytes: usize) -> usize {
-        let room = self
-            .inner
+        self.spooled = self.spooled();
+        let group = self.inner.group();
+        let room = group
             .region_size(self.region)
-            .map_or(0, |size| size.saturating_sub(self.spooled));
+            .map_or(0, |(size, _grounded)| size.saturating_sub(self.spooled));
         let accounted = bytes.min(room);
-        // The group refuses when its spooled total would exceed its real
-        // usage: the region shrank meanwhile, or another flush's region
-        // left the group before that flush gave its bytes back. Then
-        // nothing is accounted, and 0 is returned.
-        if accounted == 0 || self.inner.group().account_spooled(accounted).is_err() {
+        // The region may shrink between the two calls: then the group
+        // refuses and nothing is accounted.
+        if accounted == 0
+            || group
+                .account_region_spooled(self.region, accounted)
+                .is_err()
+        {
             return 0;
         }
         self.spooled += accounted;
@@ -163,12 +171,19 @@ impl Flush {
     /// memtable that shrank while it was being flushed; returns the amount
     /// given back.
     pub fn unaccount(&mut self, bytes: usize) -> usize {
-        let reverted = bytes.min(self.spooled);
-        if reverted == 0 || !self.inner.revert_spooled(reverted) {
-            return 0;
-        }
+        self.spooled = self.spooled();
+        let reverted = self.revert(bytes.min(self.spooled));
         self.spooled -= reverted;
         reverted
+    }
+
+    /// Gives back up to `bytes` of the region's spooled accounting; returns
+    /// what the group gave back (less if the region shrank or left).
+    fn revert(&self, bytes: usize) -> usize {
+        if bytes == 0 {
+            return 0;
+        }
+        self.inner.group().revert_region_spooled(self.region, bytes)
     }
 
     /// Reports that the memtable's data is written: the data-write permit is
@@ -199,9 +214,7 @@ impl Flush {
         self.done = true;
         self.inner.on_finish_begin();
         let spooled = std::mem::take(&mut self.spooled);
-        if spooled > 0 {
-            self.inner.revert_spooled(spooled);
-        }
+        self.revert(spooled);
         release();
         self.inner.on_finished(self.region, self.written);
     }
@@ -223,9 +236,7 @@ impl Flush {
     fn fail_with(&mut self, error: Error) {
         self.done = true;
         let spooled = std::mem::take(&mut self.spooled);
-        if spooled > 0 {
-            self.inner.revert_spooled(spooled);
-        }
+        self.revert(spooled);
         self.inner.on_failed(self.region, self.attempt, error);
     }
 }

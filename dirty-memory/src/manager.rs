@@ -146,19 +146,6 @@ impl Inner {
         &self.group
     }
 
-    pub(crate) fn region_size(&self, region: RegionId) -> Option<usize> {
-        self.group.region_size(region).map(|(size, _grounded)| size)
-    }
-
-    /// Gives back bytes this manager's flushes accounted as spooled. The
-    /// group refuses only if someone else reverted them; the manager's own
-    /// bookkeeping never asks for more than it accounted.
-    pub(crate) fn revert_spooled(&self, bytes: usize) -> bool {
-        let reverted = self.group.revert_spooled(bytes);
-        debug_assert!(reverted.is_ok(), "{reverted:?}");
-        reverted.is_ok()
-    }
-
     /// The largest region that can be flushed, with its size.
     fn largest_flushable(&self) -> Option<(RegionId, usize)> {
         let region = self.group.largest_flushable_region()?;
