@@ -37,8 +37,6 @@ use crate::table::{HandleTable, Location};
 use crate::{Error, Handle, RegionId, RegionListener};
 
 const NOT_MAPPED: u32 = u32::MAX;
-/// How far ahead compaction prefetches table entries.
-const PREFETCH_DISTANCE: usize = 8;
 
 /// Bytes of segment an object of `size` bytes takes: its size, but at least
 /// one byte so that every object has its own place.
@@ -369,6 +367,7 @@ impl RegionInner {
         }
     }
 
+    #[inline]
     fn alloc(
         &mut self,
         pool: &SegmentPool,
@@ -408,6 +407,7 @@ impl RegionInner {
     }
 
     /// Frees an object; returns its size.
+    #[inline]
     fn free(&mut self, pool: &SegmentPool, handle: Handle) -> Result<u32, Error> {
         let at = self.table.remove(handle)?;
         let record = record_len(at.size);
@@ -457,9 +457,6 @@ impl RegionInner {
         let memory = pool.memory();
         let slots = std::mem::take(&mut self.info_mut(segment).slots);
         self.slot_capacity -= slots.capacity();
-        for &slot in slots.iter().take(PREFETCH_DISTANCE) {
-            self.table.prefetch(slot);
-        }
         let codec = self.table.codec();
         let segment_size = self.segment_size as u32;
         let mut moved = 0usize;
@@ -486,48 +483,43 @@ impl RegionInner {
             let (source, target) = (memory.base(segment), memory.base(destination));
             let (mut end, mut added) = (info.end, 0u32);
             let capacity_before = info.slots.capacity();
-            let mut full = false;
-            while let Some(&slot) = slots.get(i) {
-                if let Some(&ahead) = slots.get(i + PREFETCH_DISTANCE) {
-                    self.table.prefetch(ahead);
-                }
-                // Freed since, or moved since and maybe reused elsewhere: skip.
-                let Some((entry, from)) = self.table.live_in_segment(slot, segment) else {
-                    i += 1;
-                    continue;
-                };
-                let offset = (end + from.align - 1) & !(from.align - 1);
-                let record = record_len(from.size);
-                if offset + record > segment_size {
-                    full = true;
-                    break;
-                }
-                debug_assert!(from.offset + from.size <= segment_size);
-                // SAFETY: `source` and `target` are the bases of two different
-                // segments (the one being compacted is closed, the target is
-                // the active one), both owned by this exclusively locked
-                // region, so nothing borrows their bytes. The source range is
-                // a live object, inside its segment; the target range ends at
-                // `offset + record <= segment_size` (checked above).
-                unsafe {
-                    std::ptr::copy_nonoverlapping(
-                        source.add(from.offset as usize),
-                        target.add(offset as usize),
-                        from.size as usize,
-                    );
-                }
-                *entry = codec.relocated(*entry, destination, offset);
-                info.slots.push(slot);
-                end = offset + record;
-                added += record;
-                i += 1;
-            }
+            let destination_slots = &mut info.slots;
+            i = self
+                .table
+                .visit_live_in_segment(&slots, i, segment, |slot, entry, from| {
+                    let offset = (end + from.align - 1) & !(from.align - 1);
+                    let record = record_len(from.size);
+                    if offset + record > segment_size {
+                        return false;
+                    }
+                    debug_assert!(from.offset + from.size <= segment_size);
+                    // SAFETY: `source` and `target` are the bases of two
+                    // different segments (the one being compacted is closed,
+                    // the target is the active one), both owned by this
+                    // exclusively locked region, so nothing borrows their
+                    // bytes. The source range is a live object, inside its
+                    // segment; the target range ends at
+                    // `offset + record <= segment_size` (checked above).
+                    unsafe {
+                        std::ptr::copy_nonoverlapping(
+                            source.add(from.offset as usize),
+                            target.add(offset as usize),
+                            from.size as usize,
+                        );
+                    }
+                    *entry = codec.relocated(*entry, destination, offset);
+                    destination_slots.push(slot);
+                    end = offset + record;
+                    added += record;
+                    true
+                });
             info.end = end;
             info.used += added;
             let grown = info.slots.capacity() - capacity_before;
             self.slot_capacity += grown;
             moved += added as usize;
-            if full {
+            if i < slots.len() {
+                // The next object does not fit: on to a fresh destination.
                 self.close_active(pool);
             }
         }
@@ -1065,6 +1057,7 @@ impl Region {
         &self.pool
     }
 
+    #[inline]
     fn validate(&self, size: usize, align: usize) -> Result<(u32, u32), Error> {
         let max_align = crate::config::MAX_ALIGN.min(self.pool.segment_size() / 8);
         if !align.is_power_of_two() || align > max_align {
@@ -1081,6 +1074,7 @@ impl Region {
         Ok((size as u32, align as u32))
     }
 
+    #[inline]
     fn alloc_with(
         &mut self,
         size: usize,
@@ -1112,12 +1106,14 @@ impl Region {
     }
 
     /// Allocates a copy of `data` (alignment 1). Errors as for [`alloc`](Self::alloc).
+    #[inline]
     pub fn alloc_bytes(&mut self, data: &[u8]) -> Result<Handle, Error> {
         self.alloc_with(data.len(), 1, |bytes| bytes.copy_from_slice(data))
     }
 
     /// Frees an object. Errors ([`Error::StaleHandle`],
     /// [`Error::ForeignHandle`]) free nothing.
+    #[inline]
     pub fn free(&mut self, handle: Handle) -> Result<(), Error> {
         self.shared
             .inner

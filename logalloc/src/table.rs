@@ -23,6 +23,8 @@ pub(crate) const PART_ENTRIES: usize = 1 << 16;
 /// Number of distinct part tags in a pool (slot numbers are 31 bits).
 pub(crate) const MAX_TAGS: usize = 1 << 15;
 const LIVE: u64 = 1 << 63;
+/// How many slots ahead compaction prefetches table entries.
+const PREFETCH_DISTANCE: usize = 8;
 /// Largest growth step of a part's entry vector.
 const GROWTH_STEP: usize = 4096;
 const NO_NEXT: u32 = 0x7FFF_FFFF;
@@ -160,22 +162,27 @@ impl Codec {
             | (u64::from(offset) << self.offset_shift)
     }
 
+    #[inline]
     fn live_generation(&self, entry: u64) -> u32 {
         ((entry >> self.generation_shift) & self.generation_mask) as u32
     }
 
+    #[inline]
     fn free(next: u32, generation: u32) -> u64 {
         (u64::from(next) << 32) | u64::from(generation)
     }
 
+    #[inline]
     fn free_next(entry: u64) -> u32 {
         (entry >> 32) as u32
     }
 
+    #[inline]
     fn free_generation(entry: u64) -> u32 {
         entry as u32
     }
 
+    #[inline]
     fn bump(&self, generation: u32) -> u32 {
         ((u64::from(generation) + 1) & self.generation_mask) as u32
     }
@@ -191,6 +198,7 @@ struct Part {
 }
 
 impl Part {
+    #[inline]
     fn has_room(&self) -> bool {
         self.free_head != NO_NEXT || self.entries.len() < PART_ENTRIES
     }
@@ -238,6 +246,7 @@ impl HandleTable {
 
     /// Makes sure `insert` has a slot, taking a new tag from `new_tag` if
     /// every part is full. Fails only if the pool has no tag left.
+    #[inline]
     pub(crate) fn prepare(&mut self, new_tag: impl FnOnce() -> Option<u16>) -> Result<(), Error> {
         if !self.avail.is_empty() {
             return Ok(());
@@ -269,6 +278,7 @@ impl HandleTable {
 
     /// Stores `at` in a free slot and returns its handle. `prepare` must
     /// have succeeded since the last insert.
+    #[inline]
     pub(crate) fn insert(&mut self, at: Location) -> Handle {
         let part_index = *self
             .avail
@@ -301,6 +311,7 @@ impl HandleTable {
         Handle::new((u32::from(part.tag) << 16) | index, generation)
     }
 
+    #[inline]
     fn find(&self, handle: Handle) -> Result<(usize, usize, u64), Error> {
         let slot = handle.slot();
         let tag = (slot >> 16) as usize;
@@ -330,6 +341,7 @@ impl HandleTable {
     }
 
     /// Frees the slot of `handle`, returning where its object was.
+    #[inline]
     pub(crate) fn remove(&mut self, handle: Handle) -> Result<Location, Error> {
         let (part_index, index, entry) = self.find(handle)?;
         let at = self.codec.location(entry);
@@ -358,6 +370,59 @@ impl HandleTable {
         }
     }
 
+    /// Compaction's walk over a segment's slot list: from `slots[start]`
+    /// on, calls `visit(slot, entry, location)` for every slot whose entry
+    /// is live with its object in `segment` (skipping freed slots and
+    /// objects that moved elsewhere). `visit` moves the object and rewrites
+    /// the entry, or returns false to stop before moving it. Returns the
+    /// index of the first slot not dealt with (`slots.len()` when done).
+    ///
+    /// One lookup per slot: the part of the previous slot is remembered
+    /// (a segment's slots mostly share parts), and entries are prefetched
+    /// `PREFETCH_DISTANCE` slots ahead, since they are scattered.
+    #[inline]
+    pub(crate) fn visit_live_in_segment(
+        &mut self,
+        slots: &[u32],
+        start: usize,
+        segment: u32,
+        mut visit: impl FnMut(u32, &mut u64, Location) -> bool,
+    ) -> usize {
+        let codec = self.codec;
+        for &slot in slots.iter().skip(start).take(PREFETCH_DISTANCE) {
+            self.prefetch(slot);
+        }
+        let (mut cached_tag, mut cached_part) = (u32::MAX, 0usize);
+        for (i, &slot) in slots.iter().enumerate().skip(start) {
+            if let Some(&ahead) = slots.get(i + PREFETCH_DISTANCE) {
+                self.prefetch(ahead);
+            }
+            let tag = slot >> 16;
+            if tag != cached_tag {
+                match self.tag_map.get(tag as usize) {
+                    Some(&part) if part != NO_PART => {
+                        (cached_tag, cached_part) = (tag, part as usize)
+                    }
+                    _ => continue,
+                }
+            }
+            let Some(entry) = self.parts[cached_part]
+                .entries
+                .get_mut((slot & 0xFFFF) as usize)
+            else {
+                continue;
+            };
+            if *entry & LIVE == 0 {
+                continue;
+            }
+            let at = codec.location(*entry);
+            if at.segment == segment && !visit(slot, entry, at) {
+                return i;
+            }
+        }
+        slots.len()
+    }
+
     /// The location of the object in `slot`, or `None` if the slot does
     /// not exist here or is free.
     pub(crate) fn live_location(&self, slot: u32) -> Option<Location> {
@@ -368,31 +433,6 @@ impl HandleTable {
             .entries
             .get((slot & 0xFFFF) as usize)?;
         (entry & LIVE != 0).then(|| self.codec.location(entry))
-    }
-
-    /// The live entry of `slot` if its object is in `segment`, with that
-    /// object's location: compaction's single lookup per listed slot. The
-    /// entry is rewritten with `Codec::relocated` once the object
-    /// has moved. `None` for a free slot, an object elsewhere, or a slot
-    /// not in this table.
-    #[inline]
-    pub(crate) fn live_in_segment(
-        &mut self,
-        slot: u32,
-        segment: u32,
-    ) -> Option<(&mut u64, Location)> {
-        let codec = self.codec;
-        let part = *self.tag_map.get((slot >> 16) as usize)?;
-        let entry = self
-            .parts
-            .get_mut(part as usize)?
-            .entries
-            .get_mut((slot & 0xFFFF) as usize)?;
-        if *entry & LIVE == 0 {
-            return None;
-        }
-        let at = codec.location(*entry);
-        (at.segment == segment).then_some((entry, at))
     }
 
     /// The entry packing of this table, for `Codec::relocated`.
