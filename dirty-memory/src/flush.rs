@@ -210,13 +210,24 @@ impl Flush {
     /// Like [`finish`](Self::finish), but runs `release` (which drops the
     /// memtable's region, or merges it elsewhere) between giving back the
     /// spooled accounting and letting the flush loop look at usage again.
+    ///
+    /// If `release` panics, the flush still ends (as finished) before the
+    /// panic propagates, so the flush loop and shutdown never wait for it.
     pub fn finish_releasing(mut self, release: impl FnOnce()) {
+        /// Reports the flush finished when dropped, even by unwinding.
+        struct Finished<'a>(&'a Flush);
+        impl Drop for Finished<'_> {
+            fn drop(&mut self) {
+                self.0.inner.on_finished(self.0.region, self.0.written);
+            }
+        }
         self.done = true;
         self.inner.on_finish_begin();
         let spooled = std::mem::take(&mut self.spooled);
         self.revert(spooled);
+        let finished = Finished(&self);
         release();
-        self.inner.on_finished(self.region, self.written);
+        drop(finished);
     }
 
     /// The flush failed: its spooled accounting is given back, the memtable
