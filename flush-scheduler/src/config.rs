@@ -3,7 +3,7 @@
 use std::fmt;
 use std::num::NonZeroU32;
 use std::path::PathBuf;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::error::FlushError;
 use crate::job::ProgressListener;
@@ -44,6 +44,18 @@ impl Default for RetryPolicy {
             max_backoff: Duration::from_secs(10),
             max_attempts: None,
         }
+    }
+}
+
+/// `now + wait`, or the latest instant the platform can represent short of
+/// that when the sum overflows (`Duration::MAX` means "for ever").
+pub(crate) fn deadline_after(now: Instant, wait: Duration) -> Instant {
+    let mut wait = wait;
+    loop {
+        if let Some(deadline) = now.checked_add(wait) {
+            return deadline;
+        }
+        wait /= 2;
     }
 }
 

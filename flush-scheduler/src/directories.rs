@@ -104,7 +104,7 @@ impl Directories {
     pub(crate) fn failed(&mut self, index: usize, now: Instant) {
         let d = &mut self.dirs[index];
         d.failures += 1;
-        d.failed_until = Some(now + self.cooldown);
+        d.failed_until = Some(crate::config::deadline_after(now, self.cooldown));
     }
 
     /// Accounts `bytes` written into directory `index`.

@@ -444,7 +444,7 @@ fn finish_attempt(
             st.metrics.retries += 1;
             entry.job = Some(job);
             st.entries.insert(key, entry);
-            let retry_at = now + shared.retry.backoff(attempts);
+            let retry_at = crate::config::deadline_after(now, shared.retry.backoff(attempts));
             st.backing_off.push(Reverse((retry_at, key)));
             Outcome::Retry
         }
