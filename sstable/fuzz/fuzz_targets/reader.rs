@@ -4,7 +4,11 @@
 //! The input either patches a valid small sstable (built once, in memory,
 //! through the real writer) or, with a leading 0xff, supplies all seven
 //! components raw (each prefixed by a little-endian u16 length), so the
-//! fuzzer reaches deep decoding paths without a seed corpus.
+//! fuzzer reaches deep decoding paths without a seed corpus. With a leading
+//! 0xfe the patches are applied and then every block checksum of the
+//! patched Data, Index, Summary, Filter and Statistics is recomputed, so
+//! the patched bytes get past the crc checks into the decoders (a crafted
+//! file rather than a damaged one).
 //!
 //! Run: `cd sstable/fuzz && cargo +nightly fuzz run reader -- -max_total_time=60`
 #![no_main]
@@ -83,9 +87,11 @@ fn components(data: &[u8]) -> Option<[Vec<u8>; 7]> {
             rest = &rest[2 + n..];
         }
     } else {
+        let fix_crcs = data.first() == Some(&0xfe);
+        let patches = if fix_crcs { &data[1..] } else { data };
         // Patches: (component, offset u16, value) triples; a value of 0 at
         // an even position truncates instead.
-        for chunk in data.chunks_exact(4) {
+        for chunk in patches.chunks_exact(4) {
             let part = &mut parts[usize::from(chunk[0]) % 7];
             if part.is_empty() {
                 continue;
@@ -97,8 +103,30 @@ fn components(data: &[u8]) -> Option<[Vec<u8>; 7]> {
                 part[at] ^= chunk[3];
             }
         }
+        if fix_crcs {
+            // Data, Index, Summary, Filter, Statistics: blocks from offset 8.
+            for part in parts.iter_mut().take(5) {
+                fix_block_crcs(part);
+            }
+        }
     }
     parts.try_into().ok()
+}
+
+/// Rewrites the (masked crc32c) trailer of every whole block from offset 8.
+fn fix_block_crcs(part: &mut [u8]) {
+    let mut at = 8usize;
+    while at + 9 <= part.len() {
+        let stored = u32::from_le_bytes([part[at + 1], part[at + 2], part[at + 3], part[at + 4]]);
+        let Some(end) = (at + 9).checked_add(stored as usize) else { return };
+        if end + 4 > part.len() {
+            return;
+        }
+        let crc = crc32c::crc32c(&part[at..end]);
+        let masked = crc.rotate_right(15).wrapping_add(0xa282_ead8);
+        part[end..end + 4].copy_from_slice(&masked.to_le_bytes());
+        at = end + 4;
+    }
 }
 
 fuzz_target!(|data: &[u8]| {
