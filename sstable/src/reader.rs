@@ -490,7 +490,7 @@ impl Sstable {
             return Ok(None);
         }
         let mut reader = SstableReader::new(self.clone(), range.clone(), slice);
-        reader.position_at(entry.data_block, entry.in_block)?;
+        reader.position_at(&entry)?;
         Ok(Some(reader))
     }
 }
@@ -611,6 +611,9 @@ pub struct SstableReader {
     /// The last partition whose start the cursor passed (produced or
     /// skipped): a fast-forward never goes back to it or before it.
     last_started: Option<DecoratedKey>,
+    /// The partition (and its Data block) the Index said the cursor was
+    /// moved to: the next partition start must be that one.
+    expect: Option<(DecoratedKey, u64)>,
     out: std::collections::VecDeque<Fragment>,
     scratch: Vec<Fragment>,
     done: bool,
@@ -635,14 +638,17 @@ impl SstableReader {
             in_partition: false,
             skipping: false,
             last_started: None,
+            expect: None,
             out: std::collections::VecDeque::new(),
             scratch: Vec::new(),
             done: false,
         }
     }
 
-    fn position_at(&mut self, block: u64, in_block: u64) -> Result<(), Error> {
-        self.cursor = DataCursor::at(&self.table.inner, block, in_block)?;
+    /// Moves to the partition start `entry` points at (checked when read).
+    fn position_at(&mut self, entry: &IndexEntry) -> Result<(), Error> {
+        self.cursor = DataCursor::at(&self.table.inner, entry.data_block, entry.in_block)?;
+        self.expect = Some((entry.key.clone(), entry.data_block));
         self.in_partition = false;
         self.skipping = false;
         self.out.clear();
@@ -676,6 +682,16 @@ impl SstableReader {
                             self.cursor.offset(),
                             format!("partition {key} starts before the previous one ended"),
                         ));
+                    }
+                    if let Some((expected, block)) = self.expect.take() {
+                        if *key != expected {
+                            return Err(inner.origin(Component::Index).corrupt(
+                                block,
+                                format!(
+                                    "index entry for {expected} points at partition {key} in Data"
+                                ),
+                            ));
+                        }
                     }
                     if self.range.is_after(key) {
                         self.done = true;
@@ -754,13 +770,12 @@ impl FragmentReader for SstableReader {
         }
         self.range = range;
         match entry {
-            Some(e) if !self.range.is_after(&e.key) => {
-                self.position_at(e.data_block, e.in_block).map_err(wrap)
-            }
+            Some(e) if !self.range.is_after(&e.key) => self.position_at(&e).map_err(wrap),
             _ => {
                 self.out.clear();
                 self.in_partition = false;
                 self.skipping = false;
+                self.expect = None;
                 self.done = true;
                 Ok(())
             }
