@@ -90,7 +90,9 @@ impl FlushCompletion {
 
     /// Blocks until the flush completes or `timeout` passes; `None` on timeout.
     pub fn wait_timeout(&self, timeout: Duration) -> Option<Result<(), Error>> {
-        let deadline = crate::sync::now() + timeout;
+        let Some(deadline) = crate::sync::now().checked_add(timeout) else {
+            return Some(self.wait());
+        };
         let mut slot = self.cell.result.lock();
         loop {
             if let Some(result) = slot.as_ref() {

@@ -105,6 +105,7 @@ pub struct DirtyMemoryConfig {
     pub max_flushes_in_flight: usize,
     /// How long the loop backs off when it is under pressure but nothing can
     /// be flushed (every region grounded or already flushing); default 1 ms.
+    /// Must not be zero (the loop would spin).
     pub idle_backoff: Duration,
     /// The first retry delay after a failed flush; doubles up to
     /// `retry_backoff_max`. Default 100 ms.
@@ -150,6 +151,9 @@ impl DirtyMemoryConfig {
             return Err(Error::ZeroLimit {
                 what: "max_flushes_in_flight",
             });
+        }
+        if self.idle_backoff.is_zero() {
+            return Err(Error::ZeroIdleBackoff);
         }
         if self.retry_backoff_min.is_zero() || self.retry_backoff_min > self.retry_backoff_max {
             return Err(Error::InvalidBackoff {

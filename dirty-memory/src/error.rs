@@ -46,6 +46,11 @@ pub enum Error {
         what: &'static str,
     },
 
+    /// The idle back-off is zero: the flush loop would spin while usage is
+    /// above the soft limit and nothing can be flushed.
+    #[error("idle_backoff of 0 is invalid: the flush loop would spin while nothing can be flushed")]
+    ZeroIdleBackoff,
+
     /// The retry back-off bounds are reversed or zero.
     #[error("retry back-off from {min:?} to {max:?} is invalid: need 0 < min <= max")]
     InvalidBackoff {

@@ -293,7 +293,8 @@ impl Inner {
 
     /// Waits until the epoch moves past `epoch`, shutdown, or `timeout`.
     fn wait_for_change(&self, epoch: u64, timeout: Option<Duration>) {
-        let deadline = timeout.map(|t| sync::now() + t);
+        // A timeout too long to add to the current time is no timeout.
+        let deadline = timeout.and_then(|t| sync::now().checked_add(t));
         let mut s = self.shared.state.lock();
         while s.epoch == epoch && !s.shutdown {
             match deadline {
@@ -363,7 +364,7 @@ impl Inner {
                     reason: FlushReason::Retry,
                     completion: None,
                 },
-                due: sync::now() + self.retry_delay(attempt),
+                due: sync::deadline_after(sync::now(), self.retry_delay(attempt)),
             });
         }
         s.bump();

@@ -29,6 +29,19 @@ pub(crate) fn now() -> Instant {
     }
 }
 
+/// `now + wait`, or the latest instant the platform can represent short of
+/// that when the sum overflows (a back-off of `Duration::MAX` means "until
+/// asked").
+pub(crate) fn deadline_after(now: Instant, wait: std::time::Duration) -> Instant {
+    let mut wait = wait;
+    loop {
+        if let Some(deadline) = now.checked_add(wait) {
+            return deadline;
+        }
+        wait /= 2;
+    }
+}
+
 #[cfg(not(loom))]
 mod imp {
     use std::time::Duration;
