@@ -6,7 +6,11 @@
 mod common;
 
 use common::*;
-use mutation::{Cell, ClusteringKey, ClusteringRange, DecoratedKey, Mutation, Timestamp};
+use std::ops::Bound;
+
+use mutation::{
+    Cell, ClusteringKey, ClusteringRange, DecoratedKey, Mutation, Timestamp, Tombstone,
+};
 
 fn ck(i: u32) -> Vec<u8> {
     let mut k = vec![0x5a; 60_000];
@@ -20,8 +24,16 @@ fn oversized_clustering_block_index_is_sampled_and_reads_back() {
     let key = DecoratedKey::from_bytes(b"wide".to_vec()).unwrap();
     let mut b = Mutation::builder(key.clone());
     for i in 0..1150u32 {
-        b = b.cell(ck(i), 0, Cell::live(vec![1u8], Timestamp::from_micros(1)));
+        b = b.cell(ck(i), 0, Cell::live(vec![1u8], Timestamp::from_micros(5)));
     }
+    // An older range tombstone over a stretch in the middle: slices that
+    // start inside it must re-open it, whichever sampled block they start
+    // from.
+    b = b.range_tombstone_bounds(
+        Bound::Included(ck(300)),
+        Bound::Excluded(ck(900)),
+        Tombstone::new(Timestamp::from_micros(1), 0),
+    );
     let m = b.build().unwrap();
     let (fragments, _) = canonical(std::slice::from_ref(&m));
     let table = write(dir.path(), &fragments, small_options(false));
@@ -43,6 +55,21 @@ fn oversized_clustering_block_index_is_sampled_and_reads_back() {
     let read = table.data_blocks_read() - before;
     assert!(read < 40, "slice read {read} blocks");
     assert_eq!(table.read_partition(&key).unwrap().unwrap(), m.fragments());
+    let k = |i| ClusteringKey::new(ck(i)).unwrap();
+    for (start, end) in [
+        (Bound::Unbounded, Bound::Excluded(k(3))),
+        (Bound::Included(k(301)), Bound::Included(k(305))),
+        (Bound::Excluded(k(555)), Bound::Excluded(k(905))),
+        (Bound::Included(k(899)), Bound::Included(k(900))),
+        (Bound::Included(k(1140)), Bound::Unbounded),
+    ] {
+        let slice = ClusteringRange::new(start, end).unwrap();
+        assert_eq!(
+            table.read_slice(&key, &slice).unwrap().unwrap(),
+            expected_slice(&m, &slice),
+            "slice {slice}"
+        );
+    }
 }
 
 /// About a thousand partitions with 60 KB keys, one per Index block, would
