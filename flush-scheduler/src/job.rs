@@ -41,6 +41,12 @@ impl fmt::Display for JobKey {
 /// re-runnable: it must clean up or overwrite the partial output of an
 /// earlier attempt and must not consume the memtable.
 ///
+/// A job whose owner retries failed flushes itself (for example one that
+/// carries a `dirty-memory` flush handle: that manager retries a failed
+/// flush after a back-off, *without* holding the data-write permit
+/// meanwhile, and re-acquires it first) opts out with
+/// [`retry_on_failure`](FlushJob::retry_on_failure).
+///
 /// [`run`]: FlushJob::run
 pub trait FlushJob: Send + 'static {
     /// The memtable this job flushes. Read once, at submission.
@@ -51,6 +57,21 @@ pub trait FlushJob: Send + 'static {
     /// [`FlushError::directory_failed`] if the directory is at fault and
     /// [`FlushError::job_failed`] for anything else.
     fn run(&mut self, ctx: &FlushContext<'_>) -> Result<FlushOutput, FlushError>;
+
+    /// Whether the scheduler retries this job after a failed attempt;
+    /// `true` by default. Asked after each failed attempt.
+    ///
+    /// When it returns `false`, the failed attempt ends the flush: its
+    /// handles resolve with that attempt's error (a directory failure still
+    /// puts the directory in cooldown, so the owner's own retry goes
+    /// elsewhere) and the job object is dropped, outside the scheduler's
+    /// lock. Use it when the owner retries by itself and keeps the memtable
+    /// elsewhere, so that two layers never retry the same flush. (During
+    /// [`shutdown`](crate::FlushScheduler::shutdown) a failed job is handed
+    /// back as usual.)
+    fn retry_on_failure(&self) -> bool {
+        true
+    }
 }
 
 /// What a job's attempt runs with: the directory chosen for it and a

@@ -96,7 +96,9 @@ impl fmt::Debug for Rejected {
 /// * **Retries**: a failed attempt is retried with exponential backoff
 ///   ([`RetryPolicy`]); the job object, and so its memtable, stays in the
 ///   scheduler until it succeeds. Workers wait for backoffs on a condition
-///   variable, so they never sleep and shutdown interrupts the wait.
+///   variable, so they never sleep and shutdown interrupts the wait. A job
+///   whose owner retries by itself opts out
+///   ([`FlushJob::retry_on_failure`]).
 /// * **Shutdown** ([`shutdown`](Self::shutdown)) waits for running jobs,
 ///   cancels queued ones and hands their job objects back.
 ///
@@ -276,7 +278,8 @@ impl Drop for FlushScheduler {
 
 /// What a worker does after an attempt.
 enum Outcome {
-    /// Resolve the flush; drop the job of a successful attempt first. Both
+    /// Resolve the flush; drop the job it carries first (that of a successful
+    /// attempt, or of a failed one that is not retried). Both
     /// happen after the state lock is released: dropping a job runs its
     /// owner's code (it frees the flushed memtable), which must be free to
     /// use the scheduler and must not hold up the other workers.
@@ -426,6 +429,10 @@ fn finish_attempt(
                     Err(FlushError::Cancelled { key }),
                     None,
                 );
+            }
+            if !job.retry_on_failure() {
+                // The owner retries by itself: the job leaves with its error.
+                return Outcome::Resolve(entry.completion, attempts, Err(error), Some(job));
             }
             if shared
                 .retry
