@@ -51,6 +51,7 @@ impl Histogram {
     }
 
     /// Whether a segment with `free` bytes belongs in the bucket of `slot`.
+    #[inline]
     pub(crate) fn same_bucket(&self, slot: Slot, free: usize) -> bool {
         usize::from(slot.bucket) == (free >> self.shift).min(BUCKETS)
     }

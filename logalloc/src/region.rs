@@ -255,16 +255,6 @@ impl RegionInner {
         }
     }
 
-    /// Appends `slot` to `segment`'s slot list, keeping `slot_capacity`.
-    #[inline]
-    fn push_slot(&mut self, segment: u32, slot: u32) {
-        let slots = &mut self.info_mut(segment).slots;
-        let before = slots.capacity();
-        slots.push(slot);
-        let grown = slots.capacity() - before;
-        self.slot_capacity += grown;
-    }
-
     fn histogram_insert(&mut self, segment: u32) {
         let free = self.segment_size - self.info(segment).used as usize;
         let slot = self.histogram.insert(segment, free);
@@ -394,8 +384,12 @@ impl RegionInner {
                 .bytes_mut(at.segment, at.offset as usize, size as usize)
         });
         let record = record_len(size);
-        self.info_mut(at.segment).used += record;
-        self.push_slot(at.segment, handle.slot());
+        let info = self.info_mut(at.segment);
+        info.used += record;
+        let before = info.slots.capacity();
+        info.slots.push(handle.slot());
+        let grown = info.slots.capacity() - before;
+        self.slot_capacity += grown;
         self.used += record as usize;
         self.object_bytes += size as usize;
         Ok(handle)
@@ -413,21 +407,24 @@ impl RegionInner {
         let record = record_len(at.size);
         self.used -= record as usize;
         self.object_bytes -= at.size as usize;
-        if self.active == Some(at.segment) {
-            self.info_mut(at.segment).used -= record;
-            if self.info(at.segment).used == 0 {
+        let segment_size = self.segment_size;
+        let active = self.active == Some(at.segment);
+        let position = self.segment_map[at.segment as usize] as usize;
+        let info = &mut self.segments[position];
+        if active {
+            info.used -= record;
+            if info.used == 0 {
                 self.release(pool, at.segment);
             }
         } else {
-            let info = self.info(at.segment);
             let (used, slot) = (
                 info.used,
                 info.slot.expect("closed segment is in the histogram"),
             );
-            let free = self.segment_size - (used - record) as usize;
+            let free = segment_size - (used - record) as usize;
             if used != record && self.histogram.same_bucket(slot, free) {
                 // Common case: the segment stays in its bucket.
-                self.info_mut(at.segment).used -= record;
+                info.used -= record;
                 self.closed_free += record as usize;
             } else {
                 self.histogram_remove(at.segment);
