@@ -204,3 +204,30 @@ fn loom_async_writer_woken_when_memory_freed() {
         assert_eq!(writer.join().unwrap(), Ok(3));
     });
 }
+
+/// (f) Spooled bytes attributed to a region never outlive it: a flush that
+/// accounts and later reverts its progress, racing with the region being
+/// dropped, leaves no spooled bytes behind and never takes more back than
+/// it accounted.
+#[test]
+fn loom_region_spooled_bytes_leave_with_a_concurrently_dropped_region() {
+    model(|| {
+        let group = RegionGroup::new("loom", ReclaimConfig::default());
+        let other = RegionId::from_raw(2);
+        group.add(REGION, 10);
+        group.add(other, 5);
+        let flush = {
+            let group = group.clone();
+            thread::spawn(move || {
+                let accounted = group.account_region_spooled(REGION, 8).is_ok();
+                let reverted = group.revert_region_spooled(REGION, 8);
+                (accounted, reverted)
+            })
+        };
+        group.del(REGION, 10);
+        let (accounted, reverted) = flush.join().unwrap();
+        assert!(reverted <= if accounted { 8 } else { 0 });
+        assert_eq!(group.spooled(), 0);
+        assert_eq!((group.real_usage(), group.unspooled_usage()), (5, 5));
+    });
+}
