@@ -123,13 +123,13 @@ impl Slicer {
                 } else if position < self.end {
                     self.open(out);
                     self.active = tombstone;
-                    if self.emitted != tombstone {
-                        out.push(Fragment::RangeTombstoneChange {
-                            position,
-                            tombstone,
-                        });
-                        self.emitted = tombstone;
-                    }
+                    // Passed even when it changes nothing: the stream read
+                    // back must equal the (valid) stream written.
+                    out.push(Fragment::RangeTombstoneChange {
+                        position,
+                        tombstone,
+                    });
+                    self.emitted = tombstone;
                 } else {
                     self.finish(out);
                 }
