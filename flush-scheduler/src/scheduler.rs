@@ -325,6 +325,8 @@ fn worker(shared: &Shared) {
             shared,
         };
         let result = run_attempt(&mut *job, &ctx);
+        // Asked here, outside the lock, like every other call into the job.
+        let retry = result.is_err() && job.retry_on_failure();
         let written = ctx.written();
         if let (Err(e), Some(listener)) = (&result, &shared.listener) {
             listener.on_attempt_failed(key, written, e);
@@ -332,7 +334,13 @@ fn worker(shared: &Shared) {
 
         st = shared.state.lock();
         st.running -= 1;
-        let outcome = finish_attempt(shared, &mut st, key, dir_index, &dir, job, result);
+        let attempt = Attempt {
+            key,
+            dir_index,
+            dir: &dir,
+            retry,
+        };
+        let outcome = finish_attempt(shared, &mut st, &attempt, job, result);
         if st.running == 0 {
             shared.idle.notify_all();
         }
@@ -384,16 +392,30 @@ fn next_retry(st: &State) -> Option<Instant> {
         .map(|Reverse((retry_at, _))| *retry_at)
 }
 
-/// Updates the state after an attempt of `key` ran in directory `dir_index`.
+/// An attempt that just ran.
+struct Attempt<'a> {
+    key: JobKey,
+    /// The directory it ran in.
+    dir_index: usize,
+    dir: &'a Path,
+    /// Whether to retry it if it failed ([`FlushJob::retry_on_failure`]).
+    retry: bool,
+}
+
+/// Updates the state after `attempt` ran.
 fn finish_attempt(
     shared: &Shared,
     st: &mut State,
-    key: JobKey,
-    dir_index: usize,
-    dir: &Path,
+    attempt: &Attempt<'_>,
     job: Box<dyn FlushJob>,
     result: Result<FlushOutput, FlushError>,
 ) -> Outcome {
+    let Attempt {
+        key,
+        dir_index,
+        dir,
+        ..
+    } = *attempt;
     let mut entry = st
         .entries
         .remove(&key)
@@ -430,7 +452,7 @@ fn finish_attempt(
                     None,
                 );
             }
-            if !job.retry_on_failure() {
+            if !attempt.retry {
                 // The owner retries by itself: the job leaves with its error.
                 return Outcome::Resolve(entry.completion, attempts, Err(error), Some(job));
             }
