@@ -42,7 +42,15 @@ pub enum FlushReason {
 ///   (before index, fsync and hand-off) it calls [`Flush::data_written`]; at
 ///   the end it calls [`Flush::finish`]/[`Flush::finish_releasing`] or
 ///   [`Flush::fail`]. Dropping the handle without either is a failure.
-/// * On failure the target keeps the memtable: the manager retries it.
+/// * On failure the target keeps the memtable: the manager retries it,
+///   after a back-off during which the failed flush holds no data-write
+///   permit, with a new [`Flush`] (reason [`FlushReason::Retry`]). So a
+///   target that runs flushes on a job scheduler with retries of its own
+///   should not let the scheduler retry the job holding a `Flush`: retrying
+///   it would keep the single data-write permit through the scheduler's
+///   back-off (no other memtable could flush meanwhile), or write data again
+///   without the permit after [`Flush::data_written`]. Fail the flush (or
+///   drop its handle) and let the manager retry instead.
 /// * An explicit request may name a memtable that has left the group since
 ///   it was made; the target then simply finishes the flush.
 /// * A target must not keep the manager alive (hold the group, not the
