@@ -596,6 +596,10 @@ impl RegionInner {
     /// segments never drop and each step either frees a segment outright or
     /// leaves the active segment with more room. True if a segment was
     /// compacted.
+    ///
+    /// The pool's count is a snapshot: if another thread's compaction takes
+    /// the last segment before this one needs it, `compact_segment` stops
+    /// part-way, as it always can, and loses nothing.
     fn forced_compaction(&mut self, pool: &SegmentPool) -> bool {
         if self.closed_free < 2 * self.segment_size {
             return false;
