@@ -354,6 +354,15 @@ impl MutationBuilder {
         }
     }
 
+    /// Records `result`'s error, if any. Values are checked as they
+    /// arrive: merged first, an out-of-range timestamp (the smallest
+    /// possible) would lose to a later valid write and go unreported.
+    fn check(&mut self, result: Result<(), Error>) {
+        if let Err(e) = result {
+            self.fail(e);
+        }
+    }
+
     fn row_mut(&mut self, key: impl Into<Bytes>) -> Option<&mut Row> {
         match ClusteringKey::new(key) {
             Ok(k) => Some(self.rows.entry(k).or_default()),
@@ -366,24 +375,28 @@ impl MutationBuilder {
 
     /// Deletes the partition (the greater tombstone wins if called twice).
     pub fn partition_tombstone(mut self, tombstone: Tombstone) -> Self {
+        self.check(tombstone.timestamp.check("partition tombstone"));
         self.partition_tombstone = self.partition_tombstone.max(Some(tombstone));
         self
     }
 
     /// Writes a static cell.
     pub fn static_cell(mut self, column: ColumnId, cell: Cell) -> Self {
+        self.check(cell.validate("cell"));
         self.static_row.apply_cell(column, cell);
         self
     }
 
     /// Merges a whole static row.
     pub fn static_row(mut self, row: Row) -> Self {
+        self.check(row.validate());
         self.static_row.apply(row);
         self
     }
 
     /// Writes a cell of the row `clustering_key` (bytes or a [`ClusteringKey`]).
     pub fn cell(mut self, clustering_key: impl Into<Bytes>, column: ColumnId, cell: Cell) -> Self {
+        self.check(cell.validate("cell"));
         if let Some(row) = self.row_mut(clustering_key) {
             row.apply_cell(column, cell);
         }
@@ -392,6 +405,7 @@ impl MutationBuilder {
 
     /// Sets the row marker of the row `clustering_key`.
     pub fn row_marker(mut self, clustering_key: impl Into<Bytes>, marker: RowMarker) -> Self {
+        self.check(marker.timestamp.check("row marker"));
         if let Some(row) = self.row_mut(clustering_key) {
             row.apply(Row::new().with_marker(marker));
         }
@@ -400,6 +414,7 @@ impl MutationBuilder {
 
     /// Deletes the row `clustering_key`.
     pub fn row_tombstone(mut self, clustering_key: impl Into<Bytes>, tombstone: Tombstone) -> Self {
+        self.check(tombstone.timestamp.check("row tombstone"));
         if let Some(row) = self.row_mut(clustering_key) {
             row.apply(Row::new().with_tombstone(tombstone));
         }
@@ -408,6 +423,7 @@ impl MutationBuilder {
 
     /// Merges a whole row at `clustering_key`.
     pub fn row(mut self, clustering_key: impl Into<Bytes>, row: Row) -> Self {
+        self.check(row.validate());
         if let Some(r) = self.row_mut(clustering_key) {
             r.apply(row);
         }

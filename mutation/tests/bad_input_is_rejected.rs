@@ -122,3 +122,59 @@ fn applying_another_partition_changes_nothing() {
     );
     assert_eq!(a, before);
 }
+
+/// A bad timestamp is reported even when a valid write to the same cell,
+/// marker or tombstone comes after it (the builder merges as it goes, and
+/// the out-of-range value, being the smallest, would otherwise lose the
+/// merge and vanish without an error).
+#[test]
+fn builder_reports_a_bad_timestamp_superseded_by_a_valid_write() {
+    use mutation::{Row, RowMarker};
+    let missing = Timestamp::from_micros(i64::MIN);
+    let ok = Timestamp::from_micros(1);
+    let cases: Vec<(mutation::MutationBuilder, &str)> = vec![
+        (
+            Mutation::builder(key())
+                .cell("c", 0, Cell::live("v", missing))
+                .cell("c", 0, Cell::live("v", ok)),
+            "cell timestamp",
+        ),
+        (
+            Mutation::builder(key())
+                .static_cell(0, Cell::tombstone(missing, 0))
+                .static_cell(0, Cell::live("v", ok)),
+            "cell timestamp",
+        ),
+        (
+            Mutation::builder(key())
+                .static_row(Row::new().with_marker(RowMarker::new(missing)))
+                .static_row(Row::new().with_marker(RowMarker::new(ok))),
+            "row marker timestamp",
+        ),
+        (
+            Mutation::builder(key())
+                .row_marker("c", RowMarker::new(missing))
+                .row_marker("c", RowMarker::new(ok)),
+            "row marker timestamp",
+        ),
+        (
+            Mutation::builder(key())
+                .row_tombstone("c", Tombstone::new(missing, 0))
+                .row("c", Row::new().with_tombstone(Tombstone::new(ok, 0))),
+            "row tombstone timestamp",
+        ),
+        (
+            Mutation::builder(key())
+                .partition_tombstone(Tombstone::new(missing, 0))
+                .partition_tombstone(Tombstone::new(ok, 0)),
+            "partition tombstone timestamp",
+        ),
+    ];
+    for (builder, expected) in cases {
+        let err = builder.build().unwrap_err().to_string();
+        assert!(
+            err.starts_with(expected),
+            "{err:?} should start with {expected:?}"
+        );
+    }
+}
