@@ -153,7 +153,9 @@ pub struct FlushReport {
 /// Receives progress of every job, so the caller can account "virtual
 /// dirty" memory: bytes written lower the memory still to be spooled, and
 /// a failed attempt reverts them. Called on the worker thread, outside the
-/// scheduler's lock; keep it short.
+/// scheduler's lock; keep it short. A panic in `on_written` fails the
+/// attempt (like a panic in the job); one in `on_attempt_failed` is caught
+/// and the job goes on as if the listener had returned.
 pub trait ProgressListener: Send + Sync {
     /// `bytes` more were written for `key` by its current attempt.
     fn on_written(&self, key: JobKey, bytes: u64);

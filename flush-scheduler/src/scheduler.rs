@@ -329,7 +329,12 @@ fn worker(shared: &Shared) {
         let retry = result.is_err() && job.retry_on_failure();
         let written = ctx.written();
         if let (Err(e), Some(listener)) = (&result, &shared.listener) {
-            listener.on_attempt_failed(key, written, e);
+            // A panicking listener must not kill the worker holding the job
+            // (its handles would never resolve and shutdown would wait for
+            // it for ever); the panic hook has reported the panic.
+            let _ = std::panic::catch_unwind(AssertUnwindSafe(|| {
+                listener.on_attempt_failed(key, written, e);
+            }));
         }
 
         st = shared.state.lock();
