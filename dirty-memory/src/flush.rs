@@ -53,6 +53,8 @@ pub enum FlushReason {
 ///   drop its handle) and let the manager retry instead.
 /// * An explicit request may name a memtable that has left the group since
 ///   it was made; the target then simply finishes the flush.
+/// * A panic in `start_flush` is caught: the handle it dropped fails the
+///   flush, which is retried after the back-off; the loop goes on.
 /// * A target must not keep the manager alive (hold the group, not the
 ///   manager), and must not call
 ///   [`shutdown`](crate::DirtyMemoryManager::shutdown) from `start_flush`.

@@ -185,6 +185,18 @@ impl Inner {
         Flush::new(Arc::clone(self), p.region, p.attempt, p.reason)
     }
 
+    /// Hands `flush` to the target. A panicking target must not kill the
+    /// flush loop (no memtable would ever be flushed again and writers
+    /// would wait at the hard limit for ever): the panic, already reported
+    /// by the panic hook, drops the handle, which fails the flush, and the
+    /// manager retries it after its back-off.
+    fn start_flush(&self, flush: Flush) {
+        let target = &self.target;
+        let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            target.start_flush(flush);
+        }));
+    }
+
     /// Reads the group (never under the state lock: the group calls back
     /// into it) and applies the policy.
     fn decide(&self, policy: FlushPolicy, limits: Limits) -> Decision {
@@ -239,7 +251,7 @@ impl Inner {
             if let Some(p) = pending {
                 let flush = self.start_locked(&mut s, p);
                 drop(s);
-                self.target.start_flush(flush);
+                self.start_flush(flush);
                 return Step::Started;
             }
             let next_retry = s
@@ -277,7 +289,7 @@ impl Inner {
                 };
                 let flush = self.start_locked(&mut s, pending);
                 drop(s);
-                self.target.start_flush(flush);
+                self.start_flush(flush);
                 Step::Started
             }
             Decision::NothingFlushable => Step::Wait {
