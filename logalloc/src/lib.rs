@@ -81,7 +81,9 @@
 //! leaves the destination with room for the allocation. Such steps are
 //! counted in [`RegionStats::forced_compactions`]. The allocation fails
 //! with [`Error::OutOfMemory`] only when forced compaction cannot run
-//! either. A failed allocation stores nothing; compaction never loses an
+//! either: a pool with fewer than about 40 segments filled to live/0.9
+//! (so under two segments of free space beyond the reserve) is refused
+//! rather than compacted over and over to win back a few bytes. A failed allocation stores nothing; compaction never loses an
 //! object.
 //!
 //! **Why `get` returns a guard.** Another region's reclaim may compact this

@@ -333,10 +333,12 @@ impl RegionInner {
         align: u32,
     ) -> Result<Location, Error> {
         // Every reclaim step compacts a segment with at least the threshold
-        // free or evicts something, so a segment normally turns up within a
+        // free, evicts something, or (forced) compacts a segment into room
+        // the allocation can use, so a segment normally turns up within a
         // few steps; the bound only stops a pathological loop (a tiny
-        // threshold with large objects can waste as much in segment tails as
-        // a step wins back).
+        // threshold with large objects, or forced steps on segments that are
+        // almost full, can waste as much in segment tails as a step wins
+        // back).
         let mut steps_left = 2 * pool.geometry().max_segments + 16;
         loop {
             if let Some(at) = self.place(size, align) {
