@@ -77,8 +77,9 @@
 //! will place them, opens at most one fresh destination segment, which
 //! the pool (reserve included) still has. The emptied segment goes back,
 //! so the segments the pool can hand out never drop, and the reserve is
-//! there again for the next step. Each step either frees a segment or
-//! leaves the destination with room for the allocation. Such steps are
+//! there again for the next step. Steps repeat with the destination kept
+//! open, so the room they leave adds up, until the object fits or a step
+//! gave a segment back. Such steps are
 //! counted in [`RegionStats::forced_compactions`]. The allocation fails
 //! with [`Error::OutOfMemory`] only when forced compaction cannot run
 //! either: a pool with fewer than about 40 segments filled to live/0.9

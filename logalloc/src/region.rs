@@ -350,7 +350,9 @@ impl RegionInner {
                 continue;
             }
             steps_left -= 1;
-            if steps_left == 0 || !(self.reclaim_step(pool) || self.forced_reclaim_step(pool)) {
+            if steps_left == 0
+                || !(self.reclaim_step(pool) || self.forced_reclaim_step(pool, size, align))
+            {
                 return Err(Error::OutOfMemory {
                     size: size as usize,
                     limit: pool.memory_limit(),
@@ -597,45 +599,74 @@ impl RegionInner {
     /// the pool has it: the emptied segment goes back, so the pool's free
     /// segments never drop and each step either frees a segment outright or
     /// leaves the active segment with more room. True if a segment was
-    /// compacted.
+    /// compacted, with the number of fresh destinations it opened (0 means a
+    /// segment went back to the pool net).
     ///
     /// The pool's count is a snapshot: if another thread's compaction takes
     /// the last segment before this one needs it, `compact_segment` stops
     /// part-way, as it always can, and loses nothing.
-    fn forced_compaction(&mut self, pool: &SegmentPool) -> bool {
+    fn forced_compaction(&mut self, pool: &SegmentPool) -> Option<usize> {
         if self.closed_free < 2 * self.segment_size {
-            return false;
+            return None;
         }
-        let Some(segment) = self.histogram.sparsest() else {
-            return false;
-        };
+        let segment = self.histogram.sparsest()?;
         let needed = self.destinations_needed(segment);
         if needed > 1 || needed > pool.available_for_compaction() {
-            return false;
+            return None;
         }
         let free = self.segment_size - self.info(segment).used as usize;
         let below_threshold = free * 100 < self.segment_size * self.min_free_percent;
         if !self.compact_segment(pool, segment) {
-            return false;
+            return None;
         }
         if below_threshold {
             self.forced_compactions += 1;
             pool.note_forced_compaction();
         }
-        true
+        Some(needed)
     }
 
-    /// A forced compaction (see [`forced_compaction`](Self::forced_compaction))
-    /// of this region, else of another unborrowed one. False if none applies.
-    fn forced_reclaim_step(&mut self, pool: &SegmentPool) -> bool {
-        if self.forced_compaction(pool) {
+    /// Whether an object of `size` bytes aligned to `align` fits in the
+    /// active segment as it stands.
+    fn fits(&self, size: u32, align: u32) -> bool {
+        self.active.is_some_and(|active| {
+            let offset = (self.info(active).end + align - 1) & !(align - 1);
+            offset + record_len(size) <= self.segment_size as u32
+        })
+    }
+
+    /// Forced compaction for this region's own allocation of `size` bytes
+    /// aligned to `align`: forced steps on this region until the active
+    /// segment has room for the object or a step gave a segment back to the
+    /// pool. The active segment stays open between steps, so the room each
+    /// step leaves adds up (a single step may leave less than the object
+    /// needs). Then, if nothing here applies, one forced step on another
+    /// unborrowed region (whose active segment also stays open, so repeated
+    /// steps there end up giving a segment back). False if none applies.
+    fn forced_reclaim_step(&mut self, pool: &SegmentPool, size: u32, align: u32) -> bool {
+        let mut progressed = false;
+        for _ in 0..=self.histogram.len() {
+            if self.fits(size, align) {
+                break;
+            }
+            match self.forced_compaction(pool) {
+                None => break,
+                Some(needed) => {
+                    progressed = true;
+                    if needed == 0 {
+                        break;
+                    }
+                }
+            }
+        }
+        if progressed {
             return true;
         }
         pool.other_regions(self.id).iter().any(|region| {
             region
                 .inner
                 .try_write()
-                .is_some_and(|mut inner| inner.forced_compaction(pool))
+                .is_some_and(|mut inner| inner.forced_compaction(pool).is_some())
         })
     }
 

@@ -175,3 +175,51 @@ fn mixed_sizes_and_alignments_survive_forced_compaction() {
     region.check_invariants().unwrap();
     pool.check_invariants().unwrap();
 }
+
+#[test]
+fn forced_steps_add_up_when_one_step_frees_less_than_an_object() {
+    // 4 KiB segments filled with 200-byte objects (20 a segment, 96 bytes of
+    // tail), then one object freed in every segment: each has 296 bytes
+    // (7%) free, below the 15% rule. A 400-byte object needs more room than
+    // any single forced step leaves, so the steps must add up (the
+    // destination stays open between them) instead of failing.
+    const SMALL: usize = 4096;
+    let pool = SegmentPool::new(
+        PoolConfig::default()
+            .with_segment_size(SMALL)
+            .with_memory_limit(64 * SMALL)
+            .with_bulk_segments(8),
+    )
+    .unwrap();
+    let mut region = Region::new(&pool);
+    let mut live = Vec::new();
+    let mut n = 0u32;
+    while let Ok(handle) = region.alloc_bytes(&[n as u8; 200]) {
+        live.push((handle, n as u8));
+        n += 1;
+    }
+    for (handle, _) in live.iter().step_by(20) {
+        region.free(*handle).unwrap();
+    }
+    live = live
+        .into_iter()
+        .enumerate()
+        .filter(|(i, _)| i % 20 != 0)
+        .map(|(_, entry)| entry)
+        .collect();
+    assert_eq!(region.compact(), 0, "nothing qualifies under the 15% rule");
+    let big = region
+        .alloc_bytes(&[0xEE; 400])
+        .expect("forced steps add up to room for the object");
+    assert!(
+        region.stats().forced_compactions >= 2,
+        "{:?}",
+        region.stats()
+    );
+    assert_eq!(&*region.get(big).unwrap(), &[0xEE; 400][..]);
+    for &(handle, fill) in &live {
+        assert!(region.get(handle).unwrap().iter().all(|&b| b == fill));
+    }
+    region.check_invariants().unwrap();
+    pool.check_invariants().unwrap();
+}
