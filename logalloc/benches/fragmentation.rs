@@ -108,14 +108,76 @@ struct Stats {
     seconds: f64,
 }
 
-/// The driver: `alloc(size)` returns an object holding `size` bytes and
-/// `free` drops it; `live` is a preallocated vector of (object, size).
-fn run<T>(
+/// An allocator under test: `alloc(size)` returns an object holding a copy
+/// of the first `size` bytes of the benchmark's data, `free` releases it.
+/// One value with both methods, so neither side pays for sharing its state
+/// between two closures.
+trait Heap {
+    type Object;
+    fn alloc(&mut self, size: usize) -> Result<Self::Object, String>;
+    fn free(&mut self, object: Self::Object);
+}
+
+/// glibc malloc through `Box<[u8]>`.
+struct SystemHeap<'a> {
+    data: &'a [u8],
+}
+
+impl Heap for SystemHeap<'_> {
+    type Object = Box<[u8]>;
+
+    #[inline]
+    fn alloc(&mut self, size: usize) -> Result<Box<[u8]>, String> {
+        let mut v = Vec::with_capacity(size);
+        v.extend_from_slice(&self.data[..size]);
+        Ok(v.into_boxed_slice())
+    }
+
+    #[inline]
+    fn free(&mut self, object: Box<[u8]>) {
+        drop(black_box(object));
+    }
+}
+
+/// One logalloc region.
+struct RegionHeap<'a> {
+    region: &'a mut Region,
+    data: &'a [u8],
+    count: u64,
+    /// Peak footprint of the table and slot lists, sampled every 4096
+    /// allocations: the slot lists shrink and grow, so the final value is
+    /// not the peak.
+    peak_table: usize,
+}
+
+impl Heap for RegionHeap<'_> {
+    type Object = logalloc::Handle;
+
+    #[inline]
+    fn alloc(&mut self, size: usize) -> Result<logalloc::Handle, String> {
+        let handle = self
+            .region
+            .alloc_bytes(&self.data[..size])
+            .map_err(|e| e.to_string());
+        self.count += 1;
+        if self.count % 4096 == 0 {
+            self.peak_table = self.peak_table.max(self.region.stats().table_bytes);
+        }
+        handle
+    }
+
+    #[inline]
+    fn free(&mut self, handle: logalloc::Handle) {
+        self.region.free(handle).expect("free");
+    }
+}
+
+/// The driver; `live` is a preallocated vector of (object, size).
+fn run<H: Heap>(
     w: &Workload,
     cap: usize,
-    mut alloc: impl FnMut(usize) -> Result<T, String>,
-    mut free: impl FnMut(T),
-    live: &mut Vec<(T, usize)>,
+    heap: &mut H,
+    live: &mut Vec<(H::Object, usize)>,
 ) -> Result<Stats, String> {
     let mut rng = SmallRng::seed_from_u64(0x5eed_f00d);
     let mut live_bytes = 0usize;
@@ -133,7 +195,7 @@ fn run<T>(
             for _ in 0..deletes {
                 let i = rng.gen_range(0..live.len());
                 let (object, size) = live.swap_remove(i);
-                free(object);
+                heap.free(object);
                 live_bytes -= size;
             }
         }
@@ -143,10 +205,10 @@ fn run<T>(
             while live_bytes + size > cap {
                 let i = rng.gen_range(0..live.len());
                 let (object, size) = live.swap_remove(i);
-                free(object);
+                heap.free(object);
                 live_bytes -= size;
             }
-            let object = alloc(size).map_err(|e| {
+            let object = heap.alloc(size).map_err(|e| {
                 format!(
                     "{e} after {} allocations in phase {}",
                     stats.allocations,
@@ -187,18 +249,8 @@ fn child(w: &Workload, allocator: &str, cap: usize) {
         live.resize_with(live.capacity(), || (Box::default(), 0));
         live.clear();
         baseline = status_kib("VmRSS:");
-        run(
-            w,
-            cap,
-            |size| {
-                let mut v = Vec::with_capacity(size);
-                v.extend_from_slice(&data[..size]);
-                Ok(v.into_boxed_slice())
-            },
-            |b| drop(black_box(b)),
-            &mut live,
-        )
-        .map(|stats| (stats, 0usize, 0usize, 0u64, 0.0f64))
+        run(w, cap, &mut SystemHeap { data: &data }, &mut live)
+            .map(|stats| (stats, 0usize, 0usize, 0u64, 0.0f64))
     } else {
         // `logalloc@<fraction>` or `logalloc@<fraction>/<threshold %>`.
         let spec = allocator.trim_start_matches("logalloc@");
@@ -218,26 +270,14 @@ fn child(w: &Workload, allocator: &str, cap: usize) {
         live.resize(live.capacity(), (dummy, 0));
         live.clear();
         baseline = status_kib("VmRSS:");
-        let region_cell = std::cell::RefCell::new(&mut region);
-        // Peak footprint, sampled every 4096 allocations: the slot lists
-        // shrink and grow, so the final value is not the peak.
-        let mut peak_table = 0usize;
-        let mut count = 0u64;
-        let outcome = run(
-            w,
-            cap,
-            |size| {
-                let mut region = region_cell.borrow_mut();
-                let handle = region.alloc_bytes(&data[..size]).map_err(|e| e.to_string());
-                count += 1;
-                if count % 4096 == 0 {
-                    peak_table = peak_table.max(region.stats().table_bytes);
-                }
-                handle
-            },
-            |h| region_cell.borrow_mut().free(h).expect("free"),
-            &mut live,
-        );
+        let mut heap = RegionHeap {
+            region: &mut region,
+            data: &data,
+            count: 0,
+            peak_table: 0,
+        };
+        let outcome = run(w, cap, &mut heap, &mut live);
+        let peak_table = heap.peak_table;
         let stats = region.stats();
         let table = peak_table.max(stats.table_bytes);
         // Share of the compacted segments that were compacted below the
