@@ -22,7 +22,7 @@ const SUITES: &[Suite] = &[
     Suite {
         package: "logalloc",
         bench: "fragmentation",
-        full: &["--scale", "0.25"],
+        full: &["--scale", "0.0625", "--repeat", "3"],
         quick: &["--scale", "0.015625"],
     },
     Suite {
