@@ -142,8 +142,6 @@ pub(crate) struct RegionInner {
     histogram: Histogram,
     /// Free bytes of all closed segments.
     closed_free: usize,
-    /// Sum of the capacities (in entries) of the segments' slot lists.
-    slot_capacity: usize,
     used: usize,
     object_bytes: usize,
     bytes_compacted: u64,
@@ -180,7 +178,6 @@ impl RegionInner {
             active: None,
             histogram: Histogram::new(geometry.segment_shift),
             closed_free: 0,
-            slot_capacity: 0,
             used: 0,
             object_bytes: 0,
             bytes_compacted: 0,
@@ -241,8 +238,7 @@ impl RegionInner {
         debug_assert_eq!(self.segments[position].used, 0);
         debug_assert!(self.segments[position].slot.is_none());
         self.segment_map[segment as usize] = NOT_MAPPED;
-        let removed = self.segments.swap_remove(position);
-        self.slot_capacity -= removed.slots.capacity();
+        self.segments.swap_remove(position);
         if let Some(moved) = self.segments.get(position) {
             self.segment_map[moved.index as usize] = position as u32;
         }
@@ -284,11 +280,7 @@ impl RegionInner {
                 self.release(pool, segment);
             } else {
                 // The list is complete: drop the spare capacity of its growth.
-                let slots = &mut self.info_mut(segment).slots;
-                let before = slots.capacity();
-                slots.shrink_to_fit();
-                let after = slots.capacity();
-                self.slot_capacity -= before - after;
+                self.info_mut(segment).slots.shrink_to_fit();
                 self.histogram_insert(segment);
             }
         }
@@ -390,10 +382,7 @@ impl RegionInner {
         let record = record_len(size);
         let info = self.info_mut(at.segment);
         info.used += record;
-        let before = info.slots.capacity();
         info.slots.push(handle.slot());
-        let grown = info.slots.capacity() - before;
-        self.slot_capacity += grown;
         self.used += record as usize;
         self.object_bytes += size as usize;
         Ok(handle)
@@ -457,7 +446,6 @@ impl RegionInner {
         self.reclaim_counter += 1;
         let memory = pool.memory();
         let slots = std::mem::take(&mut self.info_mut(segment).slots);
-        self.slot_capacity -= slots.capacity();
         let codec = self.table.codec();
         let segment_size = self.segment_size as u32;
         let mut moved = 0usize;
@@ -483,7 +471,6 @@ impl RegionInner {
             let info = &mut self.segments[position];
             let (source, target) = (memory.base(segment), memory.base(destination));
             let (mut end, mut added) = (info.end, 0u32);
-            let capacity_before = info.slots.capacity();
             let destination_slots = &mut info.slots;
             i = self
                 .table
@@ -516,8 +503,6 @@ impl RegionInner {
                 });
             info.end = end;
             info.used += added;
-            let grown = info.slots.capacity() - capacity_before;
-            self.slot_capacity += grown;
             moved += added as usize;
             if i < slots.len() {
                 // The next object does not fit: on to a fresh destination.
@@ -527,9 +512,7 @@ impl RegionInner {
         self.info_mut(segment).used -= moved as u32;
         if stopped {
             // Out of destinations: the objects not yet moved stay listed here.
-            let rest = slots[i..].to_vec();
-            self.slot_capacity += rest.capacity();
-            self.info_mut(segment).slots = rest;
+            self.info_mut(segment).slots = slots[i..].to_vec();
         }
         self.bytes_compacted += moved as u64;
         let emptied = self.info(segment).used == 0;
@@ -809,7 +792,6 @@ impl RegionInner {
         }
         let table = std::mem::replace(&mut other.table, HandleTable::new(pool.geometry()));
         self.table.absorb(table);
-        self.slot_capacity += other.slot_capacity;
         self.used += other.used;
         self.object_bytes += other.object_bytes;
         self.bytes_compacted += other.bytes_compacted;
@@ -829,7 +811,6 @@ impl RegionInner {
         self.active = None;
         self.histogram = Histogram::new(self.segment_size.trailing_zeros());
         self.closed_free = 0;
-        self.slot_capacity = 0;
         self.used = 0;
         self.object_bytes = 0;
         self.listener = None;
@@ -850,6 +831,15 @@ impl RegionInner {
         self.retire_empty();
     }
 
+    /// Heap bytes of the segments' slot lists: summed when asked (once per
+    /// `stats()` call, O(segments)) rather than tracked on every allocation.
+    fn slot_list_bytes(&self) -> usize {
+        self.segments
+            .iter()
+            .map(|info| info.slots.capacity() * size_of::<u32>())
+            .sum()
+    }
+
     pub(crate) fn stats(&self) -> RegionStats {
         let total = self.total();
         RegionStats {
@@ -859,7 +849,7 @@ impl RegionInner {
             object_bytes: self.object_bytes,
             objects: self.table.live(),
             segments: self.segments.len(),
-            table_bytes: self.table.bytes() + self.slot_capacity * 4,
+            table_bytes: self.table.bytes() + self.slot_list_bytes(),
             bytes_compacted: self.bytes_compacted,
             segments_compacted: self.segments_compacted,
             forced_compactions: self.forced_compactions,
@@ -963,13 +953,6 @@ impl RegionInner {
             return Err(format!(
                 "histogram holds {}, {closed} closed",
                 self.histogram.len()
-            ));
-        }
-        let slot_capacity: usize = self.segments.iter().map(|i| i.slots.capacity()).sum();
-        if slot_capacity != self.slot_capacity {
-            return Err(format!(
-                "slot lists hold {slot_capacity} entries of capacity, counted {}",
-                self.slot_capacity
             ));
         }
         let object_bytes: usize = self

@@ -47,15 +47,18 @@ const NO_PART: u32 = u32::MAX;
 pub struct Handle(NonZeroU64);
 
 impl Handle {
+    #[inline]
     fn new(slot: u32, generation: u32) -> Handle {
         let raw = LIVE | (u64::from(slot) << 32) | u64::from(generation);
         Handle(NonZeroU64::new(raw).expect("bit 63 is set"))
     }
 
+    #[inline]
     pub(crate) fn slot(self) -> u32 {
         ((self.0.get() >> 32) as u32) & 0x7FFF_FFFF
     }
 
+    #[inline]
     fn generation(self) -> u32 {
         self.0.get() as u32
     }
