@@ -287,29 +287,43 @@ impl RegionInner {
     }
 
     /// Reserves room for an object in the active segment (after any
-    /// alignment padding). `None` if it does not fit.
+    /// alignment padding), and counts its record as used. Returns the
+    /// location and the segment's position in `segments`; `None` if it does
+    /// not fit (nothing changed).
     #[inline]
-    fn place(&mut self, size: u32, align: u32) -> Option<Location> {
+    fn place(&mut self, size: u32, align: u32) -> Option<(Location, usize)> {
         let segment = self.active?;
         let segment_size = self.segment_size as u32;
-        let info = self.info_mut(segment);
+        let position = self.segment_map[segment as usize] as usize;
+        let info = &mut self.segments[position];
         let offset = (info.end + align - 1) & !(align - 1);
-        if offset + record_len(size) > segment_size {
+        let record = record_len(size);
+        if offset + record > segment_size {
             return None;
         }
-        info.end = offset + record_len(size);
-        Some(Location {
-            segment,
-            offset,
-            size,
-            align,
-        })
+        info.end = offset + record;
+        info.used += record;
+        self.used += record as usize;
+        Some((
+            Location {
+                segment,
+                offset,
+                size,
+                align,
+            },
+            position,
+        ))
     }
 
     /// Finds room for a new object, taking segments from the pool and
     /// reclaiming memory as needed.
     #[inline]
-    fn find_room(&mut self, pool: &SegmentPool, size: u32, align: u32) -> Result<Location, Error> {
+    fn find_room(
+        &mut self,
+        pool: &SegmentPool,
+        size: u32,
+        align: u32,
+    ) -> Result<(Location, usize), Error> {
         match self.place(size, align) {
             Some(at) => Ok(at),
             None => self.find_room_slow(pool, size, align),
@@ -323,7 +337,7 @@ impl RegionInner {
         pool: &SegmentPool,
         size: u32,
         align: u32,
-    ) -> Result<Location, Error> {
+    ) -> Result<(Location, usize), Error> {
         // Every reclaim step compacts a segment with at least the threshold
         // free, evicts something, or (forced) compacts a segment into room
         // the allocation can use, so a segment normally turns up within a
@@ -365,8 +379,8 @@ impl RegionInner {
             .table
             .prepare(|| pool.take_tag())
             .and_then(|()| self.find_room(pool, size, align));
-        let at = match result {
-            Ok(at) => at,
+        let (at, position) = match result {
+            Ok(placed) => placed,
             Err(error) => {
                 self.note_allocation_failure(pool);
                 return Err(error);
@@ -379,11 +393,8 @@ impl RegionInner {
             pool.memory()
                 .bytes_mut(at.segment, at.offset as usize, size as usize)
         });
-        let record = record_len(size);
-        let info = self.info_mut(at.segment);
-        info.used += record;
-        info.slots.push(handle.slot());
-        self.used += record as usize;
+        // `place` counted the record as used; list its slot for compaction.
+        self.segments[position].slots.push(handle.slot());
         self.object_bytes += size as usize;
         Ok(handle)
     }
