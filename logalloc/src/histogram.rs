@@ -56,6 +56,22 @@ impl Histogram {
         usize::from(slot.bucket) == (free >> self.shift).min(BUCKETS)
     }
 
+    /// The `used` bytes a segment at `slot` must keep above to stay in its
+    /// bucket: freeing only adds free space, so a segment freed down to
+    /// `used > used_floor(slot)` stays where it is. `u32::MAX` for the top
+    /// bucket (only an empty segment belongs there).
+    pub(crate) fn used_floor(&self, slot: Slot) -> u32 {
+        let bucket = usize::from(slot.bucket);
+        if bucket >= BUCKETS {
+            return u32::MAX;
+        }
+        // Bucket `b < BUCKETS` holds free space below `(b + 1) << shift`,
+        // and a segment is `BUCKETS << shift` bytes, so it stays while
+        // `used > (BUCKETS - 1 - b) << shift`; that fits in a u32 because
+        // segment offsets do.
+        ((BUCKETS - 1 - bucket) << self.shift) as u32
+    }
+
     /// Removes the segment at `slot`. Returns the segment that took its
     /// position (whose slot the caller must update), if any.
     pub(crate) fn remove(&mut self, slot: Slot) -> Option<u32> {

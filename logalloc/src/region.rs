@@ -114,6 +114,9 @@ struct SegmentInfo {
     end: u32,
     /// Position in the histogram while the segment is closed.
     slot: Option<Slot>,
+    /// While closed: `Histogram::used_floor` of `slot`, so `free` can tell
+    /// with one comparison that the segment stays in its bucket.
+    stay_above: u32,
     /// Slots of the objects appended to this segment, in order; some may
     /// since have been freed or moved.
     slots: Vec<u32>,
@@ -223,6 +226,7 @@ impl RegionInner {
             used: 0,
             end: 0,
             slot: None,
+            stay_above: u32::MAX,
             slots: Vec::new(),
         });
         self.active = Some(segment);
@@ -254,7 +258,10 @@ impl RegionInner {
     fn histogram_insert(&mut self, segment: u32) {
         let free = self.segment_size - self.info(segment).used as usize;
         let slot = self.histogram.insert(segment, free);
-        self.info_mut(segment).slot = Some(slot);
+        let stay_above = self.histogram.used_floor(slot);
+        let info = self.info_mut(segment);
+        info.slot = Some(slot);
+        info.stay_above = stay_above;
         self.closed_free += free;
     }
 
@@ -421,14 +428,15 @@ impl RegionInner {
                 self.release(pool, at.segment);
             }
         } else {
-            let (used, slot) = (
-                info.used,
-                info.slot.expect("closed segment is in the histogram"),
-            );
-            let free = segment_size - (used - record) as usize;
-            if used != record && self.histogram.same_bucket(slot, free) {
-                // Common case: the segment stays in its bucket.
-                info.used -= record;
+            let used = info.used - record;
+            if used > info.stay_above {
+                // Common case: the segment stays in its bucket (and is not
+                // empty: `stay_above` is at least 0).
+                debug_assert!(info.slot.is_some_and(|slot| {
+                    self.histogram
+                        .same_bucket(slot, segment_size - used as usize)
+                }));
+                info.used = used;
                 self.closed_free += record as usize;
             } else {
                 self.histogram_remove(at.segment);
@@ -948,7 +956,9 @@ impl RegionInner {
             } else {
                 let free = segment_size - segment_used;
                 match info.slot {
-                    Some(slot) if self.histogram.holds(info.index, slot, free) => {}
+                    Some(slot)
+                        if self.histogram.holds(info.index, slot, free)
+                            && info.stay_above == self.histogram.used_floor(slot) => {}
                     _ => {
                         return Err(format!(
                             "segment {} is misplaced in the histogram",
