@@ -61,6 +61,22 @@ type EvictionFn = Box<dyn FnMut(&mut Evictor<'_>) -> Eviction + Send + Sync>;
 /// The region is locked for the duration of the callback (possibly by
 /// another thread's reclaim), so the callback frees objects through this
 /// value instead of through the [`Region`].
+///
+/// Bytes read with [`get`](Self::get) borrow the `Evictor`, so they cannot
+/// be held across a [`free`](Self::free):
+///
+/// ```compile_fail
+/// # use logalloc::{Eviction, PoolConfig, Region, SegmentPool};
+/// # let pool = SegmentPool::new(PoolConfig::default().with_memory_limit(4 << 20)).unwrap();
+/// let mut region = Region::new(&pool);
+/// let h = region.alloc_bytes(b"x").unwrap();
+/// region.set_eviction_fn(move |evictor| {
+///     let bytes = evictor.get(h).unwrap();
+///     evictor.free(h).unwrap(); // error: `evictor` is borrowed by `bytes`
+///     assert_eq!(bytes, b"x");
+///     Eviction::Evicted
+/// });
+/// ```
 pub struct Evictor<'a> {
     inner: &'a mut RegionInner,
     pool: &'a SegmentPool,
@@ -90,7 +106,9 @@ impl Evictor<'_> {
         let at = self.inner.table.lookup(handle)?;
         // SAFETY: the region is exclusively locked for the callback's whole
         // run and `&self` prevents `free` while the slice lives; `at` is a
-        // live entry, so its bytes are in a segment this region owns.
+        // live entry, so its bytes are in a segment this region owns, with
+        // `offset + size <= segment size` (only `place` and compaction write
+        // entries, and both check the segment's end).
         Ok(unsafe {
             self.pool
                 .memory()
@@ -394,8 +412,9 @@ impl RegionInner {
             }
         };
         let handle = self.table.insert(at);
-        // SAFETY: `find_room` reserved these bytes in a segment the
-        // exclusively locked region owns; no reference to them exists yet.
+        // SAFETY: `find_room` reserved these bytes (`place` checked
+        // `offset + size <= segment size`) in a segment the exclusively
+        // locked region owns; no reference to them exists yet.
         init(unsafe {
             pool.memory()
                 .bytes_mut(at.segment, at.offset as usize, size as usize)
@@ -501,12 +520,16 @@ impl RegionInner {
                     }
                     debug_assert!(from.offset + from.size <= segment_size);
                     // SAFETY: `source` and `target` are the bases of two
-                    // different segments (the one being compacted is closed,
-                    // the target is the active one), both owned by this
-                    // exclusively locked region, so nothing borrows their
-                    // bytes. The source range is a live object, inside its
-                    // segment; the target range ends at
-                    // `offset + record <= segment_size` (checked above).
+                    // different segments (the one being compacted left the
+                    // histogram above and is never active; the target is the
+                    // active one, opened fresh from the pool), both owned by
+                    // this exclusively locked region, so nothing borrows
+                    // their bytes (every `ObjectRef`/`ObjectMut`/`Evictor`
+                    // slice holds this lock, and the lock is not
+                    // re-entrant) and the ranges cannot overlap. The source
+                    // range is a live object, inside its segment; the target
+                    // range ends at `offset + record <= segment_size`
+                    // (checked above).
                     unsafe {
                         std::ptr::copy_nonoverlapping(
                             source.add(from.offset as usize),
@@ -1023,6 +1046,46 @@ impl fmt::Debug for Region {
 ///
 /// Holds the region's lock in shared mode: reclaim on behalf of other
 /// regions skips this region until the guard is dropped.
+///
+/// The guard borrows the [`Region`], so the borrow checker rules out
+/// everything that could move, overwrite or free the bytes while it lives:
+/// it cannot outlive the region,
+///
+/// ```compile_fail
+/// # use logalloc::{PoolConfig, Region, SegmentPool};
+/// # let pool = SegmentPool::new(PoolConfig::default().with_memory_limit(4 << 20)).unwrap();
+/// let mut region = Region::new(&pool);
+/// let h = region.alloc_bytes(b"x").unwrap();
+/// let bytes = region.get(h).unwrap();
+/// drop(region); // error: `region` is still borrowed by `bytes`
+/// assert_eq!(&*bytes, b"x");
+/// ```
+///
+/// nor coexist with [`Region::get_mut`] (or any other `&mut` method:
+/// `free`, `compact`, `full_compaction`, allocation),
+///
+/// ```compile_fail
+/// # use logalloc::{PoolConfig, Region, SegmentPool};
+/// # let pool = SegmentPool::new(PoolConfig::default().with_memory_limit(4 << 20)).unwrap();
+/// let mut region = Region::new(&pool);
+/// let h = region.alloc_bytes(b"x").unwrap();
+/// let seen = region.get(h).unwrap();
+/// region.get_mut(h).unwrap()[0] = b'y'; // error: `region` is borrowed
+/// assert_eq!(&*seen, b"x");
+/// ```
+///
+/// nor with a [`Region::merge`] of its region into another:
+///
+/// ```compile_fail
+/// # use logalloc::{PoolConfig, Region, SegmentPool};
+/// # let pool = SegmentPool::new(PoolConfig::default().with_memory_limit(4 << 20)).unwrap();
+/// let mut into = Region::new(&pool);
+/// let mut region = Region::new(&pool);
+/// let h = region.alloc_bytes(b"x").unwrap();
+/// let seen = region.get(h).unwrap();
+/// into.merge(region).unwrap(); // error: `region` is moved while borrowed
+/// assert_eq!(&*seen, b"x");
+/// ```
 pub struct ObjectRef<'a> {
     _guard: RwLockReadGuard<'a, RegionInner>,
     bytes: &'a [u8],
@@ -1169,7 +1232,11 @@ impl Region {
         let guard = self.shared.inner.read();
         let at = guard.table.lookup(handle)?;
         // SAFETY: `at` is a live entry, so the object is in a segment this
-        // region owns. The guard moves into the returned value, so the region
+        // region owns, with `offset + size <= segment size` (only `place` and
+        // compaction write entries, and both check the segment's end), and a
+        // segment is released only when no live entry points into it. A
+        // handle this region did not issue still reaches only this region's
+        // own entries. The guard moves into the returned value, so the region
         // stays read-locked while `bytes` is reachable: writers (the owner's
         // `&mut` methods, other regions' reclaim) are excluded, and the
         // segment memory lives as long as the pool, which `self` keeps alive.

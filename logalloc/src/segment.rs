@@ -94,15 +94,20 @@ impl SegmentMemory {
     ///
     /// # Safety
     ///
-    /// `segment` is owned by the caller's region, which stays locked (shared
-    /// or exclusive) while the returned slice lives, and nothing writes these
-    /// bytes meanwhile.
+    /// `segment` was handed out by this pool (so its chunk is allocated) and
+    /// is owned by the caller's region, which stays locked (shared or
+    /// exclusive) while the returned slice lives; `offset + len` is at most
+    /// the segment size (checked in debug builds only); and nothing writes
+    /// these bytes meanwhile.
     #[inline]
     pub(crate) unsafe fn bytes(&self, segment: u32, offset: usize, len: usize) -> &[u8] {
         self.check(segment, offset, len);
-        // SAFETY: the range is in bounds of an allocated segment, all of
-        // whose bytes are initialised; the memory lives as long as `self`;
-        // the caller guarantees no writer while the slice lives.
+        // SAFETY: the caller guarantees that the chunk is allocated and
+        // `offset + len <= segment size`, so the range lies inside one
+        // allocation (`segment_ptr` is the segment's first byte); every byte
+        // of a chunk is initialised (zeroed, then only overwritten with
+        // initialised bytes); the memory lives as long as `self`; the caller
+        // guarantees no writer while the slice lives.
         unsafe { std::slice::from_raw_parts(self.segment_ptr(segment).add(offset), len) }
     }
 
@@ -110,9 +115,9 @@ impl SegmentMemory {
     ///
     /// # Safety
     ///
-    /// `segment` is owned by the caller's region, which stays exclusively
-    /// locked while the returned slice lives, and no other reference to these
-    /// bytes exists meanwhile.
+    /// As for [`bytes`](Self::bytes), with the region locked exclusively and
+    /// no other reference to these bytes existing while the returned slice
+    /// lives.
     #[inline]
     #[expect(
         clippy::mut_from_ref,
@@ -157,8 +162,11 @@ impl Drop for SegmentMemory {
             if !memory.is_null() {
                 let layout = self.chunk_layout(chunk);
                 // SAFETY: `memory` came from `alloc_zeroed(layout)` with this
-                // same layout, and the pool (our owner) is being dropped, so
-                // no region can use it any more.
+                // same layout. The pool (our owner) is being dropped, so no
+                // region is left: every `Region` holds an `Arc` of the pool,
+                // and every reference into segment memory borrows a `Region`
+                // (or, in an eviction callback, a region's lock taken through
+                // one), so none can outlive this drop.
                 unsafe { alloc::dealloc(memory, layout) };
             }
         }

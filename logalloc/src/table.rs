@@ -35,8 +35,16 @@ const NO_PART: u32 = u32::MAX;
 /// Eight bytes, `Copy`, and `Option<Handle>` is eight bytes too. A handle
 /// stays valid while its object is live, across compaction (which moves the
 /// object) and across [`merge`](crate::Region::merge) (into the merged
-/// region). Using it after `free`, or on a region that neither issued it nor
-/// absorbed its issuer, returns an error instead of touching memory.
+/// region). Using it after `free`, or on another live region of the same
+/// pool that neither issued it nor absorbed its issuer, returns an error
+/// instead of touching memory.
+///
+/// Table tags are unique only among the live regions of one pool, so a
+/// handle used on a region of *another* pool, or one kept from a dropped
+/// region and used on a region that was later given the same tag, may name
+/// a live slot of that region (if the generations also agree) and then
+/// resolves to that region's object. It never reaches memory the region
+/// does not own: resolution only ever reads the region's own table.
 ///
 /// The handle carries a generation number that is compared with the slot's;
 /// it has between 12 and 32 bits depending on the pool's geometry (15 with
