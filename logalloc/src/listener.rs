@@ -53,6 +53,13 @@ impl fmt::Display for RegionId {
 /// otherwise touch any logalloc region, and must not block on anything that a
 /// region operation could be waiting for. Updating counters under a short
 /// lock of its own is the intended use.
+///
+/// It should not panic either: a callback can run in the middle of a
+/// compaction, and a panic unwinds out of it with the region's bookkeeping
+/// half-done. Memory safety and every live object's bytes are kept (the
+/// locks are released on unwind and a half-moved segment is never given
+/// back while objects remain in it), but later operations on that region
+/// may panic and its segments may stay held until it is dropped.
 pub trait RegionListener: Send + Sync {
     /// `region` started reporting to this listener; it currently holds
     /// `total` bytes of segments.
