@@ -124,8 +124,12 @@
 //! access through `unsafe fn`s with `# Safety` contracts, and a prefetch
 //! hint) and its call sites in
 //! `region.rs`, each with a `// SAFETY:` argument resting on two facts:
-//! a live table entry points into a segment the region owns, and the region
-//! lock is held for as long as any reference into a segment exists.
+//! a live table entry points into a segment the region owns, inside its
+//! bounds (only allocation and compaction write entries, both checking the
+//! segment's end, and a segment goes back to the pool only once no live
+//! entry points into it), and the region lock is held for as long as any
+//! reference into a segment exists (every such reference borrows a lock
+//! guard or an [`Evictor`], so the borrow checker enforces it).
 
 mod config;
 mod error;
