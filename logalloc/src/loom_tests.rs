@@ -160,3 +160,36 @@ fn loom_a_borrowed_region_is_never_compacted_under_its_reader() {
         pool.check_invariants().unwrap();
     });
 }
+
+#[test]
+fn loom_a_region_dropped_during_reclaim_is_never_compacted_after_retiring() {
+    builder().check(|| {
+        let pool = pool(5, 1);
+        let mut a = Region::new(&pool);
+        let _ = fill_three_segments_half_free(&mut a);
+        let mut b = Region::new(&pool);
+        let b_handles: Vec<_> = (0..10u8)
+            .map(|i| b.alloc_bytes(&[100 + i; 400]).unwrap())
+            .collect();
+        // `b`'s reclaim may find `a` registered, then reach it before, while
+        // or after `a` is dropped: a retired region must offer nothing, and
+        // none of its segments may be compacted once back in the pool.
+        let dropper = thread::spawn(move || drop(a));
+        let result = b.alloc_bytes(&[201; 400]);
+        dropper.join().unwrap();
+        match result {
+            Ok(h) => assert!(b.get(h).unwrap().iter().all(|&x| x == 201)),
+            Err(e) => assert!(matches!(e, Error::OutOfMemory { .. }), "{e}"),
+        }
+        for (i, h) in b_handles.into_iter().enumerate() {
+            assert!(b.get(h).unwrap().iter().all(|&x| x == 100 + i as u8));
+        }
+        pool.check_invariants().unwrap();
+        assert_eq!(pool.stats().segments_in_use, b.stats().segments);
+        assert!(
+            b.alloc_bytes(&[202; 400]).is_ok(),
+            "`a`'s segments are free"
+        );
+        pool.check_invariants().unwrap();
+    });
+}
