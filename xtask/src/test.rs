@@ -6,7 +6,8 @@ use crate::report::{self, Counts, StepResult};
 use crate::runner;
 
 /// The logalloc tests that run under valgrind memcheck: the unit tests, a
-/// smoke test of every unsafe path, and the property model (few cases).
+/// smoke test of every unsafe path, the property model (few cases), the
+/// segment-edge cases and a listener that panics mid-compaction.
 const VALGRIND_PACKAGE: &str = "logalloc";
 const VALGRIND_TARGETS: &[&str] = &[
     "--lib",
@@ -14,6 +15,10 @@ const VALGRIND_TARGETS: &[&str] = &[
     "valgrind_smoke",
     "--test",
     "model_alloc_free_compact_merge",
+    "--test",
+    "unsafe_core_edges",
+    "--test",
+    "panicking_listener_leaves_objects_intact",
 ];
 
 /// What the steps counted, for the summary line.
