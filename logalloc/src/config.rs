@@ -10,6 +10,9 @@ pub const MAX_SEGMENT_SIZE: usize = 64 << 20;
 pub const MAX_ALIGN: usize = 4096;
 /// A handle keeps at least this many generation bits (see [`Handle`](crate::Handle)).
 const MIN_GENERATION_BITS: u32 = 12;
+/// A handle keeps at most this many generation bits: the rest of its low 32
+/// bits (at least 16) hold the epoch of its table part.
+pub(crate) const MAX_GENERATION_BITS: u32 = 16;
 /// Bits of a handle-table entry that hold log2(alignment).
 pub(crate) const ALIGN_BITS: u32 = 4;
 
@@ -107,8 +110,9 @@ fn bits_for(value: usize) -> u32 {
 ///
 /// A live entry is one `u64`: bit 63 set, then `generation | alignment class
 /// | segment | offset | size` from high to low bits. The widths depend on the
-/// segment size and the number of segments; whatever remains (at most 32
-/// bits) is the generation.
+/// segment size and the number of segments; whatever remains, capped at
+/// [`MAX_GENERATION_BITS`], is the generation (any bits left above it stay
+/// zero).
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Geometry {
     pub(crate) segment_size: usize,
@@ -158,7 +162,7 @@ impl Geometry {
         let offset_bits = segment_shift;
         let segment_bits = bits_for(max_segments - 1).max(1);
         let used = size_bits + offset_bits + segment_bits + ALIGN_BITS;
-        let generation_bits = 63u32.saturating_sub(used).min(32);
+        let generation_bits = 63u32.saturating_sub(used).min(MAX_GENERATION_BITS);
         if generation_bits < MIN_GENERATION_BITS || max_segments > u32::MAX as usize {
             return Err(Error::MemoryLimitTooLarge {
                 limit: config.memory_limit,
@@ -199,6 +203,11 @@ mod tests {
         let bits = g.size_bits + g.offset_bits + g.segment_bits + ALIGN_BITS;
         assert_eq!(bits + g.generation_bits, 63);
         assert_eq!(g.generation_bits, 15, "{g:?}");
+        let small = PoolConfig::default()
+            .with_segment_size(MIN_SEGMENT_SIZE)
+            .with_memory_limit(1 << 20);
+        let g = Geometry::new(&small).unwrap();
+        assert_eq!(g.generation_bits, MAX_GENERATION_BITS, "capped: {g:?}");
     }
 
     #[test]

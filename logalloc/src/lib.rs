@@ -36,9 +36,10 @@
 //! segments are only handed out as compaction destinations, so compaction,
 //! which always frees more than it takes, can run when the pool is dry.
 //!
-//! **Handles.** [`Handle`]s are 8 bytes: a 31-bit slot number and a
-//! generation. Each region has a handle table of 8-byte entries packing
-//! segment index, offset, size, alignment class and generation. Segments
+//! **Handles.** [`Handle`]s are 8 bytes: a 31-bit slot number, a
+//! generation and the low bits of a table-part epoch. Each region has a
+//! handle table of 8-byte entries packing segment index, offset, size,
+//! alignment class and generation. Segments
 //! hold only object bytes; each segment keeps a list of the slots of the
 //! objects appended to it (4 bytes each), which is how compaction finds the
 //! live objects without walking the segment, and lets it prefetch their
@@ -49,7 +50,12 @@
 //! region's parts whole, so its handles keep resolving with no entry
 //! rewritten and no object copied; a handle whose tag is not among a
 //! region's parts is reported as foreign; a freed slot bumps its generation
-//! so a stale handle is reported as stale.
+//! so a stale handle is reported as stale. Tags are recycled and every pool
+//! numbers its own, so each part also has an epoch (stored once per part,
+//! drawn from a per-pool counter with a per-pool seed) whose low bits every
+//! handle carries: a handle from a dropped region whose tag was recycled,
+//! or from another pool, is reported as foreign too (see [`Handle`] for the
+//! residual chances).
 //!
 //! **Compaction.** Closed segments sit in a 64-bucket histogram by free
 //! space, so one of the sparsest is found in O(1). Only segments with at

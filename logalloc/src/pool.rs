@@ -35,6 +35,8 @@ struct PoolState {
     regions: Slab<Arc<RegionShared>>,
     free_tags: Vec<u16>,
     next_tag: usize,
+    /// The epoch of the next handle-table part (see `take_part`).
+    next_epoch: u32,
 }
 
 /// Hands out fixed-size segments to regions, up to a memory limit.
@@ -98,6 +100,10 @@ impl SegmentPool {
                 regions: Slab::new(),
                 free_tags: Vec::new(),
                 next_tag: 0,
+                // Pools of one process seed their epochs a multiple of an
+                // odd constant apart (a Weyl sequence), so their first
+                // parts' epochs differ in every low-bit window.
+                next_epoch: crate::sync::next_pool_serial().wrapping_mul(0x9E37_79B9),
             }),
             next_region: AtomicU64::new(1),
             fail_countdown: AtomicU64::new(0),
@@ -203,17 +209,24 @@ impl SegmentPool {
         state.in_use -= 1;
     }
 
-    /// A fresh handle-table part tag.
-    pub(crate) fn take_tag(&self) -> Option<u16> {
+    /// A fresh handle-table part: a tag unique among the live parts of the
+    /// pool (recycled ones first), and the pool's next epoch. The epoch
+    /// steps on every call, so a part that reuses a tag gets an epoch the
+    /// tag's previous part did not have (in the low bits that handles
+    /// carry, until 2^those-bits parts have been created).
+    pub(crate) fn take_part(&self) -> Option<(u16, u32)> {
         let mut state = self.state.lock();
-        if let Some(tag) = state.free_tags.pop() {
-            return Some(tag);
-        }
-        if state.next_tag == MAX_TAGS {
-            return None;
-        }
-        state.next_tag += 1;
-        Some((state.next_tag - 1) as u16)
+        let tag = match state.free_tags.pop() {
+            Some(tag) => tag,
+            None if state.next_tag == MAX_TAGS => return None,
+            None => {
+                state.next_tag += 1;
+                (state.next_tag - 1) as u16
+            }
+        };
+        let epoch = state.next_epoch;
+        state.next_epoch = epoch.wrapping_add(1);
+        Some((tag, epoch))
     }
 
     pub(crate) fn release_tags(&self, tags: impl Iterator<Item = u16>) {

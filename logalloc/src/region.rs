@@ -402,7 +402,7 @@ impl RegionInner {
     ) -> Result<Handle, Error> {
         let result = self
             .table
-            .prepare(|| pool.take_tag())
+            .prepare(|| pool.take_part())
             .and_then(|()| self.find_room(pool, size, align));
         let (at, position) = match result {
             Ok(placed) => placed,

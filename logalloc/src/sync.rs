@@ -111,3 +111,15 @@ mod imp {
 }
 
 pub(crate) use imp::*;
+
+/// A process-wide serial number for every new pool, from which the pool
+/// seeds the epochs of its handle-table parts (so two pools of one process
+/// start their epochs at different values).
+///
+/// A plain `std` atomic in every build, also under loom: loom atomics cannot
+/// live in a `static`, and this counter orders nothing between threads (any
+/// distinct values will do), so there is no interleaving for loom to explore.
+pub(crate) fn next_pool_serial() -> u32 {
+    static SERIAL: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    SERIAL.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+}

@@ -8,6 +8,13 @@
 //! makes a handle from another region detectable: its tag is not among this
 //! region's parts.
 //!
+//! Tags are recycled when a region is dropped, and every pool numbers its
+//! tags from 0, so a tag alone does not say which part issued a handle. Each
+//! part therefore also has an *epoch*, stored once in the part (not in its
+//! entries): the pool draws epochs from a counter that starts at a per-pool
+//! seed and steps once per part created. A handle carries the low bits of
+//! its part's epoch next to the generation, and resolution compares both.
+//!
 //! A live entry packs `generation | alignment class | segment | offset | size`
 //! (widths from [`Geometry`]); a free entry holds the next free index of its
 //! part and the generation the next object in that slot will get.
@@ -39,25 +46,36 @@ const NO_PART: u32 = u32::MAX;
 /// pool that neither issued it nor absorbed its issuer, returns an error
 /// instead of touching memory.
 ///
-/// Table tags are unique only among the live regions of one pool, so a
-/// handle used on a region of *another* pool, or one kept from a dropped
-/// region and used on a region that was later given the same tag, may name
-/// a live slot of that region (if the generations also agree) and then
-/// resolves to that region's object. It never reaches memory the region
-/// does not own: resolution only ever reads the region's own table.
+/// Its layout: bit 63 set, a 31-bit slot number (the table part's tag and
+/// the index in the part), then 32 bits holding the slot's *generation* in
+/// the low 12 to 16 bits (depending on the pool's geometry; 15 with the
+/// defaults) and the low bits of the table part's *epoch* in the other 16
+/// to 20 (17 with the defaults).
 ///
-/// The handle carries a generation number that is compared with the slot's;
-/// it has between 12 and 32 bits depending on the pool's geometry (15 with
-/// the defaults), so a stale handle is detected unless its slot was reused
-/// a multiple of 2^bits times. Even then the access stays memory-safe: it
-/// reaches the slot's current object, never freed memory.
+/// * **After free.** Freeing bumps the slot's generation, so a stale handle
+///   is detected unless its slot was reused a multiple of 2^generation-bits
+///   times since.
+/// * **A dropped region's handle** used on a region that was later given
+///   the same (recycled) tag: every part a pool creates gets the next
+///   epoch of the pool's counter, so this is detected unless 2^epoch-bits
+///   (131,072 with the defaults) parts were created in the pool in between.
+/// * **Another pool's handle**: pools seed their epoch counters
+///   differently, so it is detected unless its part's epoch happens to
+///   agree in the epoch bits with the part of the same tag here, roughly a
+///   2^-epoch-bits (1 in 131,072 with the defaults) chance, *and* its
+///   generation also agrees with that slot's.
+///
+/// In those residual cases the handle resolves to the current object of
+/// the slot it names in the region it is used on. That stays memory-safe:
+/// resolution only ever reads the region's own table and reaches its own
+/// live objects, never freed memory.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Handle(NonZeroU64);
 
 impl Handle {
     #[inline]
-    fn new(slot: u32, generation: u32) -> Handle {
-        let raw = LIVE | (u64::from(slot) << 32) | u64::from(generation);
+    fn new(slot: u32, stamp: u32) -> Handle {
+        let raw = LIVE | (u64::from(slot) << 32) | u64::from(stamp);
         Handle(NonZeroU64::new(raw).expect("bit 63 is set"))
     }
 
@@ -66,8 +84,9 @@ impl Handle {
         ((self.0.get() >> 32) as u32) & 0x7FFF_FFFF
     }
 
+    /// The low 32 bits: the part's epoch bits above the slot's generation.
     #[inline]
-    fn generation(self) -> u32 {
+    fn stamp(self) -> u32 {
         self.0.get() as u32
     }
 
@@ -92,10 +111,10 @@ impl fmt::Debug for Handle {
         let slot = self.slot();
         write!(
             f,
-            "Handle({}:{}@{})",
+            "Handle({}:{}@{:#x})",
             slot >> 16,
             slot & 0xFFFF,
-            self.generation()
+            self.stamp()
         )
     }
 }
@@ -118,6 +137,7 @@ pub(crate) struct Codec {
     segment_shift: u32,
     align_shift: u32,
     generation_shift: u32,
+    generation_bits: u32,
     generation_mask: u64,
     size_mask: u64,
     offset_mask: u64,
@@ -135,6 +155,7 @@ impl Codec {
             segment_shift,
             align_shift,
             generation_shift,
+            generation_bits: geometry.generation_bits,
             generation_mask: (1u64 << geometry.generation_bits) - 1,
             size_mask: (1u64 << geometry.size_bits) - 1,
             offset_mask: (1u64 << geometry.offset_bits) - 1,
@@ -178,6 +199,19 @@ impl Codec {
         ((entry >> self.generation_shift) & self.generation_mask) as u32
     }
 
+    /// The epoch bits of a part's handles: `epoch` shifted above the
+    /// generation (its top bits fall off).
+    #[inline]
+    fn epoch_stamp(&self, epoch: u32) -> u32 {
+        epoch << self.generation_bits
+    }
+
+    /// Whether the epoch bits of two stamps differ.
+    #[inline]
+    fn epochs_differ(&self, a: u32, b: u32) -> bool {
+        (a ^ b) >> self.generation_bits != 0
+    }
+
     #[inline]
     fn free(next: u32, generation: u32) -> u64 {
         (u64::from(next) << 32) | u64::from(generation)
@@ -202,6 +236,8 @@ impl Codec {
 #[derive(Debug)]
 struct Part {
     tag: u16,
+    /// The part's epoch, already shifted into the handle's epoch bits.
+    stamp: u32,
     entries: Vec<u64>,
     free_head: u32,
     live: u32,
@@ -255,16 +291,21 @@ impl HandleTable {
         self.parts.iter().map(|p| p.tag)
     }
 
-    /// Makes sure `insert` has a slot, taking a new tag from `new_tag` if
-    /// every part is full. Fails only if the pool has no tag left.
+    /// Makes sure `insert` has a slot, taking a new (tag, epoch) from
+    /// `new_part` if every part is full. Fails only if the pool has no tag
+    /// left.
     #[inline]
-    pub(crate) fn prepare(&mut self, new_tag: impl FnOnce() -> Option<u16>) -> Result<(), Error> {
+    pub(crate) fn prepare(
+        &mut self,
+        new_part: impl FnOnce() -> Option<(u16, u32)>,
+    ) -> Result<(), Error> {
         if !self.avail.is_empty() {
             return Ok(());
         }
-        let tag = new_tag().ok_or(Error::HandleTableFull { parts: MAX_TAGS })?;
+        let (tag, epoch) = new_part().ok_or(Error::HandleTableFull { parts: MAX_TAGS })?;
         self.add_part(Part {
             tag,
+            stamp: self.codec.epoch_stamp(epoch),
             entries: Vec::new(),
             free_head: NO_NEXT,
             live: 0,
@@ -319,7 +360,7 @@ impl HandleTable {
             self.avail.pop();
         }
         self.live += 1;
-        Handle::new((u32::from(part.tag) << 16) | index, generation)
+        Handle::new((u32::from(part.tag) << 16) | index, part.stamp | generation)
     }
 
     #[inline]
@@ -334,12 +375,18 @@ impl HandleTable {
         if part == NO_PART {
             return Err(Error::ForeignHandle { handle });
         }
+        let stamp = self.parts[part as usize].stamp;
         let entry = *self.parts[part as usize]
             .entries
             .get(index)
             .ok_or(Error::ForeignHandle { handle })?;
-        if entry & LIVE == 0 || self.codec.live_generation(entry) != handle.generation() {
-            return Err(Error::StaleHandle { handle });
+        // One compare checks the part's epoch and the slot's generation.
+        if entry & LIVE == 0 || (stamp | self.codec.live_generation(entry)) != handle.stamp() {
+            return Err(if self.codec.epochs_differ(stamp, handle.stamp()) {
+                Error::ForeignHandle { handle }
+            } else {
+                Error::StaleHandle { handle }
+            });
         }
         Ok((part as usize, index, entry))
     }
@@ -452,7 +499,8 @@ impl HandleTable {
         self.codec
     }
 
-    /// Adopts every part of `other` (merge): no entry changes.
+    /// Adopts every part of `other` with its tag and epoch (merge): no entry
+    /// changes.
     pub(crate) fn absorb(&mut self, other: HandleTable) {
         self.live += other.live;
         for part in other.parts {
@@ -539,7 +587,7 @@ mod tests {
     #[test]
     fn entries_round_trip_and_generations_detect_reuse() {
         let mut t = table();
-        t.prepare(|| Some(3)).unwrap();
+        t.prepare(|| Some((3, 77))).unwrap();
         let at = Location {
             segment: 8191,
             offset: (128 << 10) - 13107,
@@ -563,8 +611,8 @@ mod tests {
     fn foreign_handles_are_detected_and_absorb_keeps_handles() {
         let mut a = table();
         let mut b = table();
-        a.prepare(|| Some(1)).unwrap();
-        b.prepare(|| Some(2)).unwrap();
+        a.prepare(|| Some((1, 10))).unwrap();
+        b.prepare(|| Some((2, 11))).unwrap();
         let at = Location {
             segment: 1,
             offset: 63,
@@ -583,6 +631,53 @@ mod tests {
     }
 
     #[test]
+    fn epochs_tell_apart_parts_that_share_a_tag() {
+        let at = Location {
+            segment: 2,
+            offset: 64,
+            size: 24,
+            align: 8,
+        };
+        // Two tables whose parts have the same tag but different epochs
+        // (a recycled tag, or another pool): same slot, same generation.
+        let mut old = table();
+        let mut new = table();
+        old.prepare(|| Some((5, 1000))).unwrap();
+        new.prepare(|| Some((5, 1001))).unwrap();
+        let h_old = old.insert(at);
+        let h_new = new.insert(at);
+        assert_eq!(h_old.slot(), h_new.slot());
+        assert_ne!(h_old, h_new);
+        assert_eq!(new.lookup(h_new), Ok(at));
+        let foreign = Err(Error::ForeignHandle { handle: h_old });
+        assert_eq!(new.lookup(h_old), foreign);
+        assert_eq!(new.remove(h_old), foreign, "frees nothing");
+        assert_eq!(new.live(), 1);
+        // A freed slot: the epoch mismatch still says foreign, the
+        // generation mismatch of the right epoch says stale.
+        assert_eq!(new.remove(h_new), Ok(at));
+        assert_eq!(new.lookup(h_old), foreign);
+        assert_eq!(new.lookup(h_new), Err(Error::StaleHandle { handle: h_new }));
+        // Only the epoch's low bits are carried: epochs 2^epoch-bits apart
+        // are indistinguishable (the documented residual case).
+        let geometry = Geometry::new(&PoolConfig::default()).unwrap();
+        let epoch_bits = 32 - geometry.generation_bits;
+        let mut wrapped = table();
+        wrapped
+            .prepare(|| Some((5, 1000 + (1 << epoch_bits))))
+            .unwrap();
+        assert_eq!(wrapped.insert(at), h_old);
+        // Merge adopts parts with their epochs: handles keep resolving.
+        let mut merged = table();
+        merged.prepare(|| Some((6, 3))).unwrap();
+        let h_merged = merged.insert(at);
+        merged.absorb(old);
+        assert_eq!(merged.lookup(h_old), Ok(at));
+        assert_eq!(merged.lookup(h_merged), Ok(at));
+        merged.check().unwrap();
+    }
+
+    #[test]
     fn a_full_part_asks_for_a_new_tag() {
         let mut t = table();
         let mut next_tag = 0u16;
@@ -595,7 +690,7 @@ mod tests {
         for _ in 0..PART_ENTRIES + 1 {
             t.prepare(|| {
                 next_tag += 1;
-                Some(next_tag)
+                Some((next_tag, u32::from(next_tag)))
             })
             .unwrap();
             t.insert(at);

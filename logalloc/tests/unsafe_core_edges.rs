@@ -8,8 +8,9 @@
 //!   allocation reclaims from the pool: the guarded bytes neither move nor
 //!   change, and once the guard is gone the same reclaim may compact;
 //! * handles that this region never issued (another pool's, or a dropped
-//!   region's whose table tag was recycled) only ever reach this region's
-//!   own live objects or an error, never another region's memory;
+//!   region's whose table tag was recycled) are refused as foreign: the
+//!   table part's epoch they carry does not match, so they reach neither
+//!   this region's objects nor another region's memory;
 //! * the pool outliving the caller's `Arc` while regions still use it.
 
 use std::sync::Arc;
@@ -183,33 +184,64 @@ fn verify_shared(region: &Region, live: &[(Handle, usize, Vec<u8>)]) {
 }
 
 #[test]
-fn unissued_handles_reach_only_this_regions_objects() {
-    // Another pool's handle: tags are unique per pool only, so it may name
-    // a live slot here. It must then resolve to this region's own object.
+fn handles_of_another_pool_or_a_recycled_tag_are_foreign() {
+    // Another pool's handle: tags are unique per pool only, so it names the
+    // same tag, slot and generation as a live object here. The parts'
+    // epochs differ (pools seed them differently), so it is refused.
     let first = pool(8);
     let second = pool(8);
     let mut a = Region::new(&first);
     let mut b = Region::new(&second);
     let ha = a.alloc_bytes(b"first pool").unwrap();
     let hb = b.alloc_bytes(b"second pool, longer").unwrap();
-    assert_eq!(ha.to_raw(), hb.to_raw(), "same tag, slot and generation");
-    assert_eq!(&*b.get(ha).unwrap(), b"second pool, longer");
-    b.free(ha).unwrap();
-    assert!(b.get(hb).is_err(), "the same slot, now free");
+    assert_eq!(ha.to_raw() >> 32, hb.to_raw() >> 32, "same tag and slot");
+    assert_ne!(ha, hb, "different part epochs");
+    assert_eq!(b.get(ha).err(), Some(Error::ForeignHandle { handle: ha }));
+    assert_eq!(b.free(ha), Err(Error::ForeignHandle { handle: ha }));
+    assert_eq!(a.get(hb).err(), Some(Error::ForeignHandle { handle: hb }));
+    assert_eq!(
+        &*b.get(hb).unwrap(),
+        b"second pool, longer",
+        "nothing freed"
+    );
+    assert_eq!(&*a.get(ha).unwrap(), b"first pool");
 
-    // A dropped region's handle on the region that recycled its tag.
+    // A dropped region's handle on the region that recycled its tag: the
+    // new part has the pool's next epoch, so the handle is refused.
     let pool = pool(8);
     let mut gone = Region::new(&pool);
     let stale = gone.alloc_bytes(b"gone").unwrap();
     drop(gone);
     let mut next = Region::new(&pool);
     let fresh = next.alloc(137, 1).unwrap();
-    assert_eq!(stale.to_raw(), fresh.to_raw(), "tag recycled");
-    assert_eq!(next.get(stale).unwrap().len(), 137);
-    assert!(
-        next.get(Handle::from_raw(stale.to_raw() + 1).unwrap())
-            .is_err()
+    assert_eq!(stale.to_raw() >> 32, fresh.to_raw() >> 32, "tag recycled");
+    assert_ne!(stale, fresh);
+    assert_eq!(
+        next.get(stale).err(),
+        Some(Error::ForeignHandle { handle: stale })
     );
+    assert_eq!(
+        next.free(stale),
+        Err(Error::ForeignHandle { handle: stale })
+    );
+    assert_eq!(next.get(fresh).unwrap().len(), 137, "nothing freed");
+    // The right epoch with a wrong generation is stale, not foreign.
+    let wrong_generation = Handle::from_raw(fresh.to_raw() + 1).unwrap();
+    assert_eq!(
+        next.get(wrong_generation).err(),
+        Some(Error::StaleHandle {
+            handle: wrong_generation
+        })
+    );
+
+    // Merge adopts parts with their epochs: the absorbed region's handles
+    // keep resolving, and the merged region still refuses the stale one.
+    let mut other = Region::new(&pool);
+    let merged_in = other.alloc_bytes(b"merged").unwrap();
+    next.merge(other).unwrap();
+    assert_eq!(&*next.get(merged_in).unwrap(), b"merged");
+    assert_eq!(next.get(fresh).unwrap().len(), 137);
+    assert!(next.get(stale).is_err());
     next.check_invariants().unwrap();
     pool.check_invariants().unwrap();
 }
