@@ -31,7 +31,7 @@ pub(crate) const PART_ENTRIES: usize = 1 << 16;
 pub(crate) const MAX_TAGS: usize = 1 << 15;
 const LIVE: u64 = 1 << 63;
 /// How many slots ahead compaction prefetches table entries.
-const PREFETCH_DISTANCE: usize = 8;
+const PREFETCH_DISTANCE: usize = 16;
 /// Largest growth step of a part's entry vector.
 const GROWTH_STEP: usize = 4096;
 const NO_NEXT: u32 = 0x7FFF_FFFF;
