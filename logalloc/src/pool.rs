@@ -2,6 +2,7 @@
 //! emergency reserve, knows every region so reclaim can reach them.
 
 use std::fmt;
+use std::time::Duration;
 
 use slab::Slab;
 
@@ -69,6 +70,7 @@ pub struct SegmentPool {
     forced_compactions: AtomicU64,
     bytes_evicted: AtomicU64,
     allocation_failures: AtomicU64,
+    reclaim_nanos: AtomicU64,
 }
 
 impl fmt::Debug for SegmentPool {
@@ -112,6 +114,7 @@ impl SegmentPool {
             forced_compactions: AtomicU64::new(0),
             bytes_evicted: AtomicU64::new(0),
             allocation_failures: AtomicU64::new(0),
+            reclaim_nanos: AtomicU64::new(0),
         }))
     }
 
@@ -276,6 +279,11 @@ impl SegmentPool {
             .fetch_add(bytes as u64, Ordering::Relaxed);
     }
 
+    pub(crate) fn note_reclaim_time(&self, time: Duration) {
+        let nanos = u64::try_from(time.as_nanos()).unwrap_or(u64::MAX);
+        self.reclaim_nanos.fetch_add(nanos, Ordering::Relaxed);
+    }
+
     pub(crate) fn note_allocation_failure(&self) {
         self.allocation_failures.fetch_add(1, Ordering::Relaxed);
     }
@@ -297,6 +305,7 @@ impl SegmentPool {
             forced_compactions: self.forced_compactions.load(Ordering::Relaxed),
             bytes_evicted: self.bytes_evicted.load(Ordering::Relaxed),
             allocation_failures: self.allocation_failures.load(Ordering::Relaxed),
+            reclaim_time: Duration::from_nanos(self.reclaim_nanos.load(Ordering::Relaxed)),
         }
     }
 

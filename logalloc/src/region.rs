@@ -28,6 +28,7 @@
 
 use std::fmt;
 use std::ops::{Deref, DerefMut};
+use std::time::{Duration, Instant};
 
 use crate::histogram::{Histogram, Slot};
 use crate::pool::{Purpose, SegmentPool};
@@ -170,6 +171,8 @@ pub(crate) struct RegionInner {
     forced_compactions: u64,
     bytes_evicted: u64,
     allocation_failures: u64,
+    /// Time this region's allocations spent reclaiming (pool dry).
+    reclaim_time: Duration,
     reclaim_counter: u64,
     listener: Option<Arc<dyn RegionListener>>,
     evictor: Option<EvictionFn>,
@@ -206,6 +209,7 @@ impl RegionInner {
             forced_compactions: 0,
             bytes_evicted: 0,
             allocation_failures: 0,
+            reclaim_time: Duration::ZERO,
             reclaim_counter: 0,
             listener: None,
             evictor: None,
@@ -371,25 +375,35 @@ impl RegionInner {
         // almost full, can waste as much in segment tails as a step wins
         // back).
         let mut steps_left = 2 * pool.geometry().max_segments + 16;
-        loop {
+        // Set when the pool first turns out dry: from then on the allocation
+        // is reclaiming, and the time it takes is counted.
+        let mut reclaiming: Option<Instant> = None;
+        let result = loop {
             if let Some(at) = self.place(size, align) {
-                return Ok(at);
+                break Ok(at);
             }
             self.close_active(pool);
             if let Some(segment) = pool.take(Purpose::Allocation) {
                 self.open(segment);
                 continue;
             }
+            reclaiming.get_or_insert_with(Instant::now);
             steps_left -= 1;
             if steps_left == 0
                 || !(self.reclaim_step(pool) || self.forced_reclaim_step(pool, size, align))
             {
-                return Err(Error::OutOfMemory {
+                break Err(Error::OutOfMemory {
                     size: size as usize,
                     limit: pool.memory_limit(),
                 });
             }
+        };
+        if let Some(started) = reclaiming {
+            let elapsed = started.elapsed();
+            self.reclaim_time += elapsed;
+            pool.note_reclaim_time(elapsed);
         }
+        result
     }
 
     #[inline]
@@ -841,6 +855,7 @@ impl RegionInner {
         self.forced_compactions += other.forced_compactions;
         self.bytes_evicted += other.bytes_evicted;
         self.allocation_failures += other.allocation_failures;
+        self.reclaim_time += other.reclaim_time;
         self.reclaim_counter = self.reclaim_counter.max(other.reclaim_counter);
         other.retire_empty();
     }
@@ -897,6 +912,7 @@ impl RegionInner {
             forced_compactions: self.forced_compactions,
             bytes_evicted: self.bytes_evicted,
             allocation_failures: self.allocation_failures,
+            reclaim_time: self.reclaim_time,
             reclaim_counter: self.reclaim_counter,
         }
     }

@@ -1,5 +1,7 @@
 //! Statistics snapshots of regions and pools.
 
+use std::time::Duration;
+
 /// A snapshot of one region's memory use and activity.
 ///
 /// Byte counts are exact, not estimates: `total_bytes` is whole segments,
@@ -40,6 +42,13 @@ pub struct RegionStats {
     pub bytes_evicted: u64,
     /// Allocations refused for lack of memory (injected failures included).
     pub allocation_failures: u64,
+    /// Wall-clock time this region's allocations spent reclaiming memory
+    /// (compacting or evicting, in this or other regions) because the pool
+    /// had no free segment: the stall an allocating writer saw. Explicit
+    /// [`compact`](crate::Region::compact) and
+    /// [`full_compaction`](crate::Region::full_compaction) calls are not
+    /// counted.
+    pub reclaim_time: Duration,
     /// Incremented on every compaction and eviction of the region; a reader
     /// that cached positions compares it to see whether objects may have moved.
     pub reclaim_counter: u64,
@@ -74,6 +83,7 @@ impl RegionStats {
         self.forced_compactions += other.forced_compactions;
         self.bytes_evicted += other.bytes_evicted;
         self.allocation_failures += other.allocation_failures;
+        self.reclaim_time += other.reclaim_time;
         self.reclaim_counter = self.reclaim_counter.max(other.reclaim_counter);
     }
 }
@@ -108,6 +118,9 @@ pub struct PoolStats {
     pub bytes_evicted: u64,
     /// Allocations refused for lack of memory, all regions.
     pub allocation_failures: u64,
+    /// Time allocations spent reclaiming because the pool was dry, all
+    /// regions (see [`RegionStats::reclaim_time`]).
+    pub reclaim_time: Duration,
 }
 
 impl PoolStats {

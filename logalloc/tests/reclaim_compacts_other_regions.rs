@@ -103,3 +103,36 @@ fn a_borrowed_region_is_not_compacted_and_oom_leaves_everything_intact() {
     assert!(sparse.reclaim_counter() > before.reclaim_counter);
     pool.check_invariants().unwrap();
 }
+
+#[test]
+fn reclaim_time_counts_only_allocations_that_found_the_pool_dry() {
+    let pool = pool(12);
+    let mut sparse = Region::new(&pool);
+    let first = sparse.alloc_bytes(&[1; 100]).unwrap();
+    sparse.free(first).unwrap();
+    // Explicit compaction is the caller's own work, not an allocation stall.
+    sparse.compact();
+    sparse.full_compaction().unwrap();
+    assert_eq!(sparse.stats().reclaim_time, std::time::Duration::ZERO);
+    // Filling the pool takes free segments only: no reclaim yet.
+    let kept = fill_and_thin(&mut sparse);
+    let after_fill = sparse.stats().reclaim_time;
+    let mut hungry = Region::new(&pool);
+    while hungry.alloc_bytes(&[7; 100]).is_ok() {}
+    let hungry_time = hungry.stats().reclaim_time;
+    assert!(
+        hungry_time > std::time::Duration::ZERO,
+        "reclaim took no time"
+    );
+    // `sparse` was compacted by `hungry`'s reclaim: the stall was hungry's.
+    assert_eq!(sparse.stats().reclaim_time, after_fill);
+    // The pool sums every region's stalls.
+    assert_eq!(pool.stats().reclaim_time, after_fill + hungry_time);
+    // A merge keeps the absorbed region's time.
+    sparse.merge(hungry).unwrap();
+    assert_eq!(sparse.stats().reclaim_time, after_fill + hungry_time);
+    for (h, fill) in kept {
+        assert!(sparse.get(h).unwrap().iter().all(|&b| b == fill));
+    }
+    pool.check_invariants().unwrap();
+}
