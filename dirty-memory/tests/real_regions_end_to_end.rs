@@ -1,5 +1,5 @@
 //! End to end with real logalloc regions: memtables are `SizeTrackedRegion`s
-//! in a segment pool, joined to the manager's group; their segment-granular
+//! in a segment pool, joined to the manager's group; their footprint
 //! growth drives the default policy, which flushes the largest one each time
 //! the soft limit is crossed, and dropping a flushed region frees its memory.
 
@@ -41,15 +41,19 @@ fn real_memtables_are_flushed_largest_first_at_the_soft_limit() {
             None,
         )
         .expect("never held: flushes free memory at once");
-        let live: usize = active.iter().map(|r| r.stats().total_bytes).sum();
+        let live: usize = active.iter().map(|r| r.stats().footprint_bytes()).sum();
         assert_eq!(
             m.metrics().real_dirty,
             live,
-            "the group counts every segment"
+            "the group counts every segment and every table byte"
         );
 
         let unspooled = m.group().unspooled_usage();
-        let largest = active.iter().map(|r| r.stats().total_bytes).max().unwrap();
+        let largest = active
+            .iter()
+            .map(|r| r.stats().footprint_bytes())
+            .max()
+            .unwrap();
         let started = m.poll_flushes().unwrap();
         assert_eq!(
             started,
@@ -63,7 +67,7 @@ fn real_memtables_are_flushed_largest_first_at_the_soft_limit() {
                 .position(|r| r.id() == flush.region())
                 .expect("an active memtable");
             assert_eq!(
-                active[t].stats().total_bytes,
+                active[t].stats().footprint_bytes(),
                 largest,
                 "the largest memtable"
             );
@@ -71,7 +75,7 @@ fn real_memtables_are_flushed_largest_first_at_the_soft_limit() {
             let mut sealed =
                 std::mem::replace(&mut active[t], SizeTrackedRegion::new(m.group(), &pool));
             sealed.ground_evictable_occupancy();
-            let size = sealed.stats().total_bytes;
+            let size = sealed.stats().footprint_bytes();
             assert_eq!(flush.account_written(usize::MAX), size);
             flush.data_written();
             flush.finish_releasing(|| drop(sealed));

@@ -1,8 +1,13 @@
 //! The listener interface through which a region reports its memory usage.
 //!
-//! A region reports segment-granular changes to at most one listener, so that
-//! a higher layer (`region-group`) can account for memory without logalloc
-//! knowing anything about groups.
+//! A region reports changes of its footprint to at most one listener, so
+//! that a higher layer (`region-group`) can account for memory without
+//! logalloc knowing anything about groups. The footprint is everything the
+//! region keeps from other uses: its segments (reported a segment at a time,
+//! as they are taken and released) and the heap memory of its handle table
+//! and slot lists (reported as they grow and shrink), which is what
+//! [`RegionStats::footprint_bytes`](crate::RegionStats::footprint_bytes)
+//! counts.
 
 use std::fmt;
 
@@ -39,11 +44,16 @@ impl fmt::Display for RegionId {
     }
 }
 
-/// Receives segment-granular usage changes of the regions that listen to it.
+/// Receives the footprint changes of the regions that listen to it.
 ///
-/// All sizes are *total* footprint in bytes (whole segments held by the
-/// region), not bytes used by live objects: that is the memory the region
-/// keeps away from everyone else.
+/// All sizes are *total* footprint in bytes: whole segments held by the
+/// region plus the heap bytes of its handle table and slot lists
+/// ([`RegionStats::footprint_bytes`](crate::RegionStats::footprint_bytes)),
+/// not bytes used by live objects: that is the memory the region keeps away
+/// from everyone else. Segments come and go a segment at a time; the table
+/// and slot lists change by smaller steps (a slot list doubling, a table part
+/// growing by up to 32 KiB), each reported when it happens, so a listener's
+/// total equals the region's footprint after every region operation.
 ///
 /// # Calling context
 ///
@@ -61,24 +71,31 @@ impl fmt::Display for RegionId {
 /// back while objects remain in it), but later operations on that region
 /// may panic and its segments may stay held until it is dropped.
 pub trait RegionListener: Send + Sync {
-    /// `region` started reporting to this listener; it currently holds
-    /// `total` bytes of segments.
+    /// `region` started reporting to this listener; its footprint is
+    /// currently `total` bytes.
     fn add(&self, region: RegionId, total: usize);
 
     /// `region` stopped reporting to this listener (it was unlistened,
-    /// dropped, or merged into a region with another listener); it held
-    /// `total` bytes of segments at that moment.
+    /// dropped, or merged into a region with another listener); its
+    /// footprint was `total` bytes at that moment.
     fn del(&self, region: RegionId, total: usize);
 
-    /// `region` took `delta` more bytes of segments (at least one segment).
+    /// `region`'s footprint grew by `delta` bytes (a segment taken, or its
+    /// handle table or slot lists grown).
     fn increase_usage(&self, region: RegionId, delta: usize);
 
-    /// `region` released `delta` bytes of segments (at least one segment).
+    /// `region`'s footprint shrank by `delta` bytes (a segment released, or
+    /// its slot lists shrunk or dropped).
     fn decrease_usage(&self, region: RegionId, delta: usize);
 
     /// `from`, which reported to this same listener, was merged into `into`:
-    /// its `moved` bytes of segments now belong to `into`, and `from` will not
-    /// report again. The listener's total is unchanged by a merge.
+    /// its footprint of `moved` bytes now belongs to `into`, and `from` will
+    /// not report again. The merge itself moves bytes without changing the
+    /// listener's total; adopting `from`'s table parts can then change the
+    /// tables' bookkeeping a little (`into`'s part list may grow, `from`'s
+    /// is freed), which follows as an
+    /// [`increase_usage`](Self::increase_usage) or a
+    /// [`decrease_usage`](Self::decrease_usage).
     ///
     /// When the two regions report to different listeners, the merge is
     /// reported instead as [`del`](Self::del) to `from`'s listener and

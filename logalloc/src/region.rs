@@ -171,6 +171,12 @@ pub(crate) struct RegionInner {
     forced_compactions: u64,
     bytes_evicted: u64,
     allocation_failures: u64,
+    /// Heap bytes of the segments' slot lists (their capacities), kept up
+    /// to date wherever a list is created, grown, shrunk or dropped.
+    slot_bytes: usize,
+    /// The table and slot-list bytes included in what the listener was
+    /// told (0 without a listener); `sync_overhead` brings it up to date.
+    overhead_reported: usize,
     /// Time this region's allocations spent reclaiming (pool dry).
     reclaim_time: Duration,
     reclaim_counter: u64,
@@ -209,6 +215,8 @@ impl RegionInner {
             forced_compactions: 0,
             bytes_evicted: 0,
             allocation_failures: 0,
+            slot_bytes: 0,
+            overhead_reported: 0,
             reclaim_time: Duration::ZERO,
             reclaim_counter: 0,
             listener: None,
@@ -264,7 +272,8 @@ impl RegionInner {
         debug_assert_eq!(self.segments[position].used, 0);
         debug_assert!(self.segments[position].slot.is_none());
         self.segment_map[segment as usize] = NOT_MAPPED;
-        self.segments.swap_remove(position);
+        let info = self.segments.swap_remove(position);
+        self.slot_bytes -= info.slots.capacity() * size_of::<u32>();
         if let Some(moved) = self.segments.get(position) {
             self.segment_map[moved.index as usize] = position as u32;
         }
@@ -275,6 +284,33 @@ impl RegionInner {
         if let Some(listener) = &self.listener {
             listener.decrease_usage(self.id, self.segment_size);
         }
+        self.sync_overhead();
+    }
+
+    /// Bytes of the handle table and the slot lists: the part of the
+    /// footprint outside the segments.
+    #[inline]
+    fn overhead(&self) -> usize {
+        self.table.bytes() + self.slot_bytes
+    }
+
+    /// Tells the listener (if any) how the table and slot lists grew or
+    /// shrank since it last heard, so that its total stays equal to the
+    /// footprint: segments plus table plus slot lists. Called after every
+    /// step that can change them; it costs a comparison when nothing did.
+    #[inline]
+    fn sync_overhead(&mut self) {
+        let Some(listener) = &self.listener else {
+            return;
+        };
+        let now = self.overhead();
+        let reported = self.overhead_reported;
+        if now > reported {
+            listener.increase_usage(self.id, now - reported);
+        } else if now < reported {
+            listener.decrease_usage(self.id, reported - now);
+        }
+        self.overhead_reported = now;
     }
 
     fn histogram_insert(&mut self, segment: u32) {
@@ -309,8 +345,14 @@ impl RegionInner {
                 self.release(pool, segment);
             } else {
                 // The list is complete: drop the spare capacity of its growth.
-                self.info_mut(segment).slots.shrink_to_fit();
+                let slots = &mut self.info_mut(segment).slots;
+                let before = slots.capacity();
+                slots.shrink_to_fit();
+                let after = slots.capacity();
+                self.slot_bytes =
+                    self.slot_bytes - before * size_of::<u32>() + after * size_of::<u32>();
                 self.histogram_insert(segment);
+                self.sync_overhead();
             }
         }
     }
@@ -422,6 +464,8 @@ impl RegionInner {
             Ok(placed) => placed,
             Err(error) => {
                 self.note_allocation_failure(pool);
+                // `prepare` may have added a table part before the failure.
+                self.sync_overhead();
                 return Err(error);
             }
         };
@@ -434,8 +478,13 @@ impl RegionInner {
                 .bytes_mut(at.segment, at.offset as usize, size as usize)
         });
         // `place` counted the record as used; list its slot for compaction.
-        self.segments[position].slots.push(handle.slot());
+        let slots = &mut self.segments[position].slots;
+        let capacity = slots.capacity();
+        slots.push(handle.slot());
+        self.slot_bytes += (slots.capacity() - capacity) * size_of::<u32>();
         self.object_bytes += size as usize;
+        // The table or the slot list may have grown.
+        self.sync_overhead();
         Ok(handle)
     }
 
@@ -498,6 +547,9 @@ impl RegionInner {
         self.reclaim_counter += 1;
         let memory = pool.memory();
         let slots = std::mem::take(&mut self.info_mut(segment).slots);
+        // The taken list is dropped at the end (or replaced by its unmoved
+        // tail): its bytes leave the count now.
+        self.slot_bytes -= slots.capacity() * size_of::<u32>();
         let codec = self.table.codec();
         let segment_size = self.segment_size as u32;
         let mut moved = 0usize;
@@ -523,6 +575,7 @@ impl RegionInner {
             let info = &mut self.segments[position];
             let (source, target) = (memory.base(segment), memory.base(destination));
             let (mut end, mut added) = (info.end, 0u32);
+            let listed_before = info.slots.capacity();
             let destination_slots = &mut info.slots;
             i = self
                 .table
@@ -559,6 +612,8 @@ impl RegionInner {
                 });
             info.end = end;
             info.used += added;
+            let listed_after = info.slots.capacity();
+            self.slot_bytes += (listed_after - listed_before) * size_of::<u32>();
             moved += added as usize;
             if i < slots.len() {
                 // The next object does not fit: on to a fresh destination.
@@ -568,7 +623,9 @@ impl RegionInner {
         self.info_mut(segment).used -= moved as u32;
         if stopped {
             // Out of destinations: the objects not yet moved stay listed here.
-            self.info_mut(segment).slots = slots[i..].to_vec();
+            let rest = slots[i..].to_vec();
+            self.slot_bytes += rest.capacity() * size_of::<u32>();
+            self.info_mut(segment).slots = rest;
         }
         self.bytes_compacted += moved as u64;
         let emptied = self.info(segment).used == 0;
@@ -578,6 +635,7 @@ impl RegionInner {
         } else {
             self.histogram_insert(segment);
         }
+        self.sync_overhead();
         pool.note_compaction(moved, usize::from(emptied));
         emptied
     }
@@ -797,15 +855,22 @@ impl RegionInner {
         })
     }
 
+    /// Segments plus table and slot lists, as the listener knows them.
+    fn reported_footprint(&self) -> usize {
+        self.total() + self.overhead_reported
+    }
+
     fn listen(&mut self, listener: Arc<dyn RegionListener>) {
         self.unlisten();
-        listener.add(self.id, self.total());
+        self.overhead_reported = self.overhead();
+        listener.add(self.id, self.reported_footprint());
         self.listener = Some(listener);
     }
 
     fn unlisten(&mut self) {
         if let Some(old) = self.listener.take() {
-            old.del(self.id, self.total());
+            old.del(self.id, self.reported_footprint());
+            self.overhead_reported = 0;
         }
     }
 
@@ -816,22 +881,29 @@ impl RegionInner {
         {
             other.release(pool, segment);
         }
-        let moved = other.total();
+        // What `other`'s listener knows of it, and what this region's
+        // listener must now count: the segments at once, the table parts and
+        // slot lists (adopted whole) through `sync_overhead` below.
+        let reported = other.reported_footprint();
         match (&self.listener, other.listener.take()) {
             (Some(mine), Some(theirs)) if Arc::ptr_eq(mine, &theirs) => {
-                mine.merged(self.id, other.id, moved);
+                mine.merged(self.id, other.id, reported);
+                self.overhead_reported += other.overhead_reported;
             }
             (mine, theirs) => {
                 if let Some(theirs) = theirs {
-                    theirs.del(other.id, moved);
+                    theirs.del(other.id, reported);
                 }
+                let segments = other.total();
                 if let Some(mine) = mine
-                    && moved > 0
+                    && segments > 0
                 {
-                    mine.increase_usage(self.id, moved);
+                    mine.increase_usage(self.id, segments);
                 }
             }
         }
+        other.overhead_reported = 0;
+        self.slot_bytes += other.slot_bytes;
         let other_active = other.active.take();
         for info in other.segments.drain(..) {
             let index = info.index as usize;
@@ -858,6 +930,7 @@ impl RegionInner {
         self.reclaim_time += other.reclaim_time;
         self.reclaim_counter = self.reclaim_counter.max(other.reclaim_counter);
         other.retire_empty();
+        self.sync_overhead();
     }
 
     /// Marks a region that owns nothing any more as dead.
@@ -870,6 +943,8 @@ impl RegionInner {
         self.closed_free = 0;
         self.used = 0;
         self.object_bytes = 0;
+        self.slot_bytes = 0;
+        self.overhead_reported = 0;
         self.listener = None;
         self.evictor = None;
     }
@@ -888,9 +963,9 @@ impl RegionInner {
         self.retire_empty();
     }
 
-    /// Heap bytes of the segments' slot lists: summed when asked (once per
-    /// `stats()` call, O(segments)) rather than tracked on every allocation.
-    fn slot_list_bytes(&self) -> usize {
+    /// Heap bytes of the segments' slot lists, recounted (`slot_bytes` is
+    /// the running count).
+    fn recount_slot_bytes(&self) -> usize {
         self.segments
             .iter()
             .map(|info| info.slots.capacity() * size_of::<u32>())
@@ -906,7 +981,7 @@ impl RegionInner {
             object_bytes: self.object_bytes,
             objects: self.table.live(),
             segments: self.segments.len(),
-            table_bytes: self.table.bytes() + self.slot_list_bytes(),
+            table_bytes: self.overhead(),
             bytes_compacted: self.bytes_compacted,
             segments_compacted: self.segments_compacted,
             forced_compactions: self.forced_compactions,
@@ -920,6 +995,24 @@ impl RegionInner {
     /// Recounts everything from the segments and the table.
     pub(crate) fn check(&self) -> Result<(), String> {
         self.table.check()?;
+        if self.slot_bytes != self.recount_slot_bytes() {
+            return Err(format!(
+                "slot lists count {} bytes, recount {}",
+                self.slot_bytes,
+                self.recount_slot_bytes()
+            ));
+        }
+        let expected_reported = if self.listener.is_some() {
+            self.overhead()
+        } else {
+            0
+        };
+        if self.overhead_reported != expected_reported {
+            return Err(format!(
+                "the listener knows {} bytes of table and slot lists, the region holds {}",
+                self.overhead_reported, expected_reported
+            ));
+        }
         let segment_size = self.segment_size;
         let mut mapped = 0;
         for (i, &position) in self.segment_map.iter().enumerate() {

@@ -12,8 +12,9 @@ use std::time::Duration;
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct RegionStats {
-    /// Bytes of segments held (segments × segment size): the footprint the
-    /// listener reports.
+    /// Bytes of segments held (segments × segment size). With
+    /// `table_bytes`, the footprint a listener is told
+    /// ([`footprint_bytes`](Self::footprint_bytes)).
     pub total_bytes: usize,
     /// Bytes of segments occupied by live objects.
     pub used_bytes: usize,
@@ -64,7 +65,9 @@ impl RegionStats {
         }
     }
 
-    /// Everything the region keeps from other uses: segments plus handle table.
+    /// Everything the region keeps from other uses: segments plus handle
+    /// table and slot lists. This is what the region reports to its
+    /// [`RegionListener`](crate::RegionListener).
     pub fn footprint_bytes(&self) -> usize {
         self.total_bytes + self.table_bytes
     }

@@ -259,6 +259,11 @@ pub(crate) struct HandleTable {
     parts: Vec<Part>,
     avail: Vec<u32>,
     live: usize,
+    /// Heap bytes of the vectors above, kept up to date wherever one of
+    /// them can grow (`insert`'s growth branch, `add_part`), so `bytes()`
+    /// is a load: the region compares it after every allocation to report
+    /// table growth to its listener.
+    bytes: usize,
 }
 
 impl HandleTable {
@@ -269,6 +274,7 @@ impl HandleTable {
             parts: Vec::new(),
             avail: Vec::new(),
             live: 0,
+            bytes: 0,
         }
     }
 
@@ -277,8 +283,15 @@ impl HandleTable {
         self.live
     }
 
-    /// Heap bytes held by the table (entries, tag map and part list).
+    /// Heap bytes held by the table (entries, tag map, part list and the
+    /// list of parts with room).
+    #[inline]
     pub(crate) fn bytes(&self) -> usize {
+        self.bytes
+    }
+
+    /// `bytes()` recounted from the vectors' capacities.
+    fn recount_bytes(&self) -> usize {
         let entries: usize = self.parts.iter().map(|p| p.entries.capacity() * 8).sum();
         entries
             + self.tag_map.capacity() * 4
@@ -326,6 +339,12 @@ impl HandleTable {
             self.avail.push(index);
         }
         self.parts.push(part);
+        // Room in `avail` for every part, so that `remove` (which may list a
+        // part again) never grows it: the table's size changes only here and
+        // in `insert`, where `bytes` follows it.
+        self.avail
+            .reserve_exact(self.parts.len().saturating_sub(self.avail.len()));
+        self.bytes = self.recount_bytes();
     }
 
     /// Stores `at` in a free slot and returns its handle. `prepare` must
@@ -349,6 +368,7 @@ impl HandleTable {
                 let cap = part.entries.capacity();
                 let grow = cap.clamp(16, GROWTH_STEP).min(PART_ENTRIES - cap);
                 part.entries.reserve_exact(grow);
+                self.bytes += (part.entries.capacity() - cap) * 8;
             }
             part.entries.push(0);
             ((part.entries.len() - 1) as u32, 0)
@@ -410,6 +430,10 @@ impl HandleTable {
         part.live -= 1;
         if !part.in_avail {
             part.in_avail = true;
+            debug_assert!(
+                self.avail.len() < self.avail.capacity(),
+                "add_part made room"
+            );
             self.avail.push(part_index as u32);
         }
         self.live -= 1;
@@ -555,6 +579,13 @@ impl HandleTable {
                 return Err(format!("part {i}: availability list is wrong"));
             }
             live += part_live;
+        }
+        if self.bytes != self.recount_bytes() {
+            return Err(format!(
+                "table bytes {} != recount {}",
+                self.bytes,
+                self.recount_bytes()
+            ));
         }
         if live != self.live {
             return Err(format!(

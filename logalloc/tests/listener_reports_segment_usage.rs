@@ -1,5 +1,7 @@
-//! The listener hears add/del, segment-granular usage changes, merges and
-//! grounding, and its totals always equal the regions' footprints.
+//! The listener hears add/del, usage changes (segments taken and released,
+//! handle table and slot lists grown and shrunk), merges and grounding, and
+//! its totals always equal the regions' footprints: segments plus table plus
+//! slot lists, as `RegionStats::footprint_bytes` counts them.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -65,28 +67,34 @@ fn usage_follows_segments_through_alloc_free_compaction() {
     let mut region = Region::new(&pool);
     let first = region.alloc_bytes(&[1; 100]).unwrap();
     region.listen(recorder.clone());
-    assert_eq!(recorder.events(), vec!["add 4096"]);
-    let handles: Vec<_> = (0..300)
-        .map(|_| region.alloc_bytes(&[2; 100]).unwrap())
-        .collect();
-    assert_eq!(
-        recorder.total(region.id()),
-        Some(region.stats().total_bytes)
-    );
+    let footprint = region.stats().footprint_bytes();
+    assert!(footprint > 4096, "one segment plus the table: {footprint}");
+    assert_eq!(recorder.events(), vec![format!("add {footprint}")]);
+    let mut handles = Vec::new();
+    for _ in 0..300 {
+        handles.push(region.alloc_bytes(&[2; 100]).unwrap());
+        // Exact after every allocation, table and slot-list growth included.
+        assert_eq!(
+            recorder.total(region.id()),
+            Some(region.stats().footprint_bytes())
+        );
+    }
+    region.check_invariants().unwrap();
     for h in handles.iter().step_by(3) {
         region.free(*h).unwrap();
     }
     region.compact();
     region.full_compaction().unwrap();
+    region.check_invariants().unwrap();
     assert_eq!(
         recorder.total(region.id()),
-        Some(region.stats().total_bytes)
+        Some(region.stats().footprint_bytes())
     );
     region.free(first).unwrap();
     region.ground_evictable_occupancy();
     assert!(region.is_grounded());
     assert_eq!(recorder.events(), vec!["ground"]);
-    let total = region.stats().total_bytes;
+    let total = region.stats().footprint_bytes();
     region.unlisten();
     assert_eq!(recorder.events(), vec![format!("del {total}")]);
     region.unlisten();
@@ -105,12 +113,14 @@ fn merge_with_the_same_listener_is_reported_as_merged() {
     for _ in 0..40 {
         b.alloc_bytes(&[2; 300]).unwrap();
     }
-    let moved = b.stats().total_bytes;
+    let moved = b.stats().footprint_bytes();
     recorder.events();
     a.merge(b).unwrap();
     assert_eq!(recorder.events(), vec![format!("merged {moved}")]);
-    assert_eq!(recorder.total(a.id()), Some(a.stats().total_bytes));
-    let total = a.stats().total_bytes;
+    // Adopting b's table parts may grow a's part list: reported as usage.
+    assert_eq!(recorder.total(a.id()), Some(a.stats().footprint_bytes()));
+    a.check_invariants().unwrap();
+    let total = a.stats().footprint_bytes();
     drop(a);
     assert_eq!(recorder.events(), vec![format!("del {total}")]);
     assert!(recorder.totals.lock().unwrap().is_empty());
@@ -125,12 +135,13 @@ fn merge_across_listeners_is_del_plus_increase() {
     a.listen(ra.clone());
     b.listen(rb.clone());
     b.alloc_bytes(&[2; 300]).unwrap();
-    let (b_id, moved) = (b.id(), b.stats().total_bytes);
+    let (b_id, moved) = (b.id(), b.stats().footprint_bytes());
     rb.events();
     a.merge(b).unwrap();
     assert_eq!(rb.events(), vec![format!("del {moved}")]);
     assert_eq!(rb.total(b_id), None);
-    assert_eq!(ra.total(a.id()), Some(moved));
+    assert_eq!(ra.total(a.id()), Some(a.stats().footprint_bytes()));
+    a.check_invariants().unwrap();
 }
 
 #[test]

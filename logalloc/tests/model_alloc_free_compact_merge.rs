@@ -3,12 +3,18 @@
 //! the pool limit is never exceeded, empty segments always go back to the
 //! pool, and the statistics equal a recount. One region is evictable (its
 //! oldest object first), so reclaim also evicts; injected failures and
-//! out-of-memory errors must leave everything as it was.
+//! out-of-memory errors must leave everything as it was. Every region
+//! reports to a listener (two share one, so merges between them are reported
+//! as merges, and the third has its own), whose total for each region must
+//! equal the region's footprint (segments, handle table and slot lists)
+//! after every step.
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 
-use logalloc::{Error, Eviction, Handle, PoolConfig, Region, SegmentPool};
+use logalloc::{
+    Error, Eviction, Handle, PoolConfig, Region, RegionId, RegionListener, SegmentPool,
+};
 use proptest::prelude::*;
 
 const SEGMENT: usize = 4096;
@@ -65,6 +71,39 @@ fn op() -> impl Strategy<Value = Op> {
 
 type Shared<T> = Arc<Mutex<T>>;
 
+/// A listener that keeps each region's reported footprint.
+#[derive(Default)]
+struct Ledger(Mutex<HashMap<RegionId, usize>>);
+
+impl Ledger {
+    fn of(&self, region: RegionId) -> Option<usize> {
+        self.0.lock().unwrap().get(&region).copied()
+    }
+}
+
+impl RegionListener for Ledger {
+    fn add(&self, region: RegionId, total: usize) {
+        assert!(self.0.lock().unwrap().insert(region, total).is_none());
+    }
+    fn del(&self, region: RegionId, total: usize) {
+        assert_eq!(self.0.lock().unwrap().remove(&region), Some(total));
+    }
+    fn increase_usage(&self, region: RegionId, delta: usize) {
+        *self.0.lock().unwrap().get_mut(&region).unwrap() += delta;
+    }
+    fn decrease_usage(&self, region: RegionId, delta: usize) {
+        let mut totals = self.0.lock().unwrap();
+        let total = totals.get_mut(&region).unwrap();
+        *total = total.checked_sub(delta).expect("never below zero");
+    }
+    fn merged(&self, into: RegionId, from: RegionId, moved: usize) {
+        let mut totals = self.0.lock().unwrap();
+        assert_eq!(totals.remove(&from), Some(moved));
+        *totals.get_mut(&into).unwrap() += moved;
+    }
+    fn ground_evictable(&self, _region: RegionId) {}
+}
+
 /// Makes `region` evict its oldest object (per `lru`) on demand, recording
 /// what it evicted.
 fn make_evictable(
@@ -90,6 +129,8 @@ struct Model {
     evicted: Shared<Vec<Handle>>,
     live: Vec<Vec<(Handle, Vec<u8>)>>,
     freed: Vec<Vec<Handle>>,
+    /// The listener of each region (regions 0 and 1 share one).
+    ledgers: Vec<Arc<Ledger>>,
 }
 
 impl Model {
@@ -113,6 +154,7 @@ impl Model {
         for (r, region) in self.regions.iter().enumerate() {
             region.check_invariants().unwrap();
             let s = region.stats();
+            assert_eq!(self.ledgers[r].of(region.id()), Some(s.footprint_bytes()));
             assert_eq!(s.objects, self.live[r].len());
             assert_eq!(
                 s.object_bytes,
@@ -163,7 +205,14 @@ proptest! {
             evicted: Shared::default(),
             live: vec![Vec::new(); REGIONS],
             freed: vec![Vec::new(); REGIONS],
+            ledgers: {
+                let (shared, own) = (Arc::new(Ledger::default()), Arc::new(Ledger::default()));
+                vec![shared.clone(), shared, own]
+            },
         };
+        for (region, ledger) in m.regions.iter_mut().zip(&m.ledgers) {
+            region.listen(ledger.clone());
+        }
         make_evictable(&mut m.regions[EVICTABLE], &m.lru, &m.evicted);
         for op in ops {
             match op {
@@ -217,6 +266,7 @@ proptest! {
                 Op::Merge { into, from } => {
                     if into != from {
                         let mut fresh = Region::new(&m.pool);
+                        fresh.listen(m.ledgers[from].clone());
                         if from == EVICTABLE {
                             // Its objects now belong to a non-evictable region.
                             m.lru.lock().unwrap().clear();
@@ -251,6 +301,9 @@ proptest! {
         }
         let regions = std::mem::take(&mut m.regions);
         drop(regions);
+        for ledger in &m.ledgers {
+            prop_assert!(ledger.0.lock().unwrap().is_empty(), "a dropped region is deleted");
+        }
         prop_assert_eq!(m.pool.stats().segments_in_use, 0);
         m.pool.check_invariants().unwrap();
     }

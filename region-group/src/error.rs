@@ -75,7 +75,7 @@ pub enum Error {
         bytes: usize,
         /// Bytes of the region already accounted as spooled.
         spooled: usize,
-        /// The region's size (bytes of segments it holds).
+        /// The region's size (its footprint: segments, handle table and slot lists).
         size: usize,
     },
 }

@@ -30,7 +30,7 @@ enum Crossing {
 /// Everything the group's mutex protects.
 #[derive(Debug)]
 pub(crate) struct State {
-    /// Bytes of segments held by the group's regions.
+    /// Footprint of the group's regions: segments held plus handle tables and slot lists.
     pub(crate) real: usize,
     /// Bytes declared written out (net of reverts), by `account_spooled` or
     /// attributed to a region by `account_region_spooled`.
@@ -115,7 +115,7 @@ impl State {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct GroupMetrics {
-    /// Bytes of segments held by the group's regions.
+    /// Footprint of the group's regions: segments held plus handle tables and slot lists.
     pub real_usage: usize,
     /// Real usage minus bytes accounted as spooled (0 if that would be negative).
     pub unspooled_usage: usize,
@@ -153,7 +153,7 @@ pub(crate) struct Shared {
 /// callbacks (see [`SizeTrackedRegion`](crate::SizeTrackedRegion) for a
 /// region that listens from birth). From them it keeps two counters:
 ///
-/// * **real** usage: bytes of segments its regions hold;
+/// * **real** usage: its regions' footprint (segments held plus handle tables and slot lists);
 /// * **unspooled** usage: real minus the bytes callers declared already
 ///   written out ([`account_spooled`](Self::account_spooled)).
 ///
@@ -304,7 +304,7 @@ impl RegionGroup {
         }
     }
 
-    /// Bytes of segments held by the group's regions.
+    /// Footprint of the group's regions: segments held plus handle tables and slot lists.
     pub fn real_usage(&self) -> usize {
         self.lock().real
     }

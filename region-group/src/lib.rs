@@ -6,9 +6,11 @@
 //!
 //! The group knows regions only through logalloc's [`RegionListener`]
 //! interface, which it implements: every segment a region takes or releases,
-//! every add, remove, merge and grounding is reported to it, without polling.
+//! every growth or shrinking of its handle table and slot lists, every add,
+//! remove, merge and grounding is reported to it, without polling.
 //!
-//! * **Two counters.** *Real* usage is the bytes of segments held;
+//! * **Two counters.** *Real* usage is the regions' footprint: the bytes of
+//!   segments held plus their handle tables and slot lists;
 //!   *unspooled* usage is real minus the bytes a flush declared already
 //!   written out ([`RegionGroup::account_region_spooled`], which ties them
 //!   to the flushed region so they shrink and leave with it, or
@@ -49,7 +51,7 @@
 //!     },
 //! );
 //!
-//! // A region reports its segments (logalloc does this for a listening region).
+//! // A region reports its footprint (logalloc does this for a listening region).
 //! let (small, big) = (RegionId::from_raw(1), RegionId::from_raw(2));
 //! group.add(small, 8 << 10);
 //! group.add(big, 40 << 10);
@@ -80,8 +82,8 @@
 //! let pool = SegmentPool::new(PoolConfig::default().with_memory_limit(16 << 20)).unwrap();
 //! let group = RegionGroup::new("memtables", ReclaimConfig::default());
 //! let mut memtable = SizeTrackedRegion::new(&group, &pool);
-//! let handle = memtable.alloc(100, 8).unwrap(); // takes a segment
-//! assert_eq!(group.real_usage(), memtable.stats().total_bytes);
+//! let handle = memtable.alloc(100, 8).unwrap(); // takes a segment, starts a table
+//! assert_eq!(group.real_usage(), memtable.stats().footprint_bytes());
 //! assert_eq!(group.largest_flushable_region(), Some(memtable.id()));
 //!
 //! memtable.ground_evictable_occupancy(); // sealed for flush: never picked again

@@ -11,8 +11,9 @@ use crate::sync::Arc;
 
 /// A [`logalloc::Region`] registered in a [`RegionGroup`] through the
 /// listener interface: the group hears of every segment the region takes or
-/// releases, of its merges and grounding, and of its end (drop, or
-/// `unlisten`), without polling.
+/// releases and of every change of its handle table and slot lists, of its
+/// merges and grounding, and of its end (drop, or `unlisten`), without
+/// polling.
 ///
 /// It dereferences to the [`Region`], so `alloc`, `free`,
 /// `ground_evictable_occupancy`, `merge` and `stats` are called on it

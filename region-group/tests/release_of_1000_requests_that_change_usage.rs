@@ -189,5 +189,5 @@ fn thousand_queued_futures_allocating_in_a_real_region() {
     assert_eq!(*order.lock().unwrap(), (0..REQUESTS).collect::<Vec<_>>());
     let region = writes.lock().unwrap();
     assert_eq!(region.stats().objects, REQUESTS);
-    assert_eq!(g.real_usage(), region.stats().total_bytes);
+    assert_eq!(g.real_usage(), region.stats().footprint_bytes());
 }
