@@ -46,6 +46,21 @@ fn record_len(size: u32) -> u32 {
     size.max(1)
 }
 
+/// Rounds of forced compaction in a row that may leave no more room before
+/// an allocation gives up (see `find_room_slow`).
+const FORCED_STALLS: u32 = 3;
+
+/// What a round of forced compaction did (see `forced_reclaim_step`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Forced {
+    /// Compacted segments of the allocating region.
+    Own,
+    /// Compacted a segment of another region.
+    Other,
+    /// Found nothing to compact.
+    Nothing,
+}
+
 /// What an eviction callback reports to reclaim.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Eviction {
@@ -420,6 +435,16 @@ impl RegionInner {
         // Set when the pool first turns out dry: from then on the allocation
         // is reclaiming, and the time it takes is counted.
         let mut reclaiming: Option<Instant> = None;
+        // Forced steps on this region give no segment back until the active
+        // segment's room adds up to a victim's worth, but this loop closes
+        // the active segment each time round. So each round of them must
+        // leave more room plus free segments than the last; a few rounds in
+        // a row that do not mean the objects cannot be packed any tighter.
+        let (mut last_potential, mut stalls) = (None, 0);
+        let out_of_memory = || Error::OutOfMemory {
+            size: size as usize,
+            limit: pool.memory_limit(),
+        };
         let result = loop {
             if let Some(at) = self.place(size, align) {
                 break Ok(at);
@@ -431,13 +456,29 @@ impl RegionInner {
             }
             reclaiming.get_or_insert_with(Instant::now);
             steps_left -= 1;
-            if steps_left == 0
-                || !(self.reclaim_step(pool) || self.forced_reclaim_step(pool, size, align))
-            {
-                break Err(Error::OutOfMemory {
-                    size: size as usize,
-                    limit: pool.memory_limit(),
-                });
+            if steps_left == 0 {
+                break Err(out_of_memory());
+            }
+            if self.reclaim_step(pool) {
+                (last_potential, stalls) = (None, 0);
+                continue;
+            }
+            match self.forced_reclaim_step(pool, size, align) {
+                Forced::Nothing => break Err(out_of_memory()),
+                Forced::Other => {}
+                Forced::Own => {
+                    let potential =
+                        pool.available_for_compaction() * self.segment_size + self.active_room();
+                    if last_potential.is_some_and(|last| potential <= last) {
+                        stalls += 1;
+                        if stalls == FORCED_STALLS {
+                            break Err(out_of_memory());
+                        }
+                    } else {
+                        stalls = 0;
+                    }
+                    last_potential = Some(potential);
+                }
             }
         };
         if let Some(started) = reclaiming {
@@ -653,11 +694,12 @@ impl RegionInner {
         (free * 100 >= self.segment_size * self.min_free_percent).then_some((segment, free))
     }
 
-    /// How many fresh segments moving the live objects of closed `segment`
-    /// would open: places them, in compaction order, after the active
-    /// segment's end as `place` would. A slot listed twice is counted twice,
-    /// which can only overestimate.
-    fn destinations_needed(&self, segment: u32) -> usize {
+    /// What moving the live objects of closed `segment` would do: how many
+    /// fresh segments it would open, and the end of the last destination
+    /// afterwards (the active segment's new bump pointer). Places them, in
+    /// compaction order, after the active segment's end as `place` would. A
+    /// slot listed twice is counted twice, which can only overestimate both.
+    fn move_plan(&self, segment: u32) -> (usize, u32) {
         let segment_size = self.segment_size as u32;
         let after = |end: u32, at: &Location| {
             let offset = (end + at.align - 1) & !(at.align - 1);
@@ -681,7 +723,14 @@ impl RegionInner {
                 }
             };
         }
-        needed
+        (needed, end.unwrap_or(0))
+    }
+
+    /// Free bytes after the active segment's bump pointer (0 without one).
+    fn active_room(&self) -> usize {
+        self.active.map_or(0, |active| {
+            self.segment_size - self.info(active).end as usize
+        })
     }
 
     /// Reclaim's last resort, once free segments, ordinary compaction (of
@@ -695,7 +744,8 @@ impl RegionInner {
     /// moving the segment's objects opens at most one fresh destination and
     /// the pool has it: the emptied segment goes back, so the pool's free
     /// segments never drop and each step either frees a segment outright or
-    /// leaves the active segment with more room. True if a segment was
+    /// leaves the active segment with more room (a step that would not is
+    /// refused before anything moves). True if a segment was
     /// compacted, with the number of fresh destinations it opened (0 means a
     /// segment went back to the pool net).
     ///
@@ -707,8 +757,17 @@ impl RegionInner {
             return None;
         }
         let segment = self.histogram.sparsest()?;
-        let needed = self.destinations_needed(segment);
+        let (needed, end_after) = self.move_plan(segment);
         if needed > 1 || needed > pool.available_for_compaction() {
+            return None;
+        }
+        // A step that opens a destination gives no segment back net; it is
+        // worth a segment's worth of copying only if it leaves more room in
+        // the active segment than there is now. Without this, segments that
+        // are full but for tails too small for any object (fixed-size
+        // objects that do not divide the segment size) would be moved
+        // around forever, each move leaving the same tail behind.
+        if needed == 1 && self.segment_size - end_after as usize <= self.active_room() {
             return None;
         }
         let free = self.segment_size - self.info(segment).used as usize;
@@ -740,7 +799,7 @@ impl RegionInner {
     /// needs). Then, if nothing here applies, one forced step on another
     /// unborrowed region (whose active segment also stays open, so repeated
     /// steps there end up giving a segment back). False if none applies.
-    fn forced_reclaim_step(&mut self, pool: &SegmentPool, size: u32, align: u32) -> bool {
+    fn forced_reclaim_step(&mut self, pool: &SegmentPool, size: u32, align: u32) -> Forced {
         let mut progressed = false;
         for _ in 0..=self.histogram.len() {
             if self.fits(size, align) {
@@ -757,14 +816,19 @@ impl RegionInner {
             }
         }
         if progressed {
-            return true;
+            return Forced::Own;
         }
-        pool.other_regions(self.id).iter().any(|region| {
+        let other = pool.other_regions(self.id).iter().any(|region| {
             region
                 .inner
                 .try_write()
                 .is_some_and(|mut inner| inner.forced_compaction(pool).is_some())
-        })
+        });
+        if other {
+            Forced::Other
+        } else {
+            Forced::Nothing
+        }
     }
 
     fn compact(&mut self, pool: &SegmentPool) -> usize {

@@ -223,3 +223,56 @@ fn forced_steps_add_up_when_one_step_frees_less_than_an_object() {
     region.check_invariants().unwrap();
     pool.check_invariants().unwrap();
 }
+
+/// A pool full of objects of one size that does not divide the segment size:
+/// every segment ends in a tail too small for another object, and the tails
+/// add up to several segments of "free" space that no compaction can turn
+/// into room. An allocation must then fail after a few futile rounds of
+/// forced compaction, not move full segments around for every tail (it used
+/// to: 2 x segments rounds of up to `segments` moves each), and the region
+/// must stay intact and usable.
+#[test]
+fn a_pool_full_of_unpackable_tails_fails_fast() {
+    let pool = SegmentPool::new(
+        PoolConfig::default()
+            .with_segment_size(SEGMENT)
+            .with_memory_limit(SEGMENTS * SEGMENT)
+            .with_bulk_segments(4),
+    )
+    .unwrap();
+    let mut region = Region::new(&pool);
+    let mut live = Vec::new();
+    let mut fill = 0u8;
+    let error = loop {
+        match region.alloc_bytes(&[fill; OBJECT]) {
+            Ok(handle) => live.push((handle, fill)),
+            Err(error) => break error,
+        }
+        fill = fill.wrapping_add(1);
+    };
+    assert!(error.is_out_of_memory(), "{error}");
+    let stats = region.stats();
+    // 81 objects of 100 bytes per 8 KiB segment leave 92-byte tails: more
+    // than two segments' worth over the pool, so forced compaction applies.
+    assert!(stats.free_bytes >= 2 * SEGMENT, "{stats:?}");
+    assert!(
+        stats.segments_compacted <= 8,
+        "the failing allocation moved {} segments for nothing",
+        stats.segments_compacted
+    );
+    // A second attempt fails as fast.
+    assert!(region.alloc_bytes(&[0; OBJECT]).is_err());
+    assert!(region.stats().segments_compacted <= 16);
+    check_all(&region, &live);
+    region.check_invariants().unwrap();
+    // Freeing makes room again.
+    for &(handle, _) in live.iter().take(200) {
+        region.free(handle).unwrap();
+    }
+    let kept = &live[200..];
+    for _ in 0..100 {
+        region.alloc_bytes(&[1; OBJECT]).unwrap();
+    }
+    check_all(&region, kept);
+    region.check_invariants().unwrap();
+}
