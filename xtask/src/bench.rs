@@ -26,6 +26,12 @@ const SUITES: &[Suite] = &[
         quick: &["--scale", "0.015625"],
     },
     Suite {
+        package: "logalloc",
+        bench: "steady_state",
+        full: &["--repeat", "3"],
+        quick: &["--repeat", "1"],
+    },
+    Suite {
         package: "region-group",
         bench: "admission",
         full: &[],
