@@ -798,7 +798,8 @@ impl RegionInner {
     /// step leaves adds up (a single step may leave less than the object
     /// needs). Then, if nothing here applies, one forced step on another
     /// unborrowed region (whose active segment also stays open, so repeated
-    /// steps there end up giving a segment back). False if none applies.
+    /// steps there end up giving a segment back). Says which of the two
+    /// compacted something, or `Forced::Nothing` if none applies.
     fn forced_reclaim_step(&mut self, pool: &SegmentPool, size: u32, align: u32) -> Forced {
         let mut progressed = false;
         for _ in 0..=self.histogram.len() {
