@@ -83,15 +83,21 @@
 //! will place them, opens at most one fresh destination segment, which
 //! the pool (reserve included) still has. The emptied segment goes back,
 //! so the segments the pool can hand out never drop, and the reserve is
-//! there again for the next step. Steps repeat with the destination kept
-//! open, so the room they leave adds up, until the object fits or a step
-//! gave a segment back. Such steps are
-//! counted in [`RegionStats::forced_compactions`]. The allocation fails
-//! with [`Error::OutOfMemory`] only when forced compaction cannot run
-//! either: a pool with fewer than about 40 segments filled to live/0.9
-//! (so under two segments of free space beyond the reserve) is refused
-//! rather than compacted over and over to win back a few bytes. A failed allocation stores nothing; compaction never loses an
-//! object.
+//! there again for the next step. A step that opens a destination must
+//! leave more room in the active segment than there was, or it is refused
+//! before anything moves. Steps repeat with the destination kept open, so
+//! the room they leave adds up, until the object fits or a step gave a
+//! segment back. Such steps are counted in
+//! [`RegionStats::forced_compactions`]. The allocation fails with
+//! [`Error::OutOfMemory`] when forced compaction cannot run either, or when
+//! three rounds of it in a row left no more free segments and room than
+//! before. The first case is a pool with fewer than about 40 segments
+//! filled to live/0.9 (under two segments of free space beyond the
+//! reserve). The second is a pool whose free space is all in tails no
+//! object fits in, such as objects of one size that does not divide the
+//! segment size. Either is refused rather than compacted over and over to
+//! win back a few bytes. A failed allocation stores nothing; compaction
+//! never loses an object.
 //!
 //! **Why `get` returns a guard.** Another region's reclaim may compact this
 //! region from another thread, which moves objects. A plain `&[u8]` tied
