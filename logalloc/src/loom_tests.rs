@@ -6,9 +6,45 @@
 
 use loom::thread;
 
+use std::collections::HashMap;
+
 use crate::pool::Purpose;
-use crate::sync::Arc;
-use crate::{Error, PoolConfig, Region, SegmentPool};
+use crate::sync::{Arc, Mutex};
+use crate::{Error, PoolConfig, Region, RegionId, RegionListener, SegmentPool};
+
+/// A listener that keeps each region's reported footprint, behind the
+/// facade's mutex (a loom mutex in these models).
+#[derive(Debug)]
+struct Ledger(Mutex<HashMap<RegionId, usize>>);
+
+impl Ledger {
+    fn new() -> Ledger {
+        Ledger(Mutex::new(HashMap::new()))
+    }
+}
+
+impl RegionListener for Ledger {
+    fn add(&self, region: RegionId, total: usize) {
+        assert!(self.0.lock().insert(region, total).is_none());
+    }
+    fn del(&self, region: RegionId, total: usize) {
+        assert_eq!(self.0.lock().remove(&region), Some(total));
+    }
+    fn increase_usage(&self, region: RegionId, delta: usize) {
+        *self.0.lock().get_mut(&region).expect("listening") += delta;
+    }
+    fn decrease_usage(&self, region: RegionId, delta: usize) {
+        let mut totals = self.0.lock();
+        let total = totals.get_mut(&region).expect("listening");
+        *total = total.checked_sub(delta).expect("never below zero");
+    }
+    fn merged(&self, into: RegionId, from: RegionId, moved: usize) {
+        let mut totals = self.0.lock();
+        assert_eq!(totals.remove(&from), Some(moved));
+        *totals.get_mut(&into).expect("listening") += moved;
+    }
+    fn ground_evictable(&self, _region: RegionId) {}
+}
 
 fn builder() -> loom::model::Builder {
     let mut builder = loom::model::Builder::new();
@@ -90,10 +126,15 @@ fn loom_pool_take_release_keeps_limit_and_reserve() {
 fn loom_two_regions_reclaim_from_each_other() {
     builder().check(|| {
         let pool = pool(5, 1);
+        // Both regions report to one listener: reclaim running on one
+        // thread reports the other region's segments and slot lists.
+        let ledger = Arc::new(Ledger::new());
         let mut a = Region::new(&pool);
+        a.listen(ledger.clone());
         let kept = fill_three_segments_half_free(&mut a);
         // `b`: one full segment. The pool is now dry but for the reserve.
         let mut b = Region::new(&pool);
+        b.listen(ledger.clone());
         let b_handles: Vec<_> = (0..10u8)
             .map(|i| b.alloc_bytes(&[100 + i; 400]).unwrap())
             .collect();
@@ -130,6 +171,15 @@ fn loom_two_regions_reclaim_from_each_other() {
             assert!(b.get(h).unwrap().iter().all(|&x| x == 201));
         }
         pool.check_invariants().unwrap();
+        // Whatever the interleaving, the listener's totals are the footprints.
+        for region in [&a, &b] {
+            assert_eq!(
+                ledger.0.lock().get(&region.id()).copied(),
+                Some(region.stats().footprint_bytes())
+            );
+        }
+        drop((a, b));
+        assert!(ledger.0.lock().is_empty());
     });
 }
 
