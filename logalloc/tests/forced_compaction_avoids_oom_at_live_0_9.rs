@@ -12,6 +12,17 @@ const SEGMENT: usize = 8 << 10;
 const SEGMENTS: usize = 256;
 const OBJECT: usize = 100;
 
+/// `SEGMENTS` segments of `SEGMENT` bytes, the default 15% rule.
+fn full_size_pool() -> std::sync::Arc<SegmentPool> {
+    SegmentPool::new(
+        PoolConfig::default()
+            .with_segment_size(SEGMENT)
+            .with_memory_limit(SEGMENTS * SEGMENT)
+            .with_bulk_segments(4),
+    )
+    .unwrap()
+}
+
 fn check_all(region: &Region, live: &[(Handle, u8)]) {
     for &(handle, fill) in live {
         let bytes = region.get(handle).expect("a live handle resolves");
@@ -25,13 +36,7 @@ fn check_all(region: &Region, live: &[(Handle, u8)]) {
 
 #[test]
 fn allocation_at_live_0_9_compacts_below_the_threshold_instead_of_failing() {
-    let pool = SegmentPool::new(
-        PoolConfig::default()
-            .with_segment_size(SEGMENT)
-            .with_memory_limit(SEGMENTS * SEGMENT)
-            .with_bulk_segments(4),
-    )
-    .unwrap();
+    let pool = full_size_pool();
     assert_eq!(PoolConfig::default().compaction_min_free_percent, 15);
     let mut region = Region::new(&pool);
     let cap = SEGMENTS * SEGMENT * 9 / 10;
@@ -126,13 +131,7 @@ fn mixed_sizes_and_alignments_survive_forced_compaction() {
     // Objects of 0-200 bytes with alignments up to 16, at live/0.9: the
     // placement check of a forced compaction must account for padding and
     // segment tails, and every object must stay intact and aligned.
-    let pool = SegmentPool::new(
-        PoolConfig::default()
-            .with_segment_size(SEGMENT)
-            .with_memory_limit(SEGMENTS * SEGMENT)
-            .with_bulk_segments(4),
-    )
-    .unwrap();
+    let pool = full_size_pool();
     let mut region = Region::new(&pool);
     // Object bytes at 90% of the pool, plus alignment padding (about 2.5%
     // on average).
@@ -233,13 +232,7 @@ fn forced_steps_add_up_when_one_step_frees_less_than_an_object() {
 /// must stay intact and usable.
 #[test]
 fn a_pool_full_of_unpackable_tails_fails_fast() {
-    let pool = SegmentPool::new(
-        PoolConfig::default()
-            .with_segment_size(SEGMENT)
-            .with_memory_limit(SEGMENTS * SEGMENT)
-            .with_bulk_segments(4),
-    )
-    .unwrap();
+    let pool = full_size_pool();
     let mut region = Region::new(&pool);
     let mut live = Vec::new();
     let mut fill = 0u8;
