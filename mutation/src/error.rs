@@ -23,6 +23,25 @@ pub enum Error {
         /// Length of the rejected key.
         len: usize,
     },
+    /// A cell value longer than [`crate::limits::MAX_CELL_VALUE_LEN`].
+    #[error("cell value of {len} bytes exceeds the {limit}-byte limit")]
+    CellValueTooLarge {
+        /// Length of the rejected value.
+        len: usize,
+        /// The limit ([`crate::limits::MAX_CELL_VALUE_LEN`]).
+        limit: usize,
+    },
+    /// A mutation whose encoded size ([`crate::limits::size_bound`]) exceeds
+    /// [`crate::limits::MAX_MUTATION_SIZE`].
+    #[error("mutation of partition {key} of up to {size} bytes exceeds the {limit}-byte limit")]
+    MutationTooLarge {
+        /// The partition, rendered.
+        key: String,
+        /// The mutation's size bound.
+        size: usize,
+        /// The limit ([`crate::limits::MAX_MUTATION_SIZE`]).
+        limit: usize,
+    },
     /// A clustering range whose start lies after its end.
     #[error("clustering range start {start} is after its end {end}")]
     ClusteringRangeReversed {

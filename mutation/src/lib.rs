@@ -68,6 +68,13 @@
 //! * [`StreamValidator`], [`ValidatingReader`] and [`validate_stream`]
 //!   check the ordering rules and report the first violation.
 //!
+//! # Size limits
+//!
+//! [`limits`] defines the largest key, cell value and mutation that every
+//! layer accepts (derived from the sstable format's limits); the builder
+//! refuses anything larger, so a memtable never holds data its flush cannot
+//! write.
+//!
 //! # Features
 //!
 //! `proptest-strategies` adds the `testing` module: proptest strategies
@@ -79,6 +86,7 @@ mod cell;
 mod error;
 mod fragment;
 mod key;
+pub mod limits;
 mod merging;
 mod murmur3;
 mod mutation;

@@ -468,8 +468,12 @@ impl MutationBuilder {
     ///
     /// # Errors
     /// The first problem met: an oversized clustering key, a range whose
-    /// start is after its end, or a timestamp out of range
-    /// ([`Error::TimestampOutOfRange`]).
+    /// start is after its end, a timestamp out of range
+    /// ([`Error::TimestampOutOfRange`]), a cell value over
+    /// [`MAX_CELL_VALUE_LEN`](crate::limits::MAX_CELL_VALUE_LEN)
+    /// ([`Error::CellValueTooLarge`]) or a mutation over
+    /// [`MAX_MUTATION_SIZE`](crate::limits::MAX_MUTATION_SIZE)
+    /// ([`Error::MutationTooLarge`]).
     pub fn build(self) -> Result<Mutation, Error> {
         if let Some(e) = self.error {
             return Err(e);
@@ -479,13 +483,15 @@ impl MutationBuilder {
             rt.tombstone.timestamp.check("range tombstone")?;
             list.apply(&rt.range, rt.tombstone);
         }
-        Mutation::from_parts(
+        let mutation = Mutation::from_parts(
             self.key,
             self.partition_tombstone,
             self.static_row,
             self.rows,
             list,
-        )
+        )?;
+        crate::limits::check(&mutation)?;
+        Ok(mutation)
     }
 }
 

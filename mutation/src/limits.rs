@@ -1,0 +1,157 @@
+//! The size limits every layer accepts: what a [`MutationBuilder`] lets
+//! through, a memtable can hold, an sstable can write and a commit log can
+//! frame, so that nothing written is ever unflushable.
+//!
+//! # Where the numbers come from
+//!
+//! The sstable format (`sstable/FORMAT.md`, version 1) is the tightest
+//! layer:
+//!
+//! * keys are stored as `bytes` with a 65,535-byte limit, so a partition or
+//!   clustering key is at most [`MAX_KEY_LEN`] bytes;
+//! * Data is a sequence of blocks of at most 64 MiB raw
+//!   ([`SSTABLE_MAX_BLOCK`]) and a fragment never spans two blocks, so the
+//!   encoding of one row (a clustering or static row fragment) must fit in
+//!   64 MiB.
+//!
+//! A row of a mutation is never encoded larger than the mutation's
+//! [`size_bound`], so capping a mutation at [`MAX_MUTATION_SIZE`] (32 MiB,
+//! half a block) caps every fragment the flush of that mutation writes. The
+//! other half is the margin a future commit log needs to frame one mutation
+//! with its headers in a 64 MiB segment (Cassandra's `max_mutation_size` is
+//! likewise half a commit log segment). A cell value is capped at
+//! [`MAX_CELL_VALUE_LEN`] (16 MiB, half the mutation limit), so that one
+//! oversized value is refused with its own clear error rather than as an
+//! oversized mutation, and a mutation still has room for its keys.
+//!
+//! [`size_bound`] is an upper bound of the sstable encoding: it counts every
+//! key and value byte, plus the largest encoding of each length, varint,
+//! timestamp, TTL and flag the format writes around them.
+//!
+//! # What each layer does with them
+//!
+//! * [`MutationBuilder::build`] refuses a cell value over
+//!   [`MAX_CELL_VALUE_LEN`] ([`Error::CellValueTooLarge`]) and a mutation
+//!   over [`MAX_MUTATION_SIZE`] ([`Error::MutationTooLarge`]); keys over
+//!   [`MAX_KEY_LEN`] are refused when they are made.
+//! * A memtable applies mutations that passed the builder. Merging two
+//!   mutations of one row can grow that row (different columns add up), so a
+//!   memtable must also refuse an apply that would make a row's
+//!   [`row_size_bound`] exceed [`MAX_ROW_SIZE`]: then every row it holds
+//!   fits in one sstable block.
+//! * A commit log frames whole mutations of at most [`MAX_MUTATION_SIZE`].
+//!
+//! [`MutationBuilder`]: crate::MutationBuilder
+//! [`MutationBuilder::build`]: crate::MutationBuilder::build
+//! [`Error::CellValueTooLarge`]: crate::Error::CellValueTooLarge
+//! [`Error::MutationTooLarge`]: crate::Error::MutationTooLarge
+
+use crate::{Cell, ClusteringKey, Error, Mutation, Row};
+
+pub use crate::key::MAX_KEY_LEN;
+
+/// The sstable format's largest block (raw or stored), 64 MiB: a fragment
+/// never spans two blocks, so no row may encode larger.
+pub const SSTABLE_MAX_BLOCK: usize = 64 << 20;
+
+/// The largest encoded size of one row, as [`row_size_bound`] counts it: a
+/// whole Data block.
+pub const MAX_ROW_SIZE: usize = SSTABLE_MAX_BLOCK;
+
+/// The largest mutation, as [`size_bound`] counts it: half an sstable block
+/// (see the module docs).
+pub const MAX_MUTATION_SIZE: usize = SSTABLE_MAX_BLOCK / 2;
+
+/// The largest cell value, in bytes: half of [`MAX_MUTATION_SIZE`].
+pub const MAX_CELL_VALUE_LEN: usize = MAX_MUTATION_SIZE / 2;
+
+/// Longest LEB128 encoding of a `u32` (lengths, counts, column ids).
+const MAX_U32_VARINT: usize = 5;
+/// Longest LEB128 encoding of a zigzagged `i64` (timestamps).
+const MAX_I64_VARINT: usize = 10;
+/// A fragment or cell kind tag, or a row's flags: one byte.
+const TAG: usize = 1;
+/// The most a `bytes` field adds to its content: its length varint.
+const BYTES_OVERHEAD: usize = MAX_U32_VARINT;
+/// An optional tombstone: presence byte, timestamp, deletion time.
+const TOMBSTONE: usize = TAG + MAX_I64_VARINT + MAX_U32_VARINT;
+/// A TTL: seconds and expiry.
+const TTL: usize = 2 * MAX_U32_VARINT;
+/// A row marker with a TTL.
+const MARKER: usize = MAX_I64_VARINT + TTL;
+/// A cell without its value: column delta, kind, timestamp, TTL, value length.
+const CELL_OVERHEAD: usize = MAX_U32_VARINT + TAG + MAX_I64_VARINT + TTL + BYTES_OVERHEAD;
+/// A row fragment without its key and cells: tag, flags, marker, row
+/// tombstone, cell count.
+const ROW_OVERHEAD: usize = TAG + TAG + MARKER + TOMBSTONE + MAX_U32_VARINT;
+/// A range tombstone change without its key: tag, position tag, key length,
+/// optional tombstone.
+const RANGE_CHANGE_OVERHEAD: usize = TAG + TAG + BYTES_OVERHEAD + TOMBSTONE;
+/// Partition start (tag, key length, tombstone) and partition end (tag).
+const PARTITION_OVERHEAD: usize = TAG + BYTES_OVERHEAD + TOMBSTONE + TAG;
+
+/// An upper bound of the sstable encoding of one cell.
+fn cell_size_bound(cell: &Cell) -> usize {
+    match cell {
+        Cell::Live { value, .. } => CELL_OVERHEAD + value.len(),
+        Cell::Tombstone { .. } => CELL_OVERHEAD,
+    }
+}
+
+/// An upper bound of the sstable encoding of the row fragment of `row` at
+/// `key` (`None` for the static row). A memtable refuses a write that would
+/// make this exceed [`MAX_ROW_SIZE`].
+pub fn row_size_bound(key: Option<&ClusteringKey>, row: &Row) -> usize {
+    let key = key.map_or(0, |k| BYTES_OVERHEAD + k.bytes().len());
+    row.cells
+        .values()
+        .map(cell_size_bound)
+        .fold(ROW_OVERHEAD + key, usize::saturating_add)
+}
+
+/// An upper bound of the sstable encoding of every fragment of `mutation`,
+/// which the builder holds to [`MAX_MUTATION_SIZE`].
+pub fn size_bound(mutation: &Mutation) -> usize {
+    let key = mutation.key().key().bytes().len();
+    let mut size = PARTITION_OVERHEAD + key;
+    if let Some(row) = mutation.static_row() {
+        size = size.saturating_add(row_size_bound(None, row));
+    }
+    for (ck, row) in mutation.rows() {
+        size = size.saturating_add(row_size_bound(Some(ck), row));
+    }
+    for (position, _) in mutation.range_tombstones().changes() {
+        let key = position.key().map_or(0, |k| k.bytes().len());
+        size = size.saturating_add(RANGE_CHANGE_OVERHEAD + key);
+    }
+    size
+}
+
+/// Checks `mutation` against [`MAX_CELL_VALUE_LEN`] and [`MAX_MUTATION_SIZE`].
+pub(crate) fn check(mutation: &Mutation) -> Result<(), Error> {
+    let rows = mutation
+        .static_row()
+        .into_iter()
+        .chain(mutation.rows().values());
+    for row in rows {
+        for cell in row.cells.values() {
+            if let Cell::Live { value, .. } = cell {
+                if value.len() > MAX_CELL_VALUE_LEN {
+                    return Err(Error::CellValueTooLarge {
+                        len: value.len(),
+                        limit: MAX_CELL_VALUE_LEN,
+                    });
+                }
+            }
+        }
+    }
+    let size = size_bound(mutation);
+    if size > MAX_MUTATION_SIZE {
+        return Err(Error::MutationTooLarge {
+            key: mutation.key().to_string(),
+            size,
+            limit: MAX_MUTATION_SIZE,
+        });
+    }
+    Ok(())
+}
