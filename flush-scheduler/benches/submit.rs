@@ -1,11 +1,13 @@
-//! Submit-and-complete throughput of no-op flush jobs through
-//! `FlushScheduler`, against a bare `std::sync::mpsc` thread pool (the
-//! classic shared-receiver pool) with the same number of threads, in the
-//! same run.
+//! Submit-and-complete throughput of no-op two-phase flush jobs through
+//! `FlushScheduler`, against two bare `std::sync::mpsc` thread pools (the
+//! classic shared-receiver pool; the first forwards each job to the second,
+//! as the scheduler moves a job from its data workers to its tail workers)
+//! with the same numbers of threads, in the same run.
 //!
 //! Scale: `FLUSH_BENCH_JOBS` jobs per iteration (default 1000),
-//! `FLUSH_BENCH_WORKERS` threads (default 2). After the criterion groups, a
-//! short interleaved run prints the ratio of the two (median of rounds).
+//! `FLUSH_BENCH_WORKERS` threads of each kind (default 2). After the
+//! criterion groups, a short interleaved run prints the ratio of the two
+//! (median of rounds).
 
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
@@ -13,19 +15,27 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use criterion::{BenchmarkId, Criterion, Throughput};
-use flush_scheduler::{
-    FlushContext, FlushError, FlushJob, FlushOutput, FlushScheduler, JobKey, SchedulerConfig,
-};
+use flush_scheduler::{Error, FlushContext, FlushJob, FlushScheduler, SchedulerConfig};
 
-struct NoopJob(u64);
+struct NoopJob {
+    id: u64,
+    done: mpsc::Sender<u64>,
+}
 
 impl FlushJob for NoopJob {
-    fn key(&self) -> JobKey {
-        JobKey::new(self.0)
+    fn write_data(&mut self, _ctx: &FlushContext<'_>) -> Result<(), Error> {
+        std::hint::black_box(&mut self.id);
+        Ok(())
     }
 
-    fn run(&mut self, _ctx: &FlushContext<'_>) -> Result<FlushOutput, FlushError> {
-        Ok(FlushOutput::default())
+    fn write_tail(&mut self, _ctx: &FlushContext<'_>) -> Result<(), Error> {
+        std::hint::black_box(&mut self.id);
+        Ok(())
+    }
+
+    fn complete(self: Box<Self>, outcome: Result<(), Error>) {
+        outcome.expect("no-op job succeeds");
+        self.done.send(self.id).expect("receiver alive");
     }
 }
 
@@ -36,19 +46,20 @@ fn env_usize(name: &str, default: usize) -> usize {
         .unwrap_or(default)
 }
 
-/// Submits `jobs` no-op jobs (distinct keys) and waits for all of them.
-/// Keys repeat across rounds: a completed flush no longer coalesces.
+/// Submits `jobs` no-op jobs and waits for all of them.
 fn run_scheduler(scheduler: &FlushScheduler, jobs: u64) {
-    let handles: Vec<_> = (0..jobs)
-        .map(|i| {
-            scheduler
-                .submit(Box::new(NoopJob(i)))
-                .unwrap_or_else(|r| panic!("{}", r.error))
-        })
-        .collect();
-    for h in handles {
-        h.wait().expect("no-op job succeeds");
+    let (done, completed) = mpsc::channel();
+    for id in 0..jobs {
+        let job = NoopJob {
+            id,
+            done: done.clone(),
+        };
+        scheduler
+            .submit(Box::new(job))
+            .unwrap_or_else(|r| panic!("{}", r.error));
     }
+    drop(done);
+    assert_eq!(completed.iter().count() as u64, jobs);
 }
 
 type Task = Box<dyn FnOnce() + Send>;
@@ -83,19 +94,44 @@ impl MpscPool {
         }
     }
 
-    /// Runs `jobs` no-op boxed jobs, each reporting completion on a channel.
+    fn send(&self, task: Task) {
+        self.sender
+            .as_ref()
+            .expect("pool running")
+            .send(task)
+            .expect("pool running");
+    }
+}
+
+/// The baseline: a data pool whose tasks forward themselves to a tail pool.
+struct TwoPools {
+    data: MpscPool,
+    tails: Arc<MpscPool>,
+}
+
+impl TwoPools {
+    fn new(workers: usize) -> Self {
+        Self {
+            data: MpscPool::new(workers),
+            tails: Arc::new(MpscPool::new(workers)),
+        }
+    }
+
+    /// Runs `jobs` no-op jobs through both pools, each reporting completion
+    /// on a channel.
     fn run(&self, jobs: u64) {
         let (done_tx, done_rx) = mpsc::channel::<u64>();
-        let sender = self.sender.as_ref().expect("pool running");
-        for i in 0..jobs {
+        for id in 0..jobs {
             let done = done_tx.clone();
-            let mut job = NoopJob(i);
-            sender
-                .send(Box::new(move || {
-                    let _ = std::hint::black_box(&mut job);
-                    done.send(i).expect("receiver alive");
-                }))
-                .expect("pool running");
+            let tails = Arc::clone(&self.tails);
+            self.data.send(Box::new(move || {
+                let mut id = id;
+                std::hint::black_box(&mut id);
+                tails.send(Box::new(move || {
+                    std::hint::black_box(&mut id);
+                    done.send(id).expect("receiver alive");
+                }));
+            }));
         }
         drop(done_tx);
         assert_eq!(done_rx.iter().count() as u64, jobs);
@@ -115,9 +151,11 @@ fn main() {
     let jobs = env_usize("FLUSH_BENCH_JOBS", 1000) as u64;
     let workers = env_usize("FLUSH_BENCH_WORKERS", 2);
     let dir = tempfile::tempdir().expect("tempdir");
-    let scheduler = FlushScheduler::new(SchedulerConfig::new([dir.path()]).workers(workers))
-        .expect("scheduler");
-    let pool = MpscPool::new(workers);
+    let config = SchedulerConfig::new([dir.path()])
+        .data_workers(workers)
+        .tail_workers(workers);
+    let scheduler = FlushScheduler::new(config).expect("scheduler");
+    let pool = TwoPools::new(workers);
 
     let mut c = Criterion::default()
         .warm_up_time(Duration::from_millis(500))
@@ -162,7 +200,6 @@ fn main() {
         s.as_secs_f64() / b.as_secs_f64()
     );
     let m = scheduler.metrics();
-    assert_eq!(m.coalesced, 0, "every job in a round has its own key");
-    assert_eq!(m.failed_attempts, 0);
+    assert_eq!(m.failed, 0);
     drop(scheduler.shutdown());
 }

@@ -1,31 +1,31 @@
 //! Flush directories: validation, round-robin choice, skipping failed ones.
 //!
 //! Policy: directories are used round-robin. A directory whose attempt
-//! failed with [`FlushError::DirectoryFailed`] is skipped until its
+//! failed with [`Error::DirectoryFailed`] is skipped until its
 //! cooldown ends; then it is tried again, a success clears the failure and
 //! another failure starts a new cooldown. If every directory is cooling
 //! down, the one whose cooldown ends first is used anyway, so flushing
-//! never stops for want of a directory (the job's own backoff paces it).
+//! never stops for want of a directory (the owner's retry back-off paces it).
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use crate::error::FlushError;
+use crate::error::Error;
 use crate::metrics::DirectoryMetrics;
 use crate::sync::PlainArc;
 
 /// Checks that every directory exists, is a directory and accepts a new
 /// file (an unnamed temporary file, removed at once).
-pub(crate) fn validate(dirs: &[PathBuf]) -> Result<(), FlushError> {
+pub(crate) fn validate(dirs: &[PathBuf]) -> Result<(), Error> {
     for path in dirs {
-        let meta = std::fs::metadata(path).map_err(|e| FlushError::DirectoryInaccessible {
+        let meta = std::fs::metadata(path).map_err(|e| Error::DirectoryInaccessible {
             path: path.clone(),
             source: PlainArc::new(e),
         })?;
         if !meta.is_dir() {
-            return Err(FlushError::NotADirectory { path: path.clone() });
+            return Err(Error::NotADirectory { path: path.clone() });
         }
-        tempfile::tempfile_in(path).map_err(|e| FlushError::DirectoryNotWritable {
+        tempfile::tempfile_in(path).map_err(|e| Error::DirectoryNotWritable {
             path: path.clone(),
             source: PlainArc::new(e),
         })?;
@@ -36,11 +36,14 @@ pub(crate) fn validate(dirs: &[PathBuf]) -> Result<(), FlushError> {
 #[derive(Debug)]
 struct Directory {
     path: PathBuf,
-    failed_until: Option<Instant>,
-    attempts: u64,
+    /// When its last failure happened, if no success followed. It is
+    /// skipped while less than the cool-down has passed since: comparing
+    /// the elapsed time, rather than adding the cool-down to an instant,
+    /// works for any cool-down, `Duration::MAX` included.
+    failed_at: Option<Instant>,
+    jobs: u64,
     completed: u64,
     failures: u64,
-    bytes_written: u64,
 }
 
 /// The configured flush directories and their health.
@@ -58,11 +61,10 @@ impl Directories {
             .into_iter()
             .map(|path| Directory {
                 path,
-                failed_until: None,
-                attempts: 0,
+                failed_at: None,
+                jobs: 0,
                 completed: 0,
                 failures: 0,
-                bytes_written: 0,
             })
             .collect();
         Self {
@@ -72,19 +74,25 @@ impl Directories {
         }
     }
 
-    /// Chooses the directory for an attempt starting at `now`.
+    /// Whether directory `index` is in its cool-down at `now`.
+    fn cooling(&self, index: usize, now: Instant) -> bool {
+        self.dirs[index]
+            .failed_at
+            .is_some_and(|t| now.saturating_duration_since(t) < self.cooldown)
+    }
+
+    /// Chooses the directory for a job starting at `now`.
     pub(crate) fn pick(&mut self, now: Instant) -> usize {
         let n = self.dirs.len();
         let healthy = (0..n)
             .map(|i| (self.next + i) % n)
-            .find(|&i| self.dirs[i].failed_until.is_none_or(|t| t <= now));
-        let chosen = healthy.unwrap_or_else(|| {
-            (0..n)
-                .min_by_key(|&i| self.dirs[i].failed_until)
-                .unwrap_or(0)
-        });
+            .find(|&i| !self.cooling(i, now));
+        // Every directory cools down for the same time, so the one that
+        // failed first recovers first.
+        let chosen =
+            healthy.unwrap_or_else(|| (0..n).min_by_key(|&i| self.dirs[i].failed_at).unwrap_or(0));
         self.next = (chosen + 1) % n;
-        self.dirs[chosen].attempts += 1;
+        self.dirs[chosen].jobs += 1;
         chosen
     }
 
@@ -97,33 +105,27 @@ impl Directories {
     pub(crate) fn succeeded(&mut self, index: usize) {
         let d = &mut self.dirs[index];
         d.completed += 1;
-        d.failed_until = None;
+        d.failed_at = None;
     }
 
     /// An attempt in directory `index` failed because of the directory.
     pub(crate) fn failed(&mut self, index: usize, now: Instant) {
         let d = &mut self.dirs[index];
         d.failures += 1;
-        d.failed_until = Some(crate::config::deadline_after(now, self.cooldown));
-    }
-
-    /// Accounts `bytes` written into directory `index`.
-    pub(crate) fn written(&mut self, index: usize, bytes: u64) {
-        let d = &mut self.dirs[index];
-        d.bytes_written = d.bytes_written.saturating_add(bytes);
+        d.failed_at = Some(now);
     }
 
     /// Per-directory metrics as of `now`.
     pub(crate) fn metrics(&self, now: Instant) -> Vec<DirectoryMetrics> {
         self.dirs
             .iter()
-            .map(|d| DirectoryMetrics {
+            .enumerate()
+            .map(|(i, d)| DirectoryMetrics {
                 path: d.path.clone(),
-                attempts: d.attempts,
+                jobs: d.jobs,
                 completed: d.completed,
                 failures: d.failures,
-                bytes_written: d.bytes_written,
-                cooling_down: d.failed_until.is_some_and(|t| t > now),
+                cooling_down: self.cooling(i, now),
             })
             .collect()
     }
@@ -176,13 +178,13 @@ mod tests {
         let tmp = tempfile::tempdir().expect("tempdir");
         let missing = tmp.path().join("missing");
         let err = validate(&[tmp.path().to_path_buf(), missing.clone()]).unwrap_err();
-        assert!(matches!(&err, FlushError::DirectoryInaccessible { path, .. } if *path == missing));
+        assert!(matches!(&err, Error::DirectoryInaccessible { path, .. } if *path == missing));
         assert!(err.to_string().contains("missing"));
         let file = tmp.path().join("file");
         std::fs::write(&file, b"x").expect("write");
         assert!(matches!(
             validate(std::slice::from_ref(&file)),
-            Err(FlushError::NotADirectory { .. })
+            Err(Error::NotADirectory { .. })
         ));
         assert!(validate(&[tmp.path().to_path_buf()]).is_ok());
     }

@@ -3,29 +3,28 @@
 use std::error::Error as StdError;
 use std::io;
 use std::path::PathBuf;
-use std::time::Duration;
 
-use crate::job::JobKey;
+use crate::job::Phase;
 use crate::sync::PlainArc;
 
-/// Everything that can go wrong in `flush-scheduler`, from configuration
-/// through a job's own failure to shutdown.
+/// Everything that can go wrong in `flush-scheduler`: configuration, a
+/// job's own failure, a panic in a job, shutdown.
 ///
-/// The type is `Clone` (sources are shared through `Arc`) because every
-/// [`FlushHandle`](crate::FlushHandle) of a coalesced flush sees the same
-/// result.
+/// Jobs report their failures with [`Error::directory_failed`] (the flush
+/// directory is at fault: it is skipped for its cool-down) or
+/// [`Error::job_failed`] (anything else). The scheduler never retries: it
+/// hands the error to the job's [`FlushJob::complete`](crate::FlushJob::complete),
+/// and the job's owner decides (with `dirty-memory`, the manager retries
+/// transient failures with back-off).
 ///
-/// Jobs report their own failures with [`FlushError::directory_failed`]
-/// (the flush directory is at fault: it is skipped for a while) or
-/// [`FlushError::job_failed`] (anything else). A job that returns any other
-/// variant is treated like [`FlushError::JobFailed`].
+/// Wrapped causes are [`source`](StdError::source)s, not part of the
+/// message: print the chain to see them.
 #[non_exhaustive]
 #[derive(Debug, Clone, thiserror::Error)]
-pub enum FlushError {
+pub enum Error {
     /// The flush directory failed (full disk, I/O error, read-only mount).
-    /// The scheduler skips the directory for its cooldown and retries the
-    /// job elsewhere.
-    #[error("flush directory {} failed: {source}", path.display())]
+    /// The scheduler skips the directory for its cool-down.
+    #[error("flush directory {} failed", path.display())]
     DirectoryFailed {
         /// The directory that failed.
         path: PathBuf,
@@ -34,44 +33,26 @@ pub enum FlushError {
         source: PlainArc<io::Error>,
     },
     /// The job failed for a reason that is not the directory's fault.
-    #[error("flush of {key} failed: {source}")]
+    #[error("flush job failed in its {phase} phase")]
     JobFailed {
-        /// The job that failed.
-        key: JobKey,
+        /// The phase that failed; set by the scheduler.
+        phase: Phase,
         /// Why it failed.
         #[source]
         source: PlainArc<dyn StdError + Send + Sync>,
     },
-    /// The job failed `attempts` times, reaching
-    /// [`RetryPolicy::max_attempts`](crate::RetryPolicy::max_attempts); the
-    /// job object was kept (see
-    /// [`FlushScheduler::take_abandoned`](crate::FlushScheduler::take_abandoned)).
-    #[error(
-        "flush of {key} gave up after {attempts} failed attempts (the limit); last error: {last}"
-    )]
-    GaveUp {
-        /// The job that gave up.
-        key: JobKey,
-        /// How many attempts failed.
-        attempts: u32,
-        /// The error of the last attempt.
-        #[source]
-        last: Box<FlushError>,
-    },
-    /// The scheduler shut down before the job could complete; the job object
-    /// was handed back by [`FlushScheduler::shutdown`](crate::FlushScheduler::shutdown).
-    #[error("flush of {key} was cancelled by scheduler shutdown; its job was handed back")]
-    Cancelled {
-        /// The cancelled job.
-        key: JobKey,
+    /// The job panicked; the panic was caught and the worker lives on.
+    #[error("flush job panicked in its {phase} phase: {message}")]
+    Panicked {
+        /// The phase that panicked.
+        phase: Phase,
+        /// The panic's message (or a note that it was not a string).
+        message: String,
     },
     /// A job was submitted after shutdown began; it is handed back in
     /// [`Rejected`](crate::Rejected).
-    #[error("flush of {key} was rejected: the scheduler is shut down")]
-    ShutDown {
-        /// The rejected job.
-        key: JobKey,
-    },
+    #[error("flush job rejected: the flush scheduler is shut down")]
+    ShutDown,
     /// The configuration names no flush directory.
     #[error("no flush directory configured: at least 1 is required")]
     NoDirectories,
@@ -83,7 +64,7 @@ pub enum FlushError {
     },
     /// A configured flush directory cannot be inspected (usually: it does
     /// not exist).
-    #[error("flush directory {} is not accessible: {source}", path.display())]
+    #[error("flush directory {} is not accessible", path.display())]
     DirectoryInaccessible {
         /// The directory.
         path: PathBuf,
@@ -98,7 +79,7 @@ pub enum FlushError {
         path: PathBuf,
     },
     /// A configured flush directory refused a probe file.
-    #[error("flush directory {} is not writable: {source}", path.display())]
+    #[error("flush directory {} is not writable", path.display())]
     DirectoryNotWritable {
         /// The directory.
         path: PathBuf,
@@ -106,31 +87,24 @@ pub enum FlushError {
         #[source]
         source: PlainArc<io::Error>,
     },
-    /// The configured worker count is zero.
-    #[error("worker count of 0 is below the minimum of 1")]
-    NoWorkers,
-    /// The retry backoff bounds are inconsistent.
-    #[error(
-        "initial retry backoff of {initial:?} must be non-zero and at most the maximum backoff of {max:?}"
-    )]
-    InvalidBackoff {
-        /// The configured initial backoff.
-        initial: Duration,
-        /// The configured maximum backoff.
-        max: Duration,
+    /// A worker count is zero.
+    #[error("{what} of 0 is below the minimum of 1")]
+    NoWorkers {
+        /// Which count: `data_workers` or `tail_workers`.
+        what: &'static str,
     },
     /// A worker thread could not be started.
-    #[error("could not start flush worker thread {index}: {source}")]
+    #[error("could not start flush worker thread {name}")]
     WorkerSpawn {
-        /// Index of the worker that failed to start.
-        index: usize,
+        /// The name of the worker that failed to start.
+        name: String,
         /// The error from the OS.
         #[source]
         source: PlainArc<io::Error>,
     },
 }
 
-impl FlushError {
+impl Error {
     /// The error a job returns when its flush directory failed (so the
     /// scheduler skips that directory for a while).
     pub fn directory_failed(path: impl Into<PathBuf>, source: io::Error) -> Self {
@@ -140,10 +114,11 @@ impl FlushError {
         }
     }
 
-    /// The error a job returns when it failed for any other reason.
-    pub fn job_failed(key: JobKey, source: impl Into<Box<dyn StdError + Send + Sync>>) -> Self {
+    /// The error a job returns when it failed for any other reason. The
+    /// scheduler fills in the phase.
+    pub fn job_failed(source: impl Into<Box<dyn StdError + Send + Sync>>) -> Self {
         Self::JobFailed {
-            key,
+            phase: Phase::Data,
             source: PlainArc::from(source.into()),
         }
     }
@@ -152,6 +127,14 @@ impl FlushError {
     pub fn is_directory_failure(&self) -> bool {
         matches!(self, Self::DirectoryFailed { .. })
     }
+
+    /// Records the phase a job's failure happened in.
+    pub(crate) fn in_phase(mut self, in_phase: Phase) -> Self {
+        if let Self::JobFailed { phase, .. } = &mut self {
+            *phase = in_phase;
+        }
+        self
+    }
 }
 
 #[cfg(test)]
@@ -159,18 +142,19 @@ mod tests {
     use super::*;
 
     #[test]
-    fn messages_name_the_thing_and_the_limit() {
-        let e = FlushError::job_failed(JobKey::new(7), "disk said no");
-        assert_eq!(e.to_string(), "flush of memtable #7 failed: disk said no");
-        let g = FlushError::GaveUp {
-            key: JobKey::new(7),
-            attempts: 3,
-            last: Box::new(e),
-        };
-        assert!(g.to_string().contains("gave up after 3 failed attempts"));
-        assert!(StdError::source(&g).is_some());
-        let d = FlushError::directory_failed("/flush/a", io::Error::other("EIO"));
+    fn messages_name_the_thing_and_causes_are_sources_not_text() {
+        let e = Error::job_failed("disk said no").in_phase(Phase::Tail);
+        assert_eq!(e.to_string(), "flush job failed in its tail phase");
+        assert_eq!(
+            StdError::source(&e).map(ToString::to_string).as_deref(),
+            Some("disk said no")
+        );
+        let d = Error::directory_failed("/flush/a", io::Error::other("EIO"));
         assert!(d.is_directory_failure());
-        assert_eq!(d.to_string(), "flush directory /flush/a failed: EIO");
+        assert_eq!(d.to_string(), "flush directory /flush/a failed");
+        assert_eq!(
+            StdError::source(&d).map(ToString::to_string).as_deref(),
+            Some("EIO")
+        );
     }
 }

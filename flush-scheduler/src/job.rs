@@ -1,167 +1,105 @@
-//! What a flush job is: its key, the trait it implements, the context it
-//! runs in and what it returns.
+//! What a flush job is: the trait it implements, its two phases, the
+//! context a phase runs in, and what shutdown hands back.
 
-use std::cell::Cell;
 use std::fmt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-use crate::error::FlushError;
-use crate::scheduler::Shared;
+use crate::error::Error;
 
-/// Identifies the memtable a flush job flushes. Two submissions with the
-/// same key coalesce into one flush while the first is queued, running or
-/// waiting to be retried.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct JobKey(u64);
-
-impl JobKey {
-    /// The key for memtable `id`.
-    pub const fn new(id: u64) -> Self {
-        Self(id)
-    }
-
-    /// The memtable id.
-    pub const fn get(self) -> u64 {
-        self.0
-    }
+/// The two phases of a flush job, each run on its own kind of worker.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Phase {
+    /// Writing the memtable's data (the sstable's Data component). With
+    /// `dirty-memory`, the flush holds the single data-write permit during
+    /// this phase; it runs on a data worker, which never runs tails.
+    Data,
+    /// The work after the data is written: index and other components,
+    /// fsync, the atomic rename. Runs on a tail worker.
+    Tail,
 }
 
-impl fmt::Display for JobKey {
+impl fmt::Display for Phase {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "memtable #{}", self.0)
+        f.write_str(match self {
+            Phase::Data => "data",
+            Phase::Tail => "tail",
+        })
     }
 }
 
-/// A flush job: writes one memtable to a flush directory.
+/// A flush job: writes one memtable into a flush directory.
 ///
-/// The scheduler owns the job object from submission until it succeeds, so
-/// whatever the job holds (the sealed memtable) is never dropped before the
-/// flush succeeded. A failed attempt is retried by calling [`run`] again on
-/// the same object, possibly with another directory, so `run` must be
-/// re-runnable: it must clean up or overwrite the partial output of an
-/// earlier attempt and must not consume the memtable.
+/// The scheduler runs [`write_data`](Self::write_data) on a data worker;
+/// if it succeeds, the same job object moves to the tail queue and
+/// [`write_tail`](Self::write_tail) runs on a tail worker, in the same
+/// directory. Then [`complete`](Self::complete) receives the outcome, once,
+/// on that worker, with no scheduler lock held. The scheduler never retries
+/// a job and never drops one unfinished: it is either completed or handed
+/// back by [`shutdown`](crate::FlushScheduler::shutdown) (or, after shutdown,
+/// by [`submit`](crate::FlushScheduler::submit) in [`Rejected`](crate::Rejected)).
 ///
-/// A job whose owner retries failed flushes itself (for example one that
-/// carries a `dirty-memory` flush handle: that manager retries a failed
-/// flush after a back-off, *without* holding the data-write permit
-/// meanwhile, and re-acquires it first) opts out with
-/// [`retry_on_failure`](FlushJob::retry_on_failure).
+/// A panic in a phase is caught and completes the job with
+/// [`Error::Panicked`]; a panic in `complete` is caught too (the job is
+/// dropped by the unwinding), so a worker never dies.
 ///
-/// [`run`]: FlushJob::run
+/// With `dirty-memory`, a job carries the manager's `Flush` handle: it calls
+/// `Flush::account_written` while writing and `Flush::data_written` at the
+/// end of `write_data`, and `finish`/`fail` in `complete`; the manager, not
+/// the scheduler, decides on retries.
 pub trait FlushJob: Send + 'static {
-    /// The memtable this job flushes. Read once, at submission.
-    fn key(&self) -> JobKey;
+    /// Writes the memtable's data under [`FlushContext::dir`]. Returns
+    /// [`Error::directory_failed`] if the directory is at fault and
+    /// [`Error::job_failed`] for anything else.
+    fn write_data(&mut self, ctx: &FlushContext<'_>) -> Result<(), Error>;
 
-    /// Runs one attempt: writes the memtable under [`FlushContext::dir`],
-    /// calling [`FlushContext::report_written`] as data is written. Returns
-    /// [`FlushError::directory_failed`] if the directory is at fault and
-    /// [`FlushError::job_failed`] for anything else.
-    fn run(&mut self, ctx: &FlushContext<'_>) -> Result<FlushOutput, FlushError>;
-
-    /// Whether the scheduler retries this job after a failed attempt;
-    /// `true` by default. Asked after each failed attempt.
-    ///
-    /// When it returns `false`, the failed attempt ends the flush: its
-    /// handles resolve with that attempt's error (a directory failure still
-    /// puts the directory in cooldown, so the owner's own retry goes
-    /// elsewhere) and the job object is dropped, outside the scheduler's
-    /// lock. Use it when the owner retries by itself and keeps the memtable
-    /// elsewhere, so that two layers never retry the same flush. (During
-    /// [`shutdown`](crate::FlushScheduler::shutdown) a failed job is handed
-    /// back as usual.)
-    fn retry_on_failure(&self) -> bool {
-        true
+    /// The tail work after the data is written (index, fsync, rename), in
+    /// the same directory. The default does nothing.
+    fn write_tail(&mut self, ctx: &FlushContext<'_>) -> Result<(), Error> {
+        let _ = ctx;
+        Ok(())
     }
+
+    /// Receives the outcome: `Ok` once both phases succeeded, or the error
+    /// of the phase that failed (no later phase runs).
+    fn complete(self: Box<Self>, outcome: Result<(), Error>);
 }
 
-/// What a job's attempt runs with: the directory chosen for it and a
-/// progress reporter.
+/// What a phase runs with: the flush directory chosen for the job and the
+/// phase.
+#[derive(Debug)]
 pub struct FlushContext<'a> {
-    pub(crate) key: JobKey,
     pub(crate) dir: &'a Path,
-    pub(crate) dir_index: usize,
-    pub(crate) attempt: u32,
-    pub(crate) written: Cell<u64>,
-    pub(crate) shared: &'a Shared,
+    pub(crate) phase: Phase,
 }
 
 impl FlushContext<'_> {
-    /// The job being run.
-    pub fn key(&self) -> JobKey {
-        self.key
-    }
-
-    /// The flush directory chosen for this attempt (round-robin over the
-    /// healthy configured directories).
+    /// The flush directory chosen for this job when its data phase started
+    /// (round-robin over the directories not cooling down); the tail phase
+    /// gets the same one.
     pub fn dir(&self) -> &Path {
         self.dir
     }
 
-    /// Which attempt this is, starting at 1.
-    pub fn attempt(&self) -> u32 {
-        self.attempt
-    }
-
-    /// Reports `bytes` more written by this attempt. The scheduler adds them
-    /// to its metrics and forwards them to the configured
-    /// [`ProgressListener`], which is how the caller accounts "virtual dirty"
-    /// progress.
-    pub fn report_written(&self, bytes: u64) {
-        self.written.set(self.written.get().saturating_add(bytes));
-        self.shared.record_written(self.key, self.dir_index, bytes);
-    }
-
-    /// Bytes reported so far by this attempt.
-    pub fn written(&self) -> u64 {
-        self.written.get()
+    /// The phase being run.
+    pub fn phase(&self) -> Phase {
+        self.phase
     }
 }
 
-impl fmt::Debug for FlushContext<'_> {
+/// A job [`shutdown`](crate::FlushScheduler::shutdown) hands back, with the
+/// phase it was waiting to run.
+pub struct HandedBack {
+    /// The job, untouched since its last phase.
+    pub job: Box<dyn FlushJob>,
+    /// The phase it was waiting for: [`Phase::Data`] if nothing of it ran,
+    /// [`Phase::Tail`] if its data is written and its tail is not.
+    pub waiting_for: Phase,
+}
+
+impl fmt::Debug for HandedBack {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("FlushContext")
-            .field("key", &self.key)
-            .field("dir", &self.dir)
-            .field("attempt", &self.attempt)
-            .field("written", &self.written.get())
+        f.debug_struct("HandedBack")
+            .field("waiting_for", &self.waiting_for)
             .finish_non_exhaustive()
     }
-}
-
-/// What a successful attempt produced.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct FlushOutput {
-    /// Bytes the job wrote.
-    pub bytes_written: u64,
-    /// Files the job created (for instance the sstable's components).
-    pub files: Vec<PathBuf>,
-}
-
-/// The result of a successful flush, as every handle of it sees it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct FlushReport {
-    /// The job that succeeded.
-    pub key: JobKey,
-    /// The directory of the successful attempt.
-    pub dir: PathBuf,
-    /// How many attempts it took (1 if the first one succeeded).
-    pub attempts: u32,
-    /// What the job returned.
-    pub output: FlushOutput,
-}
-
-/// Receives progress of every job, so the caller can account "virtual
-/// dirty" memory: bytes written lower the memory still to be spooled, and
-/// a failed attempt reverts them. Called on the worker thread, outside the
-/// scheduler's lock; keep it short. A panic in `on_written` fails the
-/// attempt (like a panic in the job); one in `on_attempt_failed` is caught
-/// and the job goes on as if the listener had returned.
-pub trait ProgressListener: Send + Sync {
-    /// `bytes` more were written for `key` by its current attempt.
-    fn on_written(&self, key: JobKey, bytes: u64);
-
-    /// An attempt of `key` failed after writing `written` bytes, which the
-    /// caller should account as unspooled again. The job will be retried
-    /// unless it was cancelled or gave up.
-    fn on_attempt_failed(&self, key: JobKey, written: u64, error: &FlushError);
 }

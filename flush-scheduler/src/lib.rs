@@ -1,12 +1,27 @@
-//! `flush-scheduler` decides *how* flush jobs run: on a bounded pool of
-//! worker threads, one flush per memtable at a time (coalescing duplicate
-//! requests), into flush directories chosen round-robin (skipping ones that
-//! fail), retrying failed jobs with exponential backoff without ever
-//! dropping their memtable, and shutting down cleanly.
+//! `flush-scheduler` *executes* flush jobs: it runs each job's data phase
+//! on a data worker and its tail phase on a tail worker, in a flush
+//! directory chosen round-robin (skipping ones that failed, for a
+//! cool-down), catches panics, and hands unfinished jobs back at shutdown.
 //!
-//! It knows memtables and sstables only through the [`FlushJob`] trait:
-//! `dirty-memory` decides *when* and *what* to flush, and `replica` wires a
-//! memtable's flush stream into an sstable writer inside a job.
+//! # Who owns what on the flush path
+//!
+//! * `dirty-memory` owns the *policy*: when and what to flush, the single
+//!   data-write permit, spooled ("virtual dirty") accounting, retries with
+//!   back-off, coalescing of explicit requests, and the completion callers
+//!   wait on, all keyed by the memtable's region (`RegionId`).
+//! * `flush-scheduler` (this crate) only *executes*: worker threads, the
+//!   flush directory and its cool-down, panics caught, jobs handed back.
+//!   It has no key, no retry, no coalescing and no progress channel: a job
+//!   receives its outcome in [`FlushJob::complete`] and reports progress to
+//!   whoever owns it.
+//! * `replica` joins them: its `FlushTarget` (dirty-memory) submits a job
+//!   carrying the `Flush` handle; the job streams the memtable into an
+//!   sstable writer, calls `Flush::account_written` and `Flush::data_written`
+//!   at the end of [`FlushJob::write_data`], writes index, fsync and rename
+//!   in [`FlushJob::write_tail`], and finishes or fails the `Flush` in
+//!   [`FlushJob::complete`]. The permit holder's data phase runs on a data
+//!   worker, which never runs tail work, so it never waits behind another
+//!   flush's tail.
 //!
 //! Flush directories are meant to be separate from data directories,
 //! ideally on their own device: CASSANDRA-6357 measured a 57% shorter run
@@ -16,39 +31,41 @@
 //! # Example
 //!
 //! ```
-//! use flush_scheduler::{
-//!     FlushContext, FlushError, FlushJob, FlushOutput, FlushScheduler, JobKey, SchedulerConfig,
-//! };
+//! use std::sync::mpsc;
 //!
-//! /// A "memtable" flushed as one file.
+//! use flush_scheduler::{Error, FlushContext, FlushJob, FlushScheduler, SchedulerConfig};
+//!
+//! /// A "memtable" flushed as one file, renamed into place by the tail.
 //! struct WriteFile {
 //!     id: u64,
 //!     data: Vec<u8>,
+//!     done: mpsc::Sender<Result<(), Error>>,
 //! }
 //!
 //! impl FlushJob for WriteFile {
-//!     fn key(&self) -> JobKey {
-//!         JobKey::new(self.id)
+//!     fn write_data(&mut self, ctx: &FlushContext<'_>) -> Result<(), Error> {
+//!         let tmp = ctx.dir().join(format!("memtable-{}.tmp", self.id));
+//!         std::fs::write(&tmp, &self.data).map_err(|e| Error::directory_failed(ctx.dir(), e))
 //!     }
 //!
-//!     fn run(&mut self, ctx: &FlushContext<'_>) -> Result<FlushOutput, FlushError> {
+//!     fn write_tail(&mut self, ctx: &FlushContext<'_>) -> Result<(), Error> {
+//!         let tmp = ctx.dir().join(format!("memtable-{}.tmp", self.id));
 //!         let path = ctx.dir().join(format!("memtable-{}.db", self.id));
-//!         // Re-runnable: a retry overwrites a partial file of an earlier attempt.
-//!         std::fs::write(&path, &self.data)
-//!             .map_err(|e| FlushError::directory_failed(ctx.dir(), e))?;
-//!         ctx.report_written(self.data.len() as u64);
-//!         Ok(FlushOutput { bytes_written: self.data.len() as u64, files: vec![path] })
+//!         std::fs::rename(tmp, path).map_err(|e| Error::directory_failed(ctx.dir(), e))
+//!     }
+//!
+//!     fn complete(self: Box<Self>, outcome: Result<(), Error>) {
+//!         let _ = self.done.send(outcome);
 //!     }
 //! }
 //!
 //! let dir = tempfile::tempdir()?;
-//! let scheduler = FlushScheduler::new(SchedulerConfig::new([dir.path()]).workers(2))?;
-//! let handle = scheduler
-//!     .submit(Box::new(WriteFile { id: 1, data: b"rows".to_vec() }))
-//!     .map_err(|rejected| rejected.error)?;
-//! let report = handle.wait()?;
-//! assert_eq!(report.attempts, 1);
-//! assert_eq!(report.output.bytes_written, 4);
+//! let scheduler = FlushScheduler::new(SchedulerConfig::new([dir.path()]))?;
+//! let (done, outcome) = mpsc::channel();
+//! let job = WriteFile { id: 1, data: b"rows".to_vec(), done };
+//! scheduler.submit(Box::new(job)).map_err(|rejected| rejected.error)?;
+//! outcome.recv()??;
+//! assert_eq!(std::fs::read(dir.path().join("memtable-1.db"))?, b"rows");
 //! assert_eq!(scheduler.metrics().completed, 1);
 //! assert!(scheduler.shutdown().is_empty());
 //! # Ok::<(), Box<dyn std::error::Error>>(())
@@ -58,15 +75,19 @@
 mod config;
 mod directories;
 mod error;
-mod handle;
 mod job;
 mod metrics;
 mod scheduler;
+#[expect(
+    dead_code,
+    reason = "the crate's facade keeps the timed wait (`Condvar::wait_until`) that the retry loop used; the workspace's shared facade will replace this module"
+)]
 mod sync;
 
-pub use config::{DEFAULT_DIRECTORY_COOLDOWN, DEFAULT_WORKERS, RetryPolicy, SchedulerConfig};
-pub use error::FlushError;
-pub use handle::{FlushHandle, FlushResult};
-pub use job::{FlushContext, FlushJob, FlushOutput, FlushReport, JobKey, ProgressListener};
+pub use config::{
+    DEFAULT_DATA_WORKERS, DEFAULT_DIRECTORY_COOLDOWN, DEFAULT_TAIL_WORKERS, SchedulerConfig,
+};
+pub use error::Error;
+pub use job::{FlushContext, FlushJob, HandedBack, Phase};
 pub use metrics::{DirectoryMetrics, FlushMetrics};
 pub use scheduler::{FlushScheduler, Rejected};

@@ -2,37 +2,29 @@
 
 use std::path::PathBuf;
 
-use crate::error::FlushError;
-
 /// Counters of a [`FlushScheduler`](crate::FlushScheduler), as returned by
 /// [`FlushScheduler::metrics`](crate::FlushScheduler::metrics).
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct FlushMetrics {
-    /// Jobs waiting for a worker.
-    pub queued: usize,
-    /// Jobs waiting for their retry backoff to end.
-    pub backing_off: usize,
-    /// Jobs running now (never more than the worker count).
-    pub running: usize,
-    /// Jobs accepted (not counting coalesced submissions).
+    /// Jobs waiting for a data worker.
+    pub queued_data: usize,
+    /// Jobs whose data is written, waiting for a tail worker.
+    pub queued_tails: usize,
+    /// Data phases running now (never more than the data workers).
+    pub running_data: usize,
+    /// Tail phases running now (never more than the tail workers).
+    pub running_tails: usize,
+    /// Jobs accepted.
     pub submitted: u64,
-    /// Submissions that joined a job already queued, running or backing off.
-    pub coalesced: u64,
-    /// Jobs that succeeded.
+    /// Jobs whose two phases succeeded.
     pub completed: u64,
-    /// Attempts that failed (directory or job failures).
-    pub failed_attempts: u64,
-    /// Retries scheduled after a failed attempt.
-    pub retries: u64,
-    /// Jobs that reached `max_attempts` and gave up.
-    pub gave_up: u64,
-    /// Jobs cancelled by shutdown.
-    pub cancelled: u64,
-    /// Bytes reported by jobs, including attempts that later failed.
-    pub bytes_written: u64,
-    /// The error of the most recent failed attempt, if any.
-    pub last_error: Option<FlushError>,
+    /// Jobs completed with an error (panics included).
+    pub failed: u64,
+    /// Jobs whose phase panicked (also counted in `failed`).
+    pub panicked: u64,
+    /// Jobs handed back by shutdown.
+    pub handed_back: u64,
     /// Per-directory usage, in configuration order.
     pub directories: Vec<DirectoryMetrics>,
 }
@@ -43,14 +35,12 @@ pub struct FlushMetrics {
 pub struct DirectoryMetrics {
     /// The directory.
     pub path: PathBuf,
-    /// Attempts started in it.
-    pub attempts: u64,
-    /// Attempts that succeeded in it.
+    /// Jobs started in it.
+    pub jobs: u64,
+    /// Jobs that completed successfully in it.
     pub completed: u64,
-    /// Attempts that failed because of it.
+    /// Jobs that failed because of it.
     pub failures: u64,
-    /// Bytes reported written into it.
-    pub bytes_written: u64,
     /// Whether it is being skipped after a failure.
     pub cooling_down: bool,
 }

@@ -1,83 +1,58 @@
-//! The pool never runs more jobs at once than it has workers: every job
-//! checks the number of running jobs when it starts and when it ends.
+//! Each kind of worker is bounded on its own: never more data phases at
+//! once than data workers, never more tails than tail workers.
 
 mod common;
 
-use std::sync::Arc;
+use common::{SimJob, gate, journal, open};
+use flush_scheduler::{FlushScheduler, Phase, SchedulerConfig};
 
-use common::{Gate, Watched, gate, open};
-use flush_scheduler::{
-    FlushContext, FlushError, FlushJob, FlushOutput, FlushScheduler, JobKey, SchedulerConfig,
-};
-
-const WORKERS: usize = 3;
-
-#[derive(Debug, Default)]
-struct Concurrency {
-    running: usize,
-    max: usize,
-    finished: usize,
-}
-
-struct CountedJob {
-    id: u64,
-    counts: Arc<Watched<Concurrency>>,
-    gate: Gate,
-}
-
-impl FlushJob for CountedJob {
-    fn key(&self) -> JobKey {
-        JobKey::new(self.id)
-    }
-
-    fn run(&mut self, _ctx: &FlushContext<'_>) -> Result<FlushOutput, FlushError> {
-        self.counts.update(|c| {
-            c.running += 1;
-            c.max = c.max.max(c.running);
-            assert!(
-                c.running <= WORKERS,
-                "{} jobs running with {WORKERS} workers",
-                c.running
-            );
-        });
-        self.gate.wait_for(|open| *open);
-        self.counts.update(|c| {
-            assert!(c.running <= WORKERS);
-            c.running -= 1;
-            c.finished += 1;
-        });
-        Ok(FlushOutput::default())
-    }
-}
+const DATA_WORKERS: usize = 2;
+const TAIL_WORKERS: usize = 3;
+const JOBS: u64 = 10;
 
 #[test]
-fn never_more_than_n_jobs_at_once() {
+fn never_more_phases_at_once_than_workers_of_their_kind() {
     let dir = tempfile::tempdir().unwrap();
-    let scheduler =
-        FlushScheduler::new(SchedulerConfig::new([dir.path()]).workers(WORKERS)).unwrap();
-    let counts = Watched::new(Concurrency::default());
-    let g = gate();
-    let handles: Vec<_> = (0..10)
-        .map(|id| {
-            let job = CountedJob {
-                id,
-                counts: Arc::clone(&counts),
-                gate: Arc::clone(&g),
-            };
-            scheduler.submit(Box::new(job)).unwrap()
-        })
-        .collect();
-    counts.wait_for(|c| c.running == WORKERS);
-    let m = scheduler.metrics();
-    assert_eq!((m.running, m.queued), (WORKERS, 10 - WORKERS));
-    open(&g);
-    for h in &handles {
-        h.wait().unwrap();
+    let config = SchedulerConfig::new([dir.path()])
+        .data_workers(DATA_WORKERS)
+        .tail_workers(TAIL_WORKERS);
+    let scheduler = FlushScheduler::new(config).unwrap();
+    let journal = journal();
+    let data_held = gate();
+    let tails_held = gate();
+    for id in 0..JOBS {
+        let mut job = SimJob::new(id, &journal);
+        job.data_gate = Some(data_held.clone());
+        job.tail_gate = Some(tails_held.clone());
+        scheduler.submit(job.boxed()).unwrap();
     }
-    counts.get(|c| {
-        assert_eq!(c.finished, 10);
-        assert_eq!(c.max, WORKERS);
+    journal.wait_for(|j| j.count(Phase::Data) == DATA_WORKERS);
+    let m = scheduler.metrics();
+    assert_eq!(
+        (m.running_data, m.queued_data),
+        (DATA_WORKERS, JOBS as usize - DATA_WORKERS)
+    );
+    assert_eq!((m.running_tails, m.queued_tails), (0, 0));
+
+    // Let the data phases through: the tails fill their workers and queue.
+    open(&data_held);
+    journal.wait_for(|j| {
+        j.count(Phase::Data) == JOBS as usize && j.count(Phase::Tail) == TAIL_WORKERS
     });
-    assert_eq!(scheduler.metrics().completed, 10);
-    scheduler.shutdown();
+    let m = scheduler.metrics();
+    assert_eq!(m.running_tails, TAIL_WORKERS);
+    assert!(m.queued_tails + m.running_data + m.queued_data <= JOBS as usize - TAIL_WORKERS);
+    journal.get(|j| {
+        assert_eq!(
+            j.count(Phase::Tail),
+            TAIL_WORKERS,
+            "more tails than workers"
+        )
+    });
+
+    open(&tails_held);
+    journal.wait_for(|j| j.outcomes.len() == JOBS as usize);
+    let m = scheduler.metrics();
+    assert_eq!((m.submitted, m.completed, m.failed), (JOBS, JOBS, 0));
+    assert!(scheduler.shutdown().is_empty());
 }

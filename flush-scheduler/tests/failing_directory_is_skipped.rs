@@ -1,72 +1,67 @@
-//! A directory whose attempt fails is skipped for its cooldown; the job is
-//! retried in the next directory and later jobs avoid the failed one.
+//! A job whose directory fails is completed with that error once (the
+//! scheduler does not retry: the owner does), and the directory is skipped
+//! for its cool-down by the jobs that follow.
 
 mod common;
 
 use std::time::Duration;
 
-use common::{SimJob, Step, fast_retry, log};
-use flush_scheduler::{
-    FlushContext, FlushError, FlushJob, FlushOutput, FlushScheduler, JobKey, SchedulerConfig,
-};
+use common::{SimJob, Step, journal};
+use flush_scheduler::{Error, FlushContext, FlushJob, FlushScheduler, Phase, SchedulerConfig};
 
 #[test]
-fn a_failed_directory_is_skipped_and_the_job_moves_on() {
+fn a_failed_directory_fails_its_job_once_and_is_skipped() {
     let dirs: Vec<_> = (0..3).map(|_| tempfile::tempdir().unwrap()).collect();
     let paths: Vec<_> = dirs.iter().map(|d| d.path().to_path_buf()).collect();
-    let config = SchedulerConfig::new(paths.clone())
-        .workers(1)
-        .retry(fast_retry())
-        .directory_cooldown(Duration::from_secs(3600));
+    let config = SchedulerConfig::new(paths.clone()).directory_cooldown(Duration::from_secs(3600));
     let scheduler = FlushScheduler::new(config).unwrap();
-    let log = log();
+    let journal = journal();
 
-    // Job 0 goes to directory 0, whose device "fails" once.
-    let first = scheduler
-        .submit(Box::new(SimJob::new(0, &log).script([Step::FailDirectory])))
-        .unwrap();
-    let report = first.wait().unwrap();
-    assert_eq!(report.attempts, 2);
-    assert_eq!(report.dir, paths[1], "retried in the next directory");
+    // Job 0 goes to directory 0, whose device "fails" in the tail.
+    let mut first = SimJob::new(0, &journal);
+    first.tail = Step::FailDirectory;
+    scheduler.submit(first.boxed()).unwrap();
+    journal.wait_for(|j| j.outcome(0).is_some());
+    journal.get(|j| {
+        let outcome = j.outcome(0).unwrap();
+        assert!(
+            matches!(outcome, Err(Error::DirectoryFailed { path, .. }) if *path == paths[0]),
+            "{outcome:?}"
+        );
+        assert_eq!(j.count(Phase::Data), 1, "not retried by the scheduler");
+    });
 
     for id in 1..=4 {
-        let dir = scheduler
-            .submit(Box::new(SimJob::new(id, &log)))
-            .unwrap()
-            .wait()
-            .unwrap()
-            .dir;
-        assert_ne!(
-            dir, paths[0],
-            "the failed directory is skipped during its cooldown"
-        );
+        scheduler.submit(SimJob::new(id, &journal).boxed()).unwrap();
+        journal.wait_for(|j| j.outcome(id).is_some());
     }
+    journal.get(|j| {
+        for (id, _, dir) in &j.started[2..] {
+            assert_ne!(*dir, paths[0], "job {id} used the cooling directory");
+        }
+    });
     let m = scheduler.metrics();
     assert_eq!(m.directories[0].failures, 1);
     assert!(m.directories[0].cooling_down);
-    assert_eq!(m.directories[0].attempts, 1);
-    assert!(
-        matches!(m.last_error, Some(FlushError::DirectoryFailed { ref path, .. }) if *path == paths[0])
-    );
-    scheduler.shutdown();
+    assert_eq!(m.directories[0].jobs, 1);
+    assert_eq!((m.completed, m.failed), (4, 1));
+    assert!(scheduler.shutdown().is_empty());
 }
 
 /// Writes a real file, blaming the directory for I/O errors.
-struct FileJob(u64);
+struct FileJob {
+    id: u64,
+    done: std::sync::mpsc::Sender<(u64, Result<(), Error>)>,
+}
 
 impl FlushJob for FileJob {
-    fn key(&self) -> JobKey {
-        JobKey::new(self.0)
+    fn write_data(&mut self, ctx: &FlushContext<'_>) -> Result<(), Error> {
+        std::fs::write(ctx.dir().join(format!("{}.db", self.id)), b"data")
+            .map_err(|e| Error::directory_failed(ctx.dir(), e))
     }
 
-    fn run(&mut self, ctx: &FlushContext<'_>) -> Result<FlushOutput, FlushError> {
-        let path = ctx.dir().join(format!("{}.db", self.0));
-        std::fs::write(&path, b"data").map_err(|e| FlushError::directory_failed(ctx.dir(), e))?;
-        ctx.report_written(4);
-        Ok(FlushOutput {
-            bytes_written: 4,
-            files: vec![path],
-        })
+    fn complete(self: Box<Self>, outcome: Result<(), Error>) {
+        self.done.send((self.id, outcome)).unwrap();
     }
 }
 
@@ -77,24 +72,28 @@ fn a_directory_removed_after_startup_fails_and_is_skipped() {
     let healthy = root.path().join("healthy");
     std::fs::create_dir(&doomed).unwrap();
     std::fs::create_dir(&healthy).unwrap();
-    let config = SchedulerConfig::new([&doomed, &healthy])
-        .workers(1)
-        .retry(fast_retry())
-        .directory_cooldown(Duration::from_secs(3600));
+    let config =
+        SchedulerConfig::new([&doomed, &healthy]).directory_cooldown(Duration::from_secs(3600));
     let scheduler = FlushScheduler::new(config).unwrap();
     std::fs::remove_dir(&doomed).unwrap();
 
-    for id in 0..3 {
-        let report = scheduler
-            .submit(Box::new(FileJob(id)))
-            .unwrap()
-            .wait()
-            .unwrap();
-        assert_eq!(report.dir, healthy);
-        assert!(report.output.files[0].exists());
+    let (done, outcomes) = std::sync::mpsc::channel();
+    for id in 0..4 {
+        let job = FileJob {
+            id,
+            done: done.clone(),
+        };
+        scheduler.submit(Box::new(job)).unwrap();
+        let (got, outcome) = outcomes.recv_timeout(common::PATIENCE).unwrap();
+        assert_eq!(got, id);
+        // Only the first job meets the removed directory.
+        assert_eq!(outcome.is_err(), id == 0, "{outcome:?}");
+    }
+    for id in 1..4 {
+        assert!(healthy.join(format!("{id}.db")).exists());
     }
     let m = scheduler.metrics();
-    assert_eq!((m.failed_attempts, m.retries, m.completed), (1, 1, 3));
+    assert_eq!((m.failed, m.completed), (1, 3));
     assert_eq!(m.directories[0].failures, 1);
-    scheduler.shutdown();
+    assert!(scheduler.shutdown().is_empty());
 }

@@ -4,23 +4,14 @@
 
 #![allow(dead_code, reason = "each test file uses a different subset")]
 
-use std::collections::VecDeque;
+use std::path::PathBuf;
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
-use flush_scheduler::{FlushContext, FlushError, FlushJob, FlushOutput, JobKey, RetryPolicy};
+use flush_scheduler::{Error, FlushContext, FlushJob, Phase};
 
 /// Bound on every blocking wait in the tests.
 pub(crate) const PATIENCE: Duration = Duration::from_secs(20);
-
-/// Retries fast enough for tests.
-pub(crate) fn fast_retry() -> RetryPolicy {
-    RetryPolicy {
-        initial_backoff: Duration::from_millis(1),
-        max_backoff: Duration::from_millis(4),
-        max_attempts: None,
-    }
-}
 
 /// A value guarded by a mutex, with a condition variable to wait for it to
 /// satisfy a predicate.
@@ -74,101 +65,101 @@ pub(crate) fn open(gate: &Gate) {
     gate.update(|open| *open = true);
 }
 
-/// The "memtable" a simulated job flushes. Its drop is recorded, so tests
-/// can check it is never dropped before the flush succeeded.
-#[derive(Debug)]
-pub(crate) struct Memtable {
-    pub(crate) id: u64,
-    pub(crate) rows: Vec<u8>,
-    pub(crate) dropped: Arc<Watched<bool>>,
-}
-
-impl Drop for Memtable {
-    fn drop(&mut self) {
-        self.dropped.update(|d| *d = true);
-    }
-}
-
-/// What one attempt of a [`SimJob`] does.
-#[derive(Debug, Clone)]
+/// What one phase of a [`SimJob`] does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Step {
     Succeed,
     FailJob,
     FailDirectory,
+    Panic,
 }
 
-/// A simulated flush job: runs scripted steps, then succeeds; logs every
-/// attempt; if gated, its final (successful) attempt blocks until the gate
-/// opens.
+/// What the tests observe: every phase started (job, phase, directory) and
+/// every outcome (job, result), in order.
+#[derive(Debug, Default)]
+pub(crate) struct Journal {
+    pub(crate) started: Vec<(u64, Phase, PathBuf)>,
+    pub(crate) outcomes: Vec<(u64, Result<(), Error>)>,
+}
+
+impl Journal {
+    pub(crate) fn started(&self, id: u64, phase: Phase) -> bool {
+        self.started.iter().any(|(i, p, _)| (*i, *p) == (id, phase))
+    }
+
+    pub(crate) fn outcome(&self, id: u64) -> Option<&Result<(), Error>> {
+        self.outcomes.iter().find(|(i, _)| *i == id).map(|(_, r)| r)
+    }
+
+    pub(crate) fn count(&self, phase: Phase) -> usize {
+        self.started.iter().filter(|(_, p, _)| *p == phase).count()
+    }
+}
+
+pub(crate) type SharedJournal = Arc<Watched<Journal>>;
+
+pub(crate) fn journal() -> SharedJournal {
+    Watched::new(Journal::default())
+}
+
+/// A simulated flush job: each phase is logged, may block on a gate, and
+/// then does its scripted step; the outcome is logged by `complete`.
 #[derive(Debug)]
 pub(crate) struct SimJob {
-    pub(crate) memtable: Memtable,
-    pub(crate) script: VecDeque<Step>,
-    pub(crate) gate: Option<Gate>,
-    pub(crate) log: Log,
+    pub(crate) id: u64,
+    pub(crate) data: Step,
+    pub(crate) tail: Step,
+    pub(crate) data_gate: Option<Gate>,
+    pub(crate) tail_gate: Option<Gate>,
+    pub(crate) journal: SharedJournal,
 }
 
 impl SimJob {
-    pub(crate) fn new(id: u64, log: &Log) -> Self {
+    pub(crate) fn new(id: u64, journal: &SharedJournal) -> Self {
         Self {
-            memtable: Memtable {
-                id,
-                rows: vec![id as u8; 100],
-                dropped: Watched::new(false),
-            },
-            script: VecDeque::new(),
-            gate: None,
-            log: Arc::clone(log),
+            id,
+            data: Step::Succeed,
+            tail: Step::Succeed,
+            data_gate: None,
+            tail_gate: None,
+            journal: Arc::clone(journal),
         }
     }
 
-    pub(crate) fn gated(mut self, gate: &Gate) -> Self {
-        self.gate = Some(Arc::clone(gate));
-        self
+    pub(crate) fn boxed(self) -> Box<Self> {
+        Box::new(self)
     }
 
-    pub(crate) fn script(mut self, steps: impl IntoIterator<Item = Step>) -> Self {
-        self.script = steps.into_iter().collect();
-        self
+    fn phase(&self, ctx: &FlushContext<'_>, step: Step, gate: Option<&Gate>) -> Result<(), Error> {
+        self.journal.update(|j| {
+            j.started
+                .push((self.id, ctx.phase(), ctx.dir().to_path_buf()))
+        });
+        if let Some(gate) = gate {
+            gate.wait_for(|open| *open);
+        }
+        match step {
+            Step::Succeed => Ok(()),
+            Step::FailJob => Err(Error::job_failed("simulated job failure")),
+            Step::FailDirectory => Err(Error::directory_failed(
+                ctx.dir(),
+                std::io::Error::other("simulated device failure"),
+            )),
+            Step::Panic => panic!("simulated panic in job {}", self.id),
+        }
     }
 }
 
 impl FlushJob for SimJob {
-    fn key(&self) -> JobKey {
-        JobKey::new(self.memtable.id)
+    fn write_data(&mut self, ctx: &FlushContext<'_>) -> Result<(), Error> {
+        self.phase(ctx, self.data, self.data_gate.as_ref())
     }
 
-    fn run(&mut self, ctx: &FlushContext<'_>) -> Result<FlushOutput, FlushError> {
-        assert!(
-            !self.memtable.dropped.get(|d| *d),
-            "the memtable is alive at every attempt"
-        );
-        self.log
-            .update(|l| l.push((self.memtable.id, ctx.dir().to_path_buf(), ctx.attempt())));
-        if let (Some(gate), true) = (&self.gate, self.script.is_empty()) {
-            gate.wait_for(|open| *open);
-        }
-        ctx.report_written(self.memtable.rows.len() as u64 / 2);
-        match self.script.pop_front().unwrap_or(Step::Succeed) {
-            Step::Succeed => {
-                ctx.report_written(self.memtable.rows.len() as u64 / 2);
-                Ok(FlushOutput {
-                    bytes_written: self.memtable.rows.len() as u64,
-                    files: vec![ctx.dir().join(format!("{}.db", self.memtable.id))],
-                })
-            }
-            Step::FailJob => Err(FlushError::job_failed(ctx.key(), "simulated job failure")),
-            Step::FailDirectory => Err(FlushError::directory_failed(
-                ctx.dir(),
-                std::io::Error::other("simulated device failure"),
-            )),
-        }
+    fn write_tail(&mut self, ctx: &FlushContext<'_>) -> Result<(), Error> {
+        self.phase(ctx, self.tail, self.tail_gate.as_ref())
     }
-}
 
-/// (key, directory, attempt) of every attempt, in start order.
-pub(crate) type Log = Arc<Watched<Vec<(u64, std::path::PathBuf, u32)>>>;
-
-pub(crate) fn log() -> Log {
-    Watched::new(Vec::new())
+    fn complete(self: Box<Self>, outcome: Result<(), Error>) {
+        self.journal.update(|j| j.outcomes.push((self.id, outcome)));
+    }
 }
