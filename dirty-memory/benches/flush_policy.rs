@@ -100,6 +100,10 @@ impl FlushTarget for SimTarget {
             data_left: size as f64,
         });
     }
+
+    fn flush_failed_permanently(&self, region: logalloc::RegionId, error: &dirty_memory::Error) {
+        panic!("no flush of this test fails permanently, yet {region} did: {error}");
+    }
 }
 
 struct RunResult {

@@ -2,10 +2,42 @@
 
 use std::time::Duration;
 
+pub use region_group::Limits;
+
 use crate::error::Error;
 
 /// The smallest budget a manager accepts: every limit must be at least one byte.
 pub const MIN_BUDGET: usize = 4;
+
+/// The default soft limit, as a fraction of the budget: flushing starts when
+/// unspooled dirty memory passes a quarter of the budget (half of the
+/// unspooled hard limit), as ScyllaDB's issue-1817 policy describes it.
+pub const DEFAULT_SOFT_LIMIT_RATIO: f64 = 0.25;
+
+/// The largest soft-limit ratio: the soft limit may not pass the unspooled
+/// hard limit, which is half the budget.
+pub const MAX_SOFT_LIMIT_RATIO: f64 = 0.5;
+
+/// The default bound on flushes in flight, data and tails together
+/// (ScyllaDB's background flush serializer of 20 units).
+pub const DEFAULT_MAX_FLUSHES_IN_FLIGHT: usize = 20;
+
+/// The default back-off of the loop when it is under pressure but nothing
+/// can be flushed (ScyllaDB's 1 ms, #3717).
+pub const DEFAULT_IDLE_BACKOFF: Duration = Duration::from_millis(1);
+
+/// The default first retry delay after a transient flush failure
+/// (ScyllaDB retries flushes from 100 ms ...).
+pub const DEFAULT_RETRY_BACKOFF_MIN: Duration = Duration::from_millis(100);
+
+/// The default longest retry delay (... doubling up to 10 s).
+pub const DEFAULT_RETRY_BACKOFF_MAX: Duration = Duration::from_secs(10);
+
+/// The system tables' budget (ScyllaDB's 10 MiB).
+pub const SYSTEM_TABLES_BUDGET: usize = 10 << 20;
+
+/// The system tables' soft-limit ratio: 3 MiB of 10 MiB, ScyllaDB's numbers.
+pub const SYSTEM_TABLES_SOFT_LIMIT_RATIO: f64 = 0.3;
 
 /// Which memtables are flushed, and when.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
@@ -32,11 +64,16 @@ pub enum FlushPolicy {
 
 impl FlushPolicy {
     /// The per-memtable policy with ScyllaDB's pre-2016 numbers: a memtable
-    /// is flushed at about 11% of the dirty budget, four flushes at once.
+    /// is flushed at about 11% of the dirty budget (#263), four flushes at
+    /// once.
     pub const fn per_memtable_default() -> Self {
+        /// ScyllaDB's `max_memtable_size` before 2016: about 11% of dirty memory.
+        const PRE_2016_MEMTABLE_FRACTION: f64 = 0.11;
+        /// Concurrent flushes of the comparison policy.
+        const PRE_2016_CONCURRENT_FLUSHES: usize = 4;
         FlushPolicy::PerMemtableLimit {
-            max_memtable_fraction: 0.11,
-            max_concurrent_flushes: 4,
+            max_memtable_fraction: PRE_2016_MEMTABLE_FRACTION,
+            max_concurrent_flushes: PRE_2016_CONCURRENT_FLUSHES,
         }
     }
 
@@ -96,21 +133,26 @@ pub struct DirtyMemoryConfig {
     /// The dirty-memory budget in bytes: the real hard limit. The unspooled
     /// hard limit is half of it, the soft limit `soft_limit_ratio` of it.
     pub budget: usize,
-    /// The soft limit as a fraction of the budget, in `(0, 0.5]`; default 0.25.
+    /// The soft limit as a fraction of the budget, in `(0, 0.5]`; default
+    /// [`DEFAULT_SOFT_LIMIT_RATIO`].
     pub soft_limit_ratio: f64,
     /// The flush policy (can be changed at run time).
     pub policy: FlushPolicy,
     /// How many flushes may be in flight at once, counting those that have
-    /// written their data and are finishing their tail work; default 20.
+    /// written their data and are finishing their tail work; default
+    /// [`DEFAULT_MAX_FLUSHES_IN_FLIGHT`]. This bounds the memory of flushed
+    /// memtables not yet released; it does not delay the data-write permit
+    /// holder on an executor that reserves workers for data phases (such as
+    /// `flush-scheduler`).
     pub max_flushes_in_flight: usize,
     /// How long the loop backs off when it is under pressure but nothing can
-    /// be flushed (every region grounded or already flushing); default 1 ms.
-    /// Must not be zero (the loop would spin).
+    /// be flushed (every region grounded or already flushing); default
+    /// [`DEFAULT_IDLE_BACKOFF`]. Must not be zero (the loop would spin).
     pub idle_backoff: Duration,
-    /// The first retry delay after a failed flush; doubles up to
-    /// `retry_backoff_max`. Default 100 ms.
+    /// The first retry delay after a transient flush failure; doubles up to
+    /// `retry_backoff_max`. Default [`DEFAULT_RETRY_BACKOFF_MIN`].
     pub retry_backoff_min: Duration,
-    /// The longest retry delay; default 10 s.
+    /// The longest retry delay; default [`DEFAULT_RETRY_BACKOFF_MAX`].
     pub retry_backoff_max: Duration,
     /// Who runs the flush loop.
     pub loop_mode: LoopMode,
@@ -123,12 +165,12 @@ impl DirtyMemoryConfig {
         DirtyMemoryConfig {
             name: name.into(),
             budget,
-            soft_limit_ratio: 0.25,
+            soft_limit_ratio: DEFAULT_SOFT_LIMIT_RATIO,
             policy: FlushPolicy::LargestAtSoftLimit,
-            max_flushes_in_flight: 20,
-            idle_backoff: Duration::from_millis(1),
-            retry_backoff_min: Duration::from_millis(100),
-            retry_backoff_max: Duration::from_secs(10),
+            max_flushes_in_flight: DEFAULT_MAX_FLUSHES_IN_FLIGHT,
+            idle_backoff: DEFAULT_IDLE_BACKOFF,
+            retry_backoff_min: DEFAULT_RETRY_BACKOFF_MIN,
+            retry_backoff_max: DEFAULT_RETRY_BACKOFF_MAX,
             loop_mode: LoopMode::BackgroundThread,
         }
     }
@@ -138,14 +180,14 @@ impl DirtyMemoryConfig {
     /// the user manager's hard limit never hold system writes.
     pub fn system_tables() -> Self {
         DirtyMemoryConfig {
-            soft_limit_ratio: 0.3,
-            ..DirtyMemoryConfig::new("system", 10 << 20)
+            soft_limit_ratio: SYSTEM_TABLES_SOFT_LIMIT_RATIO,
+            ..DirtyMemoryConfig::new("system", SYSTEM_TABLES_BUDGET)
         }
     }
 
     /// Checks every setting.
     pub fn validate(&self) -> Result<(), Error> {
-        Limits::for_budget(self.budget, self.soft_limit_ratio)?;
+        limits_for_budget(self.budget, self.soft_limit_ratio)?;
         self.policy.validate()?;
         if self.max_flushes_in_flight == 0 {
             return Err(Error::ZeroLimit {
@@ -165,57 +207,46 @@ impl DirtyMemoryConfig {
     }
 }
 
-/// The byte limits derived from a budget.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Limits {
-    /// The budget; also the real hard limit.
-    pub budget: usize,
-    /// Unspooled usage above this makes the loop flush (default policy).
-    pub soft: usize,
-    /// Unspooled usage above this holds writers: half the budget.
-    pub hard: usize,
+/// Derives a group's limits from a budget and a soft-limit ratio: the real
+/// hard limit is the budget, the unspooled hard limit half of it, the
+/// unspooled soft limit `soft_limit_ratio` of it (at least one byte).
+pub fn limits_for_budget(budget: usize, soft_limit_ratio: f64) -> Result<Limits, Error> {
+    if budget < MIN_BUDGET {
+        return Err(Error::BudgetTooSmall {
+            budget,
+            min: MIN_BUDGET,
+        });
+    }
+    if !(soft_limit_ratio > 0.0 && soft_limit_ratio <= MAX_SOFT_LIMIT_RATIO) {
+        return Err(Error::InvalidSoftLimitRatio {
+            ratio: soft_limit_ratio,
+        });
+    }
+    let hard = budget / 2;
+    #[expect(
+        clippy::cast_possible_truncation,
+        clippy::cast_sign_loss,
+        clippy::cast_precision_loss,
+        reason = "ratio is in (0, 0.5], so the product is in [0, budget/2]"
+    )]
+    let soft = ((budget as f64) * soft_limit_ratio) as usize;
+    Ok(Limits {
+        unspooled_hard: hard,
+        unspooled_soft: soft.clamp(1, hard),
+        real_hard: budget,
+    })
 }
 
-impl Limits {
-    /// Derives the limits from a budget and a soft-limit ratio.
-    pub fn for_budget(budget: usize, soft_limit_ratio: f64) -> Result<Limits, Error> {
-        if budget < MIN_BUDGET {
-            return Err(Error::BudgetTooSmall {
-                budget,
-                min: MIN_BUDGET,
-            });
-        }
-        if !(soft_limit_ratio > 0.0 && soft_limit_ratio <= 0.5) {
-            return Err(Error::InvalidSoftLimitRatio {
-                ratio: soft_limit_ratio,
-            });
-        }
-        let hard = budget / 2;
-        #[expect(
-            clippy::cast_possible_truncation,
-            clippy::cast_sign_loss,
-            clippy::cast_precision_loss,
-            reason = "ratio is in (0, 0.5], so the product is in [0, budget/2]"
-        )]
-        let soft = ((budget as f64) * soft_limit_ratio) as usize;
-        Ok(Limits {
-            budget,
-            soft: soft.clamp(1, hard),
-            hard,
-        })
-    }
-
-    /// The per-memtable policy's size threshold for this budget.
-    pub(crate) fn max_memtable_size(&self, fraction: f64) -> usize {
-        #[expect(
-            clippy::cast_possible_truncation,
-            clippy::cast_sign_loss,
-            clippy::cast_precision_loss,
-            reason = "fraction is in (0, 1], so the product is in [0, budget]"
-        )]
-        let size = ((self.budget as f64) * fraction) as usize;
-        size.max(1)
-    }
+/// The per-memtable policy's size threshold for a budget.
+pub(crate) fn max_memtable_size(budget: usize, fraction: f64) -> usize {
+    #[expect(
+        clippy::cast_possible_truncation,
+        clippy::cast_sign_loss,
+        clippy::cast_precision_loss,
+        reason = "fraction is in (0, 1], so the product is in [0, budget]"
+    )]
+    let size = ((budget as f64) * fraction) as usize;
+    size.max(1)
 }
 
 #[cfg(test)]
@@ -224,19 +255,22 @@ mod tests {
 
     #[test]
     fn default_limits_are_quarter_half_and_whole_budget() {
-        let l = Limits::for_budget(1000, 0.25).unwrap();
-        assert_eq!((l.soft, l.hard, l.budget), (250, 500, 1000));
+        let l = limits_for_budget(1000, 0.25).unwrap();
+        assert_eq!(
+            (l.unspooled_soft, l.unspooled_hard, l.real_hard),
+            (250, 500, 1000)
+        );
     }
 
     #[test]
     fn bad_ratios_and_budgets_are_rejected() {
         for ratio in [0.0, -0.1, 0.51, f64::NAN] {
             assert!(matches!(
-                Limits::for_budget(1000, ratio),
+                limits_for_budget(1000, ratio),
                 Err(Error::InvalidSoftLimitRatio { .. })
             ));
         }
-        let err = Limits::for_budget(3, 0.25).unwrap_err();
+        let err = limits_for_budget(3, 0.25).unwrap_err();
         assert_eq!(
             err.to_string(),
             "dirty-memory budget of 3 bytes is below the 4-byte minimum"
@@ -273,9 +307,9 @@ mod tests {
     #[test]
     fn system_preset_matches_scylla() {
         let c = DirtyMemoryConfig::system_tables();
-        let l = Limits::for_budget(c.budget, c.soft_limit_ratio).unwrap();
-        assert_eq!(l.hard, 5 << 20);
-        assert_eq!(l.budget, 10 << 20);
-        assert_eq!(l.soft, (10usize << 20) * 3 / 10);
+        let l = limits_for_budget(c.budget, c.soft_limit_ratio).unwrap();
+        assert_eq!(l.unspooled_hard, 5 << 20);
+        assert_eq!(l.real_hard, 10 << 20);
+        assert_eq!(l.unspooled_soft, (10usize << 20) * 3 / 10);
     }
 }

@@ -12,6 +12,9 @@ use crate::sync::Arc;
 pub type FlushFailure = Arc<dyn StdError + Send + Sync + 'static>;
 
 /// Everything that can go wrong in `dirty-memory`.
+///
+/// Wrapped causes are [`source`](StdError::source)s, not part of the
+/// message: print the chain to see them.
 #[derive(Debug, Clone, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
@@ -69,9 +72,10 @@ pub enum Error {
         region: RegionId,
     },
 
-    /// The flush target reported a failure. The manager keeps the memtable
-    /// and retries the flush.
-    #[error("{manager}: flush of {region} failed on attempt {attempt}: {source}")]
+    /// The flush target reported a transient failure
+    /// ([`Flush::fail`](crate::Flush::fail)). The manager keeps the memtable
+    /// and retries the flush after a back-off.
+    #[error("{manager}: flush of {region} failed on attempt {attempt}; it will be retried")]
     FlushFailed {
         /// The manager's name.
         manager: String,
@@ -84,8 +88,29 @@ pub enum Error {
         source: FlushFailure,
     },
 
+    /// The flush target reported a permanent failure
+    /// ([`Flush::fail_permanently`](crate::Flush::fail_permanently)), such as
+    /// data the sstable format cannot hold. The manager keeps the memtable
+    /// (grounded, so the policy does not pick it again), reports the failure
+    /// once to [`FlushTarget::flush_failed_permanently`](crate::FlushTarget::flush_failed_permanently),
+    /// and does not retry it until an explicit request asks.
+    #[error(
+        "{manager}: flush of {region} failed permanently on attempt {attempt}; the memtable is kept and not retried"
+    )]
+    FlushFailedPermanently {
+        /// The manager's name.
+        manager: String,
+        /// The region whose flush failed.
+        region: RegionId,
+        /// Which attempt failed (1 for the first).
+        attempt: u32,
+        /// What the target reported.
+        #[source]
+        source: FlushFailure,
+    },
+
     /// A [`Flush`](crate::Flush) handle was dropped without `finish` or
-    /// `fail`; this counts as a failure, and the flush is retried.
+    /// `fail`; this counts as a transient failure, and the flush is retried.
     #[error("{manager}: flush of {region} (attempt {attempt}) was dropped without finishing")]
     FlushAbandoned {
         /// The manager's name.
@@ -97,7 +122,7 @@ pub enum Error {
     },
 
     /// The region group did not admit a write (timeout or shutdown).
-    #[error("{manager}: write not admitted: {source}")]
+    #[error("{manager}: write not admitted")]
     Admission {
         /// The manager's name.
         manager: String,
@@ -124,7 +149,7 @@ pub enum Error {
     },
 
     /// The flush thread could not be started.
-    #[error("{manager}: could not start the flush thread: {source}")]
+    #[error("{manager}: could not start the flush thread")]
     Spawn {
         /// The manager's name.
         manager: String,
@@ -132,4 +157,12 @@ pub enum Error {
         #[source]
         source: Arc<std::io::Error>,
     },
+}
+
+impl Error {
+    /// Whether this is a flush failure the manager does not retry
+    /// ([`Error::FlushFailedPermanently`]).
+    pub fn is_permanent_flush_failure(&self) -> bool {
+        matches!(self, Error::FlushFailedPermanently { .. })
+    }
 }

@@ -42,15 +42,18 @@ pub enum FlushReason {
 ///   (before index, fsync and hand-off) it calls [`Flush::data_written`]; at
 ///   the end it calls [`Flush::finish`]/[`Flush::finish_releasing`] or
 ///   [`Flush::fail`]. Dropping the handle without either is a failure.
-/// * On failure the target keeps the memtable: the manager retries it,
-///   after a back-off during which the failed flush holds no data-write
-///   permit, with a new [`Flush`] (reason [`FlushReason::Retry`]). So a
-///   target that runs flushes on a job scheduler with retries of its own
-///   should not let the scheduler retry the job holding a `Flush`: retrying
-///   it would keep the single data-write permit through the scheduler's
-///   back-off (no other memtable could flush meanwhile), or write data again
-///   without the permit after [`Flush::data_written`]. Fail the flush (or
-///   drop its handle) and let the manager retry instead.
+/// * On failure the target keeps the memtable, and classifies the error.
+///   A transient one (I/O: a full disk, a failed device) is reported with
+///   [`Flush::fail`]: the manager retries the flush after a back-off
+///   (doubling from [`DirtyMemoryConfig::retry_backoff_min`](crate::DirtyMemoryConfig::retry_backoff_min)
+///   to `retry_backoff_max`), during which the failed flush holds no
+///   data-write permit, with a new [`Flush`] (reason [`FlushReason::Retry`]).
+///   A permanent one (data the sstable format cannot hold, a bug) is
+///   reported with [`Flush::fail_permanently`]: the manager does not retry
+///   it, and tells the target once, through
+///   [`flush_failed_permanently`](Self::flush_failed_permanently). Only this
+///   layer retries: an executor (such as `flush-scheduler`) must not retry a
+///   job holding a `Flush`.
 /// * An explicit request may name a memtable that has left the group since
 ///   it was made; the target then simply finishes the flush.
 /// * A panic in `start_flush` is caught: the handle it dropped fails the
@@ -61,6 +64,18 @@ pub enum FlushReason {
 pub trait FlushTarget: Send + Sync {
     /// Seal the memtable of `flush.region()` and start flushing it.
     fn start_flush(&self, flush: Flush);
+
+    /// The flush of `region` failed permanently (`error` is
+    /// [`Error::FlushFailedPermanently`]): the manager will not flush it
+    /// again unless asked with
+    /// [`request_flush`](crate::DirtyMemoryManager::request_flush). The
+    /// memtable is still in memory, sealed and grounded, and its memory
+    /// still counts against the budget; the owner decides what to do (alert
+    /// an operator, drop the table, fix the cause and request a flush).
+    ///
+    /// Called once per permanent failure, on the thread that reported it,
+    /// with no manager lock held.
+    fn flush_failed_permanently(&self, region: RegionId, error: &Error);
 }
 
 /// One flush attempt of one memtable: the target reports progress and the
@@ -152,6 +167,26 @@ impl Flush {
     /// accounted as spooled (unspooled dirty goes down, real does not),
     /// which can release writers held at the hard limit.
     ///
+    /// # Unit: bytes of memtable (region) memory
+    ///
+    /// `bytes` counts the memtable's *memory*, in the unit of its region's
+    /// size in the group (what the region's listener reports: segment
+    /// bytes), never bytes written to disk. A flush stream converts as it
+    /// goes:
+    ///
+    /// * if it knows the memory each piece of the memtable occupies (a
+    ///   partition entry, a row and its cells), it reports that for each
+    ///   piece it has written, as ScyllaDB's flush reader does; an
+    ///   underestimate only releases writers a little later;
+    /// * otherwise it converts encoded output proportionally: with the
+    ///   region's size `S` at the start of the flush (from
+    ///   [`group`](Self::group)`().region_size(region)`), and an estimate `E`
+    ///   of the encoded size, after `e` encoded bytes the flush has covered
+    ///   `S * e / E` bytes of memory, and it reports the increase since its
+    ///   last call;
+    /// * when the data phase ends, it may report `usize::MAX`: the rest of
+    ///   the region is then spooled (the amount is capped below).
+    ///
     /// The spooled total of a flush never exceeds its region's current size;
     /// the amount actually accounted is returned (0 if the region left the
     /// group, or if the group refuses because its spooled total would exceed
@@ -240,12 +275,29 @@ impl Flush {
         drop(finished);
     }
 
-    /// The flush failed: its spooled accounting is given back, the memtable
-    /// stays where it is, and the manager retries it after a back-off.
-    /// Explicit waiters see the error.
+    /// The flush failed transiently (I/O): its spooled accounting is given
+    /// back, the memtable stays where it is, and the manager retries it
+    /// after a back-off. Explicit waiters see [`Error::FlushFailed`].
     pub fn fail(mut self, error: impl Into<Box<dyn StdError + Send + Sync + 'static>>) {
         let source: Box<dyn StdError + Send + Sync + 'static> = error.into();
         let error = Error::FlushFailed {
+            manager: self.inner.name().to_owned(),
+            region: self.region,
+            attempt: self.attempt,
+            source: Arc::from(source),
+        };
+        self.fail_with(error);
+    }
+
+    /// The flush failed permanently (retrying cannot help: data the
+    /// sstable format cannot hold, a bug): its spooled accounting is given
+    /// back, the memtable stays where it is (sealed and grounded), and the
+    /// manager does not retry it. The target hears of it once through
+    /// [`FlushTarget::flush_failed_permanently`]; explicit waiters see
+    /// [`Error::FlushFailedPermanently`].
+    pub fn fail_permanently(mut self, error: impl Into<Box<dyn StdError + Send + Sync + 'static>>) {
+        let source: Box<dyn StdError + Send + Sync + 'static> = error.into();
+        let error = Error::FlushFailedPermanently {
             manager: self.inner.name().to_owned(),
             region: self.region,
             attempt: self.attempt,

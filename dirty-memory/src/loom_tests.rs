@@ -38,6 +38,7 @@ struct TargetState {
     writing: usize,
     max_writing: usize,
     started: usize,
+    permanent_failures: usize,
 }
 
 impl FlushTarget for ModelTarget {
@@ -51,6 +52,11 @@ impl FlushTarget for ModelTarget {
         s.queue.push_back(flush);
         drop(s);
         self.arrived.notify_all();
+    }
+
+    fn flush_failed_permanently(&self, region: RegionId, error: &crate::Error) {
+        assert!(error.is_permanent_flush_failure(), "{region}: {error}");
+        self.state.lock().permanent_failures += 1;
     }
 }
 
@@ -79,6 +85,14 @@ impl ModelTarget {
         let (group, region) = (Arc::clone(flush.group()), flush.region());
         let size = group.region_size(region).map_or(0, |(s, _)| s);
         flush.finish_releasing(|| group.del(region, size));
+    }
+}
+
+impl ModelTarget {
+    /// Ends the flush with a permanent failure, keeping the region.
+    fn fail_permanently(&self, flush: Flush) {
+        self.state.lock().writing -= 1;
+        flush.fail_permanently("the sstable format cannot hold this data");
     }
 }
 
@@ -198,5 +212,46 @@ fn loom_concurrent_explicit_requests_share_one_flush() {
         }
         m.shutdown();
         assert_eq!(target.state.lock().started, 1);
+    });
+}
+
+/// (d) Issue 12: a flush that fails permanently while an explicit request
+/// for its memtable arrives is reported to the target exactly once and
+/// never retried by the manager; the request either shares the failed
+/// flush (and sees the permanent error) or starts a new attempt; the
+/// memtable stays in the group until a flush succeeds.
+#[test]
+fn loom_permanent_failure_is_reported_once_and_not_retried() {
+    builder().check(|| {
+        let target = ModelTarget::new();
+        let m = Arc::new(manager(&target));
+        m.group().add(id(1), 150); // over the soft limit (100)
+        let flush = target.next();
+        let requester = {
+            let m = Arc::clone(&m);
+            loom::thread::spawn(move || m.request_flush(id(1)).expect("known region"))
+        };
+        target.fail_permanently(flush);
+        let completion = requester.join().unwrap();
+        assert!(m.group().region_size(id(1)).is_some(), "memtable kept");
+        assert_eq!(m.metrics().retries_pending, 0, "not retried");
+        match completion.try_result() {
+            // The request joined the failed flush.
+            Some(result) => {
+                assert!(result.unwrap_err().is_permanent_flush_failure());
+                assert_eq!(m.metrics().failed_permanently, vec![id(1)]);
+            }
+            // The request came after the failure: it tries again.
+            None => {
+                let again = target.next();
+                assert_eq!(again.attempt(), 1);
+                target.complete(again);
+                assert!(matches!(completion.wait(), Ok(())));
+            }
+        }
+        m.shutdown();
+        let s = target.state.lock();
+        assert_eq!(s.permanent_failures, 1);
+        assert_eq!(s.max_writing, 1);
     });
 }

@@ -24,8 +24,10 @@ pub struct DirtyMemoryMetrics {
     pub flushes_started: u64,
     /// Flush attempts that finished successfully.
     pub flushes_completed: u64,
-    /// Flush attempts that failed (or were abandoned).
+    /// Flush attempts that failed (or were abandoned), permanently or not.
     pub flushes_failed: u64,
+    /// Flush attempts that failed permanently (also in `flushes_failed`).
+    pub flushes_failed_permanently: u64,
     /// Flush attempts started as retries of failed ones.
     pub flush_retries: u64,
     /// Explicit flush requests received.
@@ -50,4 +52,7 @@ pub struct DirtyMemoryMetrics {
     pub max_concurrent_data_writers: usize,
     /// Failed flushes waiting for their retry.
     pub retries_pending: usize,
+    /// The memtables whose last flush failed permanently: kept in memory,
+    /// not retried until an explicit request.
+    pub failed_permanently: Vec<RegionId>,
 }

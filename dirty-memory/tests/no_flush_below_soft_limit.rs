@@ -9,7 +9,7 @@ use proptest::prelude::*;
 fn at_the_soft_limit_nothing_is_flushed_one_byte_more_flushes() {
     let target = QueueTarget::new();
     let m = manual(1000, target.clone()); // soft 250
-    assert_eq!(m.limits().soft, 250);
+    assert_eq!(m.limits().unspooled_soft, 250);
     memtable(m.group(), 1, 100);
     memtable(m.group(), 2, 150);
     assert_eq!(m.poll_flushes().unwrap(), 0);

@@ -78,6 +78,10 @@ impl FlushTarget for CheckingTarget {
         self.queue.lock().unwrap().push_back(flush);
         self.arrived.notify_all();
     }
+
+    fn flush_failed_permanently(&self, region: logalloc::RegionId, error: &dirty_memory::Error) {
+        panic!("no flush of this test fails permanently, yet {region} did: {error}");
+    }
 }
 
 #[test]

@@ -24,6 +24,10 @@ impl FlushTarget for PanicsOnce {
         assert_eq!(flush.reason(), FlushReason::Retry);
         complete(flush);
     }
+
+    fn flush_failed_permanently(&self, region: logalloc::RegionId, error: &dirty_memory::Error) {
+        panic!("no flush of this test fails permanently, yet {region} did: {error}");
+    }
 }
 
 #[test]

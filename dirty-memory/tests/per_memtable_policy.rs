@@ -104,6 +104,6 @@ fn bad_policies_are_refused_and_change_nothing() {
         m.set_budget(2, 0.25),
         Err(Error::BudgetTooSmall { .. })
     ));
-    assert_eq!(m.limits().budget, 1000);
+    assert_eq!(m.limits().real_hard, 1000);
     assert!(matches!(m.poll_flushes(), Ok(0)));
 }

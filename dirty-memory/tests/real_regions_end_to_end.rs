@@ -26,7 +26,7 @@ fn real_memtables_are_flushed_largest_first_at_the_soft_limit() {
     let mut config = DirtyMemoryConfig::new("e2e", BUDGET);
     config.loop_mode = LoopMode::Manual;
     let m = DirtyMemoryManager::new(config, target.clone()).unwrap();
-    let soft = m.limits().soft;
+    let soft = m.limits().unspooled_soft;
 
     // Three tables; table t receives t+1 writes out of every 6.
     let mut active: Vec<SizeTrackedRegion> = (0..3)

@@ -21,7 +21,7 @@ fn system_writes_run_while_user_writes_are_held() {
     let system =
         DirtyMemoryManager::new(DirtyMemoryConfig::system_tables(), system_target.clone()).unwrap();
     assert_eq!(system.name(), "system");
-    assert_eq!(system.limits().budget, 10 << 20);
+    assert_eq!(system.limits().real_hard, 10 << 20);
 
     // The user group is over its hard limit and its flush makes no progress.
     memtable(user.group(), 1, (1 << 20) / 2 + 1);
