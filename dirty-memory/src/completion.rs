@@ -41,8 +41,13 @@ impl CompletionCell {
 /// Requests for the same memtable made while its flush is queued or running
 /// share one completion: every clone sees the same result. The result is that
 /// of the flush attempt the requests joined: `Ok(())` once the memtable's
-/// flush finished, or the attempt's error (the manager keeps retrying a failed
-/// flush in the background; a later request joins the retry).
+/// flush finished, or the attempt's error: [`Error::FlushFailed`] for a
+/// transient failure (the manager retries it in the background; a later
+/// request joins or starts the retry), [`Error::FlushFailedPermanently`] for
+/// a permanent one (not retried unless a later request asks).
+///
+/// This is the one completion of the flush path: the executor
+/// (`flush-scheduler`) has none of its own.
 #[derive(Clone)]
 pub struct FlushCompletion {
     cell: Arc<CompletionCell>,

@@ -37,11 +37,14 @@ pub enum FlushReason {
 ///   ([`RegionListener::ground_evictable`](logalloc::RegionListener::ground_evictable)),
 ///   so the policy does not pick it again. On a retry the memtable is already
 ///   sealed.
-/// * The flush itself may run on any thread. As it writes, it reports the
-///   bytes written with [`Flush::account_written`]; when the data is written
-///   (before index, fsync and hand-off) it calls [`Flush::data_written`]; at
-///   the end it calls [`Flush::finish`]/[`Flush::finish_releasing`] or
-///   [`Flush::fail`]. Dropping the handle without either is a failure.
+/// * The flush itself may run on any thread (with `flush-scheduler`: its
+///   data phase on a data worker, its tail on a tail worker; see the crate
+///   docs' wiring example). As it writes, it reports the memtable memory
+///   written out with [`Flush::account_written`]; when the data is written
+///   (before index, fsync and rename) it calls [`Flush::data_written`]; at
+///   the end it calls [`Flush::finish`]/[`Flush::finish_releasing`],
+///   [`Flush::fail`] or [`Flush::fail_permanently`]. Dropping the handle
+///   without any of them is a transient failure.
 /// * On failure the target keeps the memtable, and classifies the error.
 ///   A transient one (I/O: a full disk, a failed device) is reported with
 ///   [`Flush::fail`]: the manager retries the flush after a back-off

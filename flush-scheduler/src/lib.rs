@@ -13,7 +13,11 @@
 //!   flush directory and its cool-down, panics caught, jobs handed back.
 //!   It has no key, no retry, no coalescing and no progress channel: a job
 //!   receives its outcome in [`FlushJob::complete`] and reports progress to
-//!   whoever owns it.
+//!   whoever owns it. No thin adapters for them are kept either: a user of
+//!   this crate alone (a tool flushing files without `dirty-memory`) gets
+//!   the outcome in `complete` and can send it wherever it waits (the
+//!   example uses a channel), and a retry is a new `submit` by the owner,
+//!   who knows whether retrying can help.
 //! * `replica` joins them: its `FlushTarget` (dirty-memory) submits a job
 //!   carrying the `Flush` handle; the job streams the memtable into an
 //!   sstable writer, calls `Flush::account_written` and `Flush::data_written`
