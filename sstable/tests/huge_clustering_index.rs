@@ -22,19 +22,31 @@ fn ck(i: u32) -> Vec<u8> {
 fn oversized_clustering_block_index_is_sampled_and_reads_back() {
     let dir = tempfile::tempdir().unwrap();
     let key = DecoratedKey::from_bytes(b"wide".to_vec()).unwrap();
-    let mut b = Mutation::builder(key.clone());
-    for i in 0..1150u32 {
-        b = b.cell(ck(i), 0, Cell::live(vec![1u8], Timestamp::from_micros(5)));
+    // A partition this wide (69 MB) is more than one mutation may carry
+    // (`mutation::limits::MAX_MUTATION_SIZE`); like a memtable, the test
+    // builds it from several mutations of at most 400 rows, merged.
+    const ROWS: u32 = 1150;
+    const ROWS_PER_MUTATION: u32 = 400;
+    let mut m = Mutation::new(key.clone());
+    for first in (0..ROWS).step_by(ROWS_PER_MUTATION as usize) {
+        let mut b = Mutation::builder(key.clone());
+        for i in first..(first + ROWS_PER_MUTATION).min(ROWS) {
+            b = b.cell(ck(i), 0, Cell::live(vec![1u8], Timestamp::from_micros(5)));
+        }
+        m = m.merge(b.build().unwrap()).unwrap();
     }
     // An older range tombstone over a stretch in the middle: slices that
     // start inside it must re-open it, whichever sampled block they start
     // from.
-    b = b.range_tombstone_bounds(
-        Bound::Included(ck(300)),
-        Bound::Excluded(ck(900)),
-        Tombstone::new(Timestamp::from_micros(1), 0),
-    );
-    let m = b.build().unwrap();
+    let tombstone = Mutation::builder(key.clone())
+        .range_tombstone_bounds(
+            Bound::Included(ck(300)),
+            Bound::Excluded(ck(900)),
+            Tombstone::new(Timestamp::from_micros(1), 0),
+        )
+        .build()
+        .unwrap();
+    let m = m.merge(tombstone).unwrap();
     let (fragments, _) = canonical(std::slice::from_ref(&m));
     let table = write(dir.path(), &fragments, small_options(false));
     // 1150 blocks of 60 KB keys: a full clustering-block index would be
