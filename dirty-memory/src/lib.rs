@@ -101,7 +101,9 @@
 //! How `replica` composes the two crates: the target submits a two-phase
 //! job that owns the [`Flush`]; the data phase accounts progress and
 //! releases the permit, the tail phase runs on a tail worker, and
-//! `complete` ends the flush, classifying a failure.
+//! `complete` ends the flush, classifying a failure. Shut the manager down
+//! first (it waits for the flushes in flight, which need the executor),
+//! then the scheduler.
 //!
 //! ```
 //! use std::sync::Arc;
