@@ -1,6 +1,6 @@
 //! Flush directories: validation, round-robin choice, skipping failed ones.
 //!
-//! Policy: directories are used round-robin. A directory whose attempt
+//! Policy: directories are used round-robin. A directory whose job
 //! failed with [`Error::DirectoryFailed`] is skipped until its
 //! cooldown ends; then it is tried again, a success clears the failure and
 //! another failure starts a new cooldown. If every directory is cooling
@@ -101,14 +101,14 @@ impl Directories {
         &self.dirs[index].path
     }
 
-    /// An attempt in directory `index` succeeded: the directory is healthy.
+    /// A job in directory `index` succeeded: the directory is healthy.
     pub(crate) fn succeeded(&mut self, index: usize) {
         let d = &mut self.dirs[index];
         d.completed += 1;
         d.failed_at = None;
     }
 
-    /// An attempt in directory `index` failed because of the directory.
+    /// A job in directory `index` failed because of the directory.
     pub(crate) fn failed(&mut self, index: usize, now: Instant) {
         let d = &mut self.dirs[index];
         d.failures += 1;
