@@ -32,6 +32,12 @@ const SUITES: &[Suite] = &[
         quick: &["--repeat", "1"],
     },
     Suite {
+        package: "logalloc",
+        bench: "get",
+        full: &[],
+        quick: &["--quick"],
+    },
+    Suite {
         package: "region-group",
         bench: "admission",
         full: &[],
