@@ -1615,6 +1615,11 @@ impl RegionReader<'_> {
         self.pool.max_object_size()
     }
 
+    /// A snapshot of the region's statistics (under the lock already held).
+    pub fn stats(&self) -> RegionStats {
+        self.guard.stats()
+    }
+
     /// The chunks of a [`ManagedBytes`] string, comparable without copying.
     pub fn managed(&self, bytes: ManagedBytes) -> Result<ManagedRef<'_>, Error> {
         ManagedRef::resolve(bytes, self.max_object_size(), |h| self.get(h))
