@@ -30,6 +30,12 @@ fn token_bytes(token: Token) -> [u8; 8] {
     ((token.value() as u64) ^ (1 << 63)).to_be_bytes()
 }
 
+/// The token of an encoded key, from its first 8 bytes.
+pub(crate) fn token_of(bytes: &[u8]) -> Token {
+    let raw = u64::from_be_bytes(bytes[..8].try_into().expect("8 bytes")) ^ (1 << 63);
+    Token::from_i64(raw as i64)
+}
+
 /// What follows the partition part of a key.
 #[derive(Clone, Copy, Debug)]
 pub(crate) enum Suffix<'a> {
@@ -244,6 +250,7 @@ mod tests {
     fn token_only_key_sorts_before_its_partitions() {
         let key = PartitionKey::new(b"x".to_vec()).unwrap().decorate();
         let t = SearchKey::token(key.token()).encode();
+        assert_eq!(token_of(&t), key.token());
         assert!(t < SearchKey::new(&key, Suffix::Header).encode());
     }
 }

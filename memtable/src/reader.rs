@@ -131,9 +131,27 @@ fn first_in_range(
     let Some(entry) = state.tree.seek(view, &start, strict, cursor)? else {
         return Ok(false);
     };
+    // Compare with the range's end without decoding the key (no allocation).
     let stored = view.managed(entry.key)?;
-    let decoded = with_bytes(&stored, key::decode)?;
-    Ok(range.contains(&decoded.partition))
+    let token = stored
+        .chunks()
+        .next()
+        .and_then(|c| c.get(..8))
+        .map(key::token_of)
+        .ok_or_else(|| Error::Corrupt {
+            detail: "entry key shorter than a token".into(),
+        })?;
+    Ok(match range.end() {
+        Bound::Unbounded => true,
+        Bound::Included(RingPosition::Token(t)) => token <= *t,
+        Bound::Excluded(RingPosition::Token(t)) => token < *t,
+        Bound::Included(RingPosition::Key(k)) => {
+            SearchKey::new(k, Suffix::Header).cmp_stored(&stored) != std::cmp::Ordering::Less
+        }
+        Bound::Excluded(RingPosition::Key(k)) => {
+            SearchKey::new(k, Suffix::Header).cmp_stored(&stored) == std::cmp::Ordering::Greater
+        }
+    })
 }
 
 impl Memtable {
