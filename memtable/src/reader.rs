@@ -214,8 +214,9 @@ impl Memtable {
     /// The flush stream: every partition in ring order, written as stored
     /// (the memtable compacted itself on apply, so there is no compaction
     /// pass). As it goes, `on_progress` is called with the region bytes
-    /// (keys and values) of each entry it emitted; their sum never exceeds
-    /// what the region holds. After
+    /// (keys and values) of each entry it emitted, and at the end with the
+    /// rest of what the region holds (index nodes); the sum never exceeds
+    /// what the region holds, and reaches it when the stream ends. After
     /// [`on_detach_from_region_group`](Self::on_detach_from_region_group)
     /// no progress is reported. A flush stream is never handed off.
     pub fn make_flush_reader(
@@ -298,6 +299,25 @@ impl MemtableReader {
                 self.reported += bytes;
                 progress(bytes);
             }
+        }
+    }
+
+    /// At the end of a flush stream: the region bytes not reported yet
+    /// (index nodes, chunk indexes, padding), so the total reported is what
+    /// the region holds.
+    fn report_rest(&mut self) {
+        let (Some(memtable), Some(progress)) = (&self.memtable, &mut self.progress) else {
+            return;
+        };
+        let state = memtable.state.read();
+        if state.is_detached() {
+            return;
+        }
+        let held = state.region.stats().used_bytes;
+        let rest = held.saturating_sub(self.reported);
+        if rest > 0 {
+            self.reported += rest;
+            progress(rest);
         }
     }
 
@@ -493,6 +513,7 @@ impl MemtableReader {
                 return Ok(r.next()?);
             }
             if self.finished {
+                self.report_rest();
                 return Ok(None);
             }
             if self.partition.is_some() {
