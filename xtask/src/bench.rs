@@ -50,6 +50,12 @@ const SUITES: &[Suite] = &[
         quick: &["--quick"],
     },
     Suite {
+        package: "memtable",
+        bench: "memtable",
+        full: &[],
+        quick: &["--quick"],
+    },
+    Suite {
         package: "sstable",
         bench: "sstable_io",
         full: &["--scale", "1", "--runs", "3"],
