@@ -382,6 +382,30 @@ fn collect_rows(
     Ok(())
 }
 
+/// The stored part of a partition (header and the rows read) reconciled
+/// with `m`.
+fn reconcile(
+    dk: &DecoratedKey,
+    old_header: &Header,
+    old_rows: &BTreeMap<ClusteringKey, Row>,
+    m: &Mutation,
+) -> Result<Mutation, Error> {
+    let mut builder = Mutation::builder(dk.clone());
+    if let Some(t) = old_header.tombstone {
+        builder = builder.partition_tombstone(t);
+    }
+    if !old_header.static_row.is_empty() {
+        builder = builder.static_row(old_header.static_row.clone());
+    }
+    for rt in old_header.range_tombstones.to_range_tombstones() {
+        builder = builder.range_tombstone(rt.range, rt.tombstone);
+    }
+    for (ck, row) in old_rows {
+        builder = builder.row(ck.clone(), row.clone());
+    }
+    Ok(builder.build()?.merge(m.clone())?)
+}
+
 fn apply_to(
     w: &mut RegionWriter<'_>,
     tree: &mut Tree,
@@ -389,9 +413,17 @@ fn apply_to(
     m: &Mutation,
 ) -> Result<Delta, Error> {
     let dk: &DecoratedKey = m.key();
-    let header_key = SearchKey::new(dk, Suffix::Header);
-    let header_bytes = header_key.encode();
+    // Keys are encoded once and compared with memcmp.
+    let header_bytes = SearchKey::new(dk, Suffix::Header).encode();
+    let header_key = SearchKey::raw(&header_bytes);
     let prefix = &header_bytes[..header_bytes.len() - 1];
+    let row_key = |ck: &ClusteringKey| {
+        let mut k = Vec::with_capacity(prefix.len() + 1 + ck.len());
+        k.extend_from_slice(prefix);
+        k.push(key::KIND_ROW);
+        k.extend_from_slice(ck.as_bytes());
+        k
+    };
     let mut cursor = Cursor::new();
     let existing = tree.find(w, &header_key, &mut cursor)?;
     let old_header = match existing {
@@ -409,8 +441,8 @@ fn apply_to(
     let mut old_rows: BTreeMap<ClusteringKey, Row> = BTreeMap::new();
     if existing.is_some() {
         for ck in m.rows().keys() {
-            let k = SearchKey::new(dk, Suffix::Row(ck.as_bytes()));
-            if let Some(e) = tree.find(w, &k, &mut cursor)? {
+            let k = row_key(ck);
+            if let Some(e) = tree.find(w, &SearchKey::raw(&k), &mut cursor)? {
                 old_rows.insert(ck.clone(), decode_value(w, e.value, codec::decode_row)?);
             }
         }
@@ -430,21 +462,15 @@ fn apply_to(
         }
     }
 
-    // Reconcile by the mutation crate's rules.
-    let mut builder = Mutation::builder(dk.clone());
-    if let Some(t) = old_header.tombstone {
-        builder = builder.partition_tombstone(t);
-    }
-    if !old_header.static_row.is_empty() {
-        builder = builder.static_row(old_header.static_row.clone());
-    }
-    for rt in old_header.range_tombstones.to_range_tombstones() {
-        builder = builder.range_tombstone(rt.range, rt.tombstone);
-    }
-    for (ck, row) in &old_rows {
-        builder = builder.row(ck.clone(), row.clone());
-    }
-    let merged = builder.build()?.merge(m.clone())?;
+    // Reconcile by the mutation crate's rules. A new partition is the
+    // mutation itself (a `Mutation` is always canonical).
+    let reconciled;
+    let merged = if existing.is_none() {
+        m
+    } else {
+        reconciled = reconcile(dk, &old_header, &old_rows, m)?;
+        &reconciled
+    };
 
     // The header.
     let new_header = Header {
@@ -472,7 +498,8 @@ fn apply_to(
     let keys: BTreeSet<&ClusteringKey> = old_rows.keys().chain(m.rows().keys()).collect();
     let mut encoded = Vec::new();
     for ck in keys {
-        let k = SearchKey::new(dk, Suffix::Row(ck.as_bytes()));
+        let k_bytes = row_key(ck);
+        let k = SearchKey::raw(&k_bytes);
         let shadowing = deletes || m.row(ck).is_some_and(|r| r.tombstone.is_some());
         match (old_rows.get(ck), merged.row(ck)) {
             (Some(_), None) => {
@@ -498,7 +525,7 @@ fn apply_to(
             (None, Some(new)) => {
                 encoded.clear();
                 codec::encode_row(&mut encoded, new);
-                let key = undo.alloc_managed(w, &k.encode())?;
+                let key = undo.alloc_managed(w, &k_bytes)?;
                 let value = undo.alloc_managed(w, &encoded)?;
                 tree.insert(w, undo, &k, Entry { key, value })?;
                 delta.rows_added += 1;

@@ -399,21 +399,19 @@ impl MemtableReader {
                 changes.push_back((e, None));
             }
         }
-        self.partition = Some(Partition { prefix, changes });
-        self.last_partition = Some((dk, after));
         match self.slice.start() {
             Bound::Unbounded => {
                 self.resume = Resume::After(stored_bytes);
                 self.cursor_version = Some(version);
             }
             Bound::Included(k) | Bound::Excluded(k) => {
-                let mut from = self.partition.as_ref().expect("set").prefix.clone();
-                from.push(key::KIND_ROW);
-                from.extend_from_slice(k.as_bytes());
+                let from = SearchKey::new(&dk, Suffix::Row(k.as_bytes())).encode();
                 self.resume = Resume::From(from);
                 self.cursor_version = None;
             }
         }
+        self.partition = Some(Partition { prefix, changes });
+        self.last_partition = Some((dk, after));
         Ok(())
     }
 
