@@ -116,6 +116,20 @@ impl<'a> SearchKey<'a> {
             .chain(ck.iter().copied())
     }
 
+    /// The first 8 bytes of the encoded key (every stored key has them:
+    /// the token).
+    pub(crate) fn head(&self) -> [u8; 8] {
+        match self.raw {
+            Some(raw) => {
+                let mut head = [0u8; 8];
+                let n = raw.len().min(8);
+                head[..n].copy_from_slice(&raw[..n]);
+                head
+            }
+            None => token_bytes(self.token),
+        }
+    }
+
     /// The encoded key.
     pub(crate) fn encode(&self) -> Vec<u8> {
         match self.raw {

@@ -489,7 +489,7 @@ fn apply_to(
         None => {
             let key = undo.alloc_managed(w, &header_bytes)?;
             let value = undo.alloc_managed(w, &codec::encode_header(&new_header))?;
-            tree.insert(w, undo, &header_key, Entry { key, value })?;
+            tree.insert(w, undo, &header_key, key, value)?;
         }
     }
 
@@ -527,7 +527,7 @@ fn apply_to(
                 codec::encode_row(&mut encoded, new);
                 let key = undo.alloc_managed(w, &k_bytes)?;
                 let value = undo.alloc_managed(w, &encoded)?;
-                tree.insert(w, undo, &k, Entry { key, value })?;
+                tree.insert(w, undo, &k, key, value)?;
                 delta.rows_added += 1;
             }
             _ => {}

@@ -50,6 +50,13 @@ const LEAF: u8 = 1;
 const INTERNAL: u8 = 2;
 const HEADER: usize = 8;
 const MB: usize = ManagedBytes::ENCODED_LEN;
+/// A key's first 8 bytes (its token), kept in the node next to the key's
+/// handle so that most comparisons need no lookup of the key itself.
+const HEAD: usize = 8;
+/// A leaf entry: key, value, key head.
+const ENTRY: usize = 2 * MB + HEAD;
+/// An internal node's separator: key, key head.
+const SEP: usize = MB + HEAD;
 const MAX_FANOUT: usize = 32;
 /// The smallest fanout a tree works with.
 pub(crate) const MIN_FANOUT: usize = 4;
@@ -85,6 +92,29 @@ fn count(bytes: &[u8]) -> usize {
 pub(crate) struct Entry {
     pub(crate) key: ManagedBytes,
     pub(crate) value: ManagedBytes,
+    /// The key's first 8 bytes.
+    head: [u8; HEAD],
+}
+
+fn read_head(bytes: &[u8], at: usize) -> Result<[u8; HEAD], Error> {
+    bytes
+        .get(at..at + HEAD)
+        .and_then(|b| b.try_into().ok())
+        .ok_or_else(|| corrupt("truncated"))
+}
+
+/// `key` compared with a stored key whose head is `head`: by the heads
+/// first, by the whole keys only if those are equal.
+fn cmp_key(
+    view: &impl View,
+    key: &SearchKey<'_>,
+    head: [u8; HEAD],
+    stored: ManagedBytes,
+) -> Result<Ordering, Error> {
+    match key.head().cmp(&head) {
+        Ordering::Equal => Ok(key.cmp_stored(&view.managed(stored)?)),
+        unequal => Ok(unequal),
+    }
 }
 
 /// A node, decoded for modification.
@@ -93,7 +123,7 @@ enum Node {
     Leaf(Vec<Entry>),
     Internal {
         children: Vec<Handle>,
-        seps: Vec<ManagedBytes>,
+        seps: Vec<(ManagedBytes, [u8; HEAD])>,
     },
 }
 
@@ -118,11 +148,11 @@ pub(crate) struct Tree {
 impl Tree {
     /// An empty tree whose nodes fit objects of `max_object` bytes.
     pub(crate) fn new(max_object: usize) -> Result<Tree, Error> {
-        let fanout = (max_object.saturating_sub(HEADER) / (2 * MB)).min(MAX_FANOUT);
+        let fanout = (max_object.saturating_sub(HEADER) / ENTRY).min(MAX_FANOUT);
         if fanout < MIN_FANOUT {
             return Err(Error::SegmentTooSmall {
                 max_object,
-                min: HEADER + 2 * MB * MIN_FANOUT,
+                min: HEADER + ENTRY * MIN_FANOUT,
             });
         }
         Ok(Tree {
@@ -133,7 +163,7 @@ impl Tree {
     }
 
     fn node_size(&self) -> usize {
-        HEADER + 2 * MB * self.fanout
+        HEADER + ENTRY * self.fanout
     }
 
     fn decode(&self, bytes: &[u8]) -> Result<Node, Error> {
@@ -143,12 +173,7 @@ impl Tree {
         }
         match bytes[0] {
             LEAF => (0..n)
-                .map(|i| {
-                    Ok(Entry {
-                        key: read_mb(bytes, HEADER + i * 2 * MB)?,
-                        value: read_mb(bytes, HEADER + i * 2 * MB + MB)?,
-                    })
-                })
+                .map(|i| Self::leaf_entry(bytes, i))
                 .collect::<Result<_, _>>()
                 .map(Node::Leaf),
             INTERNAL => Ok(Node::Internal {
@@ -156,15 +181,18 @@ impl Tree {
                     .map(|i| read_handle(bytes, HEADER + i * 8))
                     .collect::<Result<_, _>>()?,
                 seps: (0..n.saturating_sub(1))
-                    .map(|i| read_mb(bytes, self.sep_at(i)))
-                    .collect::<Result<_, _>>()?,
+                    .map(|i| {
+                        let at = self.sep_at(i);
+                        Ok((read_mb(bytes, at)?, read_head(bytes, at + MB)?))
+                    })
+                    .collect::<Result<_, Error>>()?,
             }),
             _ => Err(corrupt("unknown node kind")),
         }
     }
 
     fn sep_at(&self, i: usize) -> usize {
-        HEADER + 8 * self.fanout + i * MB
+        HEADER + 8 * self.fanout + i * SEP
     }
 
     fn encode(&self, node: &Node, out: &mut [u8]) {
@@ -174,9 +202,10 @@ impl Tree {
             Node::Leaf(entries) => {
                 out[0] = LEAF;
                 for (i, e) in entries.iter().enumerate() {
-                    let at = HEADER + i * 2 * MB;
+                    let at = HEADER + i * ENTRY;
                     out[at..at + MB].copy_from_slice(&e.key.to_bytes());
                     out[at + MB..at + 2 * MB].copy_from_slice(&e.value.to_bytes());
+                    out[at + 2 * MB..at + ENTRY].copy_from_slice(&e.head);
                 }
             }
             Node::Internal { children, seps } => {
@@ -185,18 +214,21 @@ impl Tree {
                     let at = HEADER + i * 8;
                     out[at..at + 8].copy_from_slice(&c.to_raw().to_le_bytes());
                 }
-                for (i, s) in seps.iter().enumerate() {
+                for (i, (s, head)) in seps.iter().enumerate() {
                     let at = self.sep_at(i);
                     out[at..at + MB].copy_from_slice(&s.to_bytes());
+                    out[at + MB..at + SEP].copy_from_slice(head);
                 }
             }
         }
     }
 
     fn leaf_entry(bytes: &[u8], i: usize) -> Result<Entry, Error> {
+        let at = HEADER + i * ENTRY;
         Ok(Entry {
-            key: read_mb(bytes, HEADER + i * 2 * MB)?,
-            value: read_mb(bytes, HEADER + i * 2 * MB + MB)?,
+            key: read_mb(bytes, at)?,
+            value: read_mb(bytes, at + MB)?,
+            head: read_head(bytes, at + 2 * MB)?,
         })
     }
 
@@ -243,8 +275,9 @@ impl Tree {
                 }
                 // Child i holds [sep[i-1], sep[i]): the number of seps <= key.
                 let i = Self::partition_point(n - 1, |i| {
-                    let sep = view.managed(read_mb(bytes, self.sep_at(i))?)?;
-                    Ok(key.cmp_stored(&sep) != Ordering::Less)
+                    let at = self.sep_at(i);
+                    let c = cmp_key(view, key, read_head(bytes, at + MB)?, read_mb(bytes, at)?)?;
+                    Ok(c != Ordering::Less)
                 })?;
                 cursor.idx[level] = i;
                 node = read_handle(bytes, HEADER + i * 8)?;
@@ -253,8 +286,13 @@ impl Tree {
                     return Err(corrupt("expected a leaf"));
                 }
                 let i = Self::partition_point(n, |i| {
-                    let stored = view.managed(read_mb(bytes, HEADER + i * 2 * MB)?)?;
-                    let c = key.cmp_stored(&stored);
+                    let at = HEADER + i * ENTRY;
+                    let c = cmp_key(
+                        view,
+                        key,
+                        read_head(bytes, at + 2 * MB)?,
+                        read_mb(bytes, at)?,
+                    )?;
                     Ok(if strict {
                         c != Ordering::Less
                     } else {
@@ -359,8 +397,14 @@ impl Tree {
         w: &mut RegionWriter<'_>,
         undo: &mut Undo,
         key: &SearchKey<'_>,
-        entry: Entry,
+        stored_key: ManagedBytes,
+        value: ManagedBytes,
     ) -> Result<(), Error> {
+        let entry = Entry {
+            key: stored_key,
+            value,
+            head: key.head(),
+        };
         let mut cursor = Cursor::new();
         if !self.descend(w, key, false, &mut cursor)? {
             let leaf = undo.alloc_node(w, self, &Node::Leaf(vec![entry]))?;
@@ -383,7 +427,7 @@ impl Tree {
                 Node::Leaf(entries) => {
                     let right = entries.split_off(entries.len() / 2);
                     let first = w.managed(right[0].key)?.to_vec();
-                    let sep = undo.alloc_managed(w, &first)?;
+                    let sep = (undo.alloc_managed(w, &first)?, right[0].head);
                     (Node::Leaf(right), sep)
                 }
                 Node::Internal { children, seps } => {
@@ -508,7 +552,7 @@ impl Tree {
             let i = cursor.idx[level];
             children.remove(i);
             if !seps.is_empty() {
-                undo.free_managed(seps.remove(i.saturating_sub(1)));
+                undo.free_managed(seps.remove(i.saturating_sub(1)).0);
             }
             if children.is_empty() {
                 undo.free_node(parent);
