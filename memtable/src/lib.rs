@@ -122,14 +122,44 @@
 //!
 //! # For the `replica` crate
 //!
-//! A table keeps a list of `Arc<Memtable>`, the last one active. Writes:
-//! `active.apply(&m)` inside the region group's admission. Reads:
-//! `make_reader_opt(range, slice)` on each memtable, skipping `None`, plus
-//! the sstables' readers, all merged by `mutation::MergingReader`. Flush:
-//! add a new active memtable, `seal()` the old one, write
-//! `make_flush_reader(|bytes| flush.account_written(bytes))` into an
-//! sstable, then `mark_flushed(sstable source)`,
-//! `on_detach_from_region_group()`, and drop it from the list.
+//! The replica composes memtables with dirty-memory and sstables; this is
+//! the whole surface it needs:
+//!
+//! ```text
+//! Memtable::new(&group, &pool) -> Result<Arc<Memtable>, Error>   // group = the dirty manager's
+//! memtable.region_id() -> RegionId                               // maps the group's choice back
+//! memtable.apply(&Mutation) -> Result<(), Error>                 // inside the group's admission
+//! memtable.make_reader_opt(range, slice) -> Result<Option<MemtableReader>, Error>
+//! memtable.seal()                                                // when picked for flush
+//! memtable.make_flush_reader(|bytes| ...) -> MemtableReader      // or poll progress_bytes()
+//! memtable.mark_flushed(Arc<dyn ReplacementSource>)              // the new sstable's source
+//! memtable.on_detach_from_region_group()
+//! memtable.stats() -> MemtableStats
+//! ```
+//!
+//! A sketch of the replica side, for its issue to refine:
+//!
+//! ```text
+//! pub struct Database { tables: HashMap<String, Arc<Table>>, dirty: DirtyMemoryManager, .. }
+//! pub struct Table {
+//!     memtables: RwLock<Vec<Arc<Memtable>>>,   // last = active; sealed ones until flushed
+//!     sstables: RwLock<Vec<Arc<SstableSource>>>,
+//! }
+//! impl Table {
+//!     pub fn apply(&self, m: &Mutation) -> Result<(), Error>;
+//!         // dirty.group().run_when_memory_available(|| active.apply(m)); on Error::Sealed
+//!         // (raced a seal) retry on the new active memtable
+//!     pub fn make_reader(&self, range: PartitionRange, slice: ClusteringRange)
+//!         -> Result<MergingReader<Box<dyn FragmentReader + Send>>, Error>;
+//!         // make_reader_opt on every memtable (skip None) + every sstable, merged
+//!     fn flush(&self, flush: &mut dirty_memory::Flush) -> Result<(), Error>;
+//!         // push a new active memtable; old.seal(); write
+//!         // old.make_flush_reader(..) into an sstable, calling
+//!         // flush.account_written(bytes) as progress comes; then
+//!         // old.mark_flushed(sstable), old.on_detach_from_region_group(),
+//!         // remove old from the list
+//! }
+//! ```
 #![forbid(unsafe_code)]
 
 mod codec;

@@ -260,6 +260,13 @@ impl MemtableReader {
         }
     }
 
+    /// The region bytes a flush reader has reported so far (0 for other
+    /// readers): for a caller that prefers to poll, e.g. to pass the growth
+    /// to dirty-memory's `Flush::account_written` between fragments.
+    pub fn progress_bytes(&self) -> usize {
+        self.reported
+    }
+
     /// True once the reader continues in the memtable's replacement source.
     pub fn is_handed_off(&self) -> bool {
         self.replacement.is_some()
