@@ -128,3 +128,22 @@ fn writers_readers_compaction_and_seal() {
     assert_eq!(common::scan(&mt), Mutation::reconcile_all(applied));
     mt.check_invariants().unwrap();
 }
+
+/// A memtable is shared across threads; a reader can move to another
+/// thread (a replica hands readers to a merging reader on any thread).
+#[test]
+fn memtable_is_sync_and_readers_are_send() {
+    fn shared<T: Send + Sync>() {}
+    fn movable<T: Send>() {}
+    shared::<memtable::Memtable>();
+    movable::<memtable::MemtableReader>();
+    let (_pool, _group, mt) = common::setup(4 << 20);
+    let reader = mt
+        .make_reader(PartitionRange::full(), ClusteringRange::full())
+        .unwrap();
+    let moved = thread::spawn(move || {
+        let mut reader = reader;
+        common::read_all(&mut reader).len()
+    });
+    assert_eq!(moved.join().unwrap(), 0);
+}
