@@ -71,10 +71,12 @@
 //! costs no more than many narrow ones.
 //!
 //! **Why a B+tree of region objects** (rather than a skip list or a sorted
-//! array): its nodes are few and dense (up to 32 entries of 32 bytes), so
-//! the index costs about 40 bytes per entry with no per-entry pointer
-//! towers, and compaction moves nodes like any object because nodes refer
-//! to each other by [`logalloc::Handle`], never by address. A node has a
+//! array): its nodes are few and dense (up to 32 entries of 40 bytes: the
+//! key's and the value's [`logalloc::ManagedBytes`] and the key's first 8
+//! bytes, its token, so most comparisons in a descent never look the key
+//! up), there are no per-entry pointer towers, and compaction moves nodes
+//! like any object because nodes refer to each other by
+//! [`logalloc::Handle`], never by address. A node has a
 //! fixed size, so changing it rewrites it in place under the region's
 //! write lock ([`logalloc::RegionWriter`]); a descent takes the region's
 //! shared lock once ([`logalloc::RegionReader`]). Deletion does not
