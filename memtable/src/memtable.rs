@@ -123,26 +123,28 @@ fn decode_value<T>(
 }
 
 fn timestamps(m: &Mutation) -> Option<(Timestamp, Timestamp)> {
-    let mut all: Vec<Timestamp> = Vec::new();
-    let mut row = |r: &Row| {
-        all.extend(r.marker.map(|m| m.timestamp));
-        all.extend(r.tombstone.map(|t| t.timestamp));
-        all.extend(r.cells.values().map(|c| c.timestamp()));
+    let mut range: Option<(Timestamp, Timestamp)> = None;
+    let mut see = |t: Timestamp| {
+        range = Some(range.map_or((t, t), |(lo, hi)| (lo.min(t), hi.max(t))));
+    };
+    let row = |r: &Row, see: &mut dyn FnMut(Timestamp)| {
+        r.marker.iter().for_each(|m| see(m.timestamp));
+        r.tombstone.iter().for_each(|t| see(t.timestamp));
+        r.cells.values().for_each(|c| see(c.timestamp()));
     };
     if let Some(s) = m.static_row() {
-        row(s);
+        row(s, &mut see);
     }
     for r in m.rows().values() {
-        row(r);
+        row(r, &mut see);
     }
-    all.extend(m.partition_tombstone().map(|t| t.timestamp));
-    all.extend(
-        m.range_tombstones()
-            .changes()
-            .iter()
-            .filter_map(|(_, t)| t.map(|t| t.timestamp)),
-    );
-    Some((*all.iter().min()?, *all.iter().max()?))
+    m.partition_tombstone()
+        .iter()
+        .for_each(|t| see(t.timestamp));
+    for (_, t) in m.range_tombstones().changes() {
+        t.iter().for_each(|t| see(t.timestamp));
+    }
+    range
 }
 
 impl Memtable {

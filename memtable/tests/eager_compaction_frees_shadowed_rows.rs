@@ -133,6 +133,11 @@ fn older_partition_tombstone_changes_only_the_header_newer_one_removes_all_rows(
     assert_eq!(stats.rows, 0);
     // The range tombstone is newer than the partition tombstone: it stays.
     assert_eq!(stats.range_tombstones, 1);
+    // Write timestamps seen: 10 (cells), 30 (range), 5 and 15 (partition).
+    assert_eq!(stats.min_timestamp, Some(ts(5)));
+    assert_eq!(stats.max_timestamp, Some(ts(30)));
+    assert_eq!(stats.partitions, 1);
+    assert_eq!(stats.applies, 3);
     let scanned = common::scan(&mt);
     assert_eq!(scanned.len(), 1);
     assert!(scanned[0].rows().is_empty());
