@@ -141,6 +141,26 @@ pub enum Error {
     #[error("cannot merge regions of different segment pools")]
     PoolMismatch,
 
+    /// A [`ManagedBytes`](crate::ManagedBytes) string longer than its
+    /// index object can describe.
+    #[error(
+        "byte string of {size} bytes exceeds the {max}-byte limit of a chunked string \
+         (the chunk index must fit the largest object)"
+    )]
+    ManagedTooLarge {
+        /// The requested length.
+        size: usize,
+        /// The longest chunked string of the pool.
+        max: usize,
+    },
+
+    /// A chunked string's index object is malformed (not a list of handles).
+    #[error("chunked string index of {len} bytes is malformed")]
+    MalformedManaged {
+        /// The index object's length.
+        len: usize,
+    },
+
     /// The pool-wide handle table has no free part left.
     #[error("handle table full: all {parts} handle-table parts of the pool are in use")]
     HandleTableFull {

@@ -119,8 +119,15 @@
 //! merged), from whichever thread changes it, with the region locked.
 //!
 //! **Large objects.** Objects above 10% of a segment are refused
-//! ([`Error::ObjectTooLarge`]); callers chunk large values or configure a
-//! larger segment size.
+//! ([`Error::ObjectTooLarge`]); callers chunk large values (a
+//! [`ManagedBytes`] string does it for them) or configure a larger segment
+//! size.
+//!
+//! **Batches.** [`Region::reader`] takes the lock in shared mode once for
+//! many `get`s ([`RegionReader`]); [`Region::writer`] takes it exclusively
+//! once for many allocations, frees and in-place writes ([`RegionWriter`]),
+//! and [`Region::alloc_with`] writes a new object in place. The `get`
+//! bench compares both forms of `get` with a plain slice index.
 //!
 //! **Cost.** With a pool limited to live/0.8, greedy compaction under
 //! uniformly random frees moves about 1.3 bytes per byte allocated, at
@@ -149,6 +156,7 @@ mod histogram;
 mod listener;
 #[cfg(all(test, loom))]
 mod loom_tests;
+mod managed;
 mod pool;
 mod region;
 mod segment;
@@ -159,7 +167,8 @@ mod table;
 pub use config::{MAX_ALIGN, MAX_SEGMENT_SIZE, MIN_SEGMENT_SIZE, PoolConfig};
 pub use error::Error;
 pub use listener::{RegionId, RegionListener};
+pub use managed::{ManagedBytes, ManagedRef};
 pub use pool::SegmentPool;
-pub use region::{Eviction, Evictor, ObjectMut, ObjectRef, Region};
+pub use region::{Eviction, Evictor, ObjectMut, ObjectRef, Region, RegionReader, RegionWriter};
 pub use stats::{PoolStats, RegionStats};
 pub use table::Handle;

@@ -243,3 +243,43 @@ fn loom_a_region_dropped_during_reclaim_is_never_compacted_after_retiring() {
         pool.check_invariants().unwrap();
     });
 }
+
+/// A `RegionReader` holds the region's lock in shared mode for all its
+/// gets: another region's reclaim, running meanwhile, skips the region, so
+/// every slice the reader handed out (including a chunked string's
+/// chunks) keeps its bytes; a `RegionWriter` of the other region allocates
+/// (reclaiming if it must) under its one exclusive lock.
+#[test]
+fn loom_region_reader_pins_its_region_against_reclaim() {
+    builder().check(|| {
+        let pool = pool(4, 1);
+        let mut a = Region::new(&pool);
+        let kept = fill_three_segments_half_free(&mut a);
+        let a = Arc::new(a);
+        let reader = {
+            let a = a.clone();
+            let kept = kept.clone();
+            thread::spawn(move || {
+                let view = a.reader();
+                let first = view.get(kept[0].0).unwrap();
+                let last = view.get(kept[kept.len() - 1].0).unwrap();
+                thread::yield_now();
+                assert!(first.iter().all(|&x| x == kept[0].1));
+                assert!(last.iter().all(|&x| x == kept[kept.len() - 1].1));
+            })
+        };
+        let mut b = Region::new(&pool);
+        let result = b.writer().alloc_with(400, 8, |bytes| bytes.fill(7));
+        if let Err(e) = &result {
+            assert!(matches!(e, Error::OutOfMemory { .. }), "{e}");
+        }
+        reader.join().unwrap();
+        for (h, fill) in kept {
+            assert!(a.get(h).unwrap().iter().all(|&x| x == fill));
+        }
+        if let Ok(h) = result {
+            assert!(b.get(h).unwrap().iter().all(|&x| x == 7));
+        }
+        pool.check_invariants().unwrap();
+    });
+}

@@ -1,8 +1,179 @@
-//! `memtable`: sorted partitions held in a logalloc region, reconciled by
-//! timestamp and read back as ordered fragment streams.
+//! `memtable`: the in-memory write buffer of a replica. Partitions, rows
+//! and tombstones are reconciled by timestamp as they are applied, held
+//! entirely in one logalloc region that reports to a region group, and read
+//! back as ordered fragment streams (scans, single-partition slices, the
+//! flush stream).
 //!
-//! **Not built yet.** This crate is reserved in the workspace so that its
-//! place in the dependency graph is fixed; it exports nothing until its issue
-//! lands. It will depend on `logalloc`, `region-group` and `mutation`, and
-//! never on `sstable`.
+//! ```
+//! use logalloc::{PoolConfig, SegmentPool};
+//! use memtable::Memtable;
+//! use mutation::{
+//!     Bound, Cell, ClusteringRange, DecoratedKey, Fragment, FragmentReader, Mutation,
+//!     PartitionRange, Timestamp, Tombstone,
+//! };
+//! use region_group::{ReclaimConfig, RegionGroup};
+//!
+//! let pool = SegmentPool::new(PoolConfig::default().with_memory_limit(16 << 20))?;
+//! let group = RegionGroup::new("memtables", ReclaimConfig::default());
+//! let memtable = Memtable::new(&group, &pool)?;
+//!
+//! let key = DecoratedKey::from_bytes("user:1")?;
+//! let ts = |t| Timestamp::from_micros(t);
+//! let mut rows = Mutation::builder(key.clone());
+//! for ck in ["1", "2", "3", "4"] {
+//!     rows = rows.cell(ck, 0, Cell::live(vec![7u8; 100], ts(10)));
+//! }
+//! memtable.apply(&rows.build()?)?;
+//! let full = memtable.stats().region.used_bytes;
+//! assert_eq!(group.real_usage(), memtable.stats().region.footprint_bytes());
+//!
+//! // A newer range tombstone over [2, 3] removes rows 2 and 3 at once.
+//! let delete = Mutation::builder(key.clone())
+//!     .range_tombstone_bounds(Bound::Included("2"), Bound::Included("3"), Tombstone::new(ts(20), 0))
+//!     .build()?;
+//! memtable.apply(&delete)?;
+//! assert!(memtable.stats().region.used_bytes < full);
+//!
+//! let mut reader = memtable
+//!     .make_reader_opt(PartitionRange::single_key(key.clone()), ClusteringRange::full())?
+//!     .expect("the partition is there");
+//! let mut kinds = Vec::new();
+//! while let Some(fragment) = reader.next()? {
+//!     kinds.push(fragment.kind());
+//! }
+//! assert_eq!(kinds, [
+//!     "partition start", "clustering row", "range tombstone change",
+//!     "range tombstone change", "clustering row", "partition end",
+//! ]);
+//!
+//! // A miss allocates no reader at all.
+//! let other = PartitionRange::single_key(DecoratedKey::from_bytes("user:2")?);
+//! assert!(memtable.make_reader_opt(other, ClusteringRange::full())?.is_none());
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! # Storage and the index
+//!
+//! Everything lives in the region: the index nodes, the keys, the values.
+//! The heap holds only the memtable's header (a lock, the root handle,
+//! counters), which is bounded.
+//!
+//! **One B+tree over composite keys.** A partition is a header entry (its
+//! tombstone, static row and range tombstones) followed by one entry per
+//! clustering row, all in one B+tree keyed by an order-preserving byte
+//! encoding: the token (big-endian, sign bit flipped), the partition key
+//! with `0x00` escaped, a kind byte (header before rows), then the
+//! clustering key. Bytewise order is ring order, then clustering order, so
+//! one ordered index serves partition lookups, row lookups, range scans and
+//! slices, and a reader's position is a single key to re-seek from.
+//! ScyllaDB nests a per-partition row B-tree inside a partition B+tree;
+//! one tree is less code with the same asymptotics, and a wide partition
+//! costs no more than many narrow ones.
+//!
+//! **Why a B+tree of region objects** (rather than a skip list or a sorted
+//! array): its nodes are few and dense (up to 32 entries of 40 bytes: the
+//! key's and the value's [`logalloc::ManagedBytes`] and the key's first 8
+//! bytes, its token, so most comparisons in a descent never look the key
+//! up), there are no per-entry pointer towers, and compaction moves nodes
+//! like any object because nodes refer to each other by
+//! [`logalloc::Handle`], never by address. A node has a
+//! fixed size, so changing it rewrites it in place under the region's
+//! write lock ([`logalloc::RegionWriter`]); a descent takes the region's
+//! shared lock once ([`logalloc::RegionReader`]). Deletion does not
+//! rebalance: an emptied leaf leaves its parent, which keeps the code
+//! small; memtables mostly grow.
+//!
+//! **Keys and values** are [`logalloc::ManagedBytes`]: one object, or
+//! chunks plus an index object above the largest object size, so a 1 MiB
+//! value or a 64 KiB key is stored like any other and compared without
+//! being copied out. Rows are encoded by a small safe little-endian codec
+//! of this crate (`codec.rs`); the crate needs no `unsafe`, and neither
+//! `zerocopy` nor `bytemuck`, because nothing is ever reinterpreted in
+//! place: node fields and rows are read with `from_le_bytes`.
+//!
+//! # Apply
+//!
+//! [`Memtable::apply`] runs under the memtable's write lock and the
+//! region's write lock. It reads the partition's header and the rows the
+//! mutation can change (the rows it writes, plus those its new deletions
+//! cover), reconciles them with the mutation by [`mutation::Mutation`]'s
+//! rules, and writes back the difference: rows the result no longer holds
+//! are removed and freed at once (eager compaction), rows whose incoming
+//! data is shadowed are never stored, tombstones are kept. An undo log
+//! makes it all or nothing: on an allocation failure the nodes it
+//! rewrote are restored and every object it allocated is freed.
+//!
+//! # Readers
+//!
+//! [`MemtableReader`] holds no lock between `next()` calls. It remembers
+//! the last entry it emitted and a cursor; an apply bumps the memtable's
+//! version, and a reader whose version is stale re-seeks from its last
+//! position. Compaction and reclaim by other regions move objects but not
+//! handles, so they need no re-seek. [`Memtable::make_reader_opt`] returns
+//! `None`, without allocating, when nothing is in the range.
+//!
+//! # Flushing
+//!
+//! [`Memtable::seal`] refuses further writes and grounds the region;
+//! [`Memtable::make_flush_reader`] streams everything and reports the
+//! region bytes it emitted (for dirty-memory's `Flush::account_written`);
+//! [`Memtable::mark_flushed`] hands open readers over to a
+//! [`ReplacementSource`] at their next partition;
+//! [`Memtable::on_detach_from_region_group`] takes the region out of the
+//! group.
+//!
+//! # For the `replica` crate
+//!
+//! The replica composes memtables with dirty-memory and sstables; this is
+//! the whole surface it needs:
+//!
+//! ```text
+//! Memtable::new(&group, &pool) -> Result<Arc<Memtable>, Error>   // group = the dirty manager's
+//! memtable.region_id() -> RegionId                               // maps the group's choice back
+//! memtable.apply(&Mutation) -> Result<(), Error>                 // inside the group's admission
+//! memtable.make_reader_opt(range, slice) -> Result<Option<MemtableReader>, Error>
+//! memtable.seal()                                                // when picked for flush
+//! memtable.make_flush_reader(|bytes| ...) -> MemtableReader      // or poll progress_bytes()
+//! memtable.mark_flushed(Arc<dyn ReplacementSource>)              // the new sstable's source
+//! memtable.on_detach_from_region_group()
+//! memtable.stats() -> MemtableStats
+//! ```
+//!
+//! A sketch of the replica side, for its issue to refine:
+//!
+//! ```text
+//! pub struct Database { tables: HashMap<String, Arc<Table>>, dirty: DirtyMemoryManager, .. }
+//! pub struct Table {
+//!     memtables: RwLock<Vec<Arc<Memtable>>>,   // last = active; sealed ones until flushed
+//!     sstables: RwLock<Vec<Arc<SstableSource>>>,
+//! }
+//! impl Table {
+//!     pub fn apply(&self, m: &Mutation) -> Result<(), Error>;
+//!         // dirty.group().run_when_memory_available(|| active.apply(m)); on Error::Sealed
+//!         // (raced a seal) retry on the new active memtable
+//!     pub fn make_reader(&self, range: PartitionRange, slice: ClusteringRange)
+//!         -> Result<MergingReader<Box<dyn FragmentReader + Send>>, Error>;
+//!         // make_reader_opt on every memtable (skip None) + every sstable, merged
+//!     fn flush(&self, flush: &mut dirty_memory::Flush) -> Result<(), Error>;
+//!         // push a new active memtable; old.seal(); write
+//!         // old.make_flush_reader(..) into an sstable, calling
+//!         // flush.account_written(bytes) as progress comes; then
+//!         // old.mark_flushed(sstable), old.on_detach_from_region_group(),
+//!         // remove old from the list
+//! }
+//! ```
 #![forbid(unsafe_code)]
+
+mod codec;
+mod error;
+mod key;
+#[cfg(all(test, loom))]
+mod loom_tests;
+mod memtable;
+mod reader;
+mod sync;
+mod tree;
+
+pub use crate::error::Error;
+pub use crate::memtable::{Memtable, MemtableStats, ReplacementSource};
+pub use crate::reader::MemtableReader;

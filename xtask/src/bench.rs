@@ -32,6 +32,12 @@ const SUITES: &[Suite] = &[
         quick: &["--repeat", "1"],
     },
     Suite {
+        package: "logalloc",
+        bench: "get",
+        full: &[],
+        quick: &["--quick"],
+    },
+    Suite {
         package: "region-group",
         bench: "admission",
         full: &[],
@@ -40,6 +46,12 @@ const SUITES: &[Suite] = &[
     Suite {
         package: "mutation",
         bench: "merging_reader",
+        full: &[],
+        quick: &["--quick"],
+    },
+    Suite {
+        package: "memtable",
+        bench: "memtable",
         full: &[],
         quick: &["--quick"],
     },

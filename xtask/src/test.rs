@@ -7,7 +7,8 @@ use crate::runner;
 
 /// The logalloc tests that run under valgrind memcheck: the unit tests, a
 /// smoke test of every unsafe path, the property model (few cases), the
-/// segment-edge cases and a listener that panics mid-compaction.
+/// segment-edge cases, a listener that panics mid-compaction, and the
+/// batch reader/writer and chunked strings.
 const VALGRIND_PACKAGE: &str = "logalloc";
 const VALGRIND_TARGETS: &[&str] = &[
     "--lib",
@@ -19,6 +20,8 @@ const VALGRIND_TARGETS: &[&str] = &[
     "unsafe_core_edges",
     "--test",
     "panicking_listener_leaves_objects_intact",
+    "--test",
+    "reader_writer_and_managed_bytes",
 ];
 
 /// What the steps counted, for the summary line.

@@ -1,0 +1,290 @@
+//! Encoding of rows and partition headers into region bytes (a small safe
+//! layer of little-endian integers; no unsafe, no external crate).
+
+use std::ops::Bound;
+
+use mutation::{
+    Cell, ClusteringKey, ClusteringRange, RangeTombstoneList, Row, RowMarker, Timestamp, Tombstone,
+    Ttl,
+};
+
+use crate::Error;
+
+fn corrupt(detail: impl Into<String>) -> Error {
+    Error::Corrupt {
+        detail: detail.into(),
+    }
+}
+
+struct Decoder<'a> {
+    rest: &'a [u8],
+}
+
+impl<'a> Decoder<'a> {
+    fn take(&mut self, n: usize) -> Result<&'a [u8], Error> {
+        let (head, tail) = self
+            .rest
+            .split_at_checked(n)
+            .ok_or_else(|| corrupt("value truncated"))?;
+        self.rest = tail;
+        Ok(head)
+    }
+    fn u8(&mut self) -> Result<u8, Error> {
+        Ok(self.take(1)?[0])
+    }
+    fn u32(&mut self) -> Result<u32, Error> {
+        Ok(u32::from_le_bytes(
+            self.take(4)?.try_into().expect("4 bytes"),
+        ))
+    }
+    fn i64(&mut self) -> Result<i64, Error> {
+        Ok(i64::from_le_bytes(
+            self.take(8)?.try_into().expect("8 bytes"),
+        ))
+    }
+    fn bytes(&mut self) -> Result<&'a [u8], Error> {
+        let n = self.u32()? as usize;
+        self.take(n)
+    }
+    fn tombstone(&mut self) -> Result<Tombstone, Error> {
+        let ts = Timestamp::from_micros(self.i64()?);
+        Ok(Tombstone::new(ts, self.u32()?))
+    }
+    fn ttl(&mut self) -> Result<Ttl, Error> {
+        let ttl = self.u32()?;
+        let expiry = self.u32()?;
+        Ttl::new(ttl, expiry).map_err(|e| corrupt(e.to_string()))
+    }
+}
+
+fn put_tombstone(out: &mut Vec<u8>, t: Tombstone) {
+    out.extend_from_slice(&t.timestamp.micros().to_le_bytes());
+    out.extend_from_slice(&t.local_deletion_time.to_le_bytes());
+}
+
+fn put_ttl(out: &mut Vec<u8>, t: Ttl) {
+    out.extend_from_slice(&t.ttl().to_le_bytes());
+    out.extend_from_slice(&t.expiry().to_le_bytes());
+}
+
+fn put_bytes(out: &mut Vec<u8>, b: &[u8]) {
+    out.extend_from_slice(&(b.len() as u32).to_le_bytes());
+    out.extend_from_slice(b);
+}
+
+/// Appends the encoding of a row.
+pub(crate) fn encode_row(out: &mut Vec<u8>, row: &Row) {
+    let flags = u8::from(row.marker.is_some())
+        | u8::from(row.marker.is_some_and(|m| m.ttl.is_some())) << 1
+        | u8::from(row.tombstone.is_some()) << 2;
+    out.push(flags);
+    if let Some(m) = row.marker {
+        out.extend_from_slice(&m.timestamp.micros().to_le_bytes());
+        if let Some(ttl) = m.ttl {
+            put_ttl(out, ttl);
+        }
+    }
+    if let Some(t) = row.tombstone {
+        put_tombstone(out, t);
+    }
+    out.extend_from_slice(&(row.cells.len() as u32).to_le_bytes());
+    for (&column, cell) in &row.cells {
+        out.extend_from_slice(&column.to_le_bytes());
+        match cell {
+            Cell::Live {
+                value,
+                timestamp,
+                ttl,
+            } => {
+                out.push(if ttl.is_some() { 1 } else { 0 });
+                out.extend_from_slice(&timestamp.micros().to_le_bytes());
+                if let Some(ttl) = ttl {
+                    put_ttl(out, *ttl);
+                }
+                put_bytes(out, value);
+            }
+            Cell::Tombstone {
+                timestamp,
+                local_deletion_time,
+            } => {
+                out.push(2);
+                put_tombstone(out, Tombstone::new(*timestamp, *local_deletion_time));
+            }
+        }
+    }
+}
+
+fn decode_row_from(d: &mut Decoder<'_>) -> Result<Row, Error> {
+    let flags = d.u8()?;
+    let mut row = Row::new();
+    if flags & 1 != 0 {
+        let ts = Timestamp::from_micros(d.i64()?);
+        row.marker = Some(if flags & 2 != 0 {
+            RowMarker::expiring(ts, d.ttl()?)
+        } else {
+            RowMarker::new(ts)
+        });
+    }
+    if flags & 4 != 0 {
+        row.tombstone = Some(d.tombstone()?);
+    }
+    let cells = d.u32()?;
+    for _ in 0..cells {
+        let column = d.u32()?;
+        let cell = match d.u8()? {
+            kind @ (0 | 1) => {
+                let ts = Timestamp::from_micros(d.i64()?);
+                let ttl = if kind == 1 { Some(d.ttl()?) } else { None };
+                let value = bytes::Bytes::copy_from_slice(d.bytes()?);
+                match ttl {
+                    Some(ttl) => Cell::expiring(value, ts, ttl),
+                    None => Cell::live(value, ts),
+                }
+            }
+            2 => {
+                let t = d.tombstone()?;
+                Cell::tombstone(t.timestamp, t.local_deletion_time)
+            }
+            other => return Err(corrupt(format!("unknown cell kind {other}"))),
+        };
+        row.cells.insert(column, cell);
+    }
+    Ok(row)
+}
+
+/// Decodes a row.
+pub(crate) fn decode_row(bytes: &[u8]) -> Result<Row, Error> {
+    let mut d = Decoder { rest: bytes };
+    let row = decode_row_from(&mut d)?;
+    if !d.rest.is_empty() {
+        return Err(corrupt("trailing bytes after a row"));
+    }
+    Ok(row)
+}
+
+/// What a partition header holds: everything but the clustering rows.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Header {
+    pub(crate) tombstone: Option<Tombstone>,
+    pub(crate) static_row: Row,
+    pub(crate) range_tombstones: RangeTombstoneList,
+}
+
+fn put_bound(out: &mut Vec<u8>, b: &Bound<ClusteringKey>) {
+    match b {
+        Bound::Unbounded => out.push(0),
+        Bound::Included(k) => {
+            out.push(1);
+            put_bytes(out, k.as_bytes());
+        }
+        Bound::Excluded(k) => {
+            out.push(2);
+            put_bytes(out, k.as_bytes());
+        }
+    }
+}
+
+fn bound(d: &mut Decoder<'_>) -> Result<Bound<ClusteringKey>, Error> {
+    let key = |d: &mut Decoder<'_>| {
+        ClusteringKey::new(d.bytes()?.to_vec()).map_err(|e| corrupt(e.to_string()))
+    };
+    Ok(match d.u8()? {
+        0 => Bound::Unbounded,
+        1 => Bound::Included(key(d)?),
+        2 => Bound::Excluded(key(d)?),
+        other => return Err(corrupt(format!("unknown bound kind {other}"))),
+    })
+}
+
+/// Encodes a partition header.
+pub(crate) fn encode_header(header: &Header) -> Vec<u8> {
+    let mut out = Vec::new();
+    match header.tombstone {
+        Some(t) => {
+            out.push(1);
+            put_tombstone(&mut out, t);
+        }
+        None => out.push(0),
+    }
+    encode_row(&mut out, &header.static_row);
+    let rts = header.range_tombstones.to_range_tombstones();
+    out.extend_from_slice(&(rts.len() as u32).to_le_bytes());
+    for rt in &rts {
+        put_bound(&mut out, rt.range.start());
+        put_bound(&mut out, rt.range.end());
+        put_tombstone(&mut out, rt.tombstone);
+    }
+    out
+}
+
+/// Decodes a partition header.
+pub(crate) fn decode_header(bytes: &[u8]) -> Result<Header, Error> {
+    let mut d = Decoder { rest: bytes };
+    let tombstone = match d.u8()? {
+        0 => None,
+        1 => Some(d.tombstone()?),
+        other => return Err(corrupt(format!("unknown tombstone flag {other}"))),
+    };
+    let static_row = decode_row_from(&mut d)?;
+    let mut range_tombstones = RangeTombstoneList::new();
+    for _ in 0..d.u32()? {
+        let start = bound(&mut d)?;
+        let end = bound(&mut d)?;
+        let t = d.tombstone()?;
+        let range = ClusteringRange::new(start, end).map_err(|e| corrupt(e.to_string()))?;
+        range_tombstones.apply(&range, t);
+    }
+    if !d.rest.is_empty() {
+        return Err(corrupt("trailing bytes after a partition header"));
+    }
+    Ok(Header {
+        tombstone,
+        static_row,
+        range_tombstones,
+    })
+}
+
+/// How many range tombstones (disjoint ranges) a list holds.
+pub(crate) fn range_tombstone_count(list: &RangeTombstoneList) -> usize {
+    list.changes().iter().filter(|(_, t)| t.is_some()).count()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rows_and_headers_round_trip() {
+        let ts = Timestamp::from_micros(5);
+        let ttl = Ttl::new(10, 100).unwrap();
+        let row = Row::new()
+            .with_marker(RowMarker::expiring(ts, ttl))
+            .with_tombstone(Tombstone::new(Timestamp::from_micros(1), 7))
+            .with_cell(1, Cell::live(&b"v"[..], ts))
+            .with_cell(2, Cell::expiring(vec![0u8; 300], ts, ttl))
+            .with_cell(3, Cell::tombstone(ts, 9));
+        let mut out = Vec::new();
+        encode_row(&mut out, &row);
+        assert_eq!(decode_row(&out).unwrap(), row);
+        assert!(decode_row(&out[..out.len() - 1]).is_err());
+
+        let mut rts = RangeTombstoneList::new();
+        let k = |s: &str| ClusteringKey::new(s.as_bytes().to_vec()).unwrap();
+        rts.apply(
+            &ClusteringRange::new(Bound::Included(k("a")), Bound::Excluded(k("c"))).unwrap(),
+            Tombstone::new(ts, 1),
+        );
+        rts.apply(
+            &ClusteringRange::new(Bound::Excluded(k("b")), Bound::Unbounded).unwrap(),
+            Tombstone::new(Timestamp::from_micros(6), 1),
+        );
+        let header = Header {
+            tombstone: Some(Tombstone::new(Timestamp::from_micros(2), 3)),
+            static_row: row,
+            range_tombstones: rts,
+        };
+        let bytes = encode_header(&header);
+        assert_eq!(decode_header(&bytes).unwrap(), header);
+        assert_eq!(range_tombstone_count(&header.range_tombstones), 2);
+    }
+}

@@ -1,0 +1,270 @@
+//! Entry keys: one order-preserving byte string per index entry.
+//!
+//! A partition header and every row of the partition are entries of one
+//! B+tree, keyed by
+//!
+//! ```text
+//! token (8 bytes, big-endian, sign bit flipped)
+//! partition key, each 0x00 escaped as 0x00 0xFF, then 0x00 0x01
+//! kind: 0x00 partition header, 0x01 clustering row
+//! clustering key bytes (rows only)
+//! ```
+//!
+//! so that bytewise order is ring order of partitions (token, then key
+//! bytes), the header first, then rows in clustering order. The escape keeps
+//! a key that is a prefix of another ordered first, whatever follows.
+
+use std::cmp::Ordering;
+
+use logalloc::ManagedRef;
+use mutation::{ClusteringKey, DecoratedKey, PartitionKey, Token};
+
+use crate::Error;
+
+pub(crate) const KIND_HEADER: u8 = 0;
+pub(crate) const KIND_ROW: u8 = 1;
+/// Sorts after every entry of a partition; never stored.
+pub(crate) const KIND_AFTER: u8 = 2;
+
+fn token_bytes(token: Token) -> [u8; 8] {
+    ((token.value() as u64) ^ (1 << 63)).to_be_bytes()
+}
+
+/// The token of an encoded key, from its first 8 bytes.
+pub(crate) fn token_of(bytes: &[u8]) -> Token {
+    let raw = u64::from_be_bytes(bytes[..8].try_into().expect("8 bytes")) ^ (1 << 63);
+    Token::from_i64(raw as i64)
+}
+
+/// What follows the partition part of a key.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Suffix<'a> {
+    /// Nothing: the key is only a token (sorts before its partitions).
+    TokenOnly,
+    /// The partition header.
+    Header,
+    /// A row (or a seek point among rows) with these clustering key bytes.
+    Row(&'a [u8]),
+    /// Just after every entry of the partition.
+    After,
+}
+
+/// A key to search for, compared with stored keys without being encoded.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct SearchKey<'a> {
+    token: Token,
+    partition: &'a [u8],
+    suffix: Suffix<'a>,
+    /// An already encoded key (the others are then unused).
+    raw: Option<&'a [u8]>,
+}
+
+impl<'a> SearchKey<'a> {
+    pub(crate) fn new(key: &'a DecoratedKey, suffix: Suffix<'a>) -> Self {
+        SearchKey {
+            token: key.token(),
+            partition: key.key().as_bytes(),
+            suffix,
+            raw: None,
+        }
+    }
+
+    pub(crate) fn token(token: Token) -> Self {
+        SearchKey {
+            token,
+            partition: &[],
+            suffix: Suffix::TokenOnly,
+            raw: None,
+        }
+    }
+
+    /// An encoded key, as stored.
+    pub(crate) fn raw(bytes: &'a [u8]) -> Self {
+        SearchKey {
+            token: Token::MIN,
+            partition: &[],
+            suffix: Suffix::TokenOnly,
+            raw: Some(bytes),
+        }
+    }
+
+    fn bytes(&self) -> impl Iterator<Item = u8> + 'a {
+        let escaped = !matches!(self.suffix, Suffix::TokenOnly);
+        let partition = self.partition;
+        let part = escaped
+            .then(move || {
+                partition
+                    .iter()
+                    .flat_map(|&b| {
+                        let second = (b == 0).then_some(0xFF);
+                        std::iter::once(b).chain(second)
+                    })
+                    .chain([0u8, 1u8])
+            })
+            .into_iter()
+            .flatten();
+        let (kind, ck): (Option<u8>, &'a [u8]) = match self.suffix {
+            Suffix::TokenOnly => (None, &[]),
+            Suffix::Header => (Some(KIND_HEADER), &[]),
+            Suffix::Row(ck) => (Some(KIND_ROW), ck),
+            Suffix::After => (Some(KIND_AFTER), &[]),
+        };
+        token_bytes(self.token)
+            .into_iter()
+            .chain(part)
+            .chain(kind)
+            .chain(ck.iter().copied())
+    }
+
+    /// The first 8 bytes of the encoded key (every stored key has them:
+    /// the token).
+    pub(crate) fn head(&self) -> [u8; 8] {
+        match self.raw {
+            Some(raw) => {
+                let mut head = [0u8; 8];
+                let n = raw.len().min(8);
+                head[..n].copy_from_slice(&raw[..n]);
+                head
+            }
+            None => token_bytes(self.token),
+        }
+    }
+
+    /// The encoded key.
+    pub(crate) fn encode(&self) -> Vec<u8> {
+        match self.raw {
+            Some(raw) => raw.to_vec(),
+            None => self.bytes().collect(),
+        }
+    }
+
+    /// `self` compared with a stored key.
+    pub(crate) fn cmp_stored(&self, stored: &ManagedRef<'_>) -> Ordering {
+        if let Some(raw) = self.raw {
+            return stored.cmp_bytes(raw).reverse();
+        }
+        match stored.as_contiguous() {
+            Some(bytes) => self.bytes().cmp(bytes.iter().copied()),
+            None => self.bytes().cmp(stored.to_vec()),
+        }
+    }
+}
+
+/// A stored key, decoded.
+#[derive(Debug)]
+pub(crate) struct EntryKey {
+    pub(crate) partition: DecoratedKey,
+    /// `None` for the partition header.
+    pub(crate) row: Option<ClusteringKey>,
+    /// The length of the partition part (token + escaped key + terminator).
+    pub(crate) prefix_len: usize,
+}
+
+fn corrupt(what: &str) -> Error {
+    Error::Corrupt {
+        detail: format!("entry key: {what}"),
+    }
+}
+
+/// Decodes a stored key.
+pub(crate) fn decode(bytes: &[u8]) -> Result<EntryKey, Error> {
+    let (_token, mut rest) = bytes
+        .split_at_checked(8)
+        .ok_or_else(|| corrupt("shorter than a token"))?;
+    let mut pk = Vec::new();
+    let mut consumed = 8;
+    loop {
+        match rest {
+            [0, 0xFF, tail @ ..] => {
+                pk.push(0);
+                rest = tail;
+                consumed += 2;
+            }
+            [0, 1, tail @ ..] => {
+                rest = tail;
+                consumed += 2;
+                break;
+            }
+            [0, ..] | [] => return Err(corrupt("unterminated partition key")),
+            [b, tail @ ..] => {
+                pk.push(*b);
+                rest = tail;
+                consumed += 1;
+            }
+        }
+    }
+    let partition = PartitionKey::new(pk)
+        .map_err(|e| corrupt(&e.to_string()))?
+        .decorate();
+    let row = match rest {
+        [KIND_HEADER] => None,
+        [KIND_ROW, ck @ ..] => {
+            Some(ClusteringKey::new(ck.to_vec()).map_err(|e| corrupt(&e.to_string()))?)
+        }
+        _ => return Err(corrupt("unknown entry kind")),
+    };
+    Ok(EntryKey {
+        partition,
+        row,
+        prefix_len: consumed,
+    })
+}
+
+/// The kind byte of a stored key with a partition part of `prefix_len`.
+pub(crate) fn is_row_of(stored: &[u8], prefix: &[u8]) -> bool {
+    stored.len() > prefix.len() && stored.starts_with(prefix) && stored[prefix.len()] == KIND_ROW
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn enc(pk: &[u8], suffix: Suffix<'_>) -> Vec<u8> {
+        let key = PartitionKey::new(pk.to_vec()).unwrap().decorate();
+        SearchKey::new(&key, suffix).encode()
+    }
+
+    #[test]
+    fn encoding_orders_like_decorated_keys_then_rows() {
+        let keys: Vec<DecoratedKey> = [&b"a"[..], b"a\0", b"ab", b"\0", b"b", b"a\0\0"]
+            .iter()
+            .map(|k| PartitionKey::new(k.to_vec()).unwrap().decorate())
+            .collect();
+        for x in &keys {
+            for y in &keys {
+                let ex = SearchKey::new(x, Suffix::Row(b"zz")).encode();
+                let ey = SearchKey::new(y, Suffix::Header).encode();
+                if x != y {
+                    assert_eq!(ex.cmp(&ey), x.cmp(y), "{x} vs {y}");
+                }
+            }
+        }
+        let h = enc(b"k\0", Suffix::Header);
+        let r0 = enc(b"k\0", Suffix::Row(b""));
+        let r1 = enc(b"k\0", Suffix::Row(b"\0"));
+        let after = enc(b"k\0", Suffix::After);
+        assert!(h < r0 && r0 < r1 && r1 < after);
+    }
+
+    #[test]
+    fn decode_inverts_encode() {
+        let key = PartitionKey::new(b"p\0q".to_vec()).unwrap().decorate();
+        let bytes = SearchKey::new(&key, Suffix::Row(b"c\0k")).encode();
+        let d = decode(&bytes).unwrap();
+        assert_eq!(d.partition, key);
+        assert_eq!(d.row.unwrap().as_bytes(), b"c\0k");
+        assert!(is_row_of(&bytes, &bytes[..d.prefix_len]));
+        let h = decode(&SearchKey::new(&key, Suffix::Header).encode()).unwrap();
+        assert!(h.row.is_none());
+        assert!(decode(&[1, 2, 3]).is_err());
+        assert!(decode(&[0; 9]).is_err());
+    }
+
+    #[test]
+    fn token_only_key_sorts_before_its_partitions() {
+        let key = PartitionKey::new(b"x".to_vec()).unwrap().decorate();
+        let t = SearchKey::token(key.token()).encode();
+        assert_eq!(token_of(&t), key.token());
+        assert!(t < SearchKey::new(&key, Suffix::Header).encode());
+    }
+}

@@ -1,0 +1,539 @@
+//! The memtable: apply, statistics, sealing and detaching.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+
+use logalloc::{ManagedRef, RegionId, RegionStats, RegionWriter, SegmentPool};
+use mutation::{
+    ClusteringKey, ClusteringRange, DecoratedKey, FragmentReader, Mutation, PartitionRange,
+    Position, Row, Timestamp,
+};
+use region_group::{RegionGroup, SizeTrackedRegion};
+
+use crate::Error;
+use crate::codec::{self, Header};
+use crate::key::{self, SearchKey, Suffix};
+use crate::sync::{Arc, RwLock};
+use crate::tree::{Cursor, Entry, Tree, Undo, View};
+
+/// Where a reader of a flushed memtable continues: the owner's source for
+/// the same data (in a replica, the sstable the memtable was flushed to).
+/// The memtable knows nothing of sstables; it only asks for a reader over
+/// the rest of a range.
+pub trait ReplacementSource: Send + Sync {
+    /// A reader over `range` (the part of a reader's range after the last
+    /// partition it produced) with the reader's clustering `slice`.
+    ///
+    /// # Errors
+    /// Whatever the source fails with.
+    fn make_reader(
+        &self,
+        range: PartitionRange,
+        slice: ClusteringRange,
+    ) -> Result<Box<dyn FragmentReader + Send>, mutation::Error>;
+}
+
+/// A snapshot of a memtable's statistics.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct MemtableStats {
+    /// Partitions held (a partition stays once written, even if a
+    /// tombstone emptied it: its tombstone must reach the sstable).
+    pub partitions: usize,
+    /// Clustering rows held.
+    pub rows: usize,
+    /// Range tombstones held (disjoint ranges after reconciliation).
+    pub range_tombstones: usize,
+    /// Lowest write timestamp applied (cells, markers, tombstones).
+    pub min_timestamp: Option<Timestamp>,
+    /// Highest write timestamp applied.
+    pub max_timestamp: Option<Timestamp>,
+    /// Rows that tombstones removed when they were applied.
+    pub rows_dropped_by_tombstones: u64,
+    /// Object bytes that eager compaction freed: rows removed by a
+    /// tombstone and the shrinking of rows a tombstone partly shadowed.
+    pub bytes_freed_by_tombstones: u64,
+    /// Mutations applied.
+    pub applies: u64,
+    /// The region's statistics: `footprint_bytes()` is what the region
+    /// group counts for this memtable.
+    pub region: RegionStats,
+}
+
+#[derive(Default, Debug, Clone, Copy)]
+struct Counters {
+    partitions: usize,
+    rows: usize,
+    range_tombstones: usize,
+    min_timestamp: Option<Timestamp>,
+    max_timestamp: Option<Timestamp>,
+    rows_dropped: u64,
+    bytes_freed: u64,
+    applies: u64,
+}
+
+pub(crate) struct State {
+    pub(crate) region: SizeTrackedRegion,
+    pub(crate) tree: Tree,
+    /// Bumped by every apply: a reader's cursor is valid only at the
+    /// version it was positioned at.
+    pub(crate) version: u64,
+    sealed: bool,
+    detached: bool,
+    pub(crate) replacement: Option<Arc<dyn ReplacementSource>>,
+    counters: Counters,
+}
+
+impl State {
+    pub(crate) fn is_detached(&self) -> bool {
+        self.detached
+    }
+}
+
+/// A memtable: the partitions written to a table since its last flush,
+/// held entirely in one logalloc region that reports to a region group.
+/// See the [crate documentation](crate).
+pub struct Memtable {
+    pub(crate) state: RwLock<State>,
+    id: RegionId,
+}
+
+impl fmt::Debug for Memtable {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Memtable")
+            .field("region", &self.id)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The bytes of a stored string as one slice, copying only chunked ones.
+pub(crate) fn with_bytes<T>(m: &ManagedRef<'_>, f: impl FnOnce(&[u8]) -> T) -> T {
+    match m.as_contiguous() {
+        Some(b) => f(b),
+        None => f(&m.to_vec()),
+    }
+}
+
+fn decode_value<T>(
+    view: &impl View,
+    value: logalloc::ManagedBytes,
+    decode: impl FnOnce(&[u8]) -> Result<T, Error>,
+) -> Result<T, Error> {
+    with_bytes(&view.managed(value)?, decode)
+}
+
+fn timestamps(m: &Mutation) -> Option<(Timestamp, Timestamp)> {
+    let mut range: Option<(Timestamp, Timestamp)> = None;
+    let mut see = |t: Timestamp| {
+        range = Some(range.map_or((t, t), |(lo, hi)| (lo.min(t), hi.max(t))));
+    };
+    let row = |r: &Row, see: &mut dyn FnMut(Timestamp)| {
+        r.marker.iter().for_each(|m| see(m.timestamp));
+        r.tombstone.iter().for_each(|t| see(t.timestamp));
+        r.cells.values().for_each(|c| see(c.timestamp()));
+    };
+    if let Some(s) = m.static_row() {
+        row(s, &mut see);
+    }
+    for r in m.rows().values() {
+        row(r, &mut see);
+    }
+    m.partition_tombstone()
+        .iter()
+        .for_each(|t| see(t.timestamp));
+    for (_, t) in m.range_tombstones().changes() {
+        t.iter().for_each(|t| see(t.timestamp));
+    }
+    range
+}
+
+impl Memtable {
+    /// Creates an empty memtable whose region is created in `group` (so
+    /// the group sees it from its first byte), taking segments from `pool`.
+    ///
+    /// # Errors
+    /// [`Error::SegmentTooSmall`] if the pool's largest object cannot hold
+    /// an index node (segments below 4 KiB).
+    pub fn new(group: &Arc<RegionGroup>, pool: &Arc<SegmentPool>) -> Result<Arc<Memtable>, Error> {
+        let tree = Tree::new(pool.max_object_size())?;
+        let region = SizeTrackedRegion::new(group, pool);
+        let id = region.id();
+        Ok(Arc::new(Memtable {
+            state: RwLock::new(State {
+                region,
+                tree,
+                version: 0,
+                sealed: false,
+                detached: false,
+                replacement: None,
+                counters: Counters::default(),
+            }),
+            id,
+        }))
+    }
+
+    /// The region's id, as the region group reports it (for example from
+    /// `largest_flushable_region`).
+    pub fn region_id(&self) -> RegionId {
+        self.id
+    }
+
+    /// Reconciles `m` into the memtable by `mutation`'s rules, compacting
+    /// eagerly: data the result's tombstones shadow is removed and its
+    /// memory freed at once, incoming shadowed data is not stored, and the
+    /// tombstones are kept.
+    ///
+    /// All or nothing: on error the memtable reads and holds exactly what it
+    /// did before (every object allocated is freed, every node rewritten is
+    /// restored).
+    ///
+    /// # Errors
+    /// [`Error::Sealed`] after [`seal`](Self::seal);
+    /// [`Error::OutOfMemory`] when the region cannot allocate;
+    /// [`Error::ValueTooLarge`] for a row or key beyond the pool's chunked
+    /// string limit.
+    pub fn apply(&self, m: &Mutation) -> Result<(), Error> {
+        let mut guard = self.state.write();
+        let state = &mut *guard;
+        if state.sealed {
+            return Err(Error::Sealed {
+                partition: m.key().to_string(),
+            });
+        }
+        let mut tree = state.tree;
+        let mut undo = Undo::default();
+        let mut w = state.region.writer();
+        match apply_to(&mut w, &mut tree, &mut undo, m) {
+            Ok(delta) => {
+                undo.commit(&mut w)?;
+                drop(w);
+                state.tree = tree;
+                state.version += 1;
+                let c = &mut state.counters;
+                c.partitions += delta.new_partition as usize;
+                c.rows = (c.rows + delta.rows_added).saturating_sub(delta.rows_removed);
+                c.range_tombstones =
+                    (c.range_tombstones + delta.rts_after).saturating_sub(delta.rts_before);
+                c.rows_dropped += delta.rows_dropped;
+                c.bytes_freed += delta.bytes_freed;
+                c.applies += 1;
+                if let Some((lo, hi)) = timestamps(m) {
+                    c.min_timestamp = Some(c.min_timestamp.map_or(lo, |x| x.min(lo)));
+                    c.max_timestamp = Some(c.max_timestamp.map_or(hi, |x| x.max(hi)));
+                }
+                Ok(())
+            }
+            Err(e) => {
+                undo.rollback(&mut w);
+                Err(match e {
+                    Error::Region(source) if source.is_out_of_memory() => Error::OutOfMemory {
+                        partition: m.key().to_string(),
+                        source,
+                    },
+                    other => other,
+                })
+            }
+        }
+    }
+
+    /// Refuses further writes ([`Error::Sealed`]) and grounds the region's
+    /// evictable occupancy, so the region group no longer offers it as a
+    /// flush candidate. Idempotent.
+    pub fn seal(&self) {
+        let mut state = self.state.write();
+        if !state.sealed {
+            state.sealed = true;
+            state.region.ground_evictable_occupancy();
+        }
+    }
+
+    /// Whether [`seal`](Self::seal) was called.
+    pub fn is_sealed(&self) -> bool {
+        self.state.read().sealed
+    }
+
+    /// Hands open readers over to `replacement`: a reader that reaches its
+    /// next partition continues the rest of its range there and lets go of
+    /// this memtable. Call it once the memtable's data is readable from
+    /// `replacement` (the sstable it was flushed to).
+    pub fn mark_flushed(&self, replacement: Arc<dyn ReplacementSource>) {
+        self.state.write().replacement = Some(replacement);
+    }
+
+    /// Whether [`mark_flushed`](Self::mark_flushed) was called.
+    pub fn is_flushed(&self) -> bool {
+        self.state.read().replacement.is_some()
+    }
+
+    /// Detaches the memtable from its region group: the group stops
+    /// counting it (its region is unlistened) and flush readers stop
+    /// reporting progress. Its memory is freed when the last
+    /// [`Arc<Memtable>`] goes (open readers let go at their next partition
+    /// once [`mark_flushed`](Self::mark_flushed) was called). Idempotent.
+    pub fn on_detach_from_region_group(&self) {
+        let mut state = self.state.write();
+        if !state.detached {
+            state.detached = true;
+            state.region.unlisten();
+        }
+    }
+
+    /// Whether [`on_detach_from_region_group`](Self::on_detach_from_region_group) was called.
+    pub fn is_detached(&self) -> bool {
+        self.state.read().detached
+    }
+
+    /// True if no mutation was applied.
+    pub fn is_empty(&self) -> bool {
+        self.state.read().tree.root.is_none()
+    }
+
+    /// A snapshot of the statistics.
+    pub fn stats(&self) -> MemtableStats {
+        let state = self.state.read();
+        let c = state.counters;
+        MemtableStats {
+            partitions: c.partitions,
+            rows: c.rows,
+            range_tombstones: c.range_tombstones,
+            min_timestamp: c.min_timestamp,
+            max_timestamp: c.max_timestamp,
+            rows_dropped_by_tombstones: c.rows_dropped,
+            bytes_freed_by_tombstones: c.bytes_freed,
+            applies: c.applies,
+            region: state.region.stats(),
+        }
+    }
+
+    /// Moves every object of the region (for tests: readers and applies
+    /// must not notice).
+    ///
+    /// # Errors
+    /// [`Error::Region`] if no destination segment can be had; every object
+    /// is intact either way.
+    pub fn full_compaction(&self) -> Result<(), Error> {
+        self.state.write().region.full_compaction()?;
+        Ok(())
+    }
+
+    /// Recounts the region (for tests); see `logalloc::Region::check_invariants`.
+    ///
+    /// # Errors
+    /// A description of the first mismatch.
+    pub fn check_invariants(&self) -> Result<(), String> {
+        self.state.read().region.check_invariants()
+    }
+}
+
+#[derive(Default, Debug)]
+struct Delta {
+    new_partition: bool,
+    rows_added: usize,
+    rows_removed: usize,
+    rts_before: usize,
+    rts_after: usize,
+    rows_dropped: u64,
+    bytes_freed: u64,
+}
+
+/// The clustering key of `entry` if it is a row of the partition whose
+/// encoded prefix is `prefix`.
+fn row_of(view: &impl View, entry: &Entry, prefix: &[u8]) -> Result<Option<ClusteringKey>, Error> {
+    let stored = view.managed(entry.key)?;
+    with_bytes(&stored, |bytes| {
+        if !key::is_row_of(bytes, prefix) {
+            return Ok(None);
+        }
+        ClusteringKey::new(bytes[prefix.len() + 1..].to_vec())
+            .map(Some)
+            .map_err(Error::from)
+    })
+}
+
+/// Reads the rows of the partition (`prefix`) from `start` while `keep`
+/// says so, into `rows` (skipping keys already there).
+fn collect_rows(
+    w: &RegionWriter<'_>,
+    tree: &Tree,
+    prefix: &[u8],
+    start: &[u8],
+    range: Option<&ClusteringRange>,
+    rows: &mut BTreeMap<ClusteringKey, Row>,
+) -> Result<(), Error> {
+    let mut seek = prefix.to_vec();
+    seek.push(key::KIND_ROW);
+    seek.extend_from_slice(start);
+    let mut cursor = Cursor::new();
+    let mut next = tree.seek(w, &SearchKey::raw(&seek), false, &mut cursor)?;
+    let end = range.map(|r| r.end_position());
+    while let Some(entry) = next {
+        let Some(ck) = row_of(w, &entry, prefix)? else {
+            break;
+        };
+        if let Some(end) = &end {
+            if Position::At(ck.clone()) >= *end {
+                break;
+            }
+        }
+        if range.is_none_or(|r| r.contains(&ck)) && !rows.contains_key(&ck) {
+            let row = decode_value(w, entry.value, codec::decode_row)?;
+            rows.insert(ck, row);
+        }
+        next = tree.advance(w, &mut cursor)?;
+    }
+    Ok(())
+}
+
+/// The stored part of a partition (header and the rows read) reconciled
+/// with `m`.
+fn reconcile(
+    dk: &DecoratedKey,
+    old_header: &Header,
+    old_rows: &BTreeMap<ClusteringKey, Row>,
+    m: &Mutation,
+) -> Result<Mutation, Error> {
+    let mut builder = Mutation::builder(dk.clone());
+    if let Some(t) = old_header.tombstone {
+        builder = builder.partition_tombstone(t);
+    }
+    if !old_header.static_row.is_empty() {
+        builder = builder.static_row(old_header.static_row.clone());
+    }
+    for rt in old_header.range_tombstones.to_range_tombstones() {
+        builder = builder.range_tombstone(rt.range, rt.tombstone);
+    }
+    for (ck, row) in old_rows {
+        builder = builder.row(ck.clone(), row.clone());
+    }
+    Ok(builder.build()?.merge(m.clone())?)
+}
+
+fn apply_to(
+    w: &mut RegionWriter<'_>,
+    tree: &mut Tree,
+    undo: &mut Undo,
+    m: &Mutation,
+) -> Result<Delta, Error> {
+    let dk: &DecoratedKey = m.key();
+    // Keys are encoded once and compared with memcmp.
+    let header_bytes = SearchKey::new(dk, Suffix::Header).encode();
+    let header_key = SearchKey::raw(&header_bytes);
+    let prefix = &header_bytes[..header_bytes.len() - 1];
+    let row_key = |ck: &ClusteringKey| {
+        let mut k = Vec::with_capacity(prefix.len() + 1 + ck.len());
+        k.extend_from_slice(prefix);
+        k.push(key::KIND_ROW);
+        k.extend_from_slice(ck.as_bytes());
+        k
+    };
+    let mut cursor = Cursor::new();
+    let existing = tree.find(w, &header_key, &mut cursor)?;
+    let old_header = match existing {
+        Some(e) => decode_value(w, e.value, codec::decode_header)?,
+        None => Header::default(),
+    };
+    let mut delta = Delta {
+        new_partition: existing.is_none(),
+        rts_before: codec::range_tombstone_count(&old_header.range_tombstones),
+        ..Delta::default()
+    };
+
+    // The stored rows the mutation can change: those it writes, and those
+    // its new deletions cover.
+    let mut old_rows: BTreeMap<ClusteringKey, Row> = BTreeMap::new();
+    if existing.is_some() {
+        for ck in m.rows().keys() {
+            let k = row_key(ck);
+            if let Some(e) = tree.find(w, &SearchKey::raw(&k), &mut cursor)? {
+                old_rows.insert(ck.clone(), decode_value(w, e.value, codec::decode_row)?);
+            }
+        }
+        if m.partition_tombstone() > old_header.tombstone {
+            collect_rows(w, tree, prefix, &[], None, &mut old_rows)?;
+        } else {
+            for rt in m.range_tombstones().to_range_tombstones() {
+                if Some(rt.tombstone) <= old_header.tombstone {
+                    continue;
+                }
+                let start = match rt.range.start() {
+                    std::ops::Bound::Included(k) | std::ops::Bound::Excluded(k) => k.as_bytes(),
+                    std::ops::Bound::Unbounded => &[],
+                };
+                collect_rows(w, tree, prefix, start, Some(&rt.range), &mut old_rows)?;
+            }
+        }
+    }
+
+    // Reconcile by the mutation crate's rules. A new partition is the
+    // mutation itself (a `Mutation` is always canonical).
+    let reconciled;
+    let merged = if existing.is_none() {
+        m
+    } else {
+        reconciled = reconcile(dk, &old_header, &old_rows, m)?;
+        &reconciled
+    };
+
+    // The header.
+    let new_header = Header {
+        tombstone: merged.partition_tombstone(),
+        static_row: merged.static_row().cloned().unwrap_or_default(),
+        range_tombstones: merged.range_tombstones().clone(),
+    };
+    delta.rts_after = codec::range_tombstone_count(&new_header.range_tombstones);
+    match existing {
+        Some(_) if new_header == old_header => {}
+        Some(_) => {
+            let value = undo.alloc_managed(w, &codec::encode_header(&new_header))?;
+            let old = tree.set_value(w, undo, &header_key, value)?;
+            undo.free_managed(old);
+        }
+        None => {
+            let key = undo.alloc_managed(w, &header_bytes)?;
+            let value = undo.alloc_managed(w, &codec::encode_header(&new_header))?;
+            tree.insert(w, undo, &header_key, key, value)?;
+        }
+    }
+
+    // The rows.
+    let deletes = m.partition_tombstone().is_some() || !m.range_tombstones().is_empty();
+    let keys: BTreeSet<&ClusteringKey> = old_rows.keys().chain(m.rows().keys()).collect();
+    let mut encoded = Vec::new();
+    for ck in keys {
+        let k_bytes = row_key(ck);
+        let k = SearchKey::raw(&k_bytes);
+        let shadowing = deletes || m.row(ck).is_some_and(|r| r.tombstone.is_some());
+        match (old_rows.get(ck), merged.row(ck)) {
+            (Some(_), None) => {
+                let e = tree.remove(w, undo, &k)?;
+                undo.free_managed(e.key);
+                undo.free_managed(e.value);
+                delta.rows_removed += 1;
+                if shadowing {
+                    delta.rows_dropped += 1;
+                    delta.bytes_freed += (e.key.len() + e.value.len()) as u64;
+                }
+            }
+            (Some(old), Some(new)) if old != new => {
+                encoded.clear();
+                codec::encode_row(&mut encoded, new);
+                let value = undo.alloc_managed(w, &encoded)?;
+                let old_value = tree.set_value(w, undo, &k, value)?;
+                undo.free_managed(old_value);
+                if shadowing && old_value.len() > value.len() {
+                    delta.bytes_freed += (old_value.len() - value.len()) as u64;
+                }
+            }
+            (None, Some(new)) => {
+                encoded.clear();
+                codec::encode_row(&mut encoded, new);
+                let key = undo.alloc_managed(w, &k_bytes)?;
+                let value = undo.alloc_managed(w, &encoded)?;
+                tree.insert(w, undo, &k, key, value)?;
+                delta.rows_added += 1;
+            }
+            _ => {}
+        }
+    }
+    Ok(delta)
+}

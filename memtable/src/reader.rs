@@ -1,0 +1,576 @@
+//! Readers: range scans, single-partition slices, the flush stream.
+
+use std::collections::VecDeque;
+use std::fmt;
+use std::ops::Bound;
+
+use mutation::{
+    ClusteringRange, DecoratedKey, Fragment, FragmentReader, PartitionRange, Position,
+    RingPosition, Token, Tombstone,
+};
+
+use crate::Error;
+use crate::codec;
+use crate::key::{self, SearchKey, Suffix};
+use crate::memtable::{Memtable, State, with_bytes};
+use crate::sync::Arc;
+use crate::tree::{Cursor, Entry, View};
+
+/// Where the next step continues.
+#[derive(Debug, Clone)]
+enum Resume {
+    /// At the start of the reader's range.
+    Start,
+    /// At the first entry after this encoded key.
+    After(Vec<u8>),
+    /// At the first entry at or after this encoded key.
+    From(Vec<u8>),
+}
+
+/// The partition being read.
+#[derive(Debug)]
+struct Partition {
+    /// Encoded partition part of its keys.
+    prefix: Vec<u8>,
+    /// Range tombstone changes clipped to the slice, not yet emitted.
+    changes: VecDeque<(Position, Option<Tombstone>)>,
+}
+
+/// A progress callback of a flush reader.
+type Progress = Box<dyn FnMut(usize) + Send>;
+
+/// A [`FragmentReader`] over a memtable: a range scan, a single-partition
+/// read with a clustering slice, or the flush stream.
+///
+/// It holds no lock between calls to `next()`; each call takes the
+/// memtable's shared lock once and does one index step (a cursor step, or a
+/// seek from the last emitted position if an apply changed the index
+/// since). Each row is read whole under the lock, so it is never seen half
+/// applied; the partition as a whole is not a snapshot (a row applied
+/// behind the reader's position is not seen, one ahead of it is).
+///
+/// Once the memtable is [marked flushed](Memtable::mark_flushed), a scan
+/// continues at its next partition in the replacement source and drops
+/// its reference to the memtable.
+pub struct MemtableReader {
+    memtable: Option<Arc<Memtable>>,
+    range: PartitionRange,
+    slice: ClusteringRange,
+    cursor: Cursor,
+    /// The version at which `cursor` sits on the entry `resume` names.
+    cursor_version: Option<u64>,
+    resume: Resume,
+    partition: Option<Partition>,
+    queue: VecDeque<Fragment>,
+    /// The last partition whose start was queued, and the encoded key just
+    /// after it.
+    last_partition: Option<(DecoratedKey, Vec<u8>)>,
+    /// The last partition whose start was returned.
+    produced: Option<(DecoratedKey, Vec<u8>)>,
+    replacement: Option<Box<dyn FragmentReader + Send>>,
+    hand_off: bool,
+    progress: Option<Progress>,
+    reported: usize,
+    finished: bool,
+}
+
+impl fmt::Debug for MemtableReader {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("MemtableReader")
+            .field("range", &self.range)
+            .field("slice", &self.slice)
+            .field("handed_off", &self.replacement.is_some())
+            .field("finished", &self.finished)
+            .finish_non_exhaustive()
+    }
+}
+
+fn is_single_key(range: &PartitionRange) -> Option<&DecoratedKey> {
+    match (range.start(), range.end()) {
+        (Bound::Included(RingPosition::Key(a)), Bound::Included(RingPosition::Key(b)))
+            if a == b =>
+        {
+            Some(a)
+        }
+        _ => None,
+    }
+}
+
+/// Where a range starts in the index: the key and whether it is included;
+/// `None` for a range that holds nothing (it starts after token MAX).
+fn range_start(range: &PartitionRange) -> Option<(SearchKey<'_>, bool)> {
+    Some(match range.start() {
+        Bound::Unbounded => (SearchKey::token(Token::MIN), false),
+        Bound::Included(RingPosition::Token(t)) => (SearchKey::token(*t), false),
+        Bound::Excluded(RingPosition::Token(t)) => {
+            let next = t.value().checked_add(1)?;
+            (SearchKey::token(Token::from_i64(next)), false)
+        }
+        Bound::Included(RingPosition::Key(k)) => (SearchKey::new(k, Suffix::Header), false),
+        Bound::Excluded(RingPosition::Key(k)) => (SearchKey::new(k, Suffix::After), false),
+    })
+}
+
+/// The first partition header at or after the range's start, if it lies
+/// in the range (the index only: no allocation for short keys).
+fn first_in_range(
+    state: &State,
+    view: &impl View,
+    range: &PartitionRange,
+    cursor: &mut Cursor,
+) -> Result<bool, Error> {
+    if let Some(key) = is_single_key(range) {
+        return Ok(state
+            .tree
+            .find(view, &SearchKey::new(key, Suffix::Header), cursor)?
+            .is_some());
+    }
+    let Some((start, strict)) = range_start(range) else {
+        return Ok(false);
+    };
+    let Some(entry) = state.tree.seek(view, &start, strict, cursor)? else {
+        return Ok(false);
+    };
+    // Compare with the range's end without decoding the key (no allocation).
+    let stored = view.managed(entry.key)?;
+    let token = stored
+        .chunks()
+        .next()
+        .and_then(|c| c.get(..8))
+        .map(key::token_of)
+        .ok_or_else(|| Error::Corrupt {
+            detail: "entry key shorter than a token".into(),
+        })?;
+    Ok(match range.end() {
+        Bound::Unbounded => true,
+        Bound::Included(RingPosition::Token(t)) => token <= *t,
+        Bound::Excluded(RingPosition::Token(t)) => token < *t,
+        Bound::Included(RingPosition::Key(k)) => {
+            SearchKey::new(k, Suffix::Header).cmp_stored(&stored) != std::cmp::Ordering::Less
+        }
+        Bound::Excluded(RingPosition::Key(k)) => {
+            SearchKey::new(k, Suffix::Header).cmp_stored(&stored) == std::cmp::Ordering::Greater
+        }
+    })
+}
+
+impl Memtable {
+    /// A reader of the partitions in `range`, each restricted to the rows
+    /// in `slice` (the static row and partition tombstone always come), or
+    /// `None` if the memtable holds no partition in `range`. Deciding
+    /// `None` allocates nothing (for keys that fit one region object): a
+    /// single-partition miss is one index descent, and so is an empty
+    /// range scan.
+    ///
+    /// # Errors
+    /// [`Error::Corrupt`] if the index does not decode (a bug).
+    pub fn make_reader_opt(
+        self: &Arc<Self>,
+        range: PartitionRange,
+        slice: ClusteringRange,
+    ) -> Result<Option<MemtableReader>, Error> {
+        {
+            let state = self.state.read();
+            let view = state.region.reader();
+            let mut cursor = Cursor::new();
+            if !first_in_range(&state, &view, &range, &mut cursor)? {
+                return Ok(None);
+            }
+        }
+        Ok(Some(MemtableReader::new(
+            Some(self.clone()),
+            range,
+            slice,
+            true,
+            None,
+        )))
+    }
+
+    /// [`make_reader_opt`](Self::make_reader_opt), with an empty reader in
+    /// place of `None`.
+    ///
+    /// # Errors
+    /// As for [`make_reader_opt`](Self::make_reader_opt).
+    pub fn make_reader(
+        self: &Arc<Self>,
+        range: PartitionRange,
+        slice: ClusteringRange,
+    ) -> Result<MemtableReader, Error> {
+        Ok(self
+            .make_reader_opt(range.clone(), slice.clone())?
+            .unwrap_or_else(|| MemtableReader::new(None, range, slice, false, None)))
+    }
+
+    /// A reader that always walks the index, even when nothing matches:
+    /// the baseline `make_reader_opt` is measured against.
+    pub fn make_reader_unchecked(
+        self: &Arc<Self>,
+        range: PartitionRange,
+        slice: ClusteringRange,
+    ) -> MemtableReader {
+        MemtableReader::new(Some(self.clone()), range, slice, true, None)
+    }
+
+    /// The flush stream: every partition in ring order, written as stored
+    /// (the memtable compacted itself on apply, so there is no compaction
+    /// pass). As it goes, `on_progress` is called with the region bytes
+    /// (keys and values) of each entry it emitted, and at the end with the
+    /// rest of what the region holds (index nodes); the sum never exceeds
+    /// what the region holds, and reaches it when the stream ends. After
+    /// [`on_detach_from_region_group`](Self::on_detach_from_region_group)
+    /// no progress is reported. A flush stream is never handed off.
+    pub fn make_flush_reader(
+        self: &Arc<Self>,
+        on_progress: impl FnMut(usize) + Send + 'static,
+    ) -> MemtableReader {
+        MemtableReader::new(
+            Some(self.clone()),
+            PartitionRange::full(),
+            ClusteringRange::full(),
+            false,
+            Some(Box::new(on_progress)),
+        )
+    }
+}
+
+impl MemtableReader {
+    fn new(
+        memtable: Option<Arc<Memtable>>,
+        range: PartitionRange,
+        slice: ClusteringRange,
+        hand_off: bool,
+        progress: Option<Progress>,
+    ) -> MemtableReader {
+        MemtableReader {
+            finished: memtable.is_none(),
+            memtable,
+            range,
+            slice,
+            cursor: Cursor::new(),
+            cursor_version: None,
+            resume: Resume::Start,
+            partition: None,
+            queue: VecDeque::new(),
+            last_partition: None,
+            produced: None,
+            replacement: None,
+            hand_off,
+            progress,
+            reported: 0,
+        }
+    }
+
+    /// The region bytes a flush reader has reported so far (0 for other
+    /// readers): for a caller that prefers to poll, e.g. to pass the growth
+    /// to dirty-memory's `Flush::account_written` between fragments.
+    pub fn progress_bytes(&self) -> usize {
+        self.reported
+    }
+
+    /// True once the reader continues in the memtable's replacement source.
+    pub fn is_handed_off(&self) -> bool {
+        self.replacement.is_some()
+    }
+
+    /// The next entry after the resume point, reusing the cursor when the
+    /// index has not changed.
+    fn next_entry(&mut self, state: &State, view: &impl View) -> Result<Option<Entry>, Error> {
+        if self.cursor_version == Some(state.version) {
+            if let Resume::After(_) = self.resume {
+                return state.tree.advance(view, &mut self.cursor);
+            }
+        }
+        match &self.resume {
+            Resume::Start => match range_start(&self.range) {
+                Some((key, strict)) => state.tree.seek(view, &key, strict, &mut self.cursor),
+                None => Ok(None),
+            },
+            Resume::After(k) => state
+                .tree
+                .seek(view, &SearchKey::raw(k), true, &mut self.cursor),
+            Resume::From(k) => state
+                .tree
+                .seek(view, &SearchKey::raw(k), false, &mut self.cursor),
+        }
+    }
+
+    fn report(&mut self, state: &State, view: &logalloc::RegionReader<'_>, entry: &Entry) {
+        if state.is_detached() {
+            return;
+        }
+        if let Some(progress) = &mut self.progress {
+            let held = view.stats().used_bytes;
+            let bytes =
+                (entry.key.len() + entry.value.len()).min(held.saturating_sub(self.reported));
+            if bytes > 0 {
+                self.reported += bytes;
+                progress(bytes);
+            }
+        }
+    }
+
+    /// At the end of a flush stream: the region bytes not reported yet
+    /// (index nodes, chunk indexes, padding), so the total reported is what
+    /// the region holds.
+    fn report_rest(&mut self) {
+        let (Some(memtable), Some(progress)) = (&self.memtable, &mut self.progress) else {
+            return;
+        };
+        let state = memtable.state.read();
+        if state.is_detached() {
+            return;
+        }
+        let held = state.region.stats().used_bytes;
+        let rest = held.saturating_sub(self.reported);
+        if rest > 0 {
+            self.reported += rest;
+            progress(rest);
+        }
+    }
+
+    /// One step between partitions: start the next one, hand off, or end.
+    fn step_between(&mut self) -> Result<(), Error> {
+        let memtable = self.memtable.clone().expect("not finished");
+        let state = memtable.state.read();
+        if self.hand_off {
+            if let Some(source) = state.replacement.clone() {
+                drop(state);
+                let start = match &self.produced {
+                    Some((key, _)) => Bound::Excluded(RingPosition::Key(key.clone())),
+                    None => self.range.start().clone(),
+                };
+                let rest = PartitionRange::new(start, self.range.end().clone())?;
+                self.replacement = Some(source.make_reader(rest, self.slice.clone())?);
+                self.memtable = None;
+                return Ok(());
+            }
+        }
+        let view = state.region.reader();
+        let Some(entry) = self.next_entry(&state, &view)? else {
+            self.finished = true;
+            return Ok(());
+        };
+        let version = state.version;
+        let stored = view.managed(entry.key)?;
+        let stored_bytes = stored.to_vec();
+        let decoded = key::decode(&stored_bytes)?;
+        if decoded.row.is_some() {
+            return Err(Error::Corrupt {
+                detail: "a row without its partition header".into(),
+            });
+        }
+        let dk = decoded.partition;
+        let prefix = stored_bytes[..decoded.prefix_len].to_vec();
+        let mut after = prefix.clone();
+        after.push(key::KIND_AFTER);
+        if self.range.is_after(&dk) {
+            self.finished = true;
+            return Ok(());
+        }
+        if self.range.is_before(&dk) {
+            // Only after a fast-forward: jump to the range's start.
+            self.resume = match range_start(&self.range) {
+                Some((k, _)) => Resume::From(k.encode()),
+                None => {
+                    self.finished = true;
+                    return Ok(());
+                }
+            };
+            self.cursor_version = None;
+            return Ok(());
+        }
+        let header = with_bytes(&view.managed(entry.value)?, codec::decode_header)?;
+        self.report(&state, &view, &entry);
+        self.queue.push_back(Fragment::PartitionStart {
+            key: dk.clone(),
+            tombstone: header.tombstone,
+        });
+        if !header.static_row.is_empty() {
+            self.queue.push_back(Fragment::StaticRow(header.static_row));
+        }
+        let mut changes = VecDeque::new();
+        if !self.slice.is_empty() {
+            let (s, e) = (self.slice.start_position(), self.slice.end_position());
+            let list = &header.range_tombstones;
+            let mut current = list.tombstone_at(&s);
+            if current.is_some() {
+                changes.push_back((s.clone(), current));
+            }
+            for (p, t) in list.changes() {
+                if *p > s && *p < e {
+                    changes.push_back((p.clone(), *t));
+                    current = *t;
+                }
+            }
+            if current.is_some() {
+                changes.push_back((e, None));
+            }
+        }
+        match self.slice.start() {
+            Bound::Unbounded => {
+                self.resume = Resume::After(stored_bytes);
+                self.cursor_version = Some(version);
+            }
+            Bound::Included(k) | Bound::Excluded(k) => {
+                let from = SearchKey::new(&dk, Suffix::Row(k.as_bytes())).encode();
+                self.resume = Resume::From(from);
+                self.cursor_version = None;
+            }
+        }
+        self.partition = Some(Partition { prefix, changes });
+        self.last_partition = Some((dk, after));
+        Ok(())
+    }
+
+    /// Ends the current partition: the remaining range tombstone changes,
+    /// then the partition end.
+    fn end_partition(&mut self) {
+        if let Some(p) = self.partition.take() {
+            for (position, tombstone) in p.changes {
+                self.queue.push_back(Fragment::RangeTombstoneChange {
+                    position,
+                    tombstone,
+                });
+            }
+            self.queue.push_back(Fragment::PartitionEnd);
+            let after = self
+                .last_partition
+                .as_ref()
+                .expect("in a partition")
+                .1
+                .clone();
+            self.resume = Resume::After(after);
+            self.cursor_version = None;
+        }
+    }
+
+    /// One step inside a partition: the next row in the slice, or the end.
+    fn step_in_partition(&mut self) -> Result<(), Error> {
+        if self.slice.is_empty() {
+            self.end_partition();
+            return Ok(());
+        }
+        let memtable = self.memtable.clone().expect("not finished");
+        let state = memtable.state.read();
+        let view = state.region.reader();
+        let entry = self.next_entry(&state, &view)?;
+        let version = state.version;
+        let prefix = &self.partition.as_ref().expect("in a partition").prefix;
+        let row_key = match &entry {
+            Some(e) => {
+                let stored = view.managed(e.key)?;
+                let bytes = stored.to_vec();
+                if key::is_row_of(&bytes, prefix) {
+                    let ck = mutation::ClusteringKey::new(bytes[prefix.len() + 1..].to_vec())?;
+                    Some((ck, bytes))
+                } else {
+                    None
+                }
+            }
+            None => None,
+        };
+        let Some((ck, stored)) = row_key else {
+            drop(view);
+            drop(state);
+            self.end_partition();
+            return Ok(());
+        };
+        let entry = entry.expect("a row");
+        let at = Position::At(ck.clone());
+        if at < self.slice.start_position() {
+            // The excluded start key itself.
+            self.resume = Resume::After(stored);
+            self.cursor_version = Some(version);
+            return Ok(());
+        }
+        if at >= self.slice.end_position() {
+            drop(view);
+            drop(state);
+            self.end_partition();
+            return Ok(());
+        }
+        let row = with_bytes(&view.managed(entry.value)?, codec::decode_row)?;
+        self.report(&state, &view, &entry);
+        let partition = self.partition.as_mut().expect("in a partition");
+        while partition.changes.front().is_some_and(|(p, _)| *p < at) {
+            let (position, tombstone) = partition.changes.pop_front().expect("non-empty");
+            self.queue.push_back(Fragment::RangeTombstoneChange {
+                position,
+                tombstone,
+            });
+        }
+        self.queue
+            .push_back(Fragment::ClusteringRow { key: ck, row });
+        self.resume = Resume::After(stored);
+        self.cursor_version = Some(version);
+        Ok(())
+    }
+
+    fn next_fragment(&mut self) -> Result<Option<Fragment>, Error> {
+        loop {
+            if let Some(f) = self.queue.pop_front() {
+                if matches!(f, Fragment::PartitionStart { .. }) {
+                    self.produced = self.last_partition.clone();
+                }
+                return Ok(Some(f));
+            }
+            if let Some(r) = &mut self.replacement {
+                return Ok(r.next()?);
+            }
+            if self.finished {
+                self.report_rest();
+                return Ok(None);
+            }
+            if self.partition.is_some() {
+                self.step_in_partition()?;
+            } else {
+                self.step_between()?;
+            }
+        }
+    }
+}
+
+impl FragmentReader for MemtableReader {
+    fn next(&mut self) -> Result<Option<Fragment>, mutation::Error> {
+        Ok(self.next_fragment()?)
+    }
+
+    fn fast_forward_to(&mut self, range: PartitionRange) -> Result<(), mutation::Error> {
+        if let Some(r) = &mut self.replacement {
+            return r.fast_forward_to(range);
+        }
+        self.queue.clear();
+        self.partition = None;
+        self.resume = match &self.produced {
+            Some((_, after)) => Resume::After(after.clone()),
+            None => Resume::Start,
+        };
+        self.cursor_version = None;
+        let was_start = matches!(self.resume, Resume::Start);
+        self.range = range;
+        if was_start {
+            // Nothing produced yet: start at the new range's start.
+            self.resume = Resume::Start;
+        }
+        self.finished = self.memtable.is_none();
+        Ok(())
+    }
+
+    fn next_partition(&mut self) -> Result<(), mutation::Error> {
+        if let Some(r) = &mut self.replacement {
+            return r.next_partition();
+        }
+        if matches!(self.queue.front(), Some(Fragment::PartitionStart { .. })) {
+            return Ok(()); // between partitions: its start was not returned
+        }
+        if self.partition.is_some() || !self.queue.is_empty() {
+            self.queue.clear();
+            self.partition = None;
+            if let Some((_, after)) = &self.last_partition {
+                self.resume = Resume::After(after.clone());
+            }
+            self.cursor_version = None;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,689 @@
+//! The index: a B+tree whose nodes are region objects linked by handles.
+//!
+//! A node is one fixed-size object (`8 + 32 * fanout` bytes, so it is
+//! rewritten in place): a leaf holds up to `fanout` entries of two
+//! [`ManagedBytes`] (key, value); an internal node holds up to `fanout`
+//! child handles and one fewer separator keys. Child `i` holds the keys in
+//! `[sep[i-1], sep[i])`. A separator is a copy of the first key of the
+//! right half made when a leaf splits; it is owned by its internal node and
+//! freed with its slot. Deletion never rebalances: a leaf that becomes empty
+//! leaves its parent (with one separator), a root with one child gives way
+//! to the child. Underfull nodes are allowed; only structure-changing
+//! operations are all-or-nothing through an [`Undo`] log.
+
+use std::cmp::Ordering;
+
+use logalloc::{Handle, ManagedBytes, ManagedRef, RegionReader, RegionWriter};
+
+use crate::Error;
+use crate::key::SearchKey;
+
+/// Read access to region objects: a shared [`RegionReader`] or the
+/// exclusive [`RegionWriter`] of an apply.
+pub(crate) trait View {
+    fn get(&self, handle: Handle) -> Result<&[u8], logalloc::Error>;
+    fn managed(&self, bytes: ManagedBytes) -> Result<ManagedRef<'_>, logalloc::Error>;
+}
+
+impl View for RegionReader<'_> {
+    fn get(&self, handle: Handle) -> Result<&[u8], logalloc::Error> {
+        RegionReader::get(self, handle)
+    }
+    fn managed(&self, bytes: ManagedBytes) -> Result<ManagedRef<'_>, logalloc::Error> {
+        RegionReader::managed(self, bytes)
+    }
+}
+
+impl View for RegionWriter<'_> {
+    fn get(&self, handle: Handle) -> Result<&[u8], logalloc::Error> {
+        RegionWriter::get(self, handle)
+    }
+    fn managed(&self, bytes: ManagedBytes) -> Result<ManagedRef<'_>, logalloc::Error> {
+        RegionWriter::managed(self, bytes)
+    }
+}
+
+/// Deepest tree supported (levels above the leaves); far beyond what a
+/// region can hold with a fanout of at least 4.
+pub(crate) const MAX_HEIGHT: usize = 40;
+const LEAF: u8 = 1;
+const INTERNAL: u8 = 2;
+const HEADER: usize = 8;
+const MB: usize = ManagedBytes::ENCODED_LEN;
+/// A key's first 8 bytes (its token), kept in the node next to the key's
+/// handle so that most comparisons need no lookup of the key itself.
+const HEAD: usize = 8;
+/// A leaf entry: key, value, key head.
+const ENTRY: usize = 2 * MB + HEAD;
+/// An internal node's separator: key, key head.
+const SEP: usize = MB + HEAD;
+const MAX_FANOUT: usize = 32;
+/// The smallest fanout a tree works with.
+pub(crate) const MIN_FANOUT: usize = 4;
+
+fn corrupt(detail: &str) -> Error {
+    Error::Corrupt {
+        detail: format!("index node: {detail}"),
+    }
+}
+
+fn read_mb(bytes: &[u8], at: usize) -> Result<ManagedBytes, Error> {
+    let raw: [u8; MB] = bytes
+        .get(at..at + MB)
+        .and_then(|b| b.try_into().ok())
+        .ok_or_else(|| corrupt("truncated"))?;
+    ManagedBytes::from_bytes(raw).ok_or_else(|| corrupt("null key or value"))
+}
+
+fn read_handle(bytes: &[u8], at: usize) -> Result<Handle, Error> {
+    let raw: [u8; 8] = bytes
+        .get(at..at + 8)
+        .and_then(|b| b.try_into().ok())
+        .ok_or_else(|| corrupt("truncated"))?;
+    Handle::from_raw(u64::from_le_bytes(raw)).ok_or_else(|| corrupt("null child"))
+}
+
+fn count(bytes: &[u8]) -> usize {
+    u16::from_le_bytes([bytes[2], bytes[3]]) as usize
+}
+
+/// A leaf entry: the key and the value.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Entry {
+    pub(crate) key: ManagedBytes,
+    pub(crate) value: ManagedBytes,
+    /// The key's first 8 bytes.
+    head: [u8; HEAD],
+}
+
+fn read_head(bytes: &[u8], at: usize) -> Result<[u8; HEAD], Error> {
+    bytes
+        .get(at..at + HEAD)
+        .and_then(|b| b.try_into().ok())
+        .ok_or_else(|| corrupt("truncated"))
+}
+
+/// `key` compared with a stored key whose head is `head`: by the heads
+/// first, by the whole keys only if those are equal.
+fn cmp_key(
+    view: &impl View,
+    key: &SearchKey<'_>,
+    head: [u8; HEAD],
+    stored: ManagedBytes,
+) -> Result<Ordering, Error> {
+    // As big-endian integers: one comparison instead of a memcmp call.
+    match u64::from_be_bytes(key.head()).cmp(&u64::from_be_bytes(head)) {
+        Ordering::Equal => Ok(key.cmp_stored(&view.managed(stored)?)),
+        unequal => Ok(unequal),
+    }
+}
+
+/// A node, decoded for modification.
+#[derive(Debug)]
+enum Node {
+    Leaf(Vec<Entry>),
+    Internal {
+        children: Vec<Handle>,
+        seps: Vec<(ManagedBytes, [u8; HEAD])>,
+    },
+}
+
+impl Node {
+    fn len(&self) -> usize {
+        match self {
+            Node::Leaf(e) => e.len(),
+            Node::Internal { children, .. } => children.len(),
+        }
+    }
+}
+
+/// The tree's root and shape; the rest lives in the region.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Tree {
+    pub(crate) root: Option<Handle>,
+    /// Levels above the leaves (0: the root is a leaf).
+    pub(crate) height: usize,
+    pub(crate) fanout: usize,
+}
+
+impl Tree {
+    /// An empty tree whose nodes fit objects of `max_object` bytes.
+    pub(crate) fn new(max_object: usize) -> Result<Tree, Error> {
+        let fanout = (max_object.saturating_sub(HEADER) / ENTRY).min(MAX_FANOUT);
+        if fanout < MIN_FANOUT {
+            return Err(Error::SegmentTooSmall {
+                max_object,
+                min: HEADER + ENTRY * MIN_FANOUT,
+            });
+        }
+        Ok(Tree {
+            root: None,
+            height: 0,
+            fanout,
+        })
+    }
+
+    fn node_size(&self) -> usize {
+        HEADER + ENTRY * self.fanout
+    }
+
+    fn decode(&self, bytes: &[u8]) -> Result<Node, Error> {
+        let n = count(bytes);
+        if n > self.fanout {
+            return Err(corrupt("count above fanout"));
+        }
+        match bytes[0] {
+            LEAF => (0..n)
+                .map(|i| Self::leaf_entry(bytes, i))
+                .collect::<Result<_, _>>()
+                .map(Node::Leaf),
+            INTERNAL => Ok(Node::Internal {
+                children: (0..n)
+                    .map(|i| read_handle(bytes, HEADER + i * 8))
+                    .collect::<Result<_, _>>()?,
+                seps: (0..n.saturating_sub(1))
+                    .map(|i| {
+                        let at = self.sep_at(i);
+                        Ok((read_mb(bytes, at)?, read_head(bytes, at + MB)?))
+                    })
+                    .collect::<Result<_, Error>>()?,
+            }),
+            _ => Err(corrupt("unknown node kind")),
+        }
+    }
+
+    fn sep_at(&self, i: usize) -> usize {
+        HEADER + 8 * self.fanout + i * SEP
+    }
+
+    fn encode(&self, node: &Node, out: &mut [u8]) {
+        out.fill(0);
+        out[2..4].copy_from_slice(&(node.len() as u16).to_le_bytes());
+        match node {
+            Node::Leaf(entries) => {
+                out[0] = LEAF;
+                for (i, e) in entries.iter().enumerate() {
+                    let at = HEADER + i * ENTRY;
+                    out[at..at + MB].copy_from_slice(&e.key.to_bytes());
+                    out[at + MB..at + 2 * MB].copy_from_slice(&e.value.to_bytes());
+                    out[at + 2 * MB..at + ENTRY].copy_from_slice(&e.head);
+                }
+            }
+            Node::Internal { children, seps } => {
+                out[0] = INTERNAL;
+                for (i, c) in children.iter().enumerate() {
+                    let at = HEADER + i * 8;
+                    out[at..at + 8].copy_from_slice(&c.to_raw().to_le_bytes());
+                }
+                for (i, (s, head)) in seps.iter().enumerate() {
+                    let at = self.sep_at(i);
+                    out[at..at + MB].copy_from_slice(&s.to_bytes());
+                    out[at + MB..at + SEP].copy_from_slice(head);
+                }
+            }
+        }
+    }
+
+    fn leaf_entry(bytes: &[u8], i: usize) -> Result<Entry, Error> {
+        let at = HEADER + i * ENTRY;
+        Ok(Entry {
+            key: read_mb(bytes, at)?,
+            value: read_mb(bytes, at + MB)?,
+            head: read_head(bytes, at + 2 * MB)?,
+        })
+    }
+
+    /// First index in `0..n` for which `pred` is false (pred is true on a
+    /// prefix), with a fallible predicate.
+    fn partition_point(
+        n: usize,
+        mut pred: impl FnMut(usize) -> Result<bool, Error>,
+    ) -> Result<usize, Error> {
+        let (mut lo, mut hi) = (0, n);
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            if pred(mid)? {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        Ok(lo)
+    }
+
+    /// Fills `cursor` with the path to the leaf position of the first entry
+    /// `>= key` (`> key` if `strict`); that position may be one past the
+    /// leaf's last entry. False if the tree is empty.
+    fn descend(
+        &self,
+        view: &impl View,
+        key: &SearchKey<'_>,
+        strict: bool,
+        cursor: &mut Cursor,
+    ) -> Result<bool, Error> {
+        let Some(mut node) = self.root else {
+            cursor.depth = 0;
+            return Ok(false);
+        };
+        cursor.depth = self.height + 1;
+        for level in 0..=self.height {
+            let bytes = view.get(node)?;
+            let n = count(bytes);
+            cursor.nodes[level] = Some(node);
+            if level < self.height {
+                if bytes[0] != INTERNAL || n == 0 {
+                    return Err(corrupt("expected a non-empty internal node"));
+                }
+                // Child i holds [sep[i-1], sep[i]): the number of seps <= key.
+                let i = Self::partition_point(n - 1, |i| {
+                    let at = self.sep_at(i);
+                    let c = cmp_key(view, key, read_head(bytes, at + MB)?, read_mb(bytes, at)?)?;
+                    Ok(c != Ordering::Less)
+                })?;
+                cursor.idx[level] = i;
+                node = read_handle(bytes, HEADER + i * 8)?;
+            } else {
+                if bytes[0] != LEAF {
+                    return Err(corrupt("expected a leaf"));
+                }
+                let i = Self::partition_point(n, |i| {
+                    let at = HEADER + i * ENTRY;
+                    let c = cmp_key(
+                        view,
+                        key,
+                        read_head(bytes, at + 2 * MB)?,
+                        read_mb(bytes, at)?,
+                    )?;
+                    Ok(if strict {
+                        c != Ordering::Less
+                    } else {
+                        c == Ordering::Greater
+                    })
+                })?;
+                cursor.idx[level] = i;
+            }
+        }
+        Ok(true)
+    }
+
+    /// Positions `cursor` at the first entry `>= key` (`> key` if `strict`)
+    /// and returns it, or `None` (and an exhausted cursor) if there is none.
+    pub(crate) fn seek(
+        &self,
+        view: &impl View,
+        key: &SearchKey<'_>,
+        strict: bool,
+        cursor: &mut Cursor,
+    ) -> Result<Option<Entry>, Error> {
+        if !self.descend(view, key, strict, cursor)? {
+            return Ok(None);
+        }
+        let leaf = self.height;
+        let bytes = view.get(cursor.nodes[leaf].expect("descended"))?;
+        if cursor.idx[leaf] < count(bytes) {
+            return Self::leaf_entry(bytes, cursor.idx[leaf]).map(Some);
+        }
+        self.climb(view, cursor)
+    }
+
+    /// Moves `cursor` to the next entry and returns it.
+    pub(crate) fn advance(
+        &self,
+        view: &impl View,
+        cursor: &mut Cursor,
+    ) -> Result<Option<Entry>, Error> {
+        if cursor.depth == 0 {
+            return Ok(None);
+        }
+        let leaf = cursor.depth - 1;
+        let bytes = view.get(cursor.nodes[leaf].expect("positioned"))?;
+        cursor.idx[leaf] += 1;
+        if cursor.idx[leaf] < count(bytes) {
+            return Self::leaf_entry(bytes, cursor.idx[leaf]).map(Some);
+        }
+        self.climb(view, cursor)
+    }
+
+    /// From a leaf position past its end: the first entry of the next leaf.
+    fn climb(&self, view: &impl View, cursor: &mut Cursor) -> Result<Option<Entry>, Error> {
+        let leaf = cursor.depth - 1;
+        let mut level = leaf;
+        loop {
+            if level == 0 {
+                cursor.depth = 0; // exhausted
+                return Ok(None);
+            }
+            level -= 1;
+            let bytes = view.get(cursor.nodes[level].expect("positioned"))?;
+            if cursor.idx[level] + 1 < count(bytes) {
+                cursor.idx[level] += 1;
+                let mut node = read_handle(bytes, HEADER + cursor.idx[level] * 8)?;
+                for below in level + 1..=leaf {
+                    cursor.nodes[below] = Some(node);
+                    cursor.idx[below] = 0;
+                    if below < leaf {
+                        node = read_handle(view.get(node)?, HEADER)?;
+                    }
+                }
+                let bytes = view.get(node)?;
+                if count(bytes) == 0 {
+                    return Err(corrupt("empty leaf below the root"));
+                }
+                return Self::leaf_entry(bytes, 0).map(Some);
+            }
+        }
+    }
+
+    /// The entry with exactly `key`, if any.
+    pub(crate) fn find(
+        &self,
+        view: &impl View,
+        key: &SearchKey<'_>,
+        cursor: &mut Cursor,
+    ) -> Result<Option<Entry>, Error> {
+        match self.seek(view, key, false, cursor)? {
+            Some(e) if key.cmp_stored(&view.managed(e.key)?) == Ordering::Equal => Ok(Some(e)),
+            _ => Ok(None),
+        }
+    }
+
+    fn read_node(&self, view: &impl View, handle: Handle) -> Result<Node, Error> {
+        self.decode(view.get(handle)?)
+    }
+
+    /// Inserts an entry whose key (`key`, stored as `entry.key`) is not in
+    /// the tree.
+    pub(crate) fn insert(
+        &mut self,
+        w: &mut RegionWriter<'_>,
+        undo: &mut Undo,
+        key: &SearchKey<'_>,
+        stored_key: ManagedBytes,
+        value: ManagedBytes,
+    ) -> Result<(), Error> {
+        let entry = Entry {
+            key: stored_key,
+            value,
+            head: key.head(),
+        };
+        let mut cursor = Cursor::new();
+        if !self.descend(w, key, false, &mut cursor)? {
+            let leaf = undo.alloc_node(w, self, &Node::Leaf(vec![entry]))?;
+            self.root = Some(leaf);
+            self.height = 0;
+            return Ok(());
+        }
+        let mut level = self.height;
+        let mut handle = cursor.nodes[level].expect("descended");
+        let mut node = self.read_node(w, handle)?;
+        match &mut node {
+            Node::Leaf(entries) => entries.insert(cursor.idx[level], entry),
+            Node::Internal { .. } => return Err(corrupt("expected a leaf")),
+        }
+        loop {
+            if node.len() <= self.fanout {
+                return undo.write_node(w, self, handle, &node);
+            }
+            let (right, sep) = match &mut node {
+                Node::Leaf(entries) => {
+                    let right = entries.split_off(entries.len() / 2);
+                    let first = w.managed(right[0].key)?.to_vec();
+                    let sep = (undo.alloc_managed(w, &first)?, right[0].head);
+                    (Node::Leaf(right), sep)
+                }
+                Node::Internal { children, seps } => {
+                    let mid = children.len() / 2;
+                    let right_children = children.split_off(mid);
+                    let right_seps = seps.split_off(mid);
+                    let sep = seps.pop().expect("an internal node above fanout has seps");
+                    (
+                        Node::Internal {
+                            children: right_children,
+                            seps: right_seps,
+                        },
+                        sep,
+                    )
+                }
+            };
+            let right = undo.alloc_node(w, self, &right)?;
+            undo.write_node(w, self, handle, &node)?;
+            if level == 0 {
+                if self.height == MAX_HEIGHT {
+                    return Err(Error::IndexTooDeep { max: MAX_HEIGHT });
+                }
+                let root = Node::Internal {
+                    children: vec![handle, right],
+                    seps: vec![sep],
+                };
+                self.root = Some(undo.alloc_node(w, self, &root)?);
+                self.height += 1;
+                return Ok(());
+            }
+            level -= 1;
+            handle = cursor.nodes[level].expect("descended");
+            node = self.read_node(w, handle)?;
+            let at = cursor.idx[level];
+            match &mut node {
+                Node::Internal { children, seps } => {
+                    children.insert(at + 1, right);
+                    seps.insert(at, sep);
+                }
+                Node::Leaf(_) => return Err(corrupt("expected an internal node")),
+            }
+        }
+    }
+
+    /// Replaces the value of the entry with `key`; returns the old value.
+    pub(crate) fn set_value(
+        &mut self,
+        w: &mut RegionWriter<'_>,
+        undo: &mut Undo,
+        key: &SearchKey<'_>,
+        value: ManagedBytes,
+    ) -> Result<ManagedBytes, Error> {
+        let mut cursor = Cursor::new();
+        self.descend(w, key, false, &mut cursor)?;
+        let (handle, at) = self.exact(w, key, &cursor)?;
+        let mut node = self.read_node(w, handle)?;
+        let Node::Leaf(entries) = &mut node else {
+            return Err(corrupt("expected a leaf"));
+        };
+        let old = std::mem::replace(&mut entries[at].value, value);
+        undo.write_node(w, self, handle, &node)?;
+        Ok(old)
+    }
+
+    fn exact(
+        &self,
+        view: &impl View,
+        key: &SearchKey<'_>,
+        cursor: &Cursor,
+    ) -> Result<(Handle, usize), Error> {
+        if cursor.depth == 0 {
+            return Err(corrupt("key not found"));
+        }
+        let leaf = cursor.depth - 1;
+        let handle = cursor.nodes[leaf].expect("descended");
+        let bytes = view.get(handle)?;
+        let at = cursor.idx[leaf];
+        if at >= count(bytes)
+            || key.cmp_stored(&view.managed(Self::leaf_entry(bytes, at)?.key)?) != Ordering::Equal
+        {
+            return Err(corrupt("key not found"));
+        }
+        Ok((handle, at))
+    }
+
+    /// Removes the entry with `key` and returns it; its key and value are
+    /// the caller's to free. Emptied nodes and their separators are freed
+    /// through `undo` at commit.
+    pub(crate) fn remove(
+        &mut self,
+        w: &mut RegionWriter<'_>,
+        undo: &mut Undo,
+        key: &SearchKey<'_>,
+    ) -> Result<Entry, Error> {
+        let mut cursor = Cursor::new();
+        self.descend(w, key, false, &mut cursor)?;
+        let (handle, at) = self.exact(w, key, &cursor)?;
+        let mut node = self.read_node(w, handle)?;
+        let Node::Leaf(entries) = &mut node else {
+            return Err(corrupt("expected a leaf"));
+        };
+        let removed = entries.remove(at);
+        if !entries.is_empty() {
+            undo.write_node(w, self, handle, &node)?;
+            return Ok(removed);
+        }
+        // The leaf is empty: take it out of its parents.
+        undo.free_node(handle);
+        let mut level = self.height;
+        loop {
+            if level == 0 {
+                self.root = None;
+                self.height = 0;
+                return Ok(removed);
+            }
+            level -= 1;
+            let parent = cursor.nodes[level].expect("descended");
+            let mut node = self.read_node(w, parent)?;
+            let Node::Internal { children, seps } = &mut node else {
+                return Err(corrupt("expected an internal node"));
+            };
+            let i = cursor.idx[level];
+            children.remove(i);
+            if !seps.is_empty() {
+                undo.free_managed(seps.remove(i.saturating_sub(1)).0);
+            }
+            if children.is_empty() {
+                undo.free_node(parent);
+                continue;
+            }
+            undo.write_node(w, self, parent, &node)?;
+            break;
+        }
+        // A root with one child gives way to it.
+        while self.height > 0 {
+            let root = self.root.expect("non-empty");
+            let node = self.read_node(w, root)?;
+            match node {
+                Node::Internal { children, .. } if children.len() == 1 => {
+                    undo.free_node(root);
+                    self.root = Some(children[0]);
+                    self.height -= 1;
+                }
+                _ => break,
+            }
+        }
+        Ok(removed)
+    }
+}
+
+/// A position in the tree: the path from the root to a leaf entry. Valid
+/// only while the tree's structure is unchanged (the memtable's version).
+#[derive(Clone, Debug)]
+pub(crate) struct Cursor {
+    nodes: [Option<Handle>; MAX_HEIGHT + 1],
+    idx: [usize; MAX_HEIGHT + 1],
+    /// Levels on the path; 0 when unpositioned or exhausted.
+    depth: usize,
+}
+
+impl Cursor {
+    pub(crate) fn new() -> Cursor {
+        Cursor {
+            nodes: [None; MAX_HEIGHT + 1],
+            idx: [0; MAX_HEIGHT + 1],
+            depth: 0,
+        }
+    }
+}
+
+/// What an apply changed, so a failure can put everything back: node
+/// images before their first change, objects allocated (freed on
+/// rollback), objects to free (freed on commit only).
+#[derive(Debug, Default)]
+pub(crate) struct Undo {
+    saved: Vec<(Handle, Vec<u8>)>,
+    fresh: Vec<Handle>,
+    fresh_managed: Vec<ManagedBytes>,
+    to_free: Vec<Handle>,
+    to_free_managed: Vec<ManagedBytes>,
+}
+
+impl Undo {
+    fn alloc_node(
+        &mut self,
+        w: &mut RegionWriter<'_>,
+        tree: &Tree,
+        node: &Node,
+    ) -> Result<Handle, Error> {
+        let h = w.alloc_with(tree.node_size(), 8, |bytes| tree.encode(node, bytes))?;
+        self.fresh.push(h);
+        Ok(h)
+    }
+
+    fn write_node(
+        &mut self,
+        w: &mut RegionWriter<'_>,
+        tree: &Tree,
+        handle: Handle,
+        node: &Node,
+    ) -> Result<(), Error> {
+        if !self.fresh.contains(&handle) && !self.saved.iter().any(|(h, _)| *h == handle) {
+            let image = w.get(handle)?.to_vec();
+            self.saved.push((handle, image));
+        }
+        tree.encode(node, w.get_mut(handle)?);
+        Ok(())
+    }
+
+    /// Allocates a string that rollback frees.
+    pub(crate) fn alloc_managed(
+        &mut self,
+        w: &mut RegionWriter<'_>,
+        data: &[u8],
+    ) -> Result<ManagedBytes, Error> {
+        let m = w.alloc_managed(data)?;
+        self.fresh_managed.push(m);
+        Ok(m)
+    }
+
+    fn free_node(&mut self, handle: Handle) {
+        self.to_free.push(handle);
+    }
+
+    /// Frees a string at commit.
+    pub(crate) fn free_managed(&mut self, m: ManagedBytes) {
+        self.to_free_managed.push(m);
+    }
+
+    /// Undoes everything: node images restored, new objects freed.
+    pub(crate) fn rollback(self, w: &mut RegionWriter<'_>) {
+        for (h, image) in self.saved {
+            // Live nodes of the tree as it was: they cannot be stale.
+            if let Ok(bytes) = w.get_mut(h) {
+                bytes.copy_from_slice(&image);
+            }
+        }
+        for h in self.fresh {
+            let freed = w.free(h);
+            debug_assert!(freed.is_ok());
+        }
+        for m in self.fresh_managed {
+            let freed = w.free_managed(m);
+            debug_assert!(freed.is_ok());
+        }
+    }
+
+    /// Makes the changes final: frees what they replaced.
+    pub(crate) fn commit(self, w: &mut RegionWriter<'_>) -> Result<(), Error> {
+        for h in self.to_free {
+            w.free(h)?;
+        }
+        for m in self.to_free_managed {
+            w.free_managed(m)?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,109 @@
+//! Any sequence of applies, with full compactions of the memtable's region
+//! and reclaim forced by another region of the pool interleaved, reads back
+//! equal to a model (a `BTreeMap` of mutations reconciled by the mutation
+//! crate) through full scans, single-partition slices, range scans and the
+//! flush stream; every stream passes the validator.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::ops::Bound;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use logalloc::Region;
+use mutation::testing::{arb_clustering_range, arb_mutation, arb_partition_key};
+use mutation::{DecoratedKey, Mutation, PartitionRange, RingPosition};
+use proptest::prelude::*;
+
+#[derive(Debug, Clone)]
+enum Op {
+    Apply(Mutation),
+    FullCompaction,
+    Reclaim,
+}
+
+fn arb_op() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        8 => arb_mutation().prop_map(Op::Apply),
+        1 => Just(Op::FullCompaction),
+        1 => Just(Op::Reclaim),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 192, ..ProptestConfig::default() })]
+
+    #[test]
+    fn memtable_reads_back_the_model(
+        ops in prop::collection::vec(arb_op(), 0..24),
+        slices in prop::collection::vec((arb_partition_key(), arb_clustering_range()), 1..6),
+        bounds in (arb_partition_key(), arb_partition_key()),
+    ) {
+        let (pool, _group, memtable) = common::setup(4 << 20);
+        let mut model: BTreeMap<DecoratedKey, Mutation> = BTreeMap::new();
+        for op in ops {
+            match op {
+                Op::Apply(m) => {
+                    memtable.apply(&m).unwrap();
+                    match model.remove(m.key()) {
+                        Some(old) => model.insert(m.key().clone(), old.merge(m).unwrap()),
+                        None => model.insert(m.key().clone(), m),
+                    };
+                }
+                Op::FullCompaction => memtable.full_compaction().unwrap(),
+                Op::Reclaim => {
+                    // Fill the pool from another region: allocation reclaims,
+                    // compacting the memtable's region if it can.
+                    let mut other = Region::new(&pool);
+                    let mut held = Vec::new();
+                    while let Ok(h) = other.alloc(4000, 8) {
+                        held.push(h);
+                    }
+                    drop(other);
+                }
+            }
+            memtable.check_invariants().unwrap();
+        }
+        let expected: Vec<Mutation> = model.values().cloned().collect();
+        prop_assert_eq!(&common::scan(&memtable), &expected);
+
+        let flushed = Arc::new(AtomicUsize::new(0));
+        let counter = flushed.clone();
+        let mut flush = memtable.make_flush_reader(move |b| {
+            counter.fetch_add(b, Ordering::Relaxed);
+        });
+        prop_assert_eq!(&common::read_all(&mut flush), &expected);
+        let reported = flushed.load(Ordering::Relaxed);
+        prop_assert!(reported <= memtable.stats().region.used_bytes);
+        prop_assert_eq!(reported > 0, !expected.is_empty());
+
+        for (key, slice) in &slices {
+            let got = memtable
+                .make_reader_opt(PartitionRange::single_key(key.clone()), slice.clone())
+                .unwrap()
+                .map(|mut r| common::read_all(&mut r));
+            let want = model.get(key).map(|m| vec![common::restrict(m, slice)]);
+            prop_assert_eq!(got, want);
+        }
+
+        let (a, b) = if bounds.0 <= bounds.1 { bounds } else { (bounds.1, bounds.0) };
+        let range = PartitionRange::new(
+            Bound::Excluded(RingPosition::Key(a.clone())),
+            Bound::Included(RingPosition::Key(b.clone())),
+        ).unwrap();
+        let slice = slices[0].1.clone();
+        let want: Vec<Mutation> = model
+            .range((Bound::Excluded(&a), Bound::Included(&b)))
+            .map(|(_, m)| common::restrict(m, &slice))
+            .collect();
+        let got = memtable.make_reader_opt(range.clone(), slice.clone()).unwrap();
+        prop_assert_eq!(got.is_none(), want.is_empty());
+        let mut reader = memtable.make_reader(range, slice).unwrap();
+        prop_assert_eq!(common::read_all(&mut reader), want);
+
+        let stats = memtable.stats();
+        prop_assert_eq!(stats.partitions, model.len());
+        prop_assert_eq!(stats.rows, model.values().map(|m| m.rows().len()).sum::<usize>());
+    }
+}
