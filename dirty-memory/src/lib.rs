@@ -31,7 +31,7 @@
 //! use std::time::Duration;
 //!
 //! use dirty_memory::{DirtyMemoryConfig, DirtyMemoryManager, Flush, FlushTarget, LoopMode};
-//! use logalloc::{RegionId, RegionListener};
+//! use region_group::{RegionId, RegionListener};
 //!
 //! /// A memtable owner whose "disk" writes a memtable at once.
 //! struct InstantDisk;
