@@ -929,6 +929,11 @@ impl RegionInner {
         self.unlisten();
         self.overhead_reported = self.overhead();
         listener.add(self.id, self.reported_footprint());
+        // Grounding is permanent: a new listener must not take a region
+        // sealed for flush for a flushable one.
+        if self.grounded {
+            listener.ground_evictable(self.id);
+        }
         self.listener = Some(listener);
     }
 
@@ -1486,7 +1491,8 @@ impl Region {
     }
 
     /// Starts reporting usage to `listener` (replacing any previous one,
-    /// which gets `del`); fires `add` with the current total at once.
+    /// which gets `del`); fires `add` with the current total at once, then
+    /// `ground_evictable` if the region is grounded.
     pub fn listen(&mut self, listener: Arc<dyn RegionListener>) {
         self.shared.inner.write().listen(listener);
     }
@@ -1497,8 +1503,9 @@ impl Region {
     }
 
     /// Grounds the region's evictable occupancy (permanent); the listener
-    /// gets `ground_evictable`.
-    pub fn ground_evictable_occupancy(&mut self) {
+    /// gets `ground_evictable`, and so does every listener the region
+    /// reports to later. Takes `&self`: it changes no object.
+    pub fn ground_evictable_occupancy(&self) {
         let mut inner = self.shared.inner.write();
         inner.grounded = true;
         if let Some(listener) = &inner.listener {
