@@ -130,7 +130,8 @@
 //!
 //! **Testing aids.** [`Region::check_invariants`] and
 //! [`SegmentPool::check_invariants`] recount everything;
-//! [`SegmentPool::fail_nth_allocation`] makes a chosen allocation fail.
+//! `SegmentPool::fail_nth_allocation`, with the `testing` feature, makes a
+//! chosen allocation fail.
 //!
 //! **Unsafe code** lives in `segment.rs` (raw aligned allocation, byte
 //! access through `unsafe fn`s with `# Safety` contracts, and a prefetch

@@ -167,8 +167,8 @@ pub enum Error {
     },
 
     /// The writer stopped at a fault-injection point
-    /// ([`WriterOptions::crash_after`](crate::WriterOptions::crash_after)),
-    /// leaving the files as a crash at that point would.
+    /// (`WriterOptions::crash_after`, with the `testing` feature), leaving
+    /// the files as a crash at that point would.
     #[error("injected crash after commit step {0:?}")]
     InjectedCrash(crate::CommitStep),
 }

@@ -96,7 +96,7 @@ pub use atomic::{
 ///
 /// Loom's atomics have no `const fn new` and no `get_mut` (use `with_mut`
 /// through an `&mut`, or a plain load); keep them out of statics (see
-/// [`plain`](crate::plain)).
+/// [`plain`]).
 pub mod atomic {
     #[cfg(loom)]
     pub use loom::sync::atomic::{
