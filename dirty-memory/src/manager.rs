@@ -333,11 +333,11 @@ impl Inner {
 
     pub(crate) fn on_data_written(&self, region: RegionId) {
         let mut s = self.shared.state.lock();
-        if let Some(r) = s.running.get_mut(&region) {
-            if r.writing {
-                r.writing = false;
-                s.data_writing -= 1;
-            }
+        if let Some(r) = s.running.get_mut(&region)
+            && r.writing
+        {
+            r.writing = false;
+            s.data_writing -= 1;
         }
         s.bump();
         drop(s);

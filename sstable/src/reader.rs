@@ -478,10 +478,10 @@ impl Sstable {
         }
         if let (Bound::Included(RingPosition::Key(a)), Bound::Included(RingPosition::Key(b))) =
             (range.start(), range.end())
+            && a == b
+            && !self.may_contain(a)
         {
-            if a == b && !self.may_contain(a) {
-                return Ok(None);
-            }
+            return Ok(None);
         }
         let Some(entry) = self.lower_bound(range)? else {
             return Ok(None);
@@ -683,15 +683,13 @@ impl SstableReader {
                             format!("partition {key} starts before the previous one ended"),
                         ));
                     }
-                    if let Some((expected, block)) = self.expect.take() {
-                        if *key != expected {
-                            return Err(inner.origin(Component::Index).corrupt(
-                                block,
-                                format!(
-                                    "index entry for {expected} points at partition {key} in Data"
-                                ),
-                            ));
-                        }
+                    if let Some((expected, block)) = self.expect.take()
+                        && *key != expected
+                    {
+                        return Err(inner.origin(Component::Index).corrupt(
+                            block,
+                            format!("index entry for {expected} points at partition {key} in Data"),
+                        ));
                     }
                     if self.range.is_after(key) {
                         self.done = true;
