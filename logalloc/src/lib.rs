@@ -164,3 +164,8 @@ pub use pool::SegmentPool;
 pub use region::{Eviction, Evictor, ObjectMut, ObjectRef, Region};
 pub use stats::{PoolStats, RegionStats};
 pub use table::Handle;
+
+// The README's example runs as a doc test, so it cannot go stale.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

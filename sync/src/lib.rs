@@ -190,3 +190,8 @@ pub mod time {
         }
     }
 }
+
+// The README's example runs as a doc test, so it cannot go stale.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;
