@@ -100,6 +100,20 @@ pub enum Error {
     },
     /// An underlying fragment source failed (for example an I/O or
     /// corruption error of an sstable reader).
-    #[error("fragment source failed: {0}")]
+    #[error("fragment source failed")]
     Source(#[source] Box<dyn std::error::Error + Send + Sync + 'static>),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::error::Error as _;
+
+    #[test]
+    fn a_wrapped_cause_is_the_source_and_is_not_repeated_in_the_message() {
+        let cause = std::io::Error::other("disk on fire");
+        let err = Error::Source(Box::new(cause));
+        assert_eq!(err.to_string(), "fragment source failed");
+        assert_eq!(err.source().expect("a source").to_string(), "disk on fire");
+    }
 }

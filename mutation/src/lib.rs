@@ -111,3 +111,8 @@ pub use crate::range_tombstone::{RangeTombstone, RangeTombstoneList};
 pub use crate::reader::{FragmentsReader, MutationsReader, from_mutations, to_mutations};
 pub use crate::row::{ColumnId, Row};
 pub use crate::validate::{StreamValidator, ValidatingReader, validate_stream};
+
+// The README's example runs as a doc test, so it cannot go stale.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

@@ -135,13 +135,13 @@ pub(crate) fn check(mutation: &Mutation) -> Result<(), Error> {
         .chain(mutation.rows().values());
     for row in rows {
         for cell in row.cells.values() {
-            if let Cell::Live { value, .. } = cell {
-                if value.len() > MAX_CELL_VALUE_LEN {
-                    return Err(Error::CellValueTooLarge {
-                        len: value.len(),
-                        limit: MAX_CELL_VALUE_LEN,
-                    });
-                }
+            if let Cell::Live { value, .. } = cell
+                && value.len() > MAX_CELL_VALUE_LEN
+            {
+                return Err(Error::CellValueTooLarge {
+                    len: value.len(),
+                    limit: MAX_CELL_VALUE_LEN,
+                });
             }
         }
     }

@@ -4,7 +4,7 @@
 use std::path::Path;
 use std::time::Instant;
 
-use crate::report::{self, StepResult};
+use crate::report::{self, Outcome, StepResult};
 use crate::runner;
 
 /// One benchmark suite: `cargo bench -p <package> --bench <bench> -- <args>`.
@@ -116,13 +116,13 @@ pub(crate) fn run(args: &[&str]) -> Result<(), String> {
             cargo_args.extend_from_slice(if quick { suite.quick } else { suite.full });
             runner::cargo(&cargo_args)
                 .status()
-                .map(|()| format!("{} ({})", suite.package, file.display()))
+                .map(|()| Outcome::Passed(format!("{} ({})", suite.package, file.display())))
         } else {
-            Ok(format!(
+            Ok(Outcome::Skipped(format!(
                 "not written yet: {} has no {}",
                 suite.package,
                 file.display()
-            ))
+            )))
         };
         results.push(StepResult {
             name,
@@ -155,15 +155,14 @@ pub(crate) fn run(args: &[&str]) -> Result<(), String> {
 
 /// A brief cargo-fuzz run of the sstable reader; skipped, saying why, where
 /// the nightly toolchain or cargo-fuzz is missing.
-fn fuzz() -> Result<String, String> {
+fn fuzz() -> Result<Outcome, String> {
     if !Path::new(FUZZ_DIR).join("Cargo.toml").exists() {
-        return Ok(format!("skipped: {FUZZ_DIR} does not exist yet"));
+        return Ok(Outcome::Skipped(format!("{FUZZ_DIR} does not exist yet")));
     }
     if !runner::has_cargo_subcommand(Some("nightly"), "fuzz") {
-        return Ok(
-            "skipped: needs the nightly toolchain and cargo-fuzz (cargo install cargo-fuzz)"
-                .to_string(),
-        );
+        return Ok(Outcome::Skipped(
+            "needs the nightly toolchain and cargo-fuzz (cargo install cargo-fuzz)".to_string(),
+        ));
     }
     let max_time = format!("-max_total_time={FUZZ_SECONDS}");
     runner::program(
@@ -180,5 +179,5 @@ fn fuzz() -> Result<String, String> {
         ],
     )
     .status()
-    .map(|()| format!("{FUZZ_TARGET} ran {FUZZ_SECONDS}s without a crash"))
+    .map(|()| Outcome::Passed(format!("{FUZZ_TARGET} ran {FUZZ_SECONDS}s without a crash")))
 }
