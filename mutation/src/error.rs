@@ -83,4 +83,13 @@ pub enum Error {
     /// corruption error of an sstable reader).
     #[error("fragment source failed: {0}")]
     Source(#[source] Box<dyn std::error::Error + Send + Sync + 'static>),
+    /// Bytes that are not a valid [`crate::Mutation`] encoding (see
+    /// [`crate::Mutation::decode`]).
+    #[error("cannot decode mutation at byte {offset}: {detail}")]
+    Decode {
+        /// Offset in the input where the problem was found.
+        offset: usize,
+        /// What was wrong.
+        detail: String,
+    },
 }
