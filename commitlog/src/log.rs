@@ -1,0 +1,951 @@
+//! The commit log: appending, group commit, the size bound, flush requests
+//! and segment retirement.
+//!
+//! One mutex guards the shared state. Writers encode and checksum their
+//! payload outside it, then, under it, reserve the next offset of the active
+//! segment and copy the framed entry into the pending buffer. One flusher
+//! thread takes the whole pending buffer, writes it with one `pwrite` per
+//! segment touched and, when a sync is due, fdatasyncs every file written
+//! since the last sync, then publishes the new synced position and wakes
+//! every writer it covers. Writers that arrive while a sync runs fill the
+//! next buffer, which the next sync covers: one fdatasync per group.
+
+use std::collections::{BTreeMap, HashMap};
+use std::io;
+use std::path::Path;
+#[cfg(test)]
+use std::time::Duration;
+use std::time::Instant;
+
+use mutation::Mutation;
+
+use crate::config::{Config, SyncMode};
+use crate::format::{self, FRAMING, HEADER_LEN, KIND_DROP, KIND_MUTATION};
+use crate::replay::{self, ReplayReport};
+use crate::storage::{DirStorage, SegmentFile, Storage};
+use crate::sync::{self, Arc, Condvar, Mutex, MutexGuard, PlainArc};
+use crate::{Error, ReplayPosition, TableId};
+
+/// A request from the log to its owner: flush `table`'s memtable holding
+/// entries up to `up_to`, then call [`CommitLog::discard_completed`]. If the
+/// table holds nothing in memory up to `up_to` (its memtable is empty, or it
+/// was flushed already), the owner lets go at once by calling
+/// `discard_completed(table, up_to)` without a flush.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FlushRequest {
+    /// The table to flush.
+    pub table: TableId,
+    /// The newest entry of the table in the segments to free.
+    pub up_to: ReplayPosition,
+}
+
+/// The owner's flush callback; see [`CommitLog::set_flush_handler`].
+pub type FlushHandler = dyn Fn(&[FlushRequest]) + Send + Sync;
+
+/// Counters of the log's activity since it was opened.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LogStats {
+    /// Entries appended.
+    pub entries: u64,
+    /// Framed bytes appended (entries and segment headers).
+    pub bytes: u64,
+    /// fdatasync rounds (each syncs every file written since the last).
+    pub syncs: u64,
+    /// Entries made durable by those syncs; `synced_entries / syncs` is the
+    /// mean group size.
+    pub synced_entries: u64,
+    /// Segment files created.
+    pub segments_created: u64,
+    /// Segment files deleted (or set aside as damaged) once retired.
+    pub segments_retired: u64,
+    /// Segment files on disk now, replayed ones included.
+    pub segments_on_disk: u64,
+    /// Bytes of segment files on disk now.
+    pub disk_bytes: u64,
+    /// Flush request rounds sent to the owner.
+    pub flush_requests: u64,
+}
+
+/// One segment on disk.
+#[derive(Debug)]
+pub(crate) struct Segment {
+    /// Open for writing (segments of this run); `None` for replayed ones.
+    file: Option<PlainArc<dyn SegmentFile>>,
+    /// Tables with entries here not yet flushed: table → highest entry
+    /// offset.
+    dirty: HashMap<TableId, u32>,
+    /// Holds a table drop record: it may go only once no older segment is
+    /// left, or replay could bring the dropped data back.
+    has_drop: bool,
+    /// Bytes allocated (the next entry's offset).
+    end: u32,
+    /// Bytes known durable.
+    synced_end: u32,
+    /// No longer the active segment.
+    closed: bool,
+    /// Replay found damage: set aside instead of deleted when retired.
+    damaged: bool,
+    /// Bytes this file takes on disk.
+    disk_size: u64,
+}
+
+/// Bytes waiting to be written at `offset` of `segment`.
+#[derive(Debug)]
+struct Chunk {
+    segment: u64,
+    file: PlainArc<dyn SegmentFile>,
+    offset: u32,
+    bytes: Vec<u8>,
+}
+
+#[derive(Debug)]
+struct State {
+    segments: BTreeMap<u64, Segment>,
+    active: Option<u64>,
+    next_id: u64,
+    pending: Vec<Chunk>,
+    /// Entries in `pending`.
+    pending_entries: u64,
+    /// Bytes appended and not yet written (pending or being written).
+    unwritten: usize,
+    /// Every entry ending at or before this is durable.
+    synced: ReplayPosition,
+    flusher_busy: bool,
+    sync_requested: bool,
+    /// A segment was created since the directory was last synced.
+    dir_dirty: bool,
+    failed: Option<PlainArc<io::Error>>,
+    closing: bool,
+    disk_bytes: u64,
+    last_sync_start: Option<Instant>,
+    stats: LogStats,
+    /// Emptied buffers for reuse.
+    pool: Vec<Vec<u8>>,
+}
+
+/// Everything the writers and the flusher share.
+pub(crate) struct Shared {
+    state: Mutex<State>,
+    /// Wakes the flusher.
+    work: Condvar,
+    /// Wakes writers: buffer space, a sync done, a segment freed, failure.
+    progress: Condvar,
+    storage: Box<dyn Storage>,
+    config: Config,
+    budget: usize,
+    handler: Mutex<Option<PlainArc<FlushHandler>>>,
+}
+
+impl std::fmt::Debug for Shared {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Shared")
+            .field("storage", &self.storage)
+            .field("config", &self.config)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A durable, group-committed write-ahead log of mutations in fixed-size
+/// segment files. See the crate docs for an example.
+///
+/// `CommitLog` is `Sync`: share it (`&CommitLog` or an `Arc`) between all
+/// writer threads.
+#[derive(Debug)]
+pub struct CommitLog {
+    shared: Arc<Shared>,
+    flusher: Option<sync::thread::JoinHandle<()>>,
+}
+
+impl CommitLog {
+    /// Opens the log in `dir` (created if missing): replays every segment
+    /// already there into `on_entry(table, mutation, position)`, in order,
+    /// and returns the log, ready for appends, with the replay report.
+    ///
+    /// The replayed segments stay on disk, each marked dirty for the tables
+    /// it held, until the owner has flushed those tables and called
+    /// [`CommitLog::discard_completed`] (with the highest replayed position
+    /// per table), exactly as for new entries. A segment replay found
+    /// damaged is renamed `….log.damaged` when retired, not deleted. New
+    /// segments get ids above every id on disk.
+    ///
+    /// # Errors
+    /// An invalid `config` ([`Error::InvalidConfig`]); I/O errors; a
+    /// segment of another format version ([`Error::UnsupportedVersion`]).
+    pub fn open(
+        dir: &Path,
+        config: Config,
+        on_entry: impl FnMut(TableId, Mutation, ReplayPosition),
+    ) -> Result<(CommitLog, ReplayReport), Error> {
+        config.validate()?;
+        std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
+        let files = replay::list_segments(dir)?;
+        let (report, summaries) = replay::replay_segments(&files, on_entry)?;
+        let mut segments = BTreeMap::new();
+        for (id, s) in summaries {
+            let len = u32::try_from(s.len).unwrap_or(u32::MAX);
+            segments.insert(
+                id,
+                Segment {
+                    file: None,
+                    dirty: s.tables,
+                    has_drop: s.has_drop,
+                    end: len,
+                    synced_end: len,
+                    closed: true,
+                    damaged: s.damage.is_some(),
+                    disk_size: s.len,
+                },
+            );
+        }
+        let storage = Box::new(DirStorage::new(dir));
+        let log = Self::with_storage(storage, config, segments)?;
+        Ok((log, report))
+    }
+
+    /// Builds the log over `storage` with segments already on it.
+    pub(crate) fn with_storage(
+        storage: Box<dyn Storage>,
+        config: Config,
+        segments: BTreeMap<u64, Segment>,
+    ) -> Result<CommitLog, Error> {
+        config.validate()?;
+        let max_id = segments.keys().next_back().copied().unwrap_or(0);
+        let disk_bytes = segments.values().map(|s| s.disk_size).sum();
+        let stats = LogStats {
+            segments_on_disk: segments.len() as u64,
+            disk_bytes,
+            ..LogStats::default()
+        };
+        let state = State {
+            segments,
+            active: None,
+            next_id: max_id + 1,
+            pending: Vec::new(),
+            pending_entries: 0,
+            unwritten: 0,
+            synced: ReplayPosition::new(0, 0),
+            flusher_busy: false,
+            sync_requested: false,
+            dir_dirty: false,
+            failed: None,
+            closing: false,
+            disk_bytes,
+            last_sync_start: None,
+            stats,
+            pool: Vec::new(),
+        };
+        let shared = Arc::new(Shared {
+            state: Mutex::new(state),
+            work: Condvar::new(),
+            progress: Condvar::new(),
+            storage,
+            budget: config.effective_buffer_budget(),
+            config,
+            handler: Mutex::new(None),
+        });
+        {
+            // Segments that hold nothing unflushed go at once.
+            let mut st = shared.state.lock();
+            shared.retire(&mut st);
+        }
+        let for_thread = Arc::clone(&shared);
+        let flusher = sync::thread::spawn_named("commitlog-flusher".to_string(), move || {
+            for_thread.flusher_main();
+        })
+        .map_err(|e| Error::io("commitlog-flusher thread", e))?;
+        Ok(CommitLog {
+            shared,
+            flusher: Some(flusher),
+        })
+    }
+
+    /// Registers the owner's flush callback. The log calls it, never while
+    /// holding its lock, with the tables to flush so that the oldest
+    /// segments can be freed: whenever a new segment opens while the log
+    /// holds more than half its size limit, and repeatedly (every
+    /// [`Config::flush_request_interval`]) while writers wait at the limit.
+    /// Requests repeat until the segments are actually freed, so a request
+    /// the owner could not serve at once is not lost.
+    pub fn set_flush_handler(&self, handler: impl Fn(&[FlushRequest]) + Send + Sync + 'static) {
+        *self.shared.handler.lock() = Some(PlainArc::new(handler));
+    }
+
+    /// Appends `mutation` for `table` and returns its position.
+    ///
+    /// In [`SyncMode::Batch`] it returns once an fdatasync covered the
+    /// entry; in [`SyncMode::Periodic`] once the entry is in the log's
+    /// buffer. It waits (up to [`Config::write_timeout`]) while the
+    /// unwritten buffers are at their budget or the log is at its size
+    /// limit.
+    ///
+    /// # Errors
+    /// [`Error::EntryTooLarge`] (nothing is written), [`Error::LogFull`],
+    /// [`Error::BufferTimeout`], [`Error::Failed`] after an earlier I/O
+    /// error, [`Error::Closed`], [`Error::Io`] if a new segment cannot be
+    /// created.
+    pub fn add(&self, table: TableId, mutation: &Mutation) -> Result<ReplayPosition, Error> {
+        let mut payload = Vec::with_capacity(format::PAYLOAD_PREFIX + mutation.encoded_len());
+        payload.extend_from_slice(&format::payload_prefix(KIND_MUTATION, table));
+        mutation.encode_into(&mut payload);
+        let wait_sync = matches!(self.shared.config.sync, SyncMode::Batch(_));
+        self.shared
+            .append(table, KIND_MUTATION, &payload, wait_sync)
+    }
+
+    /// Logs that `table` was dropped and forgets its unflushed entries:
+    /// replay skips every entry of `table` before this record, so the
+    /// dropped data cannot come back (not even into a new table with the
+    /// same id). Returns once the record is durable, in every sync mode.
+    ///
+    /// # Errors
+    /// As [`CommitLog::add`].
+    pub fn drop_table(&self, table: TableId) -> Result<ReplayPosition, Error> {
+        let payload = format::payload_prefix(KIND_DROP, table);
+        self.shared.append(table, KIND_DROP, &payload, true)
+    }
+
+    /// Records that `table`'s memtable holding every entry up to `up_to`
+    /// has been flushed (or that the table holds nothing in memory up to
+    /// it). Segments left with no unflushed table, fully synced and no
+    /// longer active are deleted.
+    ///
+    /// The caller must not pass a position beyond an entry that is not yet
+    /// in a flushed (or flushing) memtable: entries of `table` at or before
+    /// `up_to` are considered safe elsewhere.
+    pub fn discard_completed(&self, table: TableId, up_to: ReplayPosition) {
+        let mut st = self.shared.state.lock();
+        for (&id, seg) in st.segments.range_mut(..=up_to.segment) {
+            if id < up_to.segment || seg.dirty.get(&table).is_some_and(|&o| o <= up_to.offset) {
+                seg.dirty.remove(&table);
+            }
+        }
+        self.shared.retire(&mut st);
+    }
+
+    /// Makes every entry appended so far durable (in any sync mode).
+    ///
+    /// # Errors
+    /// [`Error::Failed`] if a write or sync failed; [`Error::Closed`].
+    pub fn sync(&self) -> Result<(), Error> {
+        let mut st = self.shared.state.lock();
+        let Some(active) = st.active else {
+            return Ok(());
+        };
+        let end = ReplayPosition::new(active, st.segments[&active].end);
+        st.sync_requested = true;
+        self.shared.work.notify_one();
+        self.shared.wait_synced(&mut st, end)
+    }
+
+    /// Counters since the log was opened.
+    pub fn stats(&self) -> LogStats {
+        self.shared.state.lock().stats
+    }
+
+    /// The tables with unflushed entries per segment on disk (segment id →
+    /// tables), oldest first.
+    pub fn dirty_tables(&self) -> Vec<(u64, Vec<TableId>)> {
+        let st = self.shared.state.lock();
+        st.segments
+            .iter()
+            .map(|(&id, s)| {
+                let mut t: Vec<_> = s.dirty.keys().copied().collect();
+                t.sort_unstable();
+                (id, t)
+            })
+            .collect()
+    }
+
+    /// Writes and syncs everything appended, stops the flusher and retires
+    /// the segments no table needs.
+    ///
+    /// # Errors
+    /// [`Error::Failed`] if a write or sync failed.
+    pub fn close(mut self) -> Result<(), Error> {
+        self.shutdown()
+    }
+
+    fn shutdown(&mut self) -> Result<(), Error> {
+        let Some(flusher) = self.flusher.take() else {
+            return Ok(());
+        };
+        {
+            let mut st = self.shared.state.lock();
+            st.closing = true;
+            self.shared.work.notify_one();
+        }
+        // The flusher exits only after the final write and sync; a panic in
+        // it would already have poisoned nothing (the facade's locks do not
+        // poison), so its result carries no information.
+        let _ = flusher.join();
+        let mut st = self.shared.state.lock();
+        if let Some(active) = st.active.take() {
+            if let Some(seg) = st.segments.get_mut(&active) {
+                seg.closed = true;
+            }
+        }
+        self.shared.retire(&mut st);
+        self.shared.progress.notify_all();
+        match &st.failed {
+            Some(e) => Err(Error::Failed(PlainArc::clone(e))),
+            None => Ok(()),
+        }
+    }
+}
+
+impl Drop for CommitLog {
+    fn drop(&mut self) {
+        // Errors were reported to the writers that hit them.
+        let _ = self.shutdown();
+    }
+}
+
+impl Shared {
+    fn handler(&self) -> Option<PlainArc<FlushHandler>> {
+        self.handler.lock().clone()
+    }
+
+    fn check_usable(st: &State) -> Result<(), Error> {
+        if let Some(e) = &st.failed {
+            return Err(Error::Failed(PlainArc::clone(e)));
+        }
+        if st.closing {
+            return Err(Error::Closed);
+        }
+        Ok(())
+    }
+
+    /// Appends one entry (`payload` = kind, table, body).
+    fn append(
+        &self,
+        table: TableId,
+        kind: u8,
+        payload: &[u8],
+        wait_sync: bool,
+    ) -> Result<ReplayPosition, Error> {
+        let limit = self.config.max_payload();
+        if payload.len() > limit {
+            return Err(Error::EntryTooLarge {
+                table,
+                size: payload.len(),
+                limit,
+                segment_size: self.config.segment_size,
+                framing: FRAMING,
+            });
+        }
+        let crc = crc32c::crc32c(payload);
+        let framed = payload.len() + FRAMING;
+        let mut deadline: Option<Instant> = None;
+        let mut next_request: Option<Instant> = None;
+        let mut rotated = false;
+        let mut st = self.state.lock();
+        loop {
+            Self::check_usable(&st)?;
+            if st.unwritten > 0 && st.unwritten + framed > self.budget {
+                if !st.flusher_busy {
+                    self.work.notify_one();
+                }
+                let d = *deadline.get_or_insert_with(|| Instant::now() + self.config.write_timeout);
+                if self.progress.wait_until(&mut st, d)
+                    && st.unwritten > 0
+                    && st.unwritten + framed > self.budget
+                {
+                    return Err(Error::BufferTimeout {
+                        budget: self.budget,
+                        timeout: self.config.write_timeout,
+                    });
+                }
+                continue;
+            }
+            let room = st.active.is_some_and(|a| {
+                st.segments[&a].end as usize + framed <= self.config.segment_size as usize
+            });
+            if room {
+                break;
+            }
+            if st.disk_bytes + u64::from(self.config.segment_size) <= self.config.total_size_limit {
+                self.rotate(&mut st)?;
+                rotated = true;
+                continue;
+            }
+            // At the size limit: make closed segments retirable (sync them),
+            // ask the owner to flush, wait for a segment to go.
+            st.sync_requested = true;
+            self.work.notify_one();
+            let now = Instant::now();
+            let d = *deadline.get_or_insert(now + self.config.write_timeout);
+            if now >= d {
+                return Err(Error::LogFull {
+                    disk_bytes: st.disk_bytes,
+                    limit: self.config.total_size_limit,
+                    timeout: self.config.write_timeout,
+                });
+            }
+            if next_request.is_none_or(|t| now >= t) {
+                next_request = Some(now + self.config.flush_request_interval);
+                let requests = self.flush_requests(&mut st, u64::from(self.config.segment_size));
+                if !requests.is_empty() {
+                    if let Some(h) = self.handler() {
+                        drop(st);
+                        h(&requests);
+                        st = self.state.lock();
+                        continue;
+                    }
+                }
+            }
+            let wake = next_request.map_or(d, |t| t.min(d));
+            self.progress.wait_until(&mut st, wake);
+        }
+        // Reserve and copy.
+        let id = st.active.expect("a segment with room was found above");
+        let st_ref = &mut *st;
+        let seg = st_ref
+            .segments
+            .get_mut(&id)
+            .expect("the active segment is on record");
+        let offset = seg.end;
+        seg.end += framed as u32;
+        let file = PlainArc::clone(seg.file.as_ref().expect("the active segment is open"));
+        if kind == KIND_MUTATION {
+            let e = seg.dirty.entry(table).or_insert(offset);
+            *e = (*e).max(offset);
+        } else {
+            seg.has_drop = true;
+            for s in st_ref.segments.values_mut() {
+                s.dirty.remove(&table);
+            }
+        }
+        let pool = &mut st_ref.pool;
+        let chunk = match st_ref.pending.last_mut() {
+            Some(c) if c.segment == id => c,
+            _ => {
+                let mut bytes = pool.pop().unwrap_or_default();
+                bytes.clear();
+                st_ref.pending.push(Chunk {
+                    segment: id,
+                    file,
+                    offset,
+                    bytes,
+                });
+                st_ref.pending.last_mut().expect("just pushed")
+            }
+        };
+        format::put_entry(&mut chunk.bytes, id, payload, crc);
+        st.unwritten += framed;
+        st.pending_entries += 1;
+        st.stats.entries += 1;
+        st.stats.bytes += framed as u64;
+        let pos = ReplayPosition::new(id, offset);
+        let end = ReplayPosition::new(id, offset + framed as u32);
+        if wait_sync && kind == KIND_DROP {
+            st.sync_requested = true;
+        }
+        if !st.flusher_busy {
+            self.work.notify_one();
+        }
+        if rotated {
+            let requests = self.flush_requests(&mut st, 0);
+            if !requests.is_empty() {
+                if let Some(h) = self.handler() {
+                    drop(st);
+                    h(&requests);
+                    st = self.state.lock();
+                }
+            }
+        }
+        if wait_sync {
+            self.wait_synced(&mut st, end)?;
+        }
+        Ok(pos)
+    }
+
+    fn wait_synced(
+        &self,
+        st: &mut MutexGuard<'_, State>,
+        end: ReplayPosition,
+    ) -> Result<(), Error> {
+        while st.synced < end {
+            if let Some(e) = &st.failed {
+                return Err(Error::Failed(PlainArc::clone(e)));
+            }
+            self.progress.wait(st);
+        }
+        Ok(())
+    }
+
+    /// Closes the active segment and creates the next one.
+    fn rotate(&self, st: &mut State) -> Result<(), Error> {
+        let id = st.next_id;
+        let size = self.config.segment_size;
+        let file: PlainArc<dyn SegmentFile> = PlainArc::from(
+            self.storage
+                .create(id, size)
+                .map_err(|e| Error::io(self.storage.path(id), e))?,
+        );
+        st.next_id += 1;
+        if let Some(old) = st.active.replace(id) {
+            if let Some(seg) = st.segments.get_mut(&old) {
+                seg.closed = true;
+            }
+        }
+        let mut bytes = st.pool.pop().unwrap_or_default();
+        bytes.clear();
+        bytes.extend_from_slice(&format::header(id, size));
+        st.pending.push(Chunk {
+            segment: id,
+            file: PlainArc::clone(&file),
+            offset: 0,
+            bytes,
+        });
+        st.unwritten += HEADER_LEN;
+        st.segments.insert(
+            id,
+            Segment {
+                file: Some(file),
+                dirty: HashMap::new(),
+                has_drop: false,
+                end: HEADER_LEN as u32,
+                synced_end: 0,
+                closed: false,
+                damaged: false,
+                disk_size: u64::from(size),
+            },
+        );
+        st.dir_dirty = true;
+        st.disk_bytes += u64::from(size);
+        st.stats.segments_created += 1;
+        st.stats.segments_on_disk += 1;
+        st.stats.disk_bytes = st.disk_bytes;
+        st.stats.bytes += HEADER_LEN as u64;
+        Ok(())
+    }
+
+    /// The flushes that would free the oldest segments: when the log
+    /// (plus `extra` bytes about to be needed) is above half its limit,
+    /// every table dirty in the oldest closed segments whose sizes cover
+    /// the excess, with its newest position there.
+    fn flush_requests(&self, st: &mut State, extra: u64) -> Vec<FlushRequest> {
+        let threshold = self.config.total_size_limit / 2;
+        let projected = st.disk_bytes + extra;
+        if projected <= threshold {
+            return Vec::new();
+        }
+        let excess = projected - threshold;
+        let mut covered = 0u64;
+        let mut wanted: BTreeMap<TableId, ReplayPosition> = BTreeMap::new();
+        for (&id, seg) in &st.segments {
+            if covered >= excess || Some(id) == st.active {
+                break;
+            }
+            covered += seg.disk_size;
+            for (&table, &offset) in &seg.dirty {
+                let pos = ReplayPosition::new(id, offset);
+                let e = wanted.entry(table).or_insert(pos);
+                *e = (*e).max(pos);
+            }
+        }
+        if !wanted.is_empty() {
+            st.stats.flush_requests += 1;
+        }
+        wanted
+            .into_iter()
+            .map(|(table, up_to)| FlushRequest { table, up_to })
+            .collect()
+    }
+
+    /// Deletes (or sets aside, if damaged) every segment that is closed,
+    /// fully synced and needed by no table; a segment holding a drop record
+    /// goes only once no older segment is left.
+    fn retire(&self, st: &mut State) {
+        let mut older_kept = false;
+        let mut gone = Vec::new();
+        for (&id, seg) in &st.segments {
+            let free = seg.closed && seg.dirty.is_empty() && seg.synced_end >= seg.end;
+            if free && !(seg.has_drop && older_kept) {
+                gone.push(id);
+            } else {
+                older_kept = true;
+            }
+        }
+        if gone.is_empty() {
+            return;
+        }
+        let mut removed_any = false;
+        for id in gone {
+            let damaged = st.segments[&id].damaged;
+            let result = if damaged {
+                self.storage.quarantine(id)
+            } else {
+                self.storage.remove(id)
+            };
+            if result.is_err() {
+                // Kept on record and retried at the next retirement; a
+                // segment that cannot be removed only costs disk space.
+                // A drop record behind it must stay too.
+                break;
+            }
+            removed_any = true;
+            if let Some(seg) = st.segments.remove(&id) {
+                st.disk_bytes -= seg.disk_size;
+            }
+            st.stats.segments_retired += 1;
+        }
+        if removed_any {
+            // Make the removals durable before anything relies on them (a
+            // removed segment coming back could replay a dropped table).
+            let _ = self.storage.sync_dir();
+            st.stats.segments_on_disk = st.segments.len() as u64;
+            st.stats.disk_bytes = st.disk_bytes;
+            self.progress.notify_all();
+        }
+    }
+
+    /// The flusher thread: writes pending buffers and syncs per the mode.
+    fn flusher_main(&self) {
+        // Files written since the last sync, and the end of what is written.
+        let mut unsynced: BTreeMap<u64, PlainArc<dyn SegmentFile>> = BTreeMap::new();
+        let mut unsynced_entries = 0u64;
+        let mut written = ReplayPosition::new(0, 0);
+        let mut st = self.state.lock();
+        loop {
+            if st.failed.is_some() {
+                // Nothing more can be written; drop what is pending so
+                // writers waiting for buffer space see the failure.
+                let dropped: usize = st.pending.drain(..).map(|c| c.bytes.len()).sum();
+                st.unwritten -= dropped;
+                self.progress.notify_all();
+                if st.closing {
+                    return;
+                }
+                self.work.wait(&mut st);
+                continue;
+            }
+            let now = Instant::now();
+            let has_pending = !st.pending.is_empty();
+            let something_unsynced = has_pending || !unsynced.is_empty();
+            let sync_now;
+            match self.config.sync {
+                SyncMode::Batch(window) => {
+                    if !(something_unsynced || st.sync_requested) {
+                        if st.closing {
+                            return;
+                        }
+                        self.work.wait(&mut st);
+                        continue;
+                    }
+                    let earliest = st.last_sync_start.map(|t| t + window);
+                    if let Some(earliest) = earliest.filter(|&e| !window.is_zero() && now < e) {
+                        if !st.closing && !st.sync_requested {
+                            self.work.wait_until(&mut st, earliest);
+                            continue;
+                        }
+                    }
+                    sync_now = true;
+                }
+                SyncMode::Periodic(interval) => {
+                    let due = st.last_sync_start.is_none_or(|t| now >= t + interval);
+                    sync_now = something_unsynced && (due || st.sync_requested || st.closing)
+                        || st.sync_requested;
+                    if !has_pending && !sync_now {
+                        if st.closing {
+                            return;
+                        }
+                        match st.last_sync_start {
+                            Some(t) if !unsynced.is_empty() => {
+                                self.work.wait_until(&mut st, t + interval);
+                            }
+                            _ => self.work.wait(&mut st),
+                        }
+                        continue;
+                    }
+                }
+            }
+            // One cycle: take everything pending, write it, maybe sync.
+            let chunks = std::mem::take(&mut st.pending);
+            unsynced_entries += std::mem::take(&mut st.pending_entries);
+            let sync_dir = sync_now && std::mem::take(&mut st.dir_dirty);
+            if sync_now {
+                st.sync_requested = false;
+                st.last_sync_start = Some(now);
+            }
+            st.flusher_busy = true;
+            drop(st);
+            let mut result: io::Result<()> = Ok(());
+            for c in &chunks {
+                if let Err(e) = c.file.write_at(u64::from(c.offset), &c.bytes) {
+                    result = Err(e);
+                    break;
+                }
+                unsynced.insert(c.segment, PlainArc::clone(&c.file));
+                written = ReplayPosition::new(c.segment, c.offset + c.bytes.len() as u32);
+            }
+            if result.is_ok() && sync_now {
+                if sync_dir {
+                    result = self.storage.sync_dir();
+                }
+                for f in unsynced.values() {
+                    if result.is_err() {
+                        break;
+                    }
+                    result = f.sync_data();
+                }
+            }
+            let total: usize = chunks.iter().map(|c| c.bytes.len()).sum();
+            st = self.state.lock();
+            st.flusher_busy = false;
+            st.unwritten -= total;
+            for mut c in chunks {
+                if st.pool.len() < 4 && c.bytes.capacity() <= 4 << 20 {
+                    c.bytes.clear();
+                    st.pool.push(std::mem::take(&mut c.bytes));
+                }
+            }
+            match result {
+                Err(e) => {
+                    st.failed = Some(PlainArc::new(e));
+                }
+                Ok(()) if sync_now => {
+                    unsynced.clear();
+                    st.synced = st.synced.max(written);
+                    st.stats.syncs += 1;
+                    st.stats.synced_entries += std::mem::take(&mut unsynced_entries);
+                    let upto = st.synced;
+                    for (&id, seg) in st.segments.range_mut(..=upto.segment) {
+                        if seg.file.is_none() {
+                            continue;
+                        }
+                        seg.synced_end = if id < upto.segment {
+                            seg.end
+                        } else {
+                            seg.synced_end.max(upto.offset)
+                        };
+                    }
+                    self.retire(&mut st);
+                }
+                Ok(()) => {}
+            }
+            self.progress.notify_all();
+        }
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use crate::storage::mem::MemStorage;
+    use mutation::{Cell, DecoratedKey, Timestamp};
+
+    pub(crate) fn mutation(key: &str, value: usize) -> Mutation {
+        Mutation::builder(DecoratedKey::from_bytes(key.to_string()).unwrap())
+            .cell(
+                "c",
+                0,
+                Cell::live(vec![7u8; value], Timestamp::from_micros(1)),
+            )
+            .build()
+            .unwrap()
+    }
+
+    pub(crate) fn mem_log(config: Config) -> (CommitLog, MemStorage) {
+        let storage = MemStorage::default();
+        let log =
+            CommitLog::with_storage(Box::new(storage.clone()), config, BTreeMap::new()).unwrap();
+        (log, storage)
+    }
+
+    fn small(sync: SyncMode) -> Config {
+        Config {
+            segment_size: 4096,
+            total_size_limit: 4 * 4096,
+            sync,
+            write_timeout: Duration::from_secs(5),
+            ..Config::default()
+        }
+    }
+
+    #[test]
+    fn batch_add_is_durable_on_return() {
+        let (log, storage) = mem_log(small(SyncMode::Batch(Duration::ZERO)));
+        let pos = log.add(1, &mutation("k", 10)).unwrap();
+        let s = storage.0.lock();
+        let durable = &s.durable[&pos.segment];
+        assert_ne!(
+            durable[pos.offset as usize..pos.offset as usize + 4],
+            [0; 4]
+        );
+    }
+
+    #[test]
+    fn oversized_entry_is_refused_before_writing() {
+        let (log, storage) = mem_log(small(SyncMode::Batch(Duration::ZERO)));
+        let err = log.add(3, &mutation("k", 3000)).unwrap_err();
+        let msg = err.to_string();
+        assert!(
+            msg.starts_with("commit log entry of ") && msg.contains("exceeds the 2028-byte limit (half the 4096-byte segment less 20 bytes of framing)"),
+            "{msg}"
+        );
+        assert!(storage.0.lock().files.is_empty());
+        assert_eq!(log.stats().entries, 0);
+        // The largest accepted entry fits.
+        let m = mutation("k", 2028 - 9 - (mutation("k", 0).encoded_len()));
+        assert_eq!(m.encoded_len() + 9, 2028);
+        log.add(3, &m).unwrap();
+    }
+
+    #[test]
+    fn segments_retire_when_every_table_is_flushed() {
+        let (log, storage) = mem_log(small(SyncMode::Batch(Duration::ZERO)));
+        let mut last = Vec::new();
+        for i in 0..18 {
+            last.push(log.add(i % 2, &mutation("k", 500)).unwrap());
+        }
+        assert!(log.stats().segments_created >= 3);
+        let first_seg = last[0].segment;
+        // Table 0 alone flushed: nothing goes.
+        log.discard_completed(0, last[16]);
+        assert!(storage.0.lock().files.contains_key(&first_seg));
+        log.discard_completed(1, last[17]);
+        // Every closed segment is gone; the active one stays.
+        let files: Vec<u64> = storage.0.lock().files.keys().copied().collect();
+        assert_eq!(files, vec![last[17].segment]);
+        assert_eq!(log.stats().segments_on_disk, 1);
+    }
+
+    #[test]
+    fn io_failure_is_sticky_and_named() {
+        let (log, storage) = mem_log(small(SyncMode::Batch(Duration::ZERO)));
+        log.add(1, &mutation("k", 10)).unwrap();
+        storage.0.lock().fail_writes = true;
+        let err = log.add(1, &mutation("k", 10)).unwrap_err();
+        assert!(matches!(err, Error::Failed(_)), "{err}");
+        assert!(err.to_string().contains("injected write failure"), "{err}");
+        storage.0.lock().fail_writes = false;
+        assert!(matches!(
+            log.add(1, &mutation("k", 10)),
+            Err(Error::Failed(_))
+        ));
+    }
+
+    #[test]
+    fn full_log_times_out_and_asks_for_flushes() {
+        let mut c = small(SyncMode::Batch(Duration::ZERO));
+        c.write_timeout = Duration::from_millis(200);
+        c.flush_request_interval = Duration::from_millis(20);
+        let (log, _storage) = mem_log(c);
+        let asked = PlainArc::new(Mutex::new(Vec::new()));
+        let a = PlainArc::clone(&asked);
+        log.set_flush_handler(move |r| a.lock().extend_from_slice(r));
+        let err = loop {
+            match log.add(5, &mutation("k", 900)) {
+                Ok(_) => {}
+                Err(e) => break e,
+            }
+        };
+        assert!(matches!(err, Error::LogFull { .. }), "{err}");
+        assert!(err.to_string().contains("16384-byte limit"), "{err}");
+        let asked = asked.lock();
+        // Asked repeatedly while waiting, always for table 5.
+        assert!(asked.len() >= 2, "{:?}", *asked);
+        assert!(asked.iter().all(|r| r.table == 5));
+    }
+}
