@@ -8,8 +8,9 @@
 //!   of a reused file);
 //! * **torn tail**: the last entry was being written when the process or
 //!   machine died: the file ends inside it, or its last byte is still zero
-//!   and nothing non-zero follows it. Expected after a crash; reported with
-//!   its offset, never counted as corruption;
+//!   and nothing non-zero follows it; or the segment has no header at all
+//!   (it was being created). Expected after a crash; reported with its
+//!   offset, never counted as corruption;
 //! * **corruption**: anything else (a checksum that fails with data after
 //!   it, a zero header followed by data, a length out of range, a payload
 //!   that does not decode). The rest of that segment is skipped and
@@ -108,19 +109,16 @@ fn scan(
     // write leaves zeros behind it, damage usually does not.
     let last_nonzero = bytes.iter().rposition(|&b| b != 0);
     let data_ends_before = |end: usize| last_nonzero.is_none_or(|l| l < end);
-    if bytes.len() < HEADER_LEN {
-        return Ok(if data_ends_before(0) {
-            Stop::Clean
-        } else {
-            Stop::Torn(0)
-        });
+    if bytes.len() < HEADER_LEN
+        || (data_ends_before(HEADER_LEN) && bytes[..HEADER_LEN] == [0; HEADER_LEN])
+    {
+        // No header: the segment was being created when the process died
+        // (or the file lost everything). Nothing to replay; reported as a
+        // torn tail at 0 so that a segment emptied by damage is not silent.
+        return Ok(Stop::Torn(0));
     }
     let mut h = [0u8; HEADER_LEN];
     h.copy_from_slice(&bytes[..HEADER_LEN]);
-    if h == [0u8; HEADER_LEN] && data_ends_before(HEADER_LEN) {
-        // Created but never written: an empty segment.
-        return Ok(Stop::Clean);
-    }
     let Some(header) = format::parse_header(&h) else {
         return Ok(Stop::Corrupt {
             offset: 0,
@@ -158,7 +156,10 @@ fn scan(
     let mut pos = HEADER_LEN;
     loop {
         if pos + ENTRY_HEADER_LEN > limit {
-            return Ok(if data_ends_before(pos) {
+            // Segment files are created at full size before their header is
+            // written, so a file that ends early was cut short.
+            let cut_short = bytes.len() < header.segment_size as usize;
+            return Ok(if data_ends_before(pos) && !cut_short {
                 Stop::Clean
             } else {
                 Stop::Torn(pos as u32)
