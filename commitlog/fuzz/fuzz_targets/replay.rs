@@ -34,7 +34,14 @@ fn pristine() -> &'static Vec<Vec<u8>> {
         let (log, _) = CommitLog::open(dir.path(), c, |_, _, _| {}).expect("open");
         for i in 0..45u32 {
             let m = Mutation::builder(DecoratedKey::from_bytes(format!("k{i}")).expect("key"))
-                .cell("ck", 1, Cell::live(vec![i as u8; 40 + (i as usize * 53) % 250], Timestamp::from_micros(i64::from(i))))
+                .cell(
+                    "ck",
+                    1,
+                    Cell::live(
+                        vec![i as u8; 40 + (i as usize * 53) % 250],
+                        Timestamp::from_micros(i64::from(i)),
+                    ),
+                )
                 .row_tombstone(vec![9u8], Tombstone::new(Timestamp::from_micros(2), 3))
                 .build()
                 .expect("mutation");
@@ -44,14 +51,20 @@ fn pristine() -> &'static Vec<Vec<u8>> {
             }
         }
         log.close().expect("close");
-        assert!(std::fs::read_dir(dir.path()).expect("dir").count() >= 3, "three segments");
+        assert!(
+            std::fs::read_dir(dir.path()).expect("dir").count() >= 3,
+            "three segments"
+        );
         let mut files: Vec<_> = std::fs::read_dir(dir.path())
             .expect("dir")
             .map(|e| e.expect("entry").path())
             .collect();
         // Numeric id order (names differ only in the id's digits).
         files.sort_by_key(|p| (p.as_os_str().len(), p.clone()));
-        files.iter().map(|p| std::fs::read(p).expect("read")).collect()
+        files
+            .iter()
+            .map(|p| std::fs::read(p).expect("read"))
+            .collect()
     })
 }
 
@@ -65,7 +78,9 @@ fn fix_crcs(seg: &mut [u8]) {
     let mut at = 24usize;
     while at + 20 <= seg.len() {
         let len = u32::from_le_bytes([seg[at], seg[at + 1], seg[at + 2], seg[at + 3]]) as usize;
-        let Some(end) = (at + 16).checked_add(len).and_then(|e| e.checked_add(4)) else { return };
+        let Some(end) = (at + 16).checked_add(len).and_then(|e| e.checked_add(4)) else {
+            return;
+        };
         if len == 0 || end > seg.len() {
             return;
         }
@@ -132,5 +147,8 @@ fuzz_target!(|data: &[u8]| {
     };
     assert_eq!(report.entries, yielded);
     assert_eq!(report.corrupt_segments, report.damage.len() as u64);
-    assert_eq!(report.bytes_skipped, report.damage.iter().map(|d| d.bytes_skipped).sum::<u64>());
+    assert_eq!(
+        report.bytes_skipped,
+        report.damage.iter().map(|d| d.bytes_skipped).sum::<u64>()
+    );
 });
