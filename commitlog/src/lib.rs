@@ -7,7 +7,7 @@
 //! * Fixed-size segment files (default 32 MiB) named by a monotonically
 //!   increasing id, each with a checksummed header; entries framed with a
 //!   length, a CRC-32C of the length and the segment id, the payload and a
-//!   CRC-32C of the payload (the format is in the `format` module docs).
+//!   CRC-32C of the payload (see "On-disk format" below).
 //! * [`CommitLog::add`] from any number of threads: writers copy into one
 //!   shared buffer; one flusher thread writes it out. [`SyncMode::Batch`]
 //!   returns once an fdatasync covered the entry, and concurrent writers
@@ -58,6 +58,31 @@
 //! log.discard_completed(7, pos);
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
+//!
+//! # On-disk format (version 1)
+//!
+//! Little-endian; checksums are the standard CRC-32C (Castagnoli, initial
+//! value and final XOR `0xffffffff`: `crc32c(b"123456789") == 0xe3069283`).
+//!
+//! ```text
+//! file     = CommitLog-1-<segment id>.log, created at its full size (zeros)
+//! segment  = header entry* zero-fill
+//! header   = magic "RPCL" | version:u32 (=1) | segment id:u64
+//!          | segment size:u32 | crc32c(previous 20 bytes):u32     (24 bytes)
+//! entry    = length:u32 | segment id:u64 | crc32c(length, id):u32  (16 bytes)
+//!          | payload (length bytes) | crc32c(payload):u32          (4 bytes)
+//! payload  = kind:u8 | table id:u64 | body
+//!            kind 1: body = Mutation::encode (mutation's own versioned form)
+//!            kind 2: body empty: the table was dropped here
+//! ```
+//!
+//! A length is trusted only once its own checksum holds. The segment id in
+//! every entry header makes bytes of another segment (a reused file)
+//! recognisable as stale rather than damaged; this version never reuses
+//! files (retired segments are deleted), so stale bytes only appear if a
+//! later version recycles. Zeros after the last entry mark where writing
+//! stopped; see [`replay`] for how a stop is classified (clean end, torn
+//! tail, damage).
 #![forbid(unsafe_code)]
 
 mod config;

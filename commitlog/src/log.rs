@@ -575,14 +575,19 @@ impl Shared {
 
     /// Closes the active segment and creates the next one.
     fn rotate(&self, st: &mut State) -> Result<(), Error> {
+        // The id is used up even if creation fails, so a half-created file
+        // never blocks the next attempt.
         let id = st.next_id;
-        let size = self.config.segment_size;
-        let file: PlainArc<dyn SegmentFile> = PlainArc::from(
-            self.storage
-                .create(id, size)
-                .map_err(|e| Error::io(self.storage.path(id), e))?,
-        );
         st.next_id += 1;
+        let size = self.config.segment_size;
+        let file: PlainArc<dyn SegmentFile> = match self.storage.create(id, size) {
+            Ok(f) => PlainArc::from(f),
+            Err(e) => {
+                // An empty leftover replays as nothing; remove it if we can.
+                let _ = self.storage.remove(id);
+                return Err(Error::io(self.storage.path(id), e));
+            }
+        };
         if let Some(old) = st.active.replace(id) {
             if let Some(seg) = st.segments.get_mut(&old) {
                 seg.closed = true;
@@ -924,6 +929,20 @@ pub(crate) mod tests {
             log.add(1, &mutation("k", 10)),
             Err(Error::Failed(_))
         ));
+    }
+
+    #[test]
+    fn a_failed_segment_creation_is_reported_and_not_sticky() {
+        let (log, storage) = mem_log(small(SyncMode::Batch(Duration::ZERO)));
+        storage.0.lock().fail_creates = true;
+        let err = log.add(1, &mutation("k", 10)).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "commit log I/O error on mem:1: injected create failure"
+        );
+        storage.0.lock().fail_creates = false;
+        let pos = log.add(1, &mutation("k", 10)).unwrap();
+        assert_eq!(pos.segment, 2);
     }
 
     #[test]

@@ -327,7 +327,22 @@ pub(crate) fn replay_segments(
 /// what was damaged. Read-only: nothing in `dir` changes.
 ///
 /// Damage never stops replay: a damaged segment is cut at the damage and
-/// reported, and replay goes on with the next segment.
+/// reported, and replay goes on with the next segment. Per segment,
+/// reading stops at
+///
+/// * a **clean end**: only zeros follow (never written), or a valid entry
+///   header of another segment (stale bytes);
+/// * a **torn tail** ([`ReplayReport::torn`]): the file ends inside an
+///   entry, or the entry's last byte is still zero with nothing non-zero
+///   after it, or the segment has no header: what a crash mid-write leaves;
+/// * **damage** ([`ReplayReport::damage`]): anything else (a checksum that
+///   fails with data after it, a zeroed header followed by data, a length
+///   out of range, a payload that does not decode, a bad segment header).
+///   The rest of the segment is skipped and counted up to its last
+///   non-zero byte.
+///
+/// Entries of a table that precede the table's last logged drop are
+/// skipped and counted in [`ReplayReport::dropped_entries`].
 ///
 /// # Errors
 /// [`Error::Io`] if the directory or a segment cannot be read;

@@ -110,6 +110,7 @@ pub(crate) mod mem {
         pub(crate) durable: BTreeMap<u64, Vec<u8>>,
         pub(crate) syncs: u64,
         pub(crate) fail_writes: bool,
+        pub(crate) fail_creates: bool,
     }
 
     #[derive(Debug, Clone)]
@@ -154,7 +155,12 @@ pub(crate) mod mem {
 
     impl Storage for MemStorage {
         fn create(&self, id: u64, size: u32) -> io::Result<Box<dyn SegmentFile>> {
-            self.0.lock().files.insert(id, vec![0; size as usize]);
+            let mut s = self.0.lock();
+            if s.fail_creates {
+                return Err(io::Error::other("injected create failure"));
+            }
+            s.files.insert(id, vec![0; size as usize]);
+            drop(s);
             Ok(Box::new(MemFile {
                 id,
                 state: self.0.clone(),
