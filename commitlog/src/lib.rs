@@ -9,10 +9,13 @@
 //!   length, a CRC-32C of the length and the segment id, the payload and a
 //!   CRC-32C of the payload (see "On-disk format" below).
 //! * [`CommitLog::add`] from any number of threads: writers copy into one
-//!   shared buffer; one flusher thread writes it out. [`SyncMode::Batch`]
-//!   returns once an fdatasync covered the entry, and concurrent writers
-//!   share one fdatasync (group commit); [`SyncMode::Periodic`] returns at
-//!   once and syncs at most once per interval.
+//!   shared buffer, and one write-and-sync cycle at a time writes it out.
+//!   [`SyncMode::Batch`] returns once an fdatasync covered the entry, and
+//!   concurrent writers share one fdatasync (group commit): with a zero
+//!   window the first waiting writer that finds no cycle running runs it
+//!   for everyone queued (no thread handoff); otherwise the log's flusher
+//!   thread does. [`SyncMode::Periodic`] returns at once and syncs at most
+//!   once per interval.
 //! * Bounded: a byte budget on unwritten buffers slows writers down when the
 //!   disk is slow; a total size limit makes writers wait (with a timeout)
 //!   and asks the owner, through [`CommitLog::set_flush_handler`], to flush

@@ -3,19 +3,22 @@
 //!
 //! One mutex guards the shared state. Writers encode and checksum their
 //! payload outside it, then, under it, reserve the next offset of the active
-//! segment and copy the framed entry into the pending buffer. One flusher
-//! thread takes the whole pending buffer, writes it with one `pwrite` per
-//! segment touched and, when a sync is due, fdatasyncs every file written
-//! since the last sync, then publishes the new synced position and wakes
-//! every writer it covers. Writers that arrive while a sync runs fill the
-//! next buffer, which the next sync covers: one fdatasync per group.
+//! segment and copy the framed entry into the pending buffer. A *cycle*
+//! takes the whole pending buffer, writes it with one `pwrite` per segment
+//! touched (the lock released) and, when a sync is due, fdatasyncs every
+//! file written since the last sync, then publishes the new synced position
+//! and wakes every writer it covers. One cycle runs at a time
+//! (`flusher_busy`). Writers that arrive while a cycle runs fill the next
+//! buffer, which the next cycle covers: one fdatasync per group. In
+//! `Batch(0)` the first waiting writer that finds no cycle running runs the
+//! next one itself, so a lone writer pays no thread handoff; the flusher
+//! thread runs the cycles of periodic mode and of batch mode with a window,
+//! serves buffer-budget waits and does the final sync at close.
 
 use std::collections::{BTreeMap, HashMap};
 use std::io;
 use std::path::Path;
-#[cfg(test)]
-use std::time::Duration;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use mutation::Mutation;
 
@@ -110,6 +113,12 @@ struct State {
     unwritten: usize,
     /// Every entry ending at or before this is durable.
     synced: ReplayPosition,
+    /// The end of what is written to the files.
+    written: ReplayPosition,
+    /// Files written since the last sync (owned by the running cycle).
+    unsynced: BTreeMap<u64, PlainArc<dyn SegmentFile>>,
+    /// Entries written since the last sync.
+    unsynced_entries: u64,
     flusher_busy: bool,
     sync_requested: bool,
     /// A segment was created since the directory was last synced.
@@ -224,6 +233,9 @@ impl CommitLog {
             pending_entries: 0,
             unwritten: 0,
             synced: ReplayPosition::new(0, 0),
+            written: ReplayPosition::new(0, 0),
+            unsynced: BTreeMap::new(),
+            unsynced_entries: 0,
             flusher_busy: false,
             sync_requested: false,
             dir_dirty: false,
@@ -540,7 +552,8 @@ impl Shared {
         if wait_sync && kind == KIND_DROP {
             st.sync_requested = true;
         }
-        if !st.flusher_busy {
+        let writer_leads = wait_sync && self.config.sync == SyncMode::Batch(Duration::ZERO);
+        if !st.flusher_busy && !writer_leads {
             self.work.notify_one();
         }
         if rotated {
@@ -559,14 +572,24 @@ impl Shared {
         Ok(pos)
     }
 
-    fn wait_synced(
-        &self,
-        st: &mut MutexGuard<'_, State>,
+    /// Waits until `end` is durable. In `Batch(0)` the waiter runs the
+    /// write-and-sync cycle itself when none is running.
+    fn wait_synced<'a>(
+        &'a self,
+        st: &mut MutexGuard<'a, State>,
         end: ReplayPosition,
     ) -> Result<(), Error> {
+        let lead = self.config.sync == SyncMode::Batch(Duration::ZERO);
         while st.synced < end {
             if let Some(e) = &st.failed {
                 return Err(Error::Failed(PlainArc::clone(e)));
+            }
+            if lead && !st.flusher_busy {
+                // Group commit without a handoff: the first waiter to find
+                // no cycle running writes and syncs everything pending,
+                // its own entry and those of every writer queued behind.
+                self.cycle(st, true, Instant::now());
+                continue;
             }
             self.progress.wait(st);
         }
@@ -706,11 +729,10 @@ impl Shared {
     }
 
     /// The flusher thread: writes pending buffers and syncs per the mode.
+    /// In `Batch(0)` writers run the cycles themselves (see
+    /// [`Shared::wait_synced`]); the flusher then only serves buffer-budget
+    /// waits, explicit sync requests and the final sync at close.
     fn flusher_main(&self) {
-        // Files written since the last sync, and the end of what is written.
-        let mut unsynced: BTreeMap<u64, PlainArc<dyn SegmentFile>> = BTreeMap::new();
-        let mut unsynced_entries = 0u64;
-        let mut written = ReplayPosition::new(0, 0);
         let mut st = self.state.lock();
         loop {
             if st.failed.is_some() {
@@ -725,9 +747,14 @@ impl Shared {
                 self.work.wait(&mut st);
                 continue;
             }
+            if st.flusher_busy {
+                // A writer is running a cycle; it notifies when done.
+                self.work.wait(&mut st);
+                continue;
+            }
             let now = Instant::now();
             let has_pending = !st.pending.is_empty();
-            let something_unsynced = has_pending || !unsynced.is_empty();
+            let something_unsynced = has_pending || !st.unsynced.is_empty();
             let sync_now;
             match self.config.sync {
                 SyncMode::Batch(window) => {
@@ -756,7 +783,7 @@ impl Shared {
                             return;
                         }
                         match st.last_sync_start {
-                            Some(t) if !unsynced.is_empty() => {
+                            Some(t) if !st.unsynced.is_empty() => {
                                 self.work.wait_until(&mut st, t + interval);
                             }
                             _ => self.work.wait(&mut st),
@@ -765,72 +792,79 @@ impl Shared {
                     }
                 }
             }
-            // One cycle: take everything pending, write it, maybe sync.
-            let chunks = std::mem::take(&mut st.pending);
-            unsynced_entries += std::mem::take(&mut st.pending_entries);
-            let sync_dir = sync_now && std::mem::take(&mut st.dir_dirty);
-            if sync_now {
-                st.sync_requested = false;
-                st.last_sync_start = Some(now);
-            }
-            st.flusher_busy = true;
-            drop(st);
-            let mut result: io::Result<()> = Ok(());
+            self.cycle(&mut st, sync_now, now);
+        }
+    }
+
+    /// One cycle, run by whoever finds no cycle running (the flusher, or a
+    /// batch-mode writer waiting for its sync): take everything pending,
+    /// write it, sync if `sync_now`, publish the new synced position and
+    /// wake every waiter. The lock is released during the I/O.
+    fn cycle<'a>(&'a self, st: &mut MutexGuard<'a, State>, sync_now: bool, now: Instant) {
+        debug_assert!(!st.flusher_busy, "one cycle at a time");
+        let chunks = std::mem::take(&mut st.pending);
+        st.unsynced_entries += std::mem::take(&mut st.pending_entries);
+        // The files written since the last sync travel with the cycle; no
+        // one else touches them while `flusher_busy` is set.
+        let mut unsynced = std::mem::take(&mut st.unsynced);
+        let mut written = st.written;
+        let sync_dir = sync_now && std::mem::take(&mut st.dir_dirty);
+        if sync_now {
+            st.sync_requested = false;
+            st.last_sync_start = Some(now);
+        }
+        st.flusher_busy = true;
+        let result = self.state.unlocked(st, || {
             for c in &chunks {
-                if let Err(e) = c.file.write_at(u64::from(c.offset), &c.bytes) {
-                    result = Err(e);
-                    break;
-                }
+                c.file.write_at(u64::from(c.offset), &c.bytes)?;
                 unsynced.insert(c.segment, PlainArc::clone(&c.file));
                 written = ReplayPosition::new(c.segment, c.offset + c.bytes.len() as u32);
             }
-            if result.is_ok() && sync_now {
+            if sync_now {
                 if sync_dir {
-                    result = self.storage.sync_dir();
+                    self.storage.sync_dir()?;
                 }
                 for f in unsynced.values() {
-                    if result.is_err() {
-                        break;
-                    }
-                    result = f.sync_data();
+                    f.sync_data()?;
                 }
             }
-            let total: usize = chunks.iter().map(|c| c.bytes.len()).sum();
-            st = self.state.lock();
-            st.flusher_busy = false;
-            st.unwritten -= total;
-            for mut c in chunks {
-                if st.pool.len() < 4 && c.bytes.capacity() <= 4 << 20 {
-                    c.bytes.clear();
-                    st.pool.push(std::mem::take(&mut c.bytes));
-                }
+            Ok::<(), io::Error>(())
+        });
+        let total: usize = chunks.iter().map(|c| c.bytes.len()).sum();
+        st.flusher_busy = false;
+        st.unwritten -= total;
+        st.written = written;
+        for mut c in chunks {
+            if st.pool.len() < 4 && c.bytes.capacity() <= 4 << 20 {
+                c.bytes.clear();
+                st.pool.push(std::mem::take(&mut c.bytes));
             }
-            match result {
-                Err(e) => {
-                    st.failed = Some(PlainArc::new(e));
-                }
-                Ok(()) if sync_now => {
-                    unsynced.clear();
-                    st.synced = st.synced.max(written);
-                    st.stats.syncs += 1;
-                    st.stats.synced_entries += std::mem::take(&mut unsynced_entries);
-                    let upto = st.synced;
-                    for (&id, seg) in st.segments.range_mut(..=upto.segment) {
-                        if seg.file.is_none() {
-                            continue;
-                        }
-                        seg.synced_end = if id < upto.segment {
-                            seg.end
-                        } else {
-                            seg.synced_end.max(upto.offset)
-                        };
-                    }
-                    self.retire(&mut st);
-                }
-                Ok(()) => {}
-            }
-            self.progress.notify_all();
         }
+        match result {
+            Err(e) => {
+                st.failed = Some(PlainArc::new(e));
+            }
+            Ok(()) if sync_now => {
+                st.synced = st.synced.max(written);
+                st.stats.syncs += 1;
+                st.stats.synced_entries += std::mem::take(&mut st.unsynced_entries);
+                let upto = st.synced;
+                for (&id, seg) in st.segments.range_mut(..=upto.segment) {
+                    if seg.file.is_none() {
+                        continue;
+                    }
+                    seg.synced_end = if id < upto.segment {
+                        seg.end
+                    } else {
+                        seg.synced_end.max(upto.offset)
+                    };
+                }
+                self.retire(st);
+            }
+            Ok(()) => st.unsynced = unsynced,
+        }
+        self.progress.notify_all();
+        self.work.notify_one();
     }
 }
 
@@ -1009,8 +1043,9 @@ mod loom_tests {
     }
 
     /// Two writers in batch mode: each returns only once a sync covered its
-    /// entry, the two entries get distinct positions, and at most one sync
-    /// per entry runs (fewer when they share one).
+    /// entry (whether it ran the cycle itself, the other writer did, or the
+    /// flusher), the two entries get distinct positions, and at most one
+    /// sync per entry runs (fewer when they share one).
     #[test]
     fn loom_batch_writers_return_only_after_a_covering_sync() {
         model(|| {
@@ -1037,6 +1072,31 @@ mod loom_tests {
             assert_eq!(stats.synced_entries, 2);
             assert!((1..=2).contains(&stats.syncs), "{stats:?}");
             PlainArc::try_unwrap(log).unwrap().close().unwrap();
+        });
+    }
+
+    /// A write failure in a cycle (run by either writer or the flusher)
+    /// fails both waiting writers and the close; nobody hangs.
+    #[test]
+    fn loom_a_failed_write_fails_every_waiting_writer() {
+        model(|| {
+            let storage = MemStorage::default();
+            storage.0.lock().fail_writes = true;
+            let log = PlainArc::new(
+                CommitLog::with_storage(
+                    Box::new(storage.clone()),
+                    config(SyncMode::Batch(Duration::ZERO)),
+                    BTreeMap::new(),
+                )
+                .unwrap(),
+            );
+            let l2 = PlainArc::clone(&log);
+            let other = loom::thread::spawn(move || l2.add(1, &mutation("a", 10)));
+            let mine = log.add(2, &mutation("b", 10));
+            assert!(matches!(mine, Err(Error::Failed(_))), "{mine:?}");
+            let theirs = other.join().unwrap();
+            assert!(matches!(theirs, Err(Error::Failed(_))), "{theirs:?}");
+            assert!(PlainArc::try_unwrap(log).unwrap().close().is_err());
         });
     }
 

@@ -53,6 +53,16 @@ impl<T> Mutex<T> {
     pub(crate) fn lock(&self) -> MutexGuard<'_, T> {
         MutexGuard(imp::lock(&self.0))
     }
+
+    /// Runs `f` with `guard`'s lock released (for I/O), then takes the lock
+    /// again. `guard` must come from this mutex.
+    pub(crate) fn unlocked<'a, R>(
+        &'a self,
+        guard: &mut MutexGuard<'a, T>,
+        f: impl FnOnce() -> R,
+    ) -> R {
+        imp::unlocked(&self.0, &mut guard.0, f)
+    }
 }
 
 impl<T> std::ops::Deref for MutexGuard<'_, T> {
@@ -127,6 +137,13 @@ mod imp {
     pub(super) fn lock<T>(m: &Mutex<T>) -> Guard<'_, T> {
         m.lock()
     }
+    pub(super) fn unlocked<'a, T, R>(
+        _m: &'a Mutex<T>,
+        g: &mut Guard<'a, T>,
+        f: impl FnOnce() -> R,
+    ) -> R {
+        parking_lot::MutexGuard::unlocked(g, f)
+    }
     pub(super) fn deref<'g, T>(g: &'g Guard<'_, T>) -> &'g T {
         g
     }
@@ -154,6 +171,16 @@ mod imp {
 
     pub(super) fn lock<T>(m: &Mutex<T>) -> Guard<'_, T> {
         Some(m.lock().unwrap_or_else(std::sync::PoisonError::into_inner))
+    }
+    pub(super) fn unlocked<'a, T, R>(
+        m: &'a Mutex<T>,
+        g: &mut Guard<'a, T>,
+        f: impl FnOnce() -> R,
+    ) -> R {
+        drop(g.take().expect(HELD));
+        let r = f();
+        *g = lock(m);
+        r
     }
     pub(super) fn deref<'g, T>(g: &'g Guard<'_, T>) -> &'g T {
         g.as_ref().expect(HELD)
