@@ -84,9 +84,6 @@ pub enum Error {
         /// The version this build reads and writes.
         supported: u32,
     },
-    /// The mutation could not be encoded or decoded.
-    #[error("mutation error: {0}")]
-    Mutation(#[from] mutation::Error),
 }
 
 impl Error {

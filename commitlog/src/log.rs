@@ -980,6 +980,69 @@ pub(crate) mod tests {
     }
 
     #[test]
+    fn a_slow_disk_makes_writers_wait_at_the_buffer_budget() {
+        let mut c = small(SyncMode::Periodic(Duration::from_secs(3600)));
+        c.buffer_budget = Some(2048);
+        c.write_timeout = Duration::from_millis(100);
+        let (log, storage) = mem_log(c);
+        storage.0.lock().stall = true;
+        // The first entry is accepted at once (periodic mode); the flusher
+        // takes it and hangs in the write, so its bytes stay unwritten.
+        log.add(1, &mutation("a", 1200)).unwrap();
+        let err = log.add(1, &mutation("b", 1200)).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "commit log write buffers stayed at their 2048-byte budget for 100ms: the disk is not keeping up"
+        );
+        storage.unstall();
+        log.add(1, &mutation("b", 1200)).unwrap();
+        log.close().unwrap();
+    }
+
+    #[test]
+    fn periodic_add_returns_before_the_sync_and_sync_makes_it_durable() {
+        let (log, storage) = mem_log(small(SyncMode::Periodic(Duration::from_secs(3600))));
+        // The first cycle syncs (no sync yet); afterwards an hour must pass.
+        log.add(1, &mutation("a", 10)).unwrap();
+        log.sync().unwrap();
+        let pos = log.add(1, &mutation("b", 10)).unwrap();
+        let at = pos.offset as usize;
+        let in_durable = |s: &MemStorage| {
+            s.0.lock()
+                .durable
+                .get(&pos.segment)
+                .is_some_and(|d| d[at..at + 4] != [0; 4])
+        };
+        assert!(!in_durable(&storage), "not synced before the interval");
+        log.sync().unwrap();
+        assert!(in_durable(&storage));
+        let stats = log.stats();
+        assert_eq!((stats.entries, stats.synced_entries), (2, 2));
+    }
+
+    #[test]
+    fn batch_with_a_window_groups_writers() {
+        let (log, _) = mem_log(small(SyncMode::Batch(Duration::from_millis(5))));
+        let log = PlainArc::new(log);
+        let threads: Vec<_> = (0..4)
+            .map(|t| {
+                let log = PlainArc::clone(&log);
+                std::thread::spawn(move || {
+                    for i in 0..10 {
+                        log.add(t, &mutation(&format!("{t}-{i}"), 20)).unwrap();
+                    }
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap();
+        }
+        let stats = log.stats();
+        assert_eq!(stats.synced_entries, 40);
+        assert!(stats.syncs < 40, "{stats:?}");
+    }
+
+    #[test]
     fn full_log_times_out_and_asks_for_flushes() {
         let mut c = small(SyncMode::Batch(Duration::ZERO));
         c.write_timeout = Duration::from_millis(200);

@@ -101,7 +101,7 @@ pub(crate) mod mem {
     use std::path::PathBuf;
 
     use super::{SegmentFile, Storage};
-    use crate::sync::{Arc, Mutex};
+    use crate::sync::{Arc, Condvar, Mutex};
 
     #[derive(Debug, Default)]
     pub(crate) struct MemState {
@@ -111,14 +111,27 @@ pub(crate) mod mem {
         pub(crate) syncs: u64,
         pub(crate) fail_writes: bool,
         pub(crate) fail_creates: bool,
+        /// Writes block while set: a disk that does not keep up.
+        pub(crate) stall: bool,
     }
 
     #[derive(Debug, Clone)]
-    pub(crate) struct MemStorage(pub(crate) Arc<Mutex<MemState>>);
+    pub(crate) struct MemStorage(pub(crate) Arc<Mutex<MemState>>, pub(crate) Arc<Condvar>);
 
     impl Default for MemStorage {
         fn default() -> Self {
-            Self(Arc::new(Mutex::new(MemState::default())))
+            Self(
+                Arc::new(Mutex::new(MemState::default())),
+                Arc::new(Condvar::new()),
+            )
+        }
+    }
+
+    impl MemStorage {
+        /// Lets stalled writes go on.
+        pub(crate) fn unstall(&self) {
+            self.0.lock().stall = false;
+            self.1.notify_all();
         }
     }
 
@@ -126,11 +139,15 @@ pub(crate) mod mem {
     struct MemFile {
         id: u64,
         state: Arc<Mutex<MemState>>,
+        unstalled: Arc<Condvar>,
     }
 
     impl SegmentFile for MemFile {
         fn write_at(&self, offset: u64, buf: &[u8]) -> io::Result<()> {
             let mut s = self.state.lock();
+            while s.stall {
+                self.unstalled.wait(&mut s);
+            }
             if s.fail_writes {
                 return Err(io::Error::other("injected write failure"));
             }
@@ -164,6 +181,7 @@ pub(crate) mod mem {
             Ok(Box::new(MemFile {
                 id,
                 state: self.0.clone(),
+                unstalled: self.1.clone(),
             }))
         }
 
