@@ -1066,7 +1066,7 @@ pub(crate) mod tests {
     }
 }
 
-#[cfg(loom)]
+#[cfg(all(loom, test))]
 mod loom_tests {
     //! Loom models of the group-commit handoff, running the real writer
     //! and flusher code over the in-memory store.
