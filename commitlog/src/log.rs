@@ -175,7 +175,9 @@ impl CommitLog {
     /// [`CommitLog::discard_completed`] (with the highest replayed position
     /// per table), exactly as for new entries. A segment replay found
     /// damaged is renamed `….log.damaged` when retired, not deleted. New
-    /// segments get ids above every id on disk.
+    /// segments get ids above every id on disk and at least the current
+    /// time in milliseconds, so ids (and positions) keep growing across
+    /// restarts even after every segment was deleted.
     ///
     /// # Errors
     /// An invalid `config` ([`Error::InvalidConfig`]); I/O errors; a
@@ -187,7 +189,7 @@ impl CommitLog {
     ) -> Result<(CommitLog, ReplayReport), Error> {
         config.validate()?;
         std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
-        let files = replay::list_segments(dir)?;
+        let (files, max_id) = replay::list_segments(dir)?;
         let (report, summaries) = replay::replay_segments(&files, on_entry)?;
         let mut segments = BTreeMap::new();
         for (id, s) in summaries {
@@ -206,8 +208,17 @@ impl CommitLog {
                 },
             );
         }
+        // Ids never go backwards across restarts, even once every segment
+        // has been deleted: owners may keep positions (a table's "flushed
+        // up to") beyond the life of the segments. As Cassandra and
+        // ScyllaDB do, start at the clock in milliseconds when that is
+        // higher than every id on disk.
+        let now_ms = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
+        let floor = max_id.max(now_ms.saturating_sub(1));
         let storage = Box::new(DirStorage::new(dir));
-        let log = Self::with_storage(storage, config, segments)?;
+        let log = Self::with_storage(storage, config, segments, floor)?;
         Ok((log, report))
     }
 
@@ -216,9 +227,15 @@ impl CommitLog {
         storage: Box<dyn Storage>,
         config: Config,
         segments: BTreeMap<u64, Segment>,
+        max_id_in_use: u64,
     ) -> Result<CommitLog, Error> {
         config.validate()?;
-        let max_id = segments.keys().next_back().copied().unwrap_or(0);
+        let max_id = segments
+            .keys()
+            .next_back()
+            .copied()
+            .unwrap_or(0)
+            .max(max_id_in_use);
         let disk_bytes = segments.values().map(|s| s.disk_size).sum();
         let stats = LogStats {
             segments_on_disk: segments.len() as u64,
@@ -888,7 +905,7 @@ pub(crate) mod tests {
     pub(crate) fn mem_log(config: Config) -> (CommitLog, MemStorage) {
         let storage = MemStorage::default();
         let log =
-            CommitLog::with_storage(Box::new(storage.clone()), config, BTreeMap::new()).unwrap();
+            CommitLog::with_storage(Box::new(storage.clone()), config, BTreeMap::new(), 0).unwrap();
         (log, storage)
     }
 
@@ -1118,6 +1135,7 @@ mod loom_tests {
                     Box::new(storage.clone()),
                     config(SyncMode::Batch(Duration::ZERO)),
                     BTreeMap::new(),
+                    0,
                 )
                 .unwrap(),
             );
@@ -1150,6 +1168,7 @@ mod loom_tests {
                     Box::new(storage.clone()),
                     config(SyncMode::Batch(Duration::ZERO)),
                     BTreeMap::new(),
+                    0,
                 )
                 .unwrap(),
             );
@@ -1173,7 +1192,7 @@ mod loom_tests {
             let mut c = config(SyncMode::Periodic(Duration::from_secs(3600)));
             c.buffer_budget = Some(2048);
             let log = PlainArc::new(
-                CommitLog::with_storage(Box::new(storage.clone()), c, BTreeMap::new()).unwrap(),
+                CommitLog::with_storage(Box::new(storage.clone()), c, BTreeMap::new(), 0).unwrap(),
             );
             let l2 = PlainArc::clone(&log);
             let other = loom::thread::spawn(move || l2.add(1, &mutation("a", 1200)).unwrap());

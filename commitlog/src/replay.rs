@@ -235,18 +235,29 @@ fn scan(
     }
 }
 
-/// The segment files of `dir`, by id; other files are ignored.
-pub(crate) fn list_segments(dir: &Path) -> Result<BTreeMap<u64, PathBuf>, Error> {
+/// The segment files of `dir`, by id (other files are ignored), and the
+/// highest id in use, segments set aside as damaged included (so a new
+/// segment never takes the id, and later the name, of one of them).
+pub(crate) fn list_segments(dir: &Path) -> Result<(BTreeMap<u64, PathBuf>, u64), Error> {
     let mut out = BTreeMap::new();
+    let mut max_id = 0;
     let entries = std::fs::read_dir(dir).map_err(|e| Error::io(dir, e))?;
     for entry in entries {
         let entry = entry.map_err(|e| Error::io(dir, e))?;
         let path = entry.path();
         if let Some(id) = format::parse_file_name(&path) {
+            max_id = max_id.max(id);
             out.insert(id, path);
+        } else if let Some(id) = path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .and_then(|n| n.strip_suffix(".damaged"))
+            .and_then(|n| format::parse_file_name(Path::new(n)))
+        {
+            max_id = max_id.max(id);
         }
     }
-    Ok(out)
+    Ok((out, max_id))
 }
 
 /// Replays the segments `segments` (id → path, read in id order), calling
@@ -351,6 +362,6 @@ pub fn replay(
     dir: &Path,
     f: impl FnMut(TableId, Mutation, ReplayPosition),
 ) -> Result<ReplayReport, Error> {
-    let segments = list_segments(dir)?;
+    let (segments, _) = list_segments(dir)?;
     replay_segments(&segments, f).map(|(report, _)| report)
 }

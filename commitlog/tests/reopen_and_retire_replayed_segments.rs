@@ -111,8 +111,10 @@ fn a_damaged_segment_is_set_aside_not_deleted() {
         "evidence kept: {left:?}"
     );
     log.close().unwrap();
-    // The set-aside file is not replayed again.
+    // The set-aside file is not replayed again, and its id is not reused.
     assert_eq!(replay(dir.path(), |_, _, _| {}).unwrap().segments, 0);
+    let (log, _) = CommitLog::open(dir.path(), config(), |_, _, _| {}).unwrap();
+    assert!(log.add(0, &m(0)).unwrap().segment > first);
 }
 
 #[test]

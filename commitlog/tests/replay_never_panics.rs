@@ -15,6 +15,14 @@ use proptest::prelude::*;
 use proptest::strategy::ValueTree;
 use proptest::test_runner::TestRunner;
 
+/// The id of the pristine log's first segment (ids are consecutive).
+fn pristine_first_id() -> u64 {
+    pristine();
+    *FIRST_ID.get().expect("set by pristine()")
+}
+
+static FIRST_ID: OnceLock<u64> = OnceLock::new();
+
 fn pristine() -> &'static Vec<Vec<u8>> {
     static P: OnceLock<Vec<Vec<u8>>> = OnceLock::new();
     P.get_or_init(|| {
@@ -38,6 +46,17 @@ fn pristine() -> &'static Vec<Vec<u8>> {
             .map(|e| e.unwrap().path())
             .collect();
         files.sort_by_key(|p| (p.as_os_str().len(), p.clone()));
+        let first: u64 = files[0]
+            .file_name()
+            .and_then(|n| n.to_str())
+            .and_then(|n| {
+                n.strip_prefix("CommitLog-1-")?
+                    .strip_suffix(".log")?
+                    .parse()
+                    .ok()
+            })
+            .expect("segment file name");
+        let _ = FIRST_ID.set(first);
         files.iter().map(|p| std::fs::read(p).unwrap()).collect()
     })
 }
@@ -63,10 +82,12 @@ fn fix_crcs(seg: &mut [u8]) {
     }
 }
 
-fn check(segs: &[Vec<u8>]) -> Result<(), TestCaseError> {
+/// Writes `segs` as segments `first_id`, `first_id + 1`, ... and replays.
+fn check(segs: &[Vec<u8>], first_id: u64) -> Result<(), TestCaseError> {
     let dir = tempfile::tempdir().unwrap();
     for (i, s) in segs.iter().enumerate() {
-        std::fs::write(dir.path().join(format!("CommitLog-1-{}.log", i + 1)), s).unwrap();
+        let name = format!("CommitLog-1-{}.log", first_id + i as u64);
+        std::fs::write(dir.path().join(name), s).unwrap();
     }
     let mut yielded = Vec::new();
     if let Ok(report) = replay(dir.path(), |_, m, p| yielded.push((m, p))) {
@@ -85,7 +106,7 @@ proptest! {
 
     #[test]
     fn arbitrary_files(segs in prop::collection::vec(prop::collection::vec(any::<u8>(), 0..300), 1..3)) {
-        check(&segs)?;
+        check(&segs, 1)?;
     }
 
     #[test]
@@ -106,7 +127,7 @@ proptest! {
                 fix_crcs(seg);
             }
         }
-        check(&segs)?;
+        check(&segs, pristine_first_id())?;
     }
 }
 
@@ -114,7 +135,8 @@ proptest! {
 fn the_pristine_log_replays_whole() {
     let dir = tempfile::tempdir().unwrap();
     for (i, s) in pristine().iter().enumerate() {
-        std::fs::write(dir.path().join(format!("CommitLog-1-{}.log", i + 1)), s).unwrap();
+        let name = format!("CommitLog-1-{}.log", pristine_first_id() + i as u64);
+        std::fs::write(dir.path().join(name), s).unwrap();
     }
     let report = replay(dir.path(), |_, _, _| {}).unwrap();
     assert!(pristine().len() >= 3);

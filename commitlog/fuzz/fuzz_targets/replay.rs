@@ -22,9 +22,9 @@ use commitlog::{CommitLog, Config, SyncMode, replay};
 use libfuzzer_sys::fuzz_target;
 use mutation::{Cell, DecoratedKey, Mutation, Timestamp, Tombstone};
 
-/// The pristine log: segment files in id order.
-fn pristine() -> &'static Vec<Vec<u8>> {
-    static P: OnceLock<Vec<Vec<u8>>> = OnceLock::new();
+/// The pristine log: segment files (name, bytes) in id order.
+fn pristine() -> &'static Vec<(String, Vec<u8>)> {
+    static P: OnceLock<Vec<(String, Vec<u8>)>> = OnceLock::new();
     P.get_or_init(|| {
         let dir = tempfile::tempdir().expect("temp dir");
         let mut c = Config::default();
@@ -63,7 +63,10 @@ fn pristine() -> &'static Vec<Vec<u8>> {
         files.sort_by_key(|p| (p.as_os_str().len(), p.clone()));
         files
             .iter()
-            .map(|p| std::fs::read(p).expect("read"))
+            .map(|p| {
+                let name = p.file_name().and_then(|n| n.to_str()).expect("name");
+                (name.to_string(), std::fs::read(p).expect("read"))
+            })
             .collect()
     })
 }
@@ -92,8 +95,8 @@ fn fix_crcs(seg: &mut [u8]) {
     }
 }
 
-fn segments(data: &[u8]) -> Vec<Vec<u8>> {
-    let mut segs = pristine().clone();
+fn segments(data: &[u8]) -> Vec<(String, Vec<u8>)> {
+    let (names, mut segs): (Vec<String>, Vec<Vec<u8>>) = pristine().iter().cloned().unzip();
     if data.first() == Some(&0xff) {
         segs.clear();
         let mut rest = &data[1..];
@@ -102,7 +105,11 @@ fn segments(data: &[u8]) -> Vec<Vec<u8>> {
             segs.push(rest[2..2 + n].to_vec());
             rest = &rest[2 + n..];
         }
-        return segs;
+        return segs
+            .into_iter()
+            .enumerate()
+            .map(|(i, s)| (format!("CommitLog-1-{}.log", i + 1), s))
+            .collect();
     }
     let fix = data.first() == Some(&0xfe);
     let patches = if fix { &data[1..] } else { data };
@@ -126,14 +133,14 @@ fn segments(data: &[u8]) -> Vec<Vec<u8>> {
             fix_crcs(seg);
         }
     }
-    segs
+    names.into_iter().zip(segs).collect()
 }
 
 fuzz_target!(|data: &[u8]| {
     let segs = segments(data);
     let dir = tempfile::tempdir().expect("temp dir");
-    for (i, s) in segs.iter().enumerate() {
-        std::fs::write(dir.path().join(format!("CommitLog-1-{}.log", i + 1)), s).expect("write");
+    for (name, s) in &segs {
+        std::fs::write(dir.path().join(name), s).expect("write");
     }
     let mut yielded = 0u64;
     let mut last = None;
