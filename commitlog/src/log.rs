@@ -295,6 +295,12 @@ impl CommitLog {
     /// [`Config::flush_request_interval`]) while writers wait at the limit.
     /// Requests repeat until the segments are actually freed, so a request
     /// the owner could not serve at once is not lost.
+    ///
+    /// The handler runs on a writer's thread, inside [`CommitLog::add`]:
+    /// it should start the flushes and return, not wait for them (a flush
+    /// that waited for that writer would deadlock). It may call
+    /// [`CommitLog::discard_completed`] directly, for a table with nothing
+    /// in memory up to the requested position.
     pub fn set_flush_handler(&self, handler: impl Fn(&[FlushRequest]) + Send + Sync + 'static) {
         *self.shared.handler.lock() = Some(PlainArc::new(handler));
     }

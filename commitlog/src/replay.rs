@@ -353,7 +353,9 @@ pub(crate) fn replay_segments(
 ///   non-zero byte.
 ///
 /// Entries of a table that precede the table's last logged drop are
-/// skipped and counted in [`ReplayReport::dropped_entries`].
+/// skipped and counted in [`ReplayReport::dropped_entries`]. To know the
+/// drops first, every segment is read twice, whole, one at a time (memory:
+/// one segment).
 ///
 /// # Errors
 /// [`Error::Io`] if the directory or a segment cannot be read;
