@@ -1188,6 +1188,43 @@ mod loom_tests {
         });
     }
 
+    /// Retirement racing appends across a segment switch: one thread adds
+    /// entries of tables 1 and 2 over three segments while another reports
+    /// table 1 flushed up to the end of time. Whatever the interleaving,
+    /// every entry of table 2 is durable in a segment still on record at
+    /// close, and segments only table 1 held may go.
+    #[test]
+    fn loom_discard_racing_a_segment_switch_keeps_other_tables_entries() {
+        model(|| {
+            let storage = MemStorage::default();
+            let log = PlainArc::new(
+                CommitLog::with_storage(
+                    Box::new(storage.clone()),
+                    config(SyncMode::Batch(Duration::ZERO)),
+                    BTreeMap::new(),
+                    0,
+                )
+                .unwrap(),
+            );
+            let l2 = PlainArc::clone(&log);
+            let flusher = loom::thread::spawn(move || {
+                l2.discard_completed(1, ReplayPosition::new(u64::MAX, u32::MAX));
+            });
+            // 1,500-byte entries: two per 4 KiB segment.
+            let kept: Vec<ReplayPosition> = (0..2)
+                .map(|i| {
+                    log.add(1, &mutation("one", 1500)).unwrap();
+                    log.add(2, &mutation(&format!("two{i}"), 1500)).unwrap()
+                })
+                .collect();
+            flusher.join().unwrap();
+            PlainArc::try_unwrap(log).unwrap().close().unwrap();
+            for pos in kept {
+                assert!(durable(&storage, pos), "table 2's entry at {pos} was lost");
+            }
+        });
+    }
+
     /// Periodic mode with a buffer budget of one entry: the second writer
     /// waits for the flusher to write the first entry out, then goes on;
     /// close makes both durable.
