@@ -349,12 +349,7 @@ impl CommitLog {
     /// `up_to` are considered safe elsewhere.
     pub fn discard_completed(&self, table: TableId, up_to: ReplayPosition) {
         let mut st = self.shared.state.lock();
-        for (&id, seg) in st.segments.range_mut(..=up_to.segment) {
-            if id < up_to.segment || seg.dirty.get(&table).is_some_and(|&o| o <= up_to.offset) {
-                seg.dirty.remove(&table);
-            }
-        }
-        self.shared.retire(&mut st);
+        self.shared.discard(&mut st, table, up_to);
     }
 
     /// Makes every entry appended so far durable (in any sync mode).
@@ -545,10 +540,10 @@ impl Shared {
             let e = seg.dirty.entry(table).or_insert(offset);
             *e = (*e).max(offset);
         } else {
+            // The table's entries are released only once the drop record
+            // is durable (below): retiring a segment earlier could leave a
+            // crash with part of the dropped table's data and no drop.
             seg.has_drop = true;
-            for s in st_ref.segments.values_mut() {
-                s.dirty.remove(&table);
-            }
         }
         let pool = &mut st_ref.pool;
         let chunk = match st_ref.pending.last_mut() {
@@ -592,7 +587,22 @@ impl Shared {
         if wait_sync {
             self.wait_synced(&mut st, end)?;
         }
+        if kind == KIND_DROP {
+            // Entries of `table` written after the record (a new table
+            // with the same id) stay.
+            self.discard(&mut st, table, pos);
+        }
         Ok(pos)
+    }
+
+    /// Forgets `table`'s entries up to `up_to` and retires what that frees.
+    fn discard(&self, st: &mut State, table: TableId, up_to: ReplayPosition) {
+        for (&id, seg) in st.segments.range_mut(..=up_to.segment) {
+            if id < up_to.segment || seg.dirty.get(&table).is_some_and(|&o| o <= up_to.offset) {
+                seg.dirty.remove(&table);
+            }
+        }
+        self.retire(st);
     }
 
     /// Waits until `end` is durable. In `Batch(0)` the waiter runs the
@@ -1063,6 +1073,18 @@ pub(crate) mod tests {
         let stats = log.stats();
         assert_eq!(stats.synced_entries, 40);
         assert!(stats.syncs < 40, "{stats:?}");
+    }
+
+    #[test]
+    fn a_drop_releases_only_the_entries_before_it() {
+        let (log, _) = mem_log(small(SyncMode::Batch(Duration::ZERO)));
+        let first = log.add(1, &mutation("a", 10)).unwrap();
+        log.add(2, &mutation("b", 10)).unwrap();
+        log.drop_table(1).unwrap();
+        assert_eq!(log.dirty_tables(), vec![(first.segment, vec![2])]);
+        // A new table with the same id: its entries are kept.
+        log.add(1, &mutation("c", 10)).unwrap();
+        assert_eq!(log.dirty_tables(), vec![(first.segment, vec![1, 2])]);
     }
 
     #[test]
