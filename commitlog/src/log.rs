@@ -120,6 +120,8 @@ struct State {
     /// Entries written since the last sync.
     unsynced_entries: u64,
     flusher_busy: bool,
+    /// A writer is creating the next segment (lock released).
+    rotating: bool,
     sync_requested: bool,
     /// A segment was created since the directory was last synced.
     dir_dirty: bool,
@@ -254,6 +256,7 @@ impl CommitLog {
             unsynced: BTreeMap::new(),
             unsynced_entries: 0,
             flusher_busy: false,
+            rotating: false,
             sync_requested: false,
             dir_dirty: false,
             failed: None,
@@ -493,8 +496,36 @@ impl Shared {
             if room {
                 break;
             }
-            if st.disk_bytes + u64::from(self.config.segment_size) <= self.config.total_size_limit {
-                self.rotate(&mut st)?;
+            if st.rotating {
+                // Another writer is creating the next segment.
+                self.progress.wait(&mut st);
+                continue;
+            }
+            let size = self.config.segment_size;
+            if st.disk_bytes + u64::from(size) <= self.config.total_size_limit {
+                // Create the next segment with the lock released, so that
+                // writers with room, waiters and cycles are not held up by
+                // the file system. The id is used up even if creation
+                // fails, so a half-created file never blocks a retry.
+                let id = st.next_id;
+                st.next_id += 1;
+                st.rotating = true;
+                st.disk_bytes += u64::from(size);
+                let created = self
+                    .state
+                    .unlocked(&mut st, || self.storage.create(id, size));
+                st.rotating = false;
+                self.progress.notify_all();
+                match created {
+                    Ok(file) => self.install_segment(&mut st, id, PlainArc::from(file)),
+                    Err(e) => {
+                        st.disk_bytes -= u64::from(size);
+                        // An empty leftover replays as nothing; remove it
+                        // if we can.
+                        let _ = self.storage.remove(id);
+                        return Err(Error::io(self.storage.path(id), e));
+                    }
+                }
                 rotated = true;
                 continue;
             }
@@ -629,21 +660,10 @@ impl Shared {
         Ok(())
     }
 
-    /// Closes the active segment and creates the next one.
-    fn rotate(&self, st: &mut State) -> Result<(), Error> {
-        // The id is used up even if creation fails, so a half-created file
-        // never blocks the next attempt.
-        let id = st.next_id;
-        st.next_id += 1;
+    /// Makes the new segment `id` (already counted in `disk_bytes`) the
+    /// active one and closes the previous one.
+    fn install_segment(&self, st: &mut State, id: u64, file: PlainArc<dyn SegmentFile>) {
         let size = self.config.segment_size;
-        let file: PlainArc<dyn SegmentFile> = match self.storage.create(id, size) {
-            Ok(f) => PlainArc::from(f),
-            Err(e) => {
-                // An empty leftover replays as nothing; remove it if we can.
-                let _ = self.storage.remove(id);
-                return Err(Error::io(self.storage.path(id), e));
-            }
-        };
         if let Some(old) = st.active.replace(id) {
             if let Some(seg) = st.segments.get_mut(&old) {
                 seg.closed = true;
@@ -673,12 +693,10 @@ impl Shared {
             },
         );
         st.dir_dirty = true;
-        st.disk_bytes += u64::from(size);
         st.stats.segments_created += 1;
         st.stats.segments_on_disk += 1;
         st.stats.disk_bytes = st.disk_bytes;
         st.stats.bytes += HEADER_LEN as u64;
-        Ok(())
     }
 
     /// The flushes that would free the oldest segments: when the log
