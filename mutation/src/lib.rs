@@ -83,6 +83,7 @@
 #![forbid(unsafe_code)]
 
 mod cell;
+mod encode;
 mod error;
 mod fragment;
 mod key;
@@ -101,6 +102,7 @@ mod validate;
 pub use std::ops::Bound;
 
 pub use crate::cell::{Cell, MAX_TTL_SECONDS, RowMarker, Timestamp, Tombstone, Ttl};
+pub use crate::encode::ENCODING_VERSION;
 pub use crate::error::Error;
 pub use crate::fragment::{Fragment, FragmentReader};
 pub use crate::key::{ClusteringKey, DecoratedKey, MAX_KEY_LEN, PartitionKey, Token};

@@ -16,7 +16,10 @@ const HELD: &str = "a guard holds its lock except during a Condvar wait";
 pub struct Mutex<T>(loom::sync::Mutex<T>);
 
 /// The guard of a [`Mutex`]; the lock is released when it drops.
-pub struct MutexGuard<'a, T>(Option<loom::sync::MutexGuard<'a, T>>);
+pub struct MutexGuard<'a, T>(
+    Option<loom::sync::MutexGuard<'a, T>>,
+    &'a loom::sync::Mutex<T>,
+);
 
 impl<T: Default> Default for Mutex<T> {
     fn default() -> Self {
@@ -32,14 +35,19 @@ impl<T> Mutex<T> {
 
     /// Blocks until the lock is held.
     pub fn lock(&self) -> MutexGuard<'_, T> {
-        MutexGuard(Some(self.0.lock().unwrap_or_else(PoisonError::into_inner)))
+        MutexGuard(
+            Some(self.0.lock().unwrap_or_else(PoisonError::into_inner)),
+            &self.0,
+        )
     }
 
     /// The lock if it is free now, `None` otherwise.
     pub fn try_lock(&self) -> Option<MutexGuard<'_, T>> {
         match self.0.try_lock() {
-            Ok(guard) => Some(MutexGuard(Some(guard))),
-            Err(std::sync::TryLockError::Poisoned(p)) => Some(MutexGuard(Some(p.into_inner()))),
+            Ok(guard) => Some(MutexGuard(Some(guard), &self.0)),
+            Err(std::sync::TryLockError::Poisoned(p)) => {
+                Some(MutexGuard(Some(p.into_inner()), &self.0))
+            }
             Err(std::sync::TryLockError::WouldBlock) => None,
         }
     }
@@ -52,6 +60,16 @@ impl<T> Mutex<T> {
     /// The value, consuming the mutex.
     pub fn into_inner(self) -> T {
         self.0.into_inner().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+impl<T> MutexGuard<'_, T> {
+    /// Runs `f` with the lock released (for I/O), then takes it again.
+    pub fn unlocked<R>(guard: &mut Self, f: impl FnOnce() -> R) -> R {
+        drop(guard.0.take().expect(HELD));
+        let result = f();
+        guard.0 = Some(guard.1.lock().unwrap_or_else(PoisonError::into_inner));
+        result
     }
 }
 

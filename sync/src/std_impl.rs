@@ -40,6 +40,13 @@ impl<T> Mutex<T> {
     }
 }
 
+impl<T> MutexGuard<'_, T> {
+    /// Runs `f` with the lock released (for I/O), then takes it again.
+    pub fn unlocked<R>(guard: &mut Self, f: impl FnOnce() -> R) -> R {
+        parking_lot::MutexGuard::unlocked(&mut guard.0, f)
+    }
+}
+
 impl<T> Deref for MutexGuard<'_, T> {
     type Target = T;
     fn deref(&self) -> &T {

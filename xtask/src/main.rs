@@ -39,7 +39,7 @@ tasks:
                     --step NAME runs only that step (repeatable)
   bench [--quick] [PACKAGE...]
                     run the benchmark suites (all, or the named packages';
-                    `fuzz` is the sstable reader fuzz run); --quick: small scale
+                    `fuzz` is the sstable reader and commit log replay fuzz runs); --quick: small scale
   stress [ARGS...]  run the main program, replica-stress, with ARGS
   help              print this list
 ";
