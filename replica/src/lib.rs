@@ -2,8 +2,40 @@
 //! scheduler and sstables behind a small Database/Table API, and ships the
 //! `replica-stress` load generator.
 //!
-//! **Not built yet.** The write path it composes is still being built in the
-//! crates below it; this crate exports nothing and ships no binary until its
-//! issue lands. `cargo xtask stress` says so rather than running a
-//! placeholder.
+//! **Not built yet: the `Database` and the `replica-stress` program.** The
+//! write path they compose (the memtable crate, the reshaped dirty-memory
+//! manager and flush scheduler, the workspace sync facade) is still being
+//! built in the crates below. This crate ships no binary yet, and
+//! `cargo xtask stress` says so rather than running a placeholder.
+//!
+//! What is here is the groundwork both will use unchanged:
+//!
+//! * [`DatabaseConfig`]: directories, dirty-memory budgets, soft-limit
+//!   ratio, [`FlushPolicy`], sstable writer options, flush bandwidth limit,
+//!   with validation.
+//! * [`units`]: parsing of sizes, counts and durations with clear errors.
+//! * `stress` (feature `stress`, on by default): the load generator's
+//!   engine, minus the database calls.
+//!
+//! ```
+//! use replica::{DatabaseConfig, units};
+//!
+//! let mut config = DatabaseConfig::new("/var/lib/replica");
+//! config.dirty_memory_budget = units::parse_size("budget", "512MiB")? as usize;
+//! config.flush_bandwidth_limit = Some(units::parse_size("bandwidth", "64MiB")?);
+//! config.validate()?;
+//! # Ok::<(), replica::Error>(())
+//! ```
 #![forbid(unsafe_code)]
+
+mod config;
+mod error;
+#[cfg(feature = "stress")]
+pub mod stress;
+pub mod units;
+
+pub use config::{
+    DEFAULT_BUDGET, DEFAULT_SOFT_LIMIT_RATIO, DEFAULT_SYSTEM_BUDGET, DatabaseConfig, FlushPolicy,
+    MIN_BUDGET, check_soft_limit_ratio,
+};
+pub use error::{Error, Result};
