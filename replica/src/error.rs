@@ -108,3 +108,13 @@ pub enum Error {
 
 /// The crate's result type.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Maps an `io::Error` of `op` on `path` to [`Error::Io`].
+#[cfg(feature = "stress")]
+pub(crate) fn io_err(
+    op: &'static str,
+    path: impl Into<PathBuf>,
+) -> impl FnOnce(std::io::Error) -> Error {
+    let path = path.into();
+    move |source| Error::Io { op, path, source }
+}

@@ -32,6 +32,8 @@ mod config;
 mod error;
 #[cfg(feature = "stress")]
 pub mod stress;
+#[cfg(feature = "stress")]
+mod sync;
 pub mod units;
 
 pub use config::{
