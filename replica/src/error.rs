@@ -52,15 +52,18 @@ pub enum Error {
     /// A directory is held by another open database, in this process or
     /// another one.
     #[error(
-        "directory {} is in use by another open database (lock file {} is held)",
+        "directory {} is in use by another open database (lock file {} is held{})",
         dir.display(),
-        lock_file.display()
+        lock_file.display(),
+        holder.as_ref().map(|p| format!(" by process {p}")).unwrap_or_default()
     )]
     DirectoryLocked {
         /// The directory.
         dir: PathBuf,
         /// Its lock file.
         lock_file: PathBuf,
+        /// The holder's process id, as its lock file records it.
+        holder: Option<String>,
     },
     /// A file whose contents are not what this crate wrote.
     #[error("{} is corrupt: {detail}", path.display())]
@@ -110,7 +113,6 @@ pub enum Error {
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 /// Maps an `io::Error` of `op` on `path` to [`Error::Io`].
-#[cfg(feature = "stress")]
 pub(crate) fn io_err(
     op: &'static str,
     path: impl Into<PathBuf>,

@@ -13,6 +13,8 @@
 //! * [`DatabaseConfig`]: directories, dirty-memory budgets, soft-limit
 //!   ratio, [`FlushPolicy`], sstable writer options, flush bandwidth limit,
 //!   with validation.
+//! * [`DirectoryLock`]: the lock file that refuses a second open of the
+//!   same directories, from this process or another.
 //! * [`units`]: parsing of sizes, counts and durations with clear errors.
 //! * `stress` (feature `stress`, on by default): the load generator's
 //!   engine, minus the database calls.
@@ -30,6 +32,7 @@
 
 mod config;
 mod error;
+mod lock;
 #[cfg(feature = "stress")]
 pub mod stress;
 #[cfg(feature = "stress")]
@@ -41,3 +44,4 @@ pub use config::{
     MIN_BUDGET, check_soft_limit_ratio,
 };
 pub use error::{Error, Result};
+pub use lock::{DirectoryLock, LOCK_FILE_NAME};
