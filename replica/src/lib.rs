@@ -13,6 +13,8 @@
 //! * [`DatabaseConfig`]: directories, dirty-memory budgets, soft-limit
 //!   ratio, [`FlushPolicy`], sstable writer options, flush bandwidth limit,
 //!   with validation.
+//! * [`Catalog`]: which tables exist ([`TableSchema`]), persisted
+//!   atomically with a checksum so they survive a reopen.
 //! * [`DirectoryLock`]: the lock file that refuses a second open of the
 //!   same directories, from this process or another.
 //! * [`units`]: parsing of sizes, counts and durations with clear errors.
@@ -30,6 +32,7 @@
 //! ```
 #![forbid(unsafe_code)]
 
+mod catalog;
 mod config;
 mod error;
 mod lock;
@@ -39,6 +42,10 @@ pub mod stress;
 mod sync;
 pub mod units;
 
+pub use catalog::{
+    CATALOG_FILE_NAME, Catalog, MAX_TABLE_NAME_LEN, MAX_TABLES, TableOptions, TableSchema,
+    validate_table_name,
+};
 pub use config::{
     DEFAULT_BUDGET, DEFAULT_SOFT_LIMIT_RATIO, DEFAULT_SYSTEM_BUDGET, DatabaseConfig, FlushPolicy,
     MIN_BUDGET, check_soft_limit_ratio,

@@ -15,8 +15,9 @@ use crate::units::{parse_count, parse_duration, parse_size};
 
 /// The largest thread count accepted.
 pub const MAX_THREADS: usize = 10_000;
-/// The largest number of tables a load may be spread over.
-pub const MAX_TABLES: u32 = 10_000;
+/// The largest number of tables a load may be spread over: as many as a
+/// catalog holds.
+pub const MAX_TABLES: u32 = crate::catalog::MAX_TABLES as u32;
 /// The largest row (value) size, so one row always fits an sstable block
 /// and a memtable segment-sized allocation comfortably.
 pub const MAX_ROW_SIZE: u64 = 16 << 20;
