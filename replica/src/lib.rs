@@ -15,6 +15,8 @@
 //!   with validation.
 //! * [`Catalog`]: which tables exist ([`TableSchema`]), persisted
 //!   atomically with a checksum so they survive a reopen.
+//! * [`open_table_dirs`]: each table's sstables in its data and flush
+//!   directories, after removing the leftovers of unfinished flushes.
 //! * [`DirectoryLock`]: the lock file that refuses a second open of the
 //!   same directories, from this process or another.
 //! * [`units`]: parsing of sizes, counts and durations with clear errors.
@@ -35,6 +37,7 @@
 mod catalog;
 mod config;
 mod error;
+mod layout;
 mod lock;
 #[cfg(feature = "stress")]
 pub mod stress;
@@ -51,4 +54,7 @@ pub use config::{
     MIN_BUDGET, check_soft_limit_ratio,
 };
 pub use error::{Error, Result};
+pub use layout::{
+    SstableId, TableFiles, open_table_dirs, orphan_table_dirs, remove_table_dirs, table_dir,
+};
 pub use lock::{DirectoryLock, LOCK_FILE_NAME};
