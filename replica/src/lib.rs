@@ -19,6 +19,8 @@
 //!   directories, after removing the leftovers of unfinished flushes.
 //! * [`DirectoryLock`]: the lock file that refuses a second open of the
 //!   same directories, from this process or another.
+//! * [`TokenBucket`]: the flush bandwidth limit, blocking writers on an
+//!   injected [`Clock`] ([`ManualClock`] in tests, so they never sleep).
 //! * [`units`]: parsing of sizes, counts and durations with clear errors.
 //! * `stress` (feature `stress`, on by default): the load generator's
 //!   engine, minus the database calls.
@@ -41,8 +43,8 @@ mod layout;
 mod lock;
 #[cfg(feature = "stress")]
 pub mod stress;
-#[cfg(feature = "stress")]
 mod sync;
+mod throttle;
 pub mod units;
 
 pub use catalog::{
@@ -58,3 +60,4 @@ pub use layout::{
     SstableId, TableFiles, open_table_dirs, orphan_table_dirs, remove_table_dirs, table_dir,
 };
 pub use lock::{DirectoryLock, LOCK_FILE_NAME};
+pub use throttle::{Clock, ManualClock, SystemClock, TokenBucket};

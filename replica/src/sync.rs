@@ -6,6 +6,10 @@
 //! facade changes these lines and nothing else. Nothing in the crate names
 //! `parking_lot::` or `std::sync::` outside this module.
 
-pub(crate) use parking_lot::{Condvar, Mutex, MutexGuard};
 #[cfg(feature = "stress")]
-pub(crate) use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+pub(crate) use parking_lot::MutexGuard;
+pub(crate) use parking_lot::{Condvar, Mutex};
+pub(crate) use std::sync::Arc;
+#[cfg(feature = "stress")]
+pub(crate) use std::sync::atomic::AtomicBool;
+pub(crate) use std::sync::atomic::{AtomicU64, Ordering};
