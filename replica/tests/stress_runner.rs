@@ -59,6 +59,7 @@ impl Target for MemTarget {
         let n = self.applies.load(Ordering::Relaxed);
         TargetStats {
             real_dirty: n * 1024,
+            peak_real_dirty: 0,
             unspooled_dirty: n * 512,
             dirty_budget: 1 << 30,
             flushes: n / 100,
@@ -418,4 +419,31 @@ fn the_hdr_log_holds_every_operation() {
     assert!(intervals >= 2, "{intervals}");
     assert!(s.counts.ops > 0);
     assert_eq!(table_name(3), "stress_3");
+}
+
+#[test]
+fn the_targets_own_high_water_mark_beats_the_samples() {
+    struct Peaky(MemTarget);
+    impl Target for Peaky {
+        type Error = Injected;
+        fn apply(&self, table: &str, m: Mutation) -> Result<(), Injected> {
+            self.0.apply(table, m)
+        }
+        fn read(&self, table: &str, key: &DecoratedKey) -> Result<u64, Injected> {
+            self.0.read(table, key)
+        }
+        fn stats(&self) -> TargetStats {
+            TargetStats {
+                peak_real_dirty: 1 << 40,
+                ..self.0.stats()
+            }
+        }
+    }
+    let cfg = config(
+        spec(Mode::Write, Distribution::Uniform),
+        2,
+        StopCondition::Operations(10),
+    );
+    let s = run(&Peaky(MemTarget::default()), &cfg, &mut no_observer()).unwrap();
+    assert_eq!(s.peak_real_dirty, 1 << 40);
 }

@@ -21,8 +21,9 @@ mod workload;
 pub use hdr_log::HdrLog;
 pub use latency::{Counts, IntervalReport, LATENCY_UNIT};
 pub use options::{
-    DEFAULT_DURATION, Distribution, MAX_PARTITION_SIZE, MAX_ROW_SIZE, MAX_TABLES, MAX_THREADS,
-    Mode, Ratio, StopCondition, StressOptions, WorkloadSpec,
+    DEFAULT_DURATION, Distribution, MAX_MACHINE_BUDGET, MAX_PARTITION_SIZE, MAX_ROW_SIZE,
+    MAX_TABLES, MAX_THREADS, MIN_MACHINE_BUDGET, Mode, Ratio, StopCondition, StressOptions,
+    WorkloadSpec, budget_for_memory, machine_budget,
 };
 pub use progress::{PROGRESS_HEADER, ProgressPrinter, progress_line};
 pub use runner::{Observer, Observers, RunConfig, run};

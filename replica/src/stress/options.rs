@@ -102,6 +102,40 @@ fn duration(s: &str) -> Result<Duration, Error> {
     parse_duration("--duration", s)
 }
 
+/// The smallest budget [`machine_budget`] picks.
+pub const MIN_MACHINE_BUDGET: u64 = 64 << 20;
+/// The largest budget [`machine_budget`] picks.
+pub const MAX_MACHINE_BUDGET: u64 = 1 << 30;
+
+/// The dirty-memory budget for a machine with `total_memory` bytes: an
+/// eighth of it, between [`MIN_MACHINE_BUDGET`] and [`MAX_MACHINE_BUDGET`];
+/// the database's default budget when the size is unknown.
+pub fn budget_for_memory(total_memory: Option<u64>) -> u64 {
+    total_memory.map_or(crate::config::DEFAULT_BUDGET as u64, |m| {
+        (m / 8).clamp(MIN_MACHINE_BUDGET, MAX_MACHINE_BUDGET)
+    })
+}
+
+/// `MemTotal` of a `/proc/meminfo` text, in bytes.
+fn mem_total(meminfo: &str) -> Option<u64> {
+    let line = meminfo.lines().find(|l| l.starts_with("MemTotal:"))?;
+    let mut fields = line.split_whitespace().skip(1);
+    let kib: u64 = fields.next()?.parse().ok()?;
+    (fields.next() == Some("kB"))
+        .then_some(kib)?
+        .checked_mul(1024)
+}
+
+/// The budget `replica-stress` uses without `--budget`: see
+/// [`budget_for_memory`]; the machine's memory is read from
+/// `/proc/meminfo` where there is one.
+pub fn machine_budget() -> u64 {
+    let total = std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|t| mem_total(&t));
+    budget_for_memory(total)
+}
+
 /// When a run stops.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum StopCondition {
@@ -323,6 +357,11 @@ impl StressOptions {
         }
     }
 
+    /// `--budget`, or [`machine_budget`] without it.
+    pub fn budget_or_machine(&self) -> u64 {
+        self.budget.unwrap_or_else(machine_budget)
+    }
+
     /// Checks every option: the load ([`workload`](Self::workload)), the
     /// stop condition, the soft-limit ratio, and the bandwidth limit.
     ///
@@ -332,6 +371,15 @@ impl StressOptions {
         self.workload()?;
         self.stop_condition()?;
         check_soft_limit_ratio(self.soft_limit_ratio)?;
+        if let Some(b) = self.budget {
+            if b < crate::config::MIN_BUDGET as u64 {
+                return Err(invalid(
+                    "--budget",
+                    b,
+                    format!("at least {} bytes", crate::config::MIN_BUDGET),
+                ));
+            }
+        }
         if self.flush_bandwidth == Some(0) {
             return Err(invalid(
                 "--flush-bandwidth",
@@ -418,6 +466,28 @@ mod tests {
     }
 
     #[test]
+    fn the_machine_budget_is_an_eighth_of_memory_within_bounds() {
+        let meminfo = "MemTotal:       25165824 kB\nMemFree:         1000 kB\n";
+        assert_eq!(mem_total(meminfo), Some(24 << 30));
+        assert_eq!(mem_total("MemTotal: 12 MB\n"), None);
+        assert_eq!(mem_total("nothing"), None);
+        assert_eq!(budget_for_memory(Some(24 << 30)), MAX_MACHINE_BUDGET);
+        assert_eq!(budget_for_memory(Some(2 << 30)), 256 << 20);
+        assert_eq!(budget_for_memory(Some(100 << 20)), MIN_MACHINE_BUDGET);
+        assert_eq!(
+            budget_for_memory(None),
+            crate::config::DEFAULT_BUDGET as u64
+        );
+        let m = machine_budget();
+        assert!(
+            (MIN_MACHINE_BUDGET..=MAX_MACHINE_BUDGET).contains(&m),
+            "{m}"
+        );
+        let o = parse(&["--budget=8MiB"]).unwrap();
+        assert_eq!(o.budget_or_machine(), 8 << 20);
+    }
+
+    #[test]
     fn ops_and_duration_conflict() {
         assert!(parse(&["--ops=10", "--duration=1s"]).is_err());
         let o = parse(&["--ops=1k"]).unwrap();
@@ -455,6 +525,7 @@ mod tests {
             (&["--soft-limit-ratio=0.6"], "soft-limit ratio"),
             (&["--soft-limit-ratio=0"], "soft-limit ratio"),
             (&["--flush-bandwidth=0"], "--flush-bandwidth"),
+            (&["--budget=1000"], "--budget"),
         ];
         for (args, name) in cases {
             let e = parse(args).unwrap().validate().unwrap_err().to_string();

@@ -339,7 +339,9 @@ fn control<T: Target>(
             counts.errors += c.errors;
             counts.partitions += c.partitions;
             counts.rows += c.rows;
-            peak_real_dirty = peak_real_dirty.max(stats.real_dirty);
+            peak_real_dirty = peak_real_dirty
+                .max(stats.real_dirty)
+                .max(stats.peak_real_dirty);
             // The last interval may be a short tail after the clients
             // stopped; every earlier one is a whole tick.
             if c.ops == 0 && !finished {

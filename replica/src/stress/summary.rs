@@ -58,7 +58,8 @@ pub struct Summary {
     pub elapsed: Duration,
     /// Latencies of every operation.
     pub latency: LatencySummary,
-    /// The highest real dirty memory sampled (at every interval's end).
+    /// The highest real dirty memory: sampled at every interval's end, or
+    /// the target's own high-water mark if higher.
     pub peak_real_dirty: u64,
     /// The dirty-memory budget.
     pub dirty_budget: u64,

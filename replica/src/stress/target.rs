@@ -14,6 +14,10 @@ pub struct TargetStats {
     /// Unspooled dirty memory: real dirty minus what in-progress flushes
     /// have already written out.
     pub unspooled_dirty: u64,
+    /// The highest real dirty memory the target has seen, if it keeps a
+    /// high-water mark (0 if not); the summary's peak is the larger of this
+    /// and the per-interval samples of `real_dirty`.
+    pub peak_real_dirty: u64,
     /// The dirty-memory budget (the real hard limit).
     pub dirty_budget: u64,
     /// Flushes completed so far.
