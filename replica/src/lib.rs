@@ -60,4 +60,4 @@ pub use layout::{
     SstableId, TableFiles, open_table_dirs, orphan_table_dirs, remove_table_dirs, table_dir,
 };
 pub use lock::{DirectoryLock, LOCK_FILE_NAME};
-pub use throttle::{Clock, ManualClock, SystemClock, TokenBucket};
+pub use throttle::{Clock, ManualClock, SystemClock, TokenBucket, WriteThrottle};

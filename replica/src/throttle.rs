@@ -185,6 +185,8 @@ pub struct TokenBucket<C: Clock = SystemClock> {
     paid_until: Mutex<Duration>,
     /// Clock time callers spent blocked, in nanoseconds.
     waited: AtomicU64,
+    /// Bytes granted so far.
+    granted: AtomicU64,
 }
 
 fn nanos_for(bytes: u64, rate: u64) -> Duration {
@@ -230,6 +232,7 @@ impl<C: Clock> TokenBucket<C> {
             clock,
             paid_until: Mutex::new(now),
             waited: AtomicU64::new(0),
+            granted: AtomicU64::new(0),
         })
     }
 
@@ -251,6 +254,11 @@ impl<C: Clock> TokenBucket<C> {
     /// Total clock time callers of [`acquire`](Self::acquire) spent blocked.
     pub fn total_wait(&self) -> Duration {
         Duration::from_nanos(self.waited.load(Ordering::Relaxed))
+    }
+
+    /// Total bytes granted (or being waited for) so far.
+    pub fn granted_bytes(&self) -> u64 {
+        self.granted.load(Ordering::Relaxed)
     }
 
     /// When a request of `bytes` made now would be granted, without making
@@ -276,6 +284,7 @@ impl<C: Clock> TokenBucket<C> {
         let now = self.clock.now();
         let (next, ready) = self.schedule(*paid_until, now, bytes);
         *paid_until = next;
+        self.granted.fetch_add(bytes, Ordering::Relaxed);
         (now, ready)
     }
 
@@ -293,6 +302,38 @@ impl<C: Clock> TokenBucket<C> {
             Ordering::Relaxed,
         );
         waited
+    }
+}
+
+/// Throttles a writer through its progress reports: each report's growth
+/// in bytes written is taken from the bucket, blocking the writer (inside
+/// its `write` call) until the bytes fit the rate. Made for
+/// `sstable::Writer::on_progress`, whose reports carry the total bytes
+/// written so far.
+#[derive(Debug)]
+pub struct WriteThrottle<C: Clock = SystemClock> {
+    bucket: Arc<TokenBucket<C>>,
+    seen: u64,
+}
+
+impl<C: Clock> WriteThrottle<C> {
+    /// A throttle for one writer, drawing on `bucket` (which every flush
+    /// shares).
+    pub fn new(bucket: Arc<TokenBucket<C>>) -> Self {
+        WriteThrottle { bucket, seen: 0 }
+    }
+
+    /// Takes the bytes written since the last call from the bucket, given
+    /// the writer's running total; returns the clock time spent blocked.
+    /// A total that did not grow takes nothing.
+    pub fn bytes_written(&mut self, total: u64) -> Duration {
+        let delta = total.saturating_sub(self.seen);
+        self.seen = self.seen.max(total);
+        if delta == 0 {
+            Duration::ZERO
+        } else {
+            self.bucket.acquire(delta)
+        }
     }
 }
 
@@ -417,6 +458,55 @@ mod tests {
             w.join().unwrap();
         }
         assert_eq!(clock.now(), ms(39));
+    }
+
+    #[test]
+    fn a_write_throttle_takes_what_an_sstable_writer_reports() {
+        use mutation::{Cell, DecoratedKey, Mutation, Timestamp};
+        let clock = Arc::new(ManualClock::new());
+        // A burst big enough that nothing blocks: this checks the
+        // accounting, the blocking is checked above.
+        let bucket = Arc::new(TokenBucket::with_clock(1, 1 << 40, clock).unwrap());
+        let dir = tempfile::tempdir().unwrap();
+        let mut options = sstable::WriterOptions::default();
+        options.block_size = 512;
+        options.compression = false;
+        let mut writer = sstable::Writer::create(dir.path(), options).unwrap();
+        let mut throttle = WriteThrottle::new(bucket.clone());
+        let reports = Arc::new(AtomicU64::new(0));
+        let counted = reports.clone();
+        writer.on_progress(move |p| {
+            throttle.bytes_written(p.bytes_written);
+            counted.store(p.bytes_written, Ordering::Relaxed);
+        });
+        let mutations = (0..200u32).map(|i| {
+            Mutation::builder(DecoratedKey::from_bytes(format!("k{i:04}")).unwrap())
+                .cell(
+                    "r",
+                    0,
+                    Cell::live(vec![7u8; 100], Timestamp::from_micros(1)),
+                )
+                .build()
+                .unwrap()
+        });
+        // In ring order, as a memtable streams them.
+        for m in Mutation::reconcile_all(mutations) {
+            for f in m.fragments() {
+                writer.write(&f).unwrap();
+            }
+        }
+        let last_report = reports.load(Ordering::Relaxed);
+        assert!(last_report > 10_000, "{last_report}");
+        assert_eq!(bucket.granted_bytes(), last_report);
+        writer.commit().unwrap();
+
+        let mut t = WriteThrottle::new(bucket.clone());
+        let before = bucket.granted_bytes();
+        t.bytes_written(100);
+        t.bytes_written(100);
+        t.bytes_written(50);
+        t.bytes_written(130);
+        assert_eq!(bucket.granted_bytes() - before, 130);
     }
 
     #[test]
