@@ -2,9 +2,13 @@
 //! contents, errors, intervals, stops, pauses, and the reports.
 #![cfg(feature = "stress")]
 
-use std::collections::{BTreeMap, HashMap};
-use std::sync::atomic::{AtomicU64, Ordering};
+mod common;
+
+use std::collections::BTreeMap;
+use std::sync::atomic::Ordering;
 use std::sync::{Condvar, Mutex};
+
+use common::{Injected, MemTarget};
 use std::time::Duration;
 
 use mutation::{DecoratedKey, Mutation};
@@ -13,61 +17,6 @@ use replica::stress::{
     Distribution, HdrLog, IntervalReport, Mode, Observers, ProgressPrinter, Ratio, RunConfig,
     StopCondition, Target, TargetStats, WorkloadSpec, run, table_name,
 };
-
-/// A test double: tables of reconciled mutations in a map.
-#[derive(Default)]
-struct MemTarget {
-    tables: Mutex<HashMap<String, BTreeMap<DecoratedKey, Mutation>>>,
-    applies: AtomicU64,
-    /// Every n-th apply fails, when set.
-    fail_every: Option<u64>,
-}
-
-#[derive(Debug, thiserror::Error)]
-#[error("injected failure of apply #{0}")]
-struct Injected(u64);
-
-impl Target for MemTarget {
-    type Error = Injected;
-
-    fn apply(&self, table: &str, mutation: Mutation) -> Result<(), Injected> {
-        let n = self.applies.fetch_add(1, Ordering::Relaxed) + 1;
-        if self.fail_every.is_some_and(|k| n % k == 0) {
-            return Err(Injected(n));
-        }
-        let mut tables = self.tables.lock().unwrap();
-        let t = tables.entry(table.to_owned()).or_default();
-        match t.get_mut(mutation.key()) {
-            Some(m) => m.apply(mutation).unwrap(),
-            None => {
-                t.insert(mutation.key().clone(), mutation);
-            }
-        }
-        Ok(())
-    }
-
-    fn read(&self, table: &str, key: &DecoratedKey) -> Result<u64, Injected> {
-        let tables = self.tables.lock().unwrap();
-        Ok(tables
-            .get(table)
-            .and_then(|t| t.get(key))
-            .map_or(0, |m| m.rows().len() as u64))
-    }
-
-    fn stats(&self) -> TargetStats {
-        // Pretend every apply holds 1 KiB of dirty memory.
-        let n = self.applies.load(Ordering::Relaxed);
-        TargetStats {
-            real_dirty: n * 1024,
-            peak_real_dirty: 0,
-            unspooled_dirty: n * 512,
-            dirty_budget: 1 << 30,
-            flushes: n / 100,
-            flushed_bytes: (n / 100) * 4096,
-            writers_blocked: Duration::from_millis(n),
-        }
-    }
-}
 
 fn spec(mode: Mode, distribution: Distribution) -> WorkloadSpec {
     WorkloadSpec {

@@ -4,7 +4,9 @@
 //! histograms merged every interval ([`IntervalReport`]), the progress
 //! line ([`ProgressPrinter`]), and the reports: cassandra-stress's summary
 //! ([`Summary`]), JSON ([`write_json`]), HdrHistogram interval logs
-//! ([`HdrLog`]) and side-by-side comparison ([`compare`]).
+//! ([`HdrLog`]) and side-by-side comparison ([`compare`]); and the program
+//! itself, one run or a `--compare` pair, given a [`TargetFactory`]
+//! ([`execute`]).
 //!
 //! The `Database` will implement [`Target`]; until then the runner is
 //! exercised against test targets (`tests/stress_runner.rs`).
@@ -12,6 +14,7 @@
 mod hdr_log;
 mod latency;
 mod options;
+mod program;
 mod progress;
 mod runner;
 mod summary;
@@ -25,6 +28,7 @@ pub use options::{
     MAX_TABLES, MAX_THREADS, MIN_MACHINE_BUDGET, Mode, Ratio, StopCondition, StressOptions,
     WorkloadSpec, budget_for_memory, machine_budget,
 };
+pub use program::{TargetFactory, execute, hdr_log_path, policies};
 pub use progress::{PROGRESS_HEADER, ProgressPrinter, progress_line};
 pub use runner::{Observer, Observers, RunConfig, run};
 pub use summary::{Figure, LatencySummary, Summary, compare, compare_json, write_json};

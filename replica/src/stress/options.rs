@@ -38,6 +38,17 @@ pub enum Mode {
     Mixed,
 }
 
+impl Mode {
+    /// The mode's name as the command line spells it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Mode::Write => "write",
+            Mode::Read => "read",
+            Mode::Mixed => "mixed",
+        }
+    }
+}
+
 /// How operations pick partitions out of the population (cassandra-stress
 /// `-pop dist=...`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -50,6 +61,17 @@ pub enum Distribution {
     /// Each thread walks the population in order, threads interleaved, and
     /// wraps around (`seq=1..N`).
     Sequential,
+}
+
+impl Distribution {
+    /// The distribution's name as the command line spells it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Distribution::Uniform => "uniform",
+            Distribution::Gaussian => "gaussian",
+            Distribution::Sequential => "sequential",
+        }
+    }
 }
 
 /// Writes to reads in a mixed load, `W:R` on the command line.
@@ -162,7 +184,8 @@ pub enum StopCondition {
 #[derive(Debug, Clone, Parser)]
 #[command(
     name = "replica-stress",
-    about = "Load generator for the replica storage engine, reporting like cassandra-stress."
+    about = "Load generator for the replica storage engine, reporting like cassandra-stress.",
+    args_override_self = true
 )]
 pub struct StressOptions {
     /// What to run.
@@ -485,6 +508,22 @@ mod tests {
         );
         let o = parse(&["--budget=8MiB"]).unwrap();
         assert_eq!(o.budget_or_machine(), 8 << 20);
+    }
+
+    #[test]
+    fn names_match_the_command_line() {
+        for m in Mode::value_variants() {
+            assert_eq!(m.to_possible_value().unwrap().get_name(), m.name());
+        }
+        for d in Distribution::value_variants() {
+            assert_eq!(d.to_possible_value().unwrap().get_name(), d.name());
+        }
+    }
+
+    #[test]
+    fn a_repeated_option_takes_its_last_value() {
+        let o = parse(&["--threads=3", "--threads=5"]).unwrap();
+        assert_eq!(o.threads, 5);
     }
 
     #[test]

@@ -311,7 +311,7 @@ fn ratio(a: f64, b: f64) -> Option<f64> {
 /// (`--compare` prints the baseline as `a`).
 pub fn compare(a: &Summary, b: &Summary) -> String {
     let mut out = format!(
-        "{:<27} {:>16} {:>16} {:>9}\n",
+        "{:<32} {:>16} {:>16} {:>9}\n",
         "",
         a.label,
         b.label,
@@ -325,7 +325,7 @@ pub fn compare(a: &Summary, b: &Summary) -> String {
         };
         let r = ratio(fa.value, fb.value).map_or_else(|| "-".to_owned(), |r| format!("{r:.2}x"));
         out.push_str(&format!(
-            "{:<27} {:>16.1} {:>16.1} {:>9}\n",
+            "{:<32} {:>16.2} {:>16.2} {:>9}\n",
             name, fa.value, fb.value, r
         ));
     }
