@@ -6,11 +6,12 @@
 //! ([`Summary`]), JSON ([`write_json`]), HdrHistogram interval logs
 //! ([`HdrLog`]) and side-by-side comparison ([`compare`]); and the program
 //! itself, one run or a `--compare` pair, given a [`TargetFactory`]
-//! ([`execute`]).
+//! ([`execute`]), and where each run keeps its files ([`RunDirs`]).
 //!
 //! The `Database` will implement [`Target`]; until then the runner is
 //! exercised against test targets (`tests/stress_runner.rs`).
 
+mod dirs;
 mod hdr_log;
 mod latency;
 mod options;
@@ -21,6 +22,7 @@ mod summary;
 mod target;
 mod workload;
 
+pub use dirs::RunDirs;
 pub use hdr_log::HdrLog;
 pub use latency::{Counts, IntervalReport, LATENCY_UNIT};
 pub use options::{
