@@ -6,8 +6,6 @@
 //! facade changes these lines and nothing else. Nothing in the crate names
 //! `parking_lot::` or `std::sync::` outside this module.
 
-#[cfg(feature = "stress")]
-pub(crate) use parking_lot::MutexGuard;
 pub(crate) use parking_lot::{Condvar, Mutex};
 pub(crate) use std::sync::Arc;
 #[cfg(feature = "stress")]

@@ -317,7 +317,8 @@ fn control<T: Target>(
             continue;
         }
         // Harvest without holding the lock clients need to leave.
-        let outcome = crate::sync::MutexGuard::unlocked(&mut running, || -> Result<(), Error> {
+        drop(running);
+        let outcome = (|| -> Result<(), Error> {
             interval_histogram.reset();
             let c = shared.recorder.harvest(&mut interval_histogram)?;
             stats = target.stats();
@@ -353,7 +354,8 @@ fn control<T: Target>(
                 observer.on_interval(&report)?;
             }
             Ok(())
-        });
+        })();
+        running = shared.running.lock();
         if let Err(e) = outcome {
             shared.stop.store(true, Ordering::Relaxed);
             failure.get_or_insert(e);
