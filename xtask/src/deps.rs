@@ -66,11 +66,14 @@ pub(crate) const ALLOWED_DEPENDENCIES: &[(&str, &[&str])] = &[
             "thiserror",
             "bytes",
             "crc32c",
+            // The directory lock (flock): std's File::try_lock needs 1.89.
+            "fs4",
             // The stress program's, optional behind a feature.
             "clap",
             "hdrhistogram",
             "rand",
             "serde_json",
+            "tempfile",
         ],
     ),
 ];
