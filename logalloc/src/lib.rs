@@ -141,8 +141,8 @@
 //! chosen allocation fail.
 //!
 //! **Unsafe code** lives in `segment.rs` (raw aligned allocation, byte
-//! access through `unsafe fn`s with `# Safety` contracts, and a prefetch
-//! hint) and its call sites in the
+//! access and compaction's copy between two segments through `unsafe fn`s
+//! with `# Safety` contracts, and a prefetch hint) and its call sites in the
 //! `region/` modules, each with a `// SAFETY:` argument resting on two facts:
 //! a live table entry points into a segment the region owns, inside its
 //! bounds (only allocation and compaction write entries, both checking the

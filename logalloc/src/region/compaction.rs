@@ -49,7 +49,7 @@ impl RegionInner {
             };
             let position = self.segment_map[destination as usize] as usize;
             let info = &mut self.segments[position];
-            let (source, target) = (memory.base(segment), memory.base(destination));
+            let pair = memory.pair(segment, destination);
             let (mut end, mut added) = (info.end, 0u32);
             let listed_before = info.slots.capacity();
             let destination_slots = &mut info.slots;
@@ -62,27 +62,18 @@ impl RegionInner {
                         return false;
                     }
                     debug_assert!(from.offset + from.size <= segment_size);
-                    #[allow(
-                        clippy::disallowed_methods,
-                        reason = "compaction's object copy; it stays here until region.rs is split (issue 12)"
-                    )]
-                    // SAFETY: `source` and `target` are the bases of two
-                    // different segments (the one being compacted left the
-                    // histogram above and is never active; the target is the
-                    // active one, opened fresh from the pool), both owned by
-                    // this exclusively locked region, so nothing borrows
-                    // their bytes (every `ObjectRef`/`ObjectMut`/`Evictor`
-                    // slice holds this lock, and the lock is not
-                    // re-entrant) and the ranges cannot overlap. The source
-                    // range is a live object, inside its segment; the target
-                    // range ends at `offset + record <= segment_size`
-                    // (checked above).
+                    // SAFETY: `pair` joins two different segments (the one
+                    // being compacted left the histogram above and is never
+                    // active; the target is the active one, opened fresh from
+                    // the pool), both owned by this exclusively locked
+                    // region, so nothing borrows their bytes (every
+                    // `ObjectRef`/`ObjectMut`/`Evictor` slice holds this
+                    // lock, and the lock is not re-entrant). The source range
+                    // is a live object, inside its segment; the target range
+                    // ends at `offset + record <= segment_size` (checked
+                    // above).
                     unsafe {
-                        std::ptr::copy_nonoverlapping(
-                            source.add(from.offset as usize),
-                            target.add(offset as usize),
-                            from.size as usize,
-                        );
+                        pair.copy(from.offset as usize, offset as usize, from.size as usize);
                     }
                     *entry = codec.relocated(*entry, destination, offset);
                     destination_slots.push(slot);
