@@ -6,7 +6,7 @@ use std::fmt;
 use super::Region;
 use super::allocation::alloc_locked;
 use super::inner::RegionInner;
-use crate::managed::{ManagedBytes, ManagedRef};
+use crate::managed::{INDEX_ENTRY_LEN, ManagedBytes, ManagedRef};
 use crate::pool::SegmentPool;
 use crate::stats::RegionStats;
 use crate::sync::{RwLockReadGuard, RwLockWriteGuard};
@@ -168,8 +168,8 @@ impl RegionWriter<'_> {
                 }
             }
         }
-        let index = self.alloc_with(chunks.len() * 8, 8, |bytes| {
-            for (slot, h) in bytes.chunks_exact_mut(8).zip(&chunks) {
+        let index = self.alloc_with(chunks.len() * INDEX_ENTRY_LEN, INDEX_ENTRY_LEN, |bytes| {
+            for (slot, h) in bytes.chunks_exact_mut(INDEX_ENTRY_LEN).zip(&chunks) {
                 slot.copy_from_slice(&h.to_raw().to_le_bytes());
             }
         });

@@ -8,6 +8,19 @@ use crate::Error;
 use crate::pool::{Purpose, SegmentPool};
 use crate::table::Location;
 
+/// Forced compaction runs only while the closed segments hold at least this
+/// many segments' worth of free space: one to win back, one of slack for the
+/// segment tails and alignment padding that moving objects wastes.
+const FORCED_MIN_FREE_SEGMENTS: usize = 2;
+
+/// One `compact` call compacts at most this many segments per segment the
+/// region holds, plus [`COMPACT_EXTRA_STEPS`]: a backstop, not the expected
+/// exit (each step frees at least the threshold of a segment net).
+const COMPACT_STEPS_PER_SEGMENT: usize = 2;
+
+/// See [`COMPACT_STEPS_PER_SEGMENT`].
+const COMPACT_EXTRA_STEPS: usize = 2;
+
 impl RegionInner {
     /// Moves every live object out of closed `segment` into the active
     /// segment. True if the segment was emptied and released; false if no
@@ -183,7 +196,7 @@ impl RegionInner {
     /// the last segment before this one needs it, `compact_segment` stops
     /// part-way, as it always can, and loses nothing.
     pub(super) fn forced_compaction(&mut self, pool: &SegmentPool) -> Option<usize> {
-        if self.closed_free < 2 * self.segment_size {
+        if self.closed_free < FORCED_MIN_FREE_SEGMENTS * self.segment_size {
             return None;
         }
         let segment = self.histogram.sparsest()?;
@@ -216,7 +229,7 @@ impl RegionInner {
         let mut compacted = 0;
         // Each step frees at least the threshold of a segment of closed free space
         // net; the bound is a backstop, not the expected exit.
-        let bound = 2 * self.segments.len() + 2;
+        let bound = COMPACT_STEPS_PER_SEGMENT * self.segments.len() + COMPACT_EXTRA_STEPS;
         while compacted < bound {
             let Some((segment, _)) = self.compaction_candidate() else {
                 break;

@@ -52,6 +52,7 @@ pub use self::reclaim::{Eviction, Evictor};
 
 use self::allocation::alloc_locked;
 use self::inner::RegionInner;
+use crate::config::{MAX_ALIGN, MAX_ALIGN_SEGMENT_DIVISOR};
 use crate::pool::SegmentPool;
 use crate::stats::RegionStats;
 use crate::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
@@ -202,7 +203,7 @@ impl Region {
 
     #[inline]
     fn validate(&self, size: usize, align: usize) -> Result<(u32, u32), Error> {
-        let max_align = crate::config::MAX_ALIGN.min(self.pool.segment_size() / 8);
+        let max_align = MAX_ALIGN.min(self.pool.segment_size() / MAX_ALIGN_SEGMENT_DIVISOR);
         if !align.is_power_of_two() || align > max_align {
             return Err(Error::InvalidAlignment {
                 align,

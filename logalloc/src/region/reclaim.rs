@@ -16,6 +16,15 @@ use crate::{Error, Handle, RegionId};
 /// an allocation gives up (see `find_room_slow`).
 const FORCED_STALLS: u32 = 3;
 
+/// An allocation takes at most this many reclaim steps per segment of the
+/// pool, plus [`RECLAIM_EXTRA_STEPS`], before it gives up (see
+/// `find_room_slow`): a backstop against a pathological loop, not the
+/// expected exit.
+const RECLAIM_STEPS_PER_SEGMENT: usize = 2;
+
+/// See [`RECLAIM_STEPS_PER_SEGMENT`].
+const RECLAIM_EXTRA_STEPS: usize = 16;
+
 /// What a round of forced compaction did (see `forced_reclaim_step`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Forced {
@@ -120,7 +129,8 @@ impl RegionInner {
         // threshold with large objects, or forced steps on segments that are
         // almost full, can waste as much in segment tails as a step wins
         // back).
-        let mut steps_left = 2 * pool.geometry().max_segments + 16;
+        let mut steps_left =
+            RECLAIM_STEPS_PER_SEGMENT * pool.geometry().max_segments + RECLAIM_EXTRA_STEPS;
         // Set when the pool first turns out dry: from then on the allocation
         // is reclaiming, and the time it takes is counted.
         let mut reclaiming: Option<Instant> = None;
