@@ -8,6 +8,9 @@ pub const MIN_SEGMENT_SIZE: usize = 4 << 10;
 pub const MAX_SEGMENT_SIZE: usize = 64 << 20;
 /// The largest supported object alignment.
 pub const MAX_ALIGN: usize = 4096;
+/// An object's alignment is also at most the segment size divided by this
+/// (see [`Region::alloc`](crate::Region::alloc)).
+pub(crate) const MAX_ALIGN_SEGMENT_DIVISOR: usize = 8;
 /// A handle keeps at least this many generation bits (see [`Handle`](crate::Handle)).
 const MIN_GENERATION_BITS: u32 = 12;
 /// A handle keeps at most this many generation bits: the rest of its low 32

@@ -141,9 +141,9 @@
 //! chosen allocation fail.
 //!
 //! **Unsafe code** lives in `segment.rs` (raw aligned allocation, byte
-//! access through `unsafe fn`s with `# Safety` contracts, and a prefetch
-//! hint) and its call sites in
-//! `region.rs`, each with a `// SAFETY:` argument resting on two facts:
+//! access and compaction's copy between two segments through `unsafe fn`s
+//! with `# Safety` contracts, and a prefetch hint) and its call sites in the
+//! `region/` modules, each with a `// SAFETY:` argument resting on two facts:
 //! a live table entry points into a segment the region owns, inside its
 //! bounds (only allocation and compaction write entries, both checking the
 //! segment's end, and a segment goes back to the pool only once no live

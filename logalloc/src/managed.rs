@@ -6,6 +6,10 @@ use std::fmt;
 
 use crate::{Error, Handle};
 
+/// Bytes of one entry of a chunked string's index object: a chunk's raw
+/// handle, little-endian. Also the index object's alignment.
+pub(crate) const INDEX_ENTRY_LEN: usize = size_of::<u64>();
+
 /// A byte string stored in a region, of any length up to
 /// [`ManagedBytes::max_len`]: one object when it fits the pool's largest
 /// object, otherwise chunks of the largest object size plus an index object
@@ -65,7 +69,7 @@ impl ManagedBytes {
     /// bytes can hold: as many full chunks as the index object has room for
     /// handles.
     pub fn max_len(max_object: usize) -> usize {
-        (max_object / 8).saturating_mul(max_object)
+        (max_object / INDEX_ENTRY_LEN).saturating_mul(max_object)
     }
 
     /// The string's length in bytes.
@@ -136,11 +140,11 @@ impl fmt::Debug for ManagedRef<'_> {
 
 impl<'a> ManagedRef<'a> {
     pub(crate) fn index_handles(index: &[u8]) -> Result<Vec<Handle>, Error> {
-        if !index.len().is_multiple_of(8) {
+        if !index.len().is_multiple_of(INDEX_ENTRY_LEN) {
             return Err(Error::MalformedManaged { len: index.len() });
         }
         index
-            .chunks_exact(8)
+            .chunks_exact(INDEX_ENTRY_LEN)
             .map(|raw| {
                 let raw = u64::from_le_bytes(raw.try_into().expect("8-byte chunk"));
                 Handle::from_raw(raw).ok_or(Error::MalformedManaged { len: index.len() })

@@ -21,6 +21,7 @@
 )]
 
 use std::alloc::{self, Layout};
+use std::marker::PhantomData;
 use std::ptr;
 
 use crate::config::Geometry;
@@ -133,13 +134,75 @@ impl SegmentMemory {
         unsafe { std::slice::from_raw_parts_mut(self.segment_ptr(segment).add(offset), len) }
     }
 
-    /// The address of the first byte of `segment`, whose chunk must be
-    /// allocated. Computing it is safe; reading or writing through it is
-    /// subject to the same contract as [`bytes_mut`](Self::bytes_mut).
+    /// The pair of segments compaction moves objects between, from
+    /// `source` to `target`, with both addresses looked up once rather than
+    /// once per object. Both chunks must be allocated. Making the pair is
+    /// safe; copying through it is [`SegmentPair::copy`], which is not.
+    ///
+    /// # Panics
+    ///
+    /// If `source` and `target` are the same segment: the pair's copies
+    /// rely on the two never overlapping.
     #[inline]
-    pub(crate) fn base(&self, segment: u32) -> *mut u8 {
-        debug_assert!((segment as usize) < self.max_segments);
-        self.segment_ptr(segment)
+    pub(crate) fn pair(&self, source: u32, target: u32) -> SegmentPair<'_> {
+        assert_ne!(
+            source, target,
+            "objects move between two different segments"
+        );
+        debug_assert!((source as usize) < self.max_segments);
+        debug_assert!((target as usize) < self.max_segments);
+        SegmentPair {
+            source: self.segment_ptr(source),
+            target: self.segment_ptr(target),
+            segment_size: 1 << self.segment_shift,
+            memory: PhantomData,
+        }
+    }
+}
+
+/// Two different segments of one pool that objects are copied between (see
+/// [`SegmentMemory::pair`]): compaction's one raw copy. It borrows the
+/// memory, so it cannot outlive the chunks its addresses point into.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct SegmentPair<'a> {
+    /// The first byte of the segment objects are copied from.
+    source: *const u8,
+    /// The first byte of the segment objects are copied to.
+    target: *mut u8,
+    segment_size: usize,
+    memory: PhantomData<&'a SegmentMemory>,
+}
+
+impl SegmentPair<'_> {
+    /// Copies the `len` bytes at `source_offset` in the source segment to
+    /// `target_offset` in the target segment.
+    ///
+    /// # Safety
+    ///
+    /// Both segments were handed out by the pool whose memory made this
+    /// pair and are owned by the caller's region, which stays locked
+    /// exclusively for the copy, so no reference to either range exists;
+    /// `source_offset + len` and `target_offset + len` are at most the
+    /// segment size (checked in debug builds only).
+    #[inline]
+    pub(crate) unsafe fn copy(&self, source_offset: usize, target_offset: usize, len: usize) {
+        debug_assert!(source_offset + len <= self.segment_size);
+        debug_assert!(target_offset + len <= self.segment_size);
+        // SAFETY: `source` and `target` are the first bytes of two different
+        // segments (`pair` refuses one segment twice) whose chunks are
+        // allocated and outlive `self` (it borrows their memory), and the
+        // caller guarantees that both ranges end within their segment, so
+        // each lies inside one live allocation and the two cannot overlap
+        // (segments are disjoint). Every byte of a chunk is
+        // initialised, and the caller's exclusive lock rules out any other
+        // reference to either range while the bytes are copied.
+        unsafe {
+            ptr::copy_nonoverlapping(
+                self.source.add(source_offset),
+                self.target.add(target_offset),
+                len,
+            );
+        }
     }
 }
 
@@ -204,14 +267,27 @@ mod tests {
             unsafe {
                 assert_eq!(memory.bytes(segment, 4092, 4), &[0; 4]);
                 memory.bytes_mut(segment, 4092, 4).copy_from_slice(&[7; 4]);
-                std::ptr::copy_nonoverlapping(
-                    memory.base(segment).add(4092),
-                    memory.base(segment),
-                    4,
-                );
-                assert_eq!(memory.bytes(segment, 0, 4), &[7; 4]);
             }
         }
+        // SAFETY: both chunks are allocated, both ranges are inside their
+        // segments, and nothing else uses the memory.
+        unsafe {
+            memory.pair(4, 1).copy(4092, 0, 4);
+            assert_eq!(memory.bytes(1, 0, 4), &[7; 4]);
+            assert_eq!(memory.bytes(1, 4, 4), &[0; 4]);
+        }
         prefetch(&memory);
+    }
+
+    #[test]
+    #[should_panic(expected = "objects move between two different segments")]
+    fn a_segment_pair_refuses_one_segment_twice() {
+        let config = PoolConfig::default()
+            .with_segment_size(4096)
+            .with_memory_limit(4 * 4096)
+            .with_bulk_segments(2);
+        let memory = SegmentMemory::new(&Geometry::new(&config).unwrap());
+        assert_eq!(memory.ensure_chunk(0), Some(2 * 4096));
+        let _ = memory.pair(1, 1);
     }
 }
