@@ -57,13 +57,13 @@ pub enum Error {
     /// A write or sync failed earlier; the log refuses further appends
     /// because it cannot know what reached the disk (a failed fdatasync
     /// cannot be retried safely).
-    #[error("commit log failed earlier and accepts no more writes: {0}")]
+    #[error("commit log failed earlier and accepts no more writes")]
     Failed(#[source] PlainArc<std::io::Error>),
     /// The log was closed.
     #[error("commit log is closed")]
     Closed,
     /// An I/O error on a path.
-    #[error("commit log I/O error on {path}: {source}")]
+    #[error("commit log I/O error on {path}")]
     Io {
         /// The file or directory.
         path: PathBuf,

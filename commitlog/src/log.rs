@@ -1007,7 +1007,11 @@ pub(crate) mod tests {
         storage.0.lock().fail_writes = true;
         let err = log.add(1, &mutation("k", 10)).unwrap_err();
         assert!(matches!(err, Error::Failed(_)), "{err}");
-        assert!(err.to_string().contains("injected write failure"), "{err}");
+        let cause = std::error::Error::source(&err).expect("the I/O error is the source");
+        assert!(
+            cause.to_string().contains("injected write failure"),
+            "{cause}"
+        );
         storage.0.lock().fail_writes = false;
         assert!(matches!(
             log.add(1, &mutation("k", 10)),
@@ -1020,10 +1024,9 @@ pub(crate) mod tests {
         let (log, storage) = mem_log(small(SyncMode::Batch(Duration::ZERO)));
         storage.0.lock().fail_creates = true;
         let err = log.add(1, &mutation("k", 10)).unwrap_err();
-        assert_eq!(
-            err.to_string(),
-            "commit log I/O error on mem:1: injected create failure"
-        );
+        assert_eq!(err.to_string(), "commit log I/O error on mem:1");
+        let cause = std::error::Error::source(&err).expect("the I/O error is the source");
+        assert_eq!(cause.to_string(), "injected create failure");
         storage.0.lock().fail_creates = false;
         let pos = log.add(1, &mutation("k", 10)).unwrap();
         assert_eq!(pos.segment, 2);

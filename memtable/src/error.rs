@@ -61,7 +61,7 @@ pub enum Error {
         detail: String,
     },
     /// Any other region error (a stale handle would be a bug).
-    #[error("region error: {0}")]
+    #[error("region error")]
     Region(#[source] logalloc::Error),
     /// A mutation-level error (for example from building a mutation).
     #[error(transparent)]

@@ -335,15 +335,7 @@ fn loom(tally: &mut Tally) -> Result<Outcome, String> {
         // checks (`#[cfg(loom)]` modules, STYLE.md), so only the library's
         // test binary is built under loom: building each integration test
         // too cost minutes and ran no model.
-        let args = [
-            "test",
-            "--release",
-            "--lib",
-            "-p",
-            package,
-            "--",
-            "loom_",
-        ];
+        let args = ["test", "--release", "--lib", "-p", package, "--", "loom_"];
         match runner::cargo(&args)
             .env("RUSTFLAGS", &rustflags)
             .env("CARGO_TARGET_DIR", "target/loom")
