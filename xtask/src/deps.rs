@@ -9,13 +9,13 @@ use crate::metadata::{DepKind, Package};
 /// optional ones included. Dev- and build-dependencies are not checked.
 pub(crate) const ALLOWED_DEPENDENCIES: &[(&str, &[&str])] = &[
     // The facade: parking_lot normally, loom under cfg(loom).
-    ("sync", &["parking_lot", "loom"]),
-    ("logalloc", &["sync", "thiserror", "slab"]),
+    ("replica-sync", &["parking_lot", "loom"]),
+    ("logalloc", &["replica-sync", "thiserror", "slab"]),
     (
         "region-group",
         &[
             "logalloc",
-            "sync",
+            "replica-sync",
             "thiserror",
             "slab",
             "intrusive-collections",
@@ -29,7 +29,7 @@ pub(crate) const ALLOWED_DEPENDENCIES: &[(&str, &[&str])] = &[
             "logalloc",
             "region-group",
             "mutation",
-            "sync",
+            "replica-sync",
             "thiserror",
             "bytes",
         ],
@@ -38,18 +38,18 @@ pub(crate) const ALLOWED_DEPENDENCIES: &[(&str, &[&str])] = &[
         "sstable",
         &[
             "mutation",
-            "sync",
+            "replica-sync",
             "thiserror",
             "bytes",
             "crc32c",
             "lz4_flex",
         ],
     ),
-    ("dirty-memory", &["region-group", "sync", "thiserror"]),
-    ("flush-scheduler", &["sync", "thiserror"]),
+    ("dirty-memory", &["region-group", "replica-sync", "thiserror"]),
+    ("flush-scheduler", &["replica-sync", "thiserror"]),
     (
         "commitlog",
-        &["mutation", "sync", "thiserror", "bytes", "crc32c"],
+        &["mutation", "replica-sync", "thiserror", "bytes", "crc32c"],
     ),
     (
         "replica",
@@ -62,7 +62,7 @@ pub(crate) const ALLOWED_DEPENDENCIES: &[(&str, &[&str])] = &[
             "dirty-memory",
             "flush-scheduler",
             "commitlog",
-            "sync",
+            "replica-sync",
             "thiserror",
             "bytes",
             "crc32c",
