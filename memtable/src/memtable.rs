@@ -82,6 +82,8 @@ pub(crate) struct State {
     detached: bool,
     pub(crate) replacement: Option<Arc<dyn ReplacementSource>>,
     counters: Counters,
+    /// The undo log, reused by every apply (its buffers stay allocated).
+    undo: Undo,
 }
 
 impl State {
@@ -167,6 +169,7 @@ impl Memtable {
                 detached: false,
                 replacement: None,
                 counters: Counters::default(),
+                undo: Undo::default(),
             }),
             id,
         }))
@@ -201,9 +204,10 @@ impl Memtable {
             });
         }
         let mut tree = state.tree;
-        let mut undo = Undo::default();
+        let undo = &mut state.undo;
+        undo.clear();
         let mut w = state.region.writer();
-        match apply_to(&mut w, &mut tree, &mut undo, m) {
+        match apply_to(&mut w, &mut tree, undo, m) {
             Ok(delta) => {
                 undo.commit(&mut w)?;
                 drop(w);
@@ -427,7 +431,10 @@ fn apply_to(
         k
     };
     let mut cursor = Cursor::new();
-    let existing = tree.find(w, &header_key, &mut cursor)?;
+    let existing = tree.locate(w, &header_key, &mut cursor)?;
+    if existing.is_none() {
+        return insert_partition(w, tree, undo, m, &header_bytes, &cursor);
+    }
     let old_header = match existing {
         Some(e) => decode_value(w, e.value, codec::decode_header)?,
         None => Header::default(),
@@ -536,4 +543,60 @@ fn apply_to(
         }
     }
     Ok(delta)
+}
+
+/// A partition the memtable does not hold: its header and rows are `m`
+/// itself (a `Mutation` is canonical, so there is nothing to reconcile),
+/// stored as consecutive entries at the leaf position `cursor` came to in
+/// the search for the header, in one step when the leaf has room.
+fn insert_partition(
+    w: &mut RegionWriter<'_>,
+    tree: &mut Tree,
+    undo: &mut Undo,
+    m: &Mutation,
+    header_bytes: &[u8],
+    cursor: &Cursor,
+) -> Result<Delta, Error> {
+    let header = Header {
+        tombstone: m.partition_tombstone(),
+        static_row: m.static_row().cloned().unwrap_or_default(),
+        range_tombstones: m.range_tombstones().clone(),
+    };
+    let prefix = &header_bytes[..header_bytes.len() - 1];
+    // Every key, encoded into one buffer, with the end offset of each.
+    let mut keys = Vec::with_capacity((m.rows().len() + 1) * (header_bytes.len() + 8));
+    let mut ends = Vec::with_capacity(m.rows().len() + 1);
+    keys.extend_from_slice(header_bytes);
+    ends.push(keys.len());
+    for ck in m.rows().keys() {
+        keys.extend_from_slice(prefix);
+        keys.push(key::KIND_ROW);
+        keys.extend_from_slice(ck.as_bytes());
+        ends.push(keys.len());
+    }
+    let key_at = |i: usize| &keys[if i == 0 { 0 } else { ends[i - 1] }..ends[i]];
+    let mut entries = Vec::with_capacity(ends.len());
+    let mut encoded = codec::encode_header(&header);
+    let rows = std::iter::once(None).chain(m.rows().values().map(Some));
+    for (i, row) in rows.enumerate() {
+        if let Some(row) = row {
+            encoded.clear();
+            codec::encode_row(&mut encoded, row);
+        }
+        let k = key_at(i);
+        let stored = undo.alloc_managed(w, k)?;
+        let value = undo.alloc_managed(w, &encoded)?;
+        entries.push(Entry::new(&SearchKey::raw(k), stored, value));
+    }
+    if !tree.insert_at(w, undo, cursor, &entries)? {
+        for (i, e) in entries.iter().enumerate() {
+            tree.insert(w, undo, &SearchKey::raw(key_at(i)), e.key, e.value)?;
+        }
+    }
+    Ok(Delta {
+        new_partition: true,
+        rows_added: m.rows().len(),
+        rts_after: codec::range_tombstone_count(&header.range_tombstones),
+        ..Delta::default()
+    })
 }

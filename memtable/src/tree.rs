@@ -96,6 +96,17 @@ pub(crate) struct Entry {
     head: [u8; HEAD],
 }
 
+impl Entry {
+    /// An entry for `key` (as searched for), stored as `stored_key`.
+    pub(crate) fn new(key: &SearchKey<'_>, stored_key: ManagedBytes, value: ManagedBytes) -> Entry {
+        Entry {
+            key: stored_key,
+            value,
+            head: key.head(),
+        }
+    }
+}
+
 fn read_head(bytes: &[u8], at: usize) -> Result<[u8; HEAD], Error> {
     bytes
         .get(at..at + HEAD)
@@ -413,6 +424,9 @@ impl Tree {
             self.height = 0;
             return Ok(());
         }
+        if self.insert_at(w, undo, &cursor, &[entry])? {
+            return Ok(());
+        }
         let mut level = self.height;
         let mut handle = cursor.nodes[level].expect("descended");
         let mut node = self.read_node(w, handle)?;
@@ -484,13 +498,91 @@ impl Tree {
         let mut cursor = Cursor::new();
         self.descend(w, key, false, &mut cursor)?;
         let (handle, at) = self.exact(w, key, &cursor)?;
-        let mut node = self.read_node(w, handle)?;
-        let Node::Leaf(entries) = &mut node else {
-            return Err(corrupt("expected a leaf"));
-        };
-        let old = std::mem::replace(&mut entries[at].value, value);
-        undo.write_node(w, self, handle, &node)?;
+        self.set_value_at(w, undo, handle, at, value)
+    }
+
+    /// Replaces the value of entry `at` of leaf `handle` in place; returns
+    /// the old value.
+    fn set_value_at(
+        &self,
+        w: &mut RegionWriter<'_>,
+        undo: &mut Undo,
+        handle: Handle,
+        at: usize,
+        value: ManagedBytes,
+    ) -> Result<ManagedBytes, Error> {
+        undo.save(w, handle)?;
+        let bytes = w.get_mut(handle)?;
+        let offset = HEADER + at * ENTRY + MB;
+        let old = read_mb(bytes, offset)?;
+        bytes[offset..offset + MB].copy_from_slice(&value.to_bytes());
         Ok(old)
+    }
+
+    /// Positions `cursor` where `key` is or would be inserted (the leaf
+    /// position [`insert_at`](Self::insert_at) takes) and returns the entry
+    /// with exactly `key`, if any: one descent for a lookup and an insert.
+    pub(crate) fn locate(
+        &self,
+        view: &impl View,
+        key: &SearchKey<'_>,
+        cursor: &mut Cursor,
+    ) -> Result<Option<Entry>, Error> {
+        if !self.descend(view, key, false, cursor)? {
+            return Ok(None);
+        }
+        let leaf = cursor.depth - 1;
+        let bytes = view.get(cursor.nodes[leaf].expect("descended"))?;
+        let at = cursor.idx[leaf];
+        if at >= count(bytes) {
+            return Ok(None);
+        }
+        let e = Self::leaf_entry(bytes, at)?;
+        if key.cmp_stored(&view.managed(e.key)?) == Ordering::Equal {
+            Ok(Some(e))
+        } else {
+            Ok(None)
+        }
+    }
+
+    /// Inserts `entries` (ascending, none in the tree, all ordered between
+    /// the neighbours of the leaf position `cursor` came to by a descent
+    /// for the first of them) at that position, in place, if the leaf has
+    /// room for them all; false (nothing changed) if it has not, or if the
+    /// tree is empty.
+    pub(crate) fn insert_at(
+        &self,
+        w: &mut RegionWriter<'_>,
+        undo: &mut Undo,
+        cursor: &Cursor,
+        entries: &[Entry],
+    ) -> Result<bool, Error> {
+        if cursor.depth == 0 {
+            return Ok(false);
+        }
+        let handle = cursor.nodes[cursor.depth - 1].expect("descended");
+        let at = cursor.idx[cursor.depth - 1];
+        let n = count(w.get(handle)?);
+        if n + entries.len() > self.fanout || at > n {
+            return Ok(false);
+        }
+        undo.save(w, handle)?;
+        let bytes = w.get_mut(handle)?;
+        if bytes[0] != LEAF {
+            return Err(corrupt("expected a leaf"));
+        }
+        let start = HEADER + at * ENTRY;
+        let end = HEADER + n * ENTRY;
+        let shift = entries.len() * ENTRY;
+        bytes.copy_within(start..end, start + shift);
+        for (i, e) in entries.iter().enumerate() {
+            let o = start + i * ENTRY;
+            bytes[o..o + MB].copy_from_slice(&e.key.to_bytes());
+            bytes[o + MB..o + 2 * MB].copy_from_slice(&e.value.to_bytes());
+            bytes[o + 2 * MB..o + ENTRY].copy_from_slice(&e.head);
+        }
+        bytes[2..4].copy_from_slice(&((n + entries.len()) as u16).to_le_bytes());
+        Ok(true)
     }
 
     fn exact(
@@ -602,9 +694,15 @@ impl Cursor {
 /// What an apply changed, so a failure can put everything back: node
 /// images before their first change, objects allocated (freed on
 /// rollback), objects to free (freed on commit only).
+/// Image bytes an [`Undo`] keeps allocated between applies.
+const KEEP_IMAGES: usize = 16 << 10;
+
 #[derive(Debug, Default)]
 pub(crate) struct Undo {
-    saved: Vec<(Handle, Vec<u8>)>,
+    /// Nodes saved before their first change: handle, offset of the image
+    /// in `images`.
+    saved: Vec<(Handle, usize)>,
+    images: Vec<u8>,
     fresh: Vec<Handle>,
     fresh_managed: Vec<ManagedBytes>,
     to_free: Vec<Handle>,
@@ -630,12 +728,34 @@ impl Undo {
         handle: Handle,
         node: &Node,
     ) -> Result<(), Error> {
-        if !self.fresh.contains(&handle) && !self.saved.iter().any(|(h, _)| *h == handle) {
-            let image = w.get(handle)?.to_vec();
-            self.saved.push((handle, image));
-        }
+        self.save(w, handle)?;
         tree.encode(node, w.get_mut(handle)?);
         Ok(())
+    }
+
+    /// Saves a node's image before its first change in this apply (not
+    /// for nodes the apply allocated).
+    fn save(&mut self, w: &RegionWriter<'_>, handle: Handle) -> Result<(), Error> {
+        if !self.fresh.contains(&handle) && !self.saved.iter().any(|(h, _)| *h == handle) {
+            let at = self.images.len();
+            self.images.extend_from_slice(w.get(handle)?);
+            self.saved.push((handle, at));
+        }
+        Ok(())
+    }
+
+    /// Empties the log, keeping its buffers for the next apply (up to a
+    /// bound, so the memtable's heap header stays small).
+    pub(crate) fn clear(&mut self) {
+        if self.images.capacity() > KEEP_IMAGES {
+            *self = Undo::default();
+        }
+        self.saved.clear();
+        self.images.clear();
+        self.fresh.clear();
+        self.fresh_managed.clear();
+        self.to_free.clear();
+        self.to_free_managed.clear();
     }
 
     /// Allocates a string that rollback frees.
@@ -659,29 +779,30 @@ impl Undo {
     }
 
     /// Undoes everything: node images restored, new objects freed.
-    pub(crate) fn rollback(self, w: &mut RegionWriter<'_>) {
-        for (h, image) in self.saved {
+    pub(crate) fn rollback(&mut self, w: &mut RegionWriter<'_>) {
+        for &(h, at) in &self.saved {
             // Live nodes of the tree as it was: they cannot be stale.
             if let Ok(bytes) = w.get_mut(h) {
-                bytes.copy_from_slice(&image);
+                let len = bytes.len();
+                bytes.copy_from_slice(&self.images[at..at + len]);
             }
         }
-        for h in self.fresh {
+        for &h in &self.fresh {
             let freed = w.free(h);
             debug_assert!(freed.is_ok());
         }
-        for m in self.fresh_managed {
+        for &m in &self.fresh_managed {
             let freed = w.free_managed(m);
             debug_assert!(freed.is_ok());
         }
     }
 
     /// Makes the changes final: frees what they replaced.
-    pub(crate) fn commit(self, w: &mut RegionWriter<'_>) -> Result<(), Error> {
-        for h in self.to_free {
+    pub(crate) fn commit(&mut self, w: &mut RegionWriter<'_>) -> Result<(), Error> {
+        for &h in &self.to_free {
             w.free(h)?;
         }
-        for m in self.to_free_managed {
+        for &m in &self.to_free_managed {
             w.free_managed(m)?;
         }
         Ok(())
