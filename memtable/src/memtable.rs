@@ -439,6 +439,12 @@ fn apply_to(
         Some(e) => decode_value(w, e.value, codec::decode_header)?,
         None => Header::default(),
     };
+    if m.partition_tombstone().is_none()
+        && m.range_tombstones().is_empty()
+        && m.static_row().is_none_or(Row::is_empty)
+    {
+        return update_rows(w, tree, undo, m, &old_header, prefix);
+    }
     let mut delta = Delta {
         new_partition: existing.is_none(),
         rts_before: codec::range_tombstone_count(&old_header.range_tombstones),
@@ -599,4 +605,89 @@ fn insert_partition(
         rts_after: codec::range_tombstone_count(&header.range_tombstones),
         ..Delta::default()
     })
+}
+
+/// An existing partition and a mutation of rows only (no partition or
+/// range tombstone, no static row): the header cannot change and the
+/// partition's deletions stay as stored, so each row is reconciled on its
+/// own, as `Mutation::apply` does when deletions are unchanged (the
+/// stored row with the incoming one, compacted with the tombstone covering
+/// it), with one descent per row and no reconcile of the partition.
+fn update_rows(
+    w: &mut RegionWriter<'_>,
+    tree: &mut Tree,
+    undo: &mut Undo,
+    m: &Mutation,
+    header: &Header,
+    prefix: &[u8],
+) -> Result<Delta, Error> {
+    let rts = codec::range_tombstone_count(&header.range_tombstones);
+    let mut delta = Delta {
+        rts_before: rts,
+        rts_after: rts,
+        ..Delta::default()
+    };
+    let mut key = Vec::with_capacity(prefix.len() + 1 + 16);
+    let mut encoded = Vec::new();
+    let mut cursor = Cursor::new();
+    for (ck, row) in m.rows() {
+        key.clear();
+        key.extend_from_slice(prefix);
+        key.push(key::KIND_ROW);
+        key.extend_from_slice(ck.as_bytes());
+        let k = SearchKey::raw(&key);
+        let covering = if header.range_tombstones.is_empty() {
+            header.tombstone
+        } else {
+            header.tombstone.max(
+                header
+                    .range_tombstones
+                    .tombstone_at(&Position::At(ck.clone())),
+            )
+        };
+        let shadowing = row.tombstone.is_some();
+        match tree.locate(w, &k, &mut cursor)? {
+            None => {
+                let mut new = row.clone();
+                new.compact(covering);
+                if new.is_empty() {
+                    continue;
+                }
+                encoded.clear();
+                codec::encode_row(&mut encoded, &new);
+                let stored = undo.alloc_managed(w, &key)?;
+                let value = undo.alloc_managed(w, &encoded)?;
+                if !tree.insert_at(w, undo, &cursor, &[Entry::new(&k, stored, value)])? {
+                    tree.insert(w, undo, &k, stored, value)?;
+                }
+                delta.rows_added += 1;
+            }
+            Some(e) => {
+                let old = decode_value(w, e.value, codec::decode_row)?;
+                let mut new = old.clone();
+                new.apply(row.clone());
+                new.compact(covering);
+                if new.is_empty() {
+                    let e = tree.remove(w, undo, &k)?;
+                    undo.free_managed(e.key);
+                    undo.free_managed(e.value);
+                    delta.rows_removed += 1;
+                    if shadowing {
+                        delta.rows_dropped += 1;
+                        delta.bytes_freed += (e.key.len() + e.value.len()) as u64;
+                    }
+                } else if new != old {
+                    encoded.clear();
+                    codec::encode_row(&mut encoded, &new);
+                    let value = undo.alloc_managed(w, &encoded)?;
+                    let old_value = tree.set_value_here(w, undo, &cursor, value)?;
+                    undo.free_managed(old_value);
+                    if shadowing && old_value.len() > value.len() {
+                        delta.bytes_freed += (old_value.len() - value.len()) as u64;
+                    }
+                }
+            }
+        }
+    }
+    Ok(delta)
 }

@@ -501,6 +501,23 @@ impl Tree {
         self.set_value_at(w, undo, handle, at, value)
     }
 
+    /// Replaces the value of the entry [`locate`](Self::locate) found and
+    /// left `cursor` at; returns the old value.
+    pub(crate) fn set_value_here(
+        &self,
+        w: &mut RegionWriter<'_>,
+        undo: &mut Undo,
+        cursor: &Cursor,
+        value: ManagedBytes,
+    ) -> Result<ManagedBytes, Error> {
+        if cursor.depth == 0 {
+            return Err(corrupt("key not found"));
+        }
+        let leaf = cursor.depth - 1;
+        let handle = cursor.nodes[leaf].expect("descended");
+        self.set_value_at(w, undo, handle, cursor.idx[leaf], value)
+    }
+
     /// Replaces the value of entry `at` of leaf `handle` in place; returns
     /// the old value.
     fn set_value_at(
