@@ -132,17 +132,25 @@ impl<'a> SearchKey<'a> {
 
     /// The encoded key.
     pub(crate) fn encode(&self) -> Vec<u8> {
+        let mut out = Vec::new();
+        self.encode_into(&mut out);
+        out
+    }
+
+    /// Appends the encoded key to `out`.
+    pub(crate) fn encode_into(&self, out: &mut Vec<u8>) {
         if let Some(raw) = self.raw {
-            return raw.to_vec();
+            out.extend_from_slice(raw);
+            return;
         }
         let ck: &[u8] = match self.suffix {
             Suffix::Row(ck) => ck,
             _ => &[],
         };
-        let mut out = Vec::with_capacity(8 + self.partition.len() + 3 + ck.len());
+        out.reserve(8 + self.partition.len() + 3 + ck.len());
         out.extend_from_slice(&token_bytes(self.token));
         let kind = match self.suffix {
-            Suffix::TokenOnly => return out,
+            Suffix::TokenOnly => return,
             Suffix::Header => KIND_HEADER,
             Suffix::Row(_) => KIND_ROW,
             Suffix::After => KIND_AFTER,
@@ -156,7 +164,6 @@ impl<'a> SearchKey<'a> {
         }
         out.extend_from_slice(&[0, 1, kind]);
         out.extend_from_slice(ck);
-        out
     }
 
     /// `self` compared with a stored key.

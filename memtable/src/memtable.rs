@@ -84,6 +84,43 @@ pub(crate) struct State {
     counters: Counters,
     /// The undo log, reused by every apply (its buffers stay allocated).
     undo: Undo,
+    /// Buffers reused by every apply.
+    scratch: Scratch,
+}
+
+/// Heap buffers an apply reuses rather than allocating each time; bounded
+/// by [`Scratch::clear`].
+#[derive(Debug, Default)]
+struct Scratch {
+    /// The partition header's encoded key.
+    header_key: Vec<u8>,
+    /// Encoded entry keys, one after another.
+    keys: Vec<u8>,
+    /// The end offset in `keys` of each key.
+    ends: Vec<usize>,
+    entries: Vec<Entry>,
+    /// An encoded row or header.
+    encoded: Vec<u8>,
+}
+
+impl Scratch {
+    /// Bytes of buffer kept between applies.
+    const KEEP: usize = 16 << 10;
+
+    fn clear(&mut self) {
+        if self.keys.capacity() > Self::KEEP
+            || self.encoded.capacity() > Self::KEEP
+            || self.header_key.capacity() > Self::KEEP
+            || self.ends.len() > Self::KEEP / 8
+        {
+            *self = Scratch::default();
+        }
+        self.header_key.clear();
+        self.keys.clear();
+        self.ends.clear();
+        self.entries.clear();
+        self.encoded.clear();
+    }
 }
 
 impl State {
@@ -170,6 +207,7 @@ impl Memtable {
                 replacement: None,
                 counters: Counters::default(),
                 undo: Undo::default(),
+                scratch: Scratch::default(),
             }),
             id,
         }))
@@ -206,8 +244,10 @@ impl Memtable {
         let mut tree = state.tree;
         let undo = &mut state.undo;
         undo.clear();
+        let scratch = &mut state.scratch;
+        scratch.clear();
         let mut w = state.region.writer();
-        match apply_to(&mut w, &mut tree, undo, m) {
+        match apply_to(&mut w, &mut tree, undo, scratch, m) {
             Ok(delta) => {
                 undo.commit(&mut w)?;
                 drop(w);
@@ -416,12 +456,29 @@ fn apply_to(
     w: &mut RegionWriter<'_>,
     tree: &mut Tree,
     undo: &mut Undo,
+    scratch: &mut Scratch,
     m: &Mutation,
 ) -> Result<Delta, Error> {
     let dk: &DecoratedKey = m.key();
     // Keys are encoded once and compared with memcmp.
-    let header_bytes = SearchKey::new(dk, Suffix::Header).encode();
-    let header_key = SearchKey::raw(&header_bytes);
+    let mut header_bytes = std::mem::take(&mut scratch.header_key);
+    SearchKey::new(dk, Suffix::Header).encode_into(&mut header_bytes);
+    let delta = apply_partition(w, tree, undo, scratch, m, &header_bytes);
+    scratch.header_key = header_bytes;
+    delta
+}
+
+/// [`apply_to`] with the partition header's key encoded.
+fn apply_partition(
+    w: &mut RegionWriter<'_>,
+    tree: &mut Tree,
+    undo: &mut Undo,
+    scratch: &mut Scratch,
+    m: &Mutation,
+    header_bytes: &[u8],
+) -> Result<Delta, Error> {
+    let dk: &DecoratedKey = m.key();
+    let header_key = SearchKey::raw(header_bytes);
     let prefix = &header_bytes[..header_bytes.len() - 1];
     let row_key = |ck: &ClusteringKey| {
         let mut k = Vec::with_capacity(prefix.len() + 1 + ck.len());
@@ -433,7 +490,7 @@ fn apply_to(
     let mut cursor = Cursor::new();
     let existing = tree.locate(w, &header_key, &mut cursor)?;
     if existing.is_none() {
-        return insert_partition(w, tree, undo, m, &header_bytes, &cursor);
+        return insert_partition(w, tree, undo, scratch, m, header_bytes, &cursor);
     }
     let old_header = match existing {
         Some(e) => decode_value(w, e.value, codec::decode_header)?,
@@ -443,7 +500,7 @@ fn apply_to(
         && m.range_tombstones().is_empty()
         && m.static_row().is_none_or(Row::is_empty)
     {
-        return update_rows(w, tree, undo, m, &old_header, prefix);
+        return update_rows(w, tree, undo, scratch, m, &old_header, prefix);
     }
     let mut delta = Delta {
         new_partition: existing.is_none(),
@@ -502,7 +559,7 @@ fn apply_to(
             undo.free_managed(old);
         }
         None => {
-            let key = undo.alloc_managed(w, &header_bytes)?;
+            let key = undo.alloc_managed(w, header_bytes)?;
             let value = undo.alloc_managed(w, &codec::encode_header(&new_header))?;
             tree.insert(w, undo, &header_key, key, value)?;
         }
@@ -559,10 +616,18 @@ fn insert_partition(
     w: &mut RegionWriter<'_>,
     tree: &mut Tree,
     undo: &mut Undo,
+    scratch: &mut Scratch,
     m: &Mutation,
     header_bytes: &[u8],
     cursor: &Cursor,
 ) -> Result<Delta, Error> {
+    let Scratch {
+        keys,
+        ends,
+        entries,
+        encoded,
+        ..
+    } = scratch;
     let header = Header {
         tombstone: m.partition_tombstone(),
         static_row: m.static_row().cloned().unwrap_or_default(),
@@ -570,8 +635,6 @@ fn insert_partition(
     };
     let prefix = &header_bytes[..header_bytes.len() - 1];
     // Every key, encoded into one buffer, with the end offset of each.
-    let mut keys = Vec::with_capacity((m.rows().len() + 1) * (header_bytes.len() + 8));
-    let mut ends = Vec::with_capacity(m.rows().len() + 1);
     keys.extend_from_slice(header_bytes);
     ends.push(keys.len());
     for ck in m.rows().keys() {
@@ -581,20 +644,19 @@ fn insert_partition(
         ends.push(keys.len());
     }
     let key_at = |i: usize| &keys[if i == 0 { 0 } else { ends[i - 1] }..ends[i]];
-    let mut entries = Vec::with_capacity(ends.len());
-    let mut encoded = codec::encode_header(&header);
+    codec::encode_header_into(encoded, &header);
     let rows = std::iter::once(None).chain(m.rows().values().map(Some));
     for (i, row) in rows.enumerate() {
         if let Some(row) = row {
             encoded.clear();
-            codec::encode_row(&mut encoded, row);
+            codec::encode_row(encoded, row);
         }
         let k = key_at(i);
         let stored = undo.alloc_managed(w, k)?;
-        let value = undo.alloc_managed(w, &encoded)?;
+        let value = undo.alloc_managed(w, encoded)?;
         entries.push(Entry::new(&SearchKey::raw(k), stored, value));
     }
-    if !tree.insert_at(w, undo, cursor, &entries)? {
+    if !tree.insert_at(w, undo, cursor, entries)? {
         for (i, e) in entries.iter().enumerate() {
             tree.insert(w, undo, &SearchKey::raw(key_at(i)), e.key, e.value)?;
         }
@@ -617,25 +679,27 @@ fn update_rows(
     w: &mut RegionWriter<'_>,
     tree: &mut Tree,
     undo: &mut Undo,
+    scratch: &mut Scratch,
     m: &Mutation,
     header: &Header,
     prefix: &[u8],
 ) -> Result<Delta, Error> {
+    let Scratch {
+        keys: key, encoded, ..
+    } = scratch;
     let rts = codec::range_tombstone_count(&header.range_tombstones);
     let mut delta = Delta {
         rts_before: rts,
         rts_after: rts,
         ..Delta::default()
     };
-    let mut key = Vec::with_capacity(prefix.len() + 1 + 16);
-    let mut encoded = Vec::new();
     let mut cursor = Cursor::new();
     for (ck, row) in m.rows() {
         key.clear();
         key.extend_from_slice(prefix);
         key.push(key::KIND_ROW);
         key.extend_from_slice(ck.as_bytes());
-        let k = SearchKey::raw(&key);
+        let k = SearchKey::raw(key);
         let covering = if header.range_tombstones.is_empty() {
             header.tombstone
         } else {
@@ -654,9 +718,9 @@ fn update_rows(
                     continue;
                 }
                 encoded.clear();
-                codec::encode_row(&mut encoded, &new);
-                let stored = undo.alloc_managed(w, &key)?;
-                let value = undo.alloc_managed(w, &encoded)?;
+                codec::encode_row(encoded, &new);
+                let stored = undo.alloc_managed(w, key)?;
+                let value = undo.alloc_managed(w, encoded)?;
                 if !tree.insert_at(w, undo, &cursor, &[Entry::new(&k, stored, value)])? {
                     tree.insert(w, undo, &k, stored, value)?;
                 }
@@ -678,8 +742,8 @@ fn update_rows(
                     }
                 } else if new != old {
                     encoded.clear();
-                    codec::encode_row(&mut encoded, &new);
-                    let value = undo.alloc_managed(w, &encoded)?;
+                    codec::encode_row(encoded, &new);
+                    let value = undo.alloc_managed(w, encoded)?;
                     let old_value = tree.set_value_here(w, undo, &cursor, value)?;
                     undo.free_managed(old_value);
                     if shadowing && old_value.len() > value.len() {
