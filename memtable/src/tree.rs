@@ -114,17 +114,20 @@ fn read_head(bytes: &[u8], at: usize) -> Result<[u8; HEAD], Error> {
         .ok_or_else(|| corrupt("truncated"))
 }
 
-/// `key` compared with a stored key whose head is `head`: by the heads
-/// first, by the whole keys only if those are equal.
+/// `key` (whose head, as a big-endian integer, is `key_head`) compared
+/// with the stored key whose head is at `head_at` in `bytes` and whose
+/// [`ManagedBytes`] is at `mb_at`: by the heads first (one integer
+/// comparison), looking the stored key up only if those are equal.
 fn cmp_key(
     view: &impl View,
     key: &SearchKey<'_>,
-    head: [u8; HEAD],
-    stored: ManagedBytes,
+    key_head: u64,
+    bytes: &[u8],
+    head_at: usize,
+    mb_at: usize,
 ) -> Result<Ordering, Error> {
-    // As big-endian integers: one comparison instead of a memcmp call.
-    match u64::from_be_bytes(key.head()).cmp(&u64::from_be_bytes(head)) {
-        Ordering::Equal => Ok(key.cmp_stored(&view.managed(stored)?)),
+    match key_head.cmp(&u64::from_be_bytes(read_head(bytes, head_at)?)) {
+        Ordering::Equal => Ok(key.cmp_stored(&view.managed(read_mb(bytes, mb_at)?)?)),
         unequal => Ok(unequal),
     }
 }
@@ -277,6 +280,7 @@ impl Tree {
             return Ok(false);
         };
         cursor.depth = self.height + 1;
+        let key_head = u64::from_be_bytes(key.head());
         for level in 0..=self.height {
             let bytes = view.get(node)?;
             let n = count(bytes);
@@ -288,7 +292,7 @@ impl Tree {
                 // Child i holds [sep[i-1], sep[i]): the number of seps <= key.
                 let i = Self::partition_point(n - 1, |i| {
                     let at = self.sep_at(i);
-                    let c = cmp_key(view, key, read_head(bytes, at + MB)?, read_mb(bytes, at)?)?;
+                    let c = cmp_key(view, key, key_head, bytes, at + MB, at)?;
                     Ok(c != Ordering::Less)
                 })?;
                 cursor.idx[level] = i;
@@ -299,12 +303,7 @@ impl Tree {
                 }
                 let i = Self::partition_point(n, |i| {
                     let at = HEADER + i * ENTRY;
-                    let c = cmp_key(
-                        view,
-                        key,
-                        read_head(bytes, at + 2 * MB)?,
-                        read_mb(bytes, at)?,
-                    )?;
+                    let c = cmp_key(view, key, key_head, bytes, at + 2 * MB, at)?;
                     Ok(if strict {
                         c != Ordering::Less
                     } else {
