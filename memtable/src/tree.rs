@@ -426,40 +426,122 @@ impl Tree {
         if self.insert_at(w, undo, &cursor, &[entry])? {
             return Ok(());
         }
-        let mut level = self.height;
-        let mut handle = cursor.nodes[level].expect("descended");
-        let mut node = self.read_node(w, handle)?;
-        match &mut node {
-            Node::Leaf(entries) => entries.insert(cursor.idx[level], entry),
-            Node::Internal { .. } => return Err(corrupt("expected a leaf")),
-        }
-        loop {
-            if node.len() <= self.fanout {
-                return undo.write_node(w, self, handle, &node);
+        let level = self.height;
+        let handle = cursor.nodes[level].expect("descended");
+        let (right, sep) = self.split_leaf(w, undo, handle, cursor.idx[level], &entry)?;
+        self.insert_separator(w, undo, &cursor, level, handle, right, sep)
+    }
+
+    /// Splits the full leaf `handle` with `entry` inserted at `at`, on the
+    /// bytes: the lower half stays, the upper half goes to a new leaf.
+    /// Returns the new leaf and its separator (a copy of its first key).
+    fn split_leaf(
+        &self,
+        w: &mut RegionWriter<'_>,
+        undo: &mut Undo,
+        handle: Handle,
+        at: usize,
+        entry: &Entry,
+    ) -> Result<(Handle, (ManagedBytes, [u8; HEAD])), Error> {
+        // The entries with `entry` inserted, one after another.
+        let mut all = [0u8; (MAX_FANOUT + 1) * ENTRY];
+        let n = {
+            let bytes = w.get(handle)?;
+            let n = count(bytes);
+            if bytes[0] != LEAF || n > self.fanout || at > n {
+                return Err(corrupt("expected a leaf"));
             }
-            let (right, sep) = match &mut node {
-                Node::Leaf(entries) => {
-                    let right = entries.split_off(entries.len() / 2);
-                    let first = w.managed(right[0].key)?.to_vec();
-                    let sep = (undo.alloc_managed(w, &first)?, right[0].head);
-                    (Node::Leaf(right), sep)
-                }
-                Node::Internal { children, seps } => {
-                    let mid = children.len() / 2;
-                    let right_children = children.split_off(mid);
-                    let right_seps = seps.split_off(mid);
-                    let sep = seps.pop().expect("an internal node above fanout has seps");
-                    (
-                        Node::Internal {
-                            children: right_children,
-                            seps: right_seps,
-                        },
-                        sep,
-                    )
-                }
-            };
-            let right = undo.alloc_node(w, self, &right)?;
-            undo.write_node(w, self, handle, &node)?;
+            all[..at * ENTRY].copy_from_slice(&bytes[HEADER..HEADER + at * ENTRY]);
+            all[(at + 1) * ENTRY..(n + 1) * ENTRY]
+                .copy_from_slice(&bytes[HEADER + at * ENTRY..HEADER + n * ENTRY]);
+            n
+        };
+        let o = at * ENTRY;
+        all[o..o + MB].copy_from_slice(&entry.key.to_bytes());
+        all[o + MB..o + 2 * MB].copy_from_slice(&entry.value.to_bytes());
+        all[o + 2 * MB..o + ENTRY].copy_from_slice(&entry.head);
+        let total = n + 1;
+        let mid = total / 2;
+        let first = Self::leaf_entry_of(&all, mid)?;
+        let first_key = w.managed(first.key)?.to_vec();
+        let sep = (undo.alloc_managed(w, &first_key)?, first.head);
+        let write = |out: &mut [u8], entries: &[u8]| {
+            out.fill(0);
+            out[0] = LEAF;
+            out[2..4].copy_from_slice(&((entries.len() / ENTRY) as u16).to_le_bytes());
+            out[HEADER..HEADER + entries.len()].copy_from_slice(entries);
+        };
+        let right = w.alloc_with(self.node_size(), 8, |out| {
+            write(out, &all[mid * ENTRY..total * ENTRY]);
+        })?;
+        undo.fresh.push(right);
+        undo.save(w, handle)?;
+        write(w.get_mut(handle)?, &all[..mid * ENTRY]);
+        Ok((right, sep))
+    }
+
+    /// Entry `i` of a run of encoded entries.
+    fn leaf_entry_of(entries: &[u8], i: usize) -> Result<Entry, Error> {
+        let at = i * ENTRY;
+        Ok(Entry {
+            key: read_mb(entries, at)?,
+            value: read_mb(entries, at + MB)?,
+            head: read_head(entries, at + 2 * MB)?,
+        })
+    }
+
+    /// Adds child `right` after child `at` of the internal node `handle`,
+    /// with `sep` between them, on the bytes, if the node has room; false
+    /// (nothing changed) if it has not.
+    fn insert_child_in_place(
+        &self,
+        w: &mut RegionWriter<'_>,
+        undo: &mut Undo,
+        handle: Handle,
+        at: usize,
+        right: Handle,
+        sep: (ManagedBytes, [u8; HEAD]),
+    ) -> Result<bool, Error> {
+        let n = {
+            let bytes = w.get(handle)?;
+            let n = count(bytes);
+            if bytes[0] != INTERNAL || n == 0 || n > self.fanout || at >= n {
+                return Err(corrupt("expected an internal node"));
+            }
+            n
+        };
+        if n == self.fanout {
+            return Ok(false);
+        }
+        undo.save(w, handle)?;
+        let bytes = w.get_mut(handle)?;
+        let c = HEADER + (at + 1) * 8;
+        bytes.copy_within(c..HEADER + n * 8, c + 8);
+        bytes[c..c + 8].copy_from_slice(&right.to_raw().to_le_bytes());
+        let s = self.sep_at(at);
+        bytes.copy_within(s..self.sep_at(n - 1), s + SEP);
+        bytes[s..s + MB].copy_from_slice(&sep.0.to_bytes());
+        bytes[s + MB..s + SEP].copy_from_slice(&sep.1);
+        bytes[2..4].copy_from_slice(&((n + 1) as u16).to_le_bytes());
+        Ok(true)
+    }
+
+    /// After the node at `level` of `cursor`'s path (`handle`) split off
+    /// `right` with separator `sep`: adds them to the parent, splitting
+    /// internal nodes up the path as needed, and grows a new root when the
+    /// root split.
+    #[allow(clippy::too_many_arguments)]
+    fn insert_separator(
+        &mut self,
+        w: &mut RegionWriter<'_>,
+        undo: &mut Undo,
+        cursor: &Cursor,
+        mut level: usize,
+        mut handle: Handle,
+        mut right: Handle,
+        mut sep: (ManagedBytes, [u8; HEAD]),
+    ) -> Result<(), Error> {
+        loop {
             if level == 0 {
                 if self.height == MAX_HEIGHT {
                     return Err(Error::IndexTooDeep { max: MAX_HEIGHT });
@@ -474,15 +556,32 @@ impl Tree {
             }
             level -= 1;
             handle = cursor.nodes[level].expect("descended");
-            node = self.read_node(w, handle)?;
             let at = cursor.idx[level];
-            match &mut node {
-                Node::Internal { children, seps } => {
-                    children.insert(at + 1, right);
-                    seps.insert(at, sep);
-                }
-                Node::Leaf(_) => return Err(corrupt("expected an internal node")),
+            if self.insert_child_in_place(w, undo, handle, at, right, sep)? {
+                return Ok(());
             }
+            let mut node = self.read_node(w, handle)?;
+            let Node::Internal { children, seps } = &mut node else {
+                return Err(corrupt("expected an internal node"));
+            };
+            children.insert(at + 1, right);
+            seps.insert(at, sep);
+            if children.len() <= self.fanout {
+                return undo.write_node(w, self, handle, &node);
+            }
+            let mid = children.len() / 2;
+            let right_children = children.split_off(mid);
+            let right_seps = seps.split_off(mid);
+            sep = seps.pop().expect("an internal node above fanout has seps");
+            right = undo.alloc_node(
+                w,
+                self,
+                &Node::Internal {
+                    children: right_children,
+                    seps: right_seps,
+                },
+            )?;
+            undo.write_node(w, self, handle, &node)?;
         }
     }
 
