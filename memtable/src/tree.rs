@@ -652,9 +652,10 @@ impl Tree {
         if at >= count(bytes) {
             return Ok(None);
         }
-        let e = Self::leaf_entry(bytes, at)?;
-        if key.cmp_stored(&view.managed(e.key)?) == Ordering::Equal {
-            Ok(Some(e))
+        let o = HEADER + at * ENTRY;
+        let key_head = u64::from_be_bytes(key.head());
+        if cmp_key(view, key, key_head, bytes, o + 2 * MB, o)? == Ordering::Equal {
+            Self::leaf_entry(bytes, at).map(Some)
         } else {
             Ok(None)
         }
