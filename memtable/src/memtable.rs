@@ -86,6 +86,8 @@ pub(crate) struct State {
     undo: Undo,
     /// Buffers reused by every apply.
     scratch: Scratch,
+    /// String bytes applies freed since the region was last compacted.
+    freed_since_compaction: usize,
 }
 
 /// Heap buffers an apply reuses rather than allocating each time; bounded
@@ -208,6 +210,7 @@ impl Memtable {
                 counters: Counters::default(),
                 undo: Undo::default(),
                 scratch: Scratch::default(),
+                freed_since_compaction: 0,
             }),
             id,
         }))
@@ -249,8 +252,17 @@ impl Memtable {
         let mut w = state.region.writer();
         match apply_to(&mut w, &mut tree, undo, scratch, m) {
             Ok(delta) => {
-                undo.commit(&mut w)?;
+                let freed = undo.commit(&mut w)?;
                 drop(w);
+                // Keep the region dense as applies free what they replace
+                // (overwrites, eager compaction): once a segment's worth
+                // was freed, compact the sparse segments (cheap when there
+                // are none; handles survive, so readers need no re-seek).
+                state.freed_since_compaction += freed;
+                if state.freed_since_compaction >= state.region.pool().segment_size() {
+                    state.freed_since_compaction = 0;
+                    state.region.compact();
+                }
                 state.tree = tree;
                 state.version += 1;
                 let c = &mut state.counters;

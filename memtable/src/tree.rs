@@ -913,14 +913,17 @@ impl Undo {
         }
     }
 
-    /// Makes the changes final: frees what they replaced.
-    pub(crate) fn commit(&mut self, w: &mut RegionWriter<'_>) -> Result<(), Error> {
+    /// Makes the changes final: frees what they replaced. Returns the
+    /// bytes of the strings freed (nodes not counted).
+    pub(crate) fn commit(&mut self, w: &mut RegionWriter<'_>) -> Result<usize, Error> {
         for &h in &self.to_free {
             w.free(h)?;
         }
+        let mut freed = 0;
         for &m in &self.to_free_managed {
             w.free_managed(m)?;
+            freed += m.len();
         }
-        Ok(())
+        Ok(freed)
     }
 }
