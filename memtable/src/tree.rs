@@ -49,7 +49,10 @@ pub(crate) const MAX_HEIGHT: usize = 40;
 const LEAF: u8 = 1;
 const INTERNAL: u8 = 2;
 const HEADER: usize = 8;
-const MB: usize = ManagedBytes::ENCODED_LEN;
+/// A [`ManagedBytes`] in a node: its head handle and its length as a
+/// `u32` (12 bytes rather than its own 16-byte encoding; no string is
+/// longer, see [`Undo::alloc_managed`]).
+const MB: usize = 12;
 /// A key's first 8 bytes (its token), kept in the node next to the key's
 /// handle so that most comparisons need no lookup of the key itself.
 const HEAD: usize = 8;
@@ -68,11 +71,17 @@ fn corrupt(detail: &str) -> Error {
 }
 
 fn read_mb(bytes: &[u8], at: usize) -> Result<ManagedBytes, Error> {
-    let raw: [u8; MB] = bytes
-        .get(at..at + MB)
-        .and_then(|b| b.try_into().ok())
-        .ok_or_else(|| corrupt("truncated"))?;
-    ManagedBytes::from_bytes(raw).ok_or_else(|| corrupt("null key or value"))
+    let raw = bytes.get(at..at + MB).ok_or_else(|| corrupt("truncated"))?;
+    let mut full = [0u8; ManagedBytes::ENCODED_LEN];
+    full[..MB].copy_from_slice(raw);
+    ManagedBytes::from_bytes(full).ok_or_else(|| corrupt("null key or value"))
+}
+
+/// The node encoding of a string (see [`MB`]).
+fn mb_bytes(m: ManagedBytes) -> [u8; MB] {
+    let mut out = [0u8; MB];
+    out.copy_from_slice(&m.to_bytes()[..MB]);
+    out
 }
 
 fn read_handle(bytes: &[u8], at: usize) -> Result<Handle, Error> {
@@ -218,8 +227,8 @@ impl Tree {
                 out[0] = LEAF;
                 for (i, e) in entries.iter().enumerate() {
                     let at = HEADER + i * ENTRY;
-                    out[at..at + MB].copy_from_slice(&e.key.to_bytes());
-                    out[at + MB..at + 2 * MB].copy_from_slice(&e.value.to_bytes());
+                    out[at..at + MB].copy_from_slice(&mb_bytes(e.key));
+                    out[at + MB..at + 2 * MB].copy_from_slice(&mb_bytes(e.value));
                     out[at + 2 * MB..at + ENTRY].copy_from_slice(&e.head);
                 }
             }
@@ -231,7 +240,7 @@ impl Tree {
                 }
                 for (i, (s, head)) in seps.iter().enumerate() {
                     let at = self.sep_at(i);
-                    out[at..at + MB].copy_from_slice(&s.to_bytes());
+                    out[at..at + MB].copy_from_slice(&mb_bytes(*s));
                     out[at + MB..at + SEP].copy_from_slice(head);
                 }
             }
@@ -457,8 +466,8 @@ impl Tree {
             n
         };
         let o = at * ENTRY;
-        all[o..o + MB].copy_from_slice(&entry.key.to_bytes());
-        all[o + MB..o + 2 * MB].copy_from_slice(&entry.value.to_bytes());
+        all[o..o + MB].copy_from_slice(&mb_bytes(entry.key));
+        all[o + MB..o + 2 * MB].copy_from_slice(&mb_bytes(entry.value));
         all[o + 2 * MB..o + ENTRY].copy_from_slice(&entry.head);
         let total = n + 1;
         let mid = total / 2;
@@ -520,7 +529,7 @@ impl Tree {
         bytes[c..c + 8].copy_from_slice(&right.to_raw().to_le_bytes());
         let s = self.sep_at(at);
         bytes.copy_within(s..self.sep_at(n - 1), s + SEP);
-        bytes[s..s + MB].copy_from_slice(&sep.0.to_bytes());
+        bytes[s..s + MB].copy_from_slice(&mb_bytes(sep.0));
         bytes[s + MB..s + SEP].copy_from_slice(&sep.1);
         bytes[2..4].copy_from_slice(&((n + 1) as u16).to_le_bytes());
         Ok(true)
@@ -630,7 +639,7 @@ impl Tree {
         let bytes = w.get_mut(handle)?;
         let offset = HEADER + at * ENTRY + MB;
         let old = read_mb(bytes, offset)?;
-        bytes[offset..offset + MB].copy_from_slice(&value.to_bytes());
+        bytes[offset..offset + MB].copy_from_slice(&mb_bytes(value));
         Ok(old)
     }
 
@@ -693,8 +702,8 @@ impl Tree {
         bytes.copy_within(start..end, start + shift);
         for (i, e) in entries.iter().enumerate() {
             let o = start + i * ENTRY;
-            bytes[o..o + MB].copy_from_slice(&e.key.to_bytes());
-            bytes[o + MB..o + 2 * MB].copy_from_slice(&e.value.to_bytes());
+            bytes[o..o + MB].copy_from_slice(&mb_bytes(e.key));
+            bytes[o + MB..o + 2 * MB].copy_from_slice(&mb_bytes(e.value));
             bytes[o + 2 * MB..o + ENTRY].copy_from_slice(&e.head);
         }
         bytes[2..4].copy_from_slice(&((n + entries.len()) as u16).to_le_bytes());
@@ -810,6 +819,10 @@ impl Cursor {
 /// What an apply changed, so a failure can put everything back: node
 /// images before their first change, objects allocated (freed on
 /// rollback), objects to free (freed on commit only).
+/// The longest key or value a node can refer to (its length is kept in 32
+/// bits; a mutation is far smaller).
+const MAX_STRING: usize = u32::MAX as usize;
+
 /// Image bytes an [`Undo`] keeps allocated between applies.
 const KEEP_IMAGES: usize = 16 << 10;
 
@@ -880,6 +893,13 @@ impl Undo {
         w: &mut RegionWriter<'_>,
         data: &[u8],
     ) -> Result<ManagedBytes, Error> {
+        // A node keeps a string's length in 32 bits.
+        if data.len() > MAX_STRING {
+            return Err(Error::ValueTooLarge {
+                size: data.len(),
+                max: MAX_STRING,
+            });
+        }
         let m = w.alloc_managed(data)?;
         self.fresh_managed.push(m);
         Ok(m)
