@@ -60,7 +60,7 @@ const HEAD: usize = 8;
 const ENTRY: usize = 2 * MB + HEAD;
 /// An internal node's separator: key, key head.
 const SEP: usize = MB + HEAD;
-const MAX_FANOUT: usize = 32;
+const MAX_FANOUT: usize = 64;
 /// The smallest fanout a tree works with.
 pub(crate) const MIN_FANOUT: usize = 4;
 
