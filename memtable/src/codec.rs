@@ -197,6 +197,7 @@ fn bound(d: &mut Decoder<'_>) -> Result<Bound<ClusteringKey>, Error> {
 }
 
 /// Encodes a partition header.
+#[cfg(test)]
 pub(crate) fn encode_header(header: &Header) -> Vec<u8> {
     let mut out = Vec::new();
     encode_header_into(&mut out, header);

@@ -3,7 +3,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
-use logalloc::{ManagedRef, RegionId, RegionStats, RegionWriter, SegmentPool};
+use logalloc::{ManagedBytes, ManagedRef, RegionId, RegionStats, RegionWriter, SegmentPool};
 use mutation::{
     ClusteringKey, ClusteringRange, DecoratedKey, FragmentReader, Mutation, PartitionRange,
     Position, Row, Timestamp,
@@ -88,6 +88,10 @@ pub(crate) struct State {
     scratch: Scratch,
     /// String bytes applies freed since the region was last compacted.
     freed_since_compaction: usize,
+    /// The value every partition with an empty header (no tombstone,
+    /// static row or range tombstone: most partitions) shares; never freed
+    /// while the memtable lives.
+    empty_header: Option<ManagedBytes>,
 }
 
 /// Heap buffers an apply reuses rather than allocating each time; bounded
@@ -211,6 +215,7 @@ impl Memtable {
                 undo: Undo::default(),
                 scratch: Scratch::default(),
                 freed_since_compaction: 0,
+                empty_header: None,
             }),
             id,
         }))
@@ -249,8 +254,9 @@ impl Memtable {
         undo.clear();
         let scratch = &mut state.scratch;
         scratch.clear();
+        let empty_header = state.empty_header;
         let mut w = state.region.writer();
-        match apply_to(&mut w, &mut tree, undo, scratch, m) {
+        match apply_to(&mut w, &mut tree, undo, scratch, &mut state.empty_header, m) {
             Ok(delta) => {
                 let freed = undo.commit(&mut w)?;
                 drop(w);
@@ -281,6 +287,7 @@ impl Memtable {
             }
             Err(e) => {
                 undo.rollback(&mut w);
+                state.empty_header = empty_header;
                 Err(match e {
                     Error::Region(source) if source.is_out_of_memory() => Error::OutOfMemory {
                         partition: m.key().to_string(),
@@ -469,13 +476,14 @@ fn apply_to(
     tree: &mut Tree,
     undo: &mut Undo,
     scratch: &mut Scratch,
+    empty_header: &mut Option<ManagedBytes>,
     m: &Mutation,
 ) -> Result<Delta, Error> {
     let dk: &DecoratedKey = m.key();
     // Keys are encoded once and compared with memcmp.
     let mut header_bytes = std::mem::take(&mut scratch.header_key);
     SearchKey::new(dk, Suffix::Header).encode_into(&mut header_bytes);
-    let delta = apply_partition(w, tree, undo, scratch, m, &header_bytes);
+    let delta = apply_partition(w, tree, undo, scratch, empty_header, m, &header_bytes);
     scratch.header_key = header_bytes;
     delta
 }
@@ -486,6 +494,7 @@ fn apply_partition(
     tree: &mut Tree,
     undo: &mut Undo,
     scratch: &mut Scratch,
+    empty_header: &mut Option<ManagedBytes>,
     m: &Mutation,
     header_bytes: &[u8],
 ) -> Result<Delta, Error> {
@@ -502,7 +511,16 @@ fn apply_partition(
     let mut cursor = Cursor::new();
     let existing = tree.locate(w, &header_key, &mut cursor)?;
     if existing.is_none() {
-        return insert_partition(w, tree, undo, scratch, m, header_bytes, &cursor);
+        return insert_partition(
+            w,
+            tree,
+            undo,
+            scratch,
+            empty_header,
+            m,
+            header_bytes,
+            &cursor,
+        );
     }
     let old_header = match existing {
         Some(e) => decode_value(w, e.value, codec::decode_header)?,
@@ -566,13 +584,15 @@ fn apply_partition(
     match existing {
         Some(_) if new_header == old_header => {}
         Some(_) => {
-            let value = undo.alloc_managed(w, &codec::encode_header(&new_header))?;
+            let value = header_value(w, undo, empty_header, &new_header, &mut scratch.encoded)?;
             let old = tree.set_value(w, undo, &header_key, value)?;
-            undo.free_managed(old);
+            if Some(old) != *empty_header {
+                undo.free_managed(old);
+            }
         }
         None => {
             let key = undo.alloc_managed(w, header_bytes)?;
-            let value = undo.alloc_managed(w, &codec::encode_header(&new_header))?;
+            let value = header_value(w, undo, empty_header, &new_header, &mut scratch.encoded)?;
             tree.insert(w, undo, &header_key, key, value)?;
         }
     }
@@ -624,11 +644,13 @@ fn apply_partition(
 /// itself (a `Mutation` is canonical, so there is nothing to reconcile),
 /// stored as consecutive entries at the leaf position `cursor` came to in
 /// the search for the header, in one step when the leaf has room.
+#[allow(clippy::too_many_arguments)] // the apply's parts, passed on as they are
 fn insert_partition(
     w: &mut RegionWriter<'_>,
     tree: &mut Tree,
     undo: &mut Undo,
     scratch: &mut Scratch,
+    empty_header: &mut Option<ManagedBytes>,
     m: &Mutation,
     header_bytes: &[u8],
     cursor: &Cursor,
@@ -656,16 +678,18 @@ fn insert_partition(
         ends.push(keys.len());
     }
     let key_at = |i: usize| &keys[if i == 0 { 0 } else { ends[i - 1] }..ends[i]];
-    codec::encode_header_into(encoded, &header);
     let rows = std::iter::once(None).chain(m.rows().values().map(Some));
     for (i, row) in rows.enumerate() {
-        if let Some(row) = row {
-            encoded.clear();
-            codec::encode_row(encoded, row);
-        }
         let k = key_at(i);
         let stored = undo.alloc_managed(w, k)?;
-        let value = undo.alloc_managed(w, encoded)?;
+        let value = match row {
+            None => header_value(w, undo, empty_header, &header, encoded)?,
+            Some(row) => {
+                encoded.clear();
+                codec::encode_row(encoded, row);
+                undo.alloc_managed(w, encoded)?
+            }
+        };
         entries.push(Entry::new(&SearchKey::raw(k), stored, value));
     }
     if !tree.insert_at(w, undo, cursor, entries)? {
@@ -766,4 +790,28 @@ fn update_rows(
         }
     }
     Ok(delta)
+}
+
+/// The stored value of a partition header: the memtable's one shared empty
+/// header (allocated by the first apply that needs it), or a new string.
+fn header_value(
+    w: &mut RegionWriter<'_>,
+    undo: &mut Undo,
+    empty_header: &mut Option<ManagedBytes>,
+    header: &Header,
+    encoded: &mut Vec<u8>,
+) -> Result<ManagedBytes, Error> {
+    let empty = *header == Header::default();
+    if empty {
+        if let Some(shared) = *empty_header {
+            return Ok(shared);
+        }
+    }
+    encoded.clear();
+    codec::encode_header_into(encoded, header);
+    let value = undo.alloc_managed(w, encoded)?;
+    if empty {
+        *empty_header = Some(value);
+    }
+    Ok(value)
 }
