@@ -530,7 +530,7 @@ fn apply_partition(
         && m.range_tombstones().is_empty()
         && m.static_row().is_none_or(Row::is_empty)
     {
-        return update_rows(w, tree, undo, scratch, m, &old_header, prefix);
+        return update_rows(w, tree, undo, scratch, m, &old_header, prefix, cursor);
     }
     let mut delta = Delta {
         new_partition: existing.is_none(),
@@ -711,6 +711,7 @@ fn insert_partition(
 /// own, as `Mutation::apply` does when deletions are unchanged (the
 /// stored row with the incoming one, compacted with the tombstone covering
 /// it), with one descent per row and no reconcile of the partition.
+#[allow(clippy::too_many_arguments)] // the apply's parts, passed on as they are
 fn update_rows(
     w: &mut RegionWriter<'_>,
     tree: &mut Tree,
@@ -719,6 +720,7 @@ fn update_rows(
     m: &Mutation,
     header: &Header,
     prefix: &[u8],
+    header_cursor: Cursor,
 ) -> Result<Delta, Error> {
     let Scratch {
         keys: key, encoded, ..
@@ -729,7 +731,11 @@ fn update_rows(
         rts_after: rts,
         ..Delta::default()
     };
-    let mut cursor = Cursor::new();
+    // At the last entry looked at (the header, then each row) while the
+    // index keeps its structure: a row stored right after it is found
+    // without a descent.
+    let mut cursor = header_cursor;
+    let mut positioned = true;
     for (ck, row) in m.rows() {
         key.clear();
         key.extend_from_slice(prefix);
@@ -746,7 +752,17 @@ fn update_rows(
             )
         };
         let shadowing = row.tombstone.is_some();
-        match tree.locate(w, &k, &mut cursor)? {
+        let next = if positioned {
+            tree.next_if(w, &k, &mut cursor)?
+        } else {
+            None
+        };
+        let found = match next {
+            Some(e) => Some(e),
+            None => tree.locate(w, &k, &mut cursor)?,
+        };
+        positioned = true;
+        match found {
             None => {
                 let mut new = row.clone();
                 new.compact(covering);
@@ -759,6 +775,7 @@ fn update_rows(
                 let value = undo.alloc_managed(w, encoded)?;
                 if !tree.insert_at(w, undo, &cursor, &[Entry::new(&k, stored, value)])? {
                     tree.insert(w, undo, &k, stored, value)?;
+                    positioned = false; // the index split
                 }
                 delta.rows_added += 1;
             }
@@ -769,6 +786,7 @@ fn update_rows(
                 new.compact(covering);
                 if new.is_empty() {
                     let e = tree.remove(w, undo, &k)?;
+                    positioned = false;
                     undo.free_managed(e.key);
                     undo.free_managed(e.value);
                     delta.rows_removed += 1;

@@ -670,6 +670,34 @@ impl Tree {
         }
     }
 
+    /// If the entry just after `cursor`'s position in the same leaf has
+    /// exactly `key`, moves `cursor` to it and returns it (no descent);
+    /// otherwise `None`, `cursor` unchanged. `cursor` must be at an entry
+    /// of the tree as it is.
+    pub(crate) fn next_if(
+        &self,
+        view: &impl View,
+        key: &SearchKey<'_>,
+        cursor: &mut Cursor,
+    ) -> Result<Option<Entry>, Error> {
+        if cursor.depth == 0 {
+            return Ok(None);
+        }
+        let leaf = cursor.depth - 1;
+        let bytes = view.get(cursor.nodes[leaf].expect("positioned"))?;
+        let at = cursor.idx[leaf] + 1;
+        if at >= count(bytes) {
+            return Ok(None);
+        }
+        let o = HEADER + at * ENTRY;
+        let key_head = u64::from_be_bytes(key.head());
+        if cmp_key(view, key, key_head, bytes, o + 2 * MB, o)? != Ordering::Equal {
+            return Ok(None);
+        }
+        cursor.idx[leaf] = at;
+        Self::leaf_entry(bytes, at).map(Some)
+    }
+
     /// Inserts `entries` (ascending, none in the tree, all ordered between
     /// the neighbours of the leaf position `cursor` came to by a descent
     /// for the first of them) at that position, in place, if the leaf has
