@@ -1,9 +1,12 @@
 //! The index: a B+tree whose nodes are region objects linked by handles.
 //!
 //! A node is one fixed-size object (`8 + 32 * fanout` bytes, so it is
-//! rewritten in place): a leaf holds up to `fanout` entries of two
-//! [`ManagedBytes`] (key, value); an internal node holds up to `fanout`
-//! child handles and one fewer separator keys. Child `i` holds the keys in
+//! changed in place): a leaf holds up to `fanout` entries of two
+//! [`ManagedBytes`] (key, value: handle and 32-bit length each) and the
+//! key's first 8 bytes; an internal node holds up to `fanout` child handles
+//! and one fewer separator keys. Inserts, value replacements, leaf splits
+//! and separator inserts work on the node's bytes; only a full internal
+//! node is decoded ([`Node`]) to split. Child `i` holds the keys in
 //! `[sep[i-1], sep[i])`. A separator is a copy of the first key of the
 //! right half made when a leaf splits; it is owned by its internal node and
 //! freed with its slot. Deletion never rebalances: a leaf that becomes empty
