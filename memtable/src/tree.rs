@@ -259,24 +259,6 @@ impl Tree {
         })
     }
 
-    /// First index in `0..n` for which `pred` is false (pred is true on a
-    /// prefix), with a fallible predicate.
-    fn partition_point(
-        n: usize,
-        mut pred: impl FnMut(usize) -> Result<bool, Error>,
-    ) -> Result<usize, Error> {
-        let (mut lo, mut hi) = (0, n);
-        while lo < hi {
-            let mid = lo + (hi - lo) / 2;
-            if pred(mid)? {
-                lo = mid + 1;
-            } else {
-                hi = mid;
-            }
-        }
-        Ok(lo)
-    }
-
     /// Fills `cursor` with the path to the leaf position of the first entry
     /// `>= key` (`> key` if `strict`); that position may be one past the
     /// leaf's last entry. False if the tree is empty.
@@ -293,36 +275,60 @@ impl Tree {
         };
         cursor.depth = self.height + 1;
         let key_head = u64::from_be_bytes(key.head());
+        let node_size = self.node_size();
         for level in 0..=self.height {
             let bytes = view.get(node)?;
+            if bytes.len() < node_size {
+                return Err(corrupt("truncated"));
+            }
             let n = count(bytes);
+            if n > self.fanout {
+                return Err(corrupt("count above fanout"));
+            }
             cursor.nodes[level] = Some(node);
-            if level < self.height {
-                if bytes[0] != INTERNAL || n == 0 {
-                    return Err(corrupt("expected a non-empty internal node"));
-                }
+            // Binary search on the heads kept in the node (every index
+            // below is inside `node_size`), looking a stored key up only
+            // when the heads tie.
+            let (kind, len, base, stride, head_off) = if level < self.height {
                 // Child i holds [sep[i-1], sep[i]): the number of seps <= key.
-                let i = Self::partition_point(n - 1, |i| {
-                    let at = self.sep_at(i);
-                    let c = cmp_key(view, key, key_head, bytes, at + MB, at)?;
-                    Ok(c != Ordering::Less)
-                })?;
-                cursor.idx[level] = i;
-                node = read_handle(bytes, HEADER + i * 8)?;
+                (INTERNAL, n.saturating_sub(1), self.sep_at(0), SEP, MB)
             } else {
-                if bytes[0] != LEAF {
-                    return Err(corrupt("expected a leaf"));
+                (LEAF, n, HEADER, ENTRY, 2 * MB)
+            };
+            if bytes[0] != kind || (kind == INTERNAL && n == 0) {
+                return Err(corrupt("unexpected node kind"));
+            }
+            // The predicate (true on a prefix): the stored key is below
+            // `key` (leaves, non-strict), or not above it (separators, and
+            // leaves when `strict`).
+            let below_or_equal = kind == INTERNAL || strict;
+            let (mut lo, mut hi) = (0, len);
+            while lo < hi {
+                let mid = lo + (hi - lo) / 2;
+                let at = base + mid * stride;
+                let head = u64::from_be_bytes(
+                    bytes[at + head_off..at + head_off + HEAD]
+                        .try_into()
+                        .expect("8 bytes"),
+                );
+                let c = match key_head.cmp(&head) {
+                    Ordering::Equal => key.cmp_stored(&view.managed(read_mb(bytes, at)?)?),
+                    unequal => unequal,
+                };
+                let go_right = if below_or_equal {
+                    c != Ordering::Less
+                } else {
+                    c == Ordering::Greater
+                };
+                if go_right {
+                    lo = mid + 1;
+                } else {
+                    hi = mid;
                 }
-                let i = Self::partition_point(n, |i| {
-                    let at = HEADER + i * ENTRY;
-                    let c = cmp_key(view, key, key_head, bytes, at + 2 * MB, at)?;
-                    Ok(if strict {
-                        c != Ordering::Less
-                    } else {
-                        c == Ordering::Greater
-                    })
-                })?;
-                cursor.idx[level] = i;
+            }
+            cursor.idx[level] = lo;
+            if level < self.height {
+                node = read_handle(bytes, HEADER + lo * 8)?;
             }
         }
         Ok(true)
