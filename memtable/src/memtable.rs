@@ -780,8 +780,7 @@ fn update_rows(
                 delta.rows_added += 1;
             }
             Some(e) => {
-                let old = decode_value(w, e.value, codec::decode_row)?;
-                let mut new = old.clone();
+                let mut new = decode_value(w, e.value, codec::decode_row)?;
                 new.apply(row.clone());
                 new.compact(covering);
                 if new.is_empty() {
@@ -794,9 +793,13 @@ fn update_rows(
                         delta.rows_dropped += 1;
                         delta.bytes_freed += (e.key.len() + e.value.len()) as u64;
                     }
-                } else if new != old {
+                } else {
+                    // The encoding is canonical: the same bytes, the same row.
                     encoded.clear();
                     codec::encode_row(encoded, &new);
+                    if w.managed(e.value)?.cmp_bytes(encoded) == std::cmp::Ordering::Equal {
+                        continue;
+                    }
                     let value = undo.alloc_managed(w, encoded)?;
                     let old_value = tree.set_value_here(w, undo, &cursor, value)?;
                     undo.free_managed(old_value);
