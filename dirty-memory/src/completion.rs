@@ -3,7 +3,7 @@
 use std::fmt;
 use std::time::Duration;
 
-use logalloc::RegionId;
+use region_group::RegionId;
 
 use crate::error::Error;
 use crate::sync::{Arc, Condvar, Mutex};

@@ -3,7 +3,7 @@
 use std::error::Error as StdError;
 use std::time::Duration;
 
-use logalloc::RegionId;
+use region_group::RegionId;
 
 use crate::sync::Arc;
 

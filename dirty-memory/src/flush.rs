@@ -3,7 +3,7 @@
 use std::error::Error as StdError;
 use std::fmt;
 
-use logalloc::RegionId;
+use region_group::RegionId;
 
 use crate::error::Error;
 use crate::manager::Inner;
@@ -34,7 +34,7 @@ pub enum FlushReason {
 ///
 /// * Before returning, the target seals the memtable (new writes go to a
 ///   fresh memtable) and grounds its region
-///   ([`RegionListener::ground_evictable`](logalloc::RegionListener::ground_evictable)),
+///   ([`RegionListener::ground_evictable`](region_group::RegionListener::ground_evictable)),
 ///   so the policy does not pick it again. On a retry the memtable is already
 ///   sealed.
 /// * The flush itself may run on any thread (with `flush-scheduler`: its

@@ -26,7 +26,7 @@
 //!   aside and reported once ([`FlushTarget::flush_failed_permanently`]),
 //!   coalescing of explicit requests, and the one completion callers wait
 //!   on ([`FlushCompletion`]), all keyed by the memtable's region
-//!   ([`RegionId`](logalloc::RegionId)). It is the only layer that retries.
+//!   ([`RegionId`](region_group::RegionId)). It is the only layer that retries.
 //! * **`flush-scheduler` only executes**: its data workers run data phases
 //!   only (so the permit holder never waits behind tail work), its tail
 //!   workers run the rest; it picks flush directories, catches panics and
@@ -57,7 +57,7 @@
 //! use std::time::Duration;
 //!
 //! use dirty_memory::{DirtyMemoryConfig, DirtyMemoryManager, Error, Flush, FlushTarget, LoopMode};
-//! use logalloc::{RegionId, RegionListener};
+//! use region_group::{RegionId, RegionListener};
 //!
 //! /// A memtable owner whose "disk" writes a memtable at once.
 //! struct InstantDisk;
@@ -110,7 +110,7 @@
 //!
 //! use dirty_memory::{DirtyMemoryConfig, DirtyMemoryManager, Error, Flush, FlushTarget};
 //! use flush_scheduler::{FlushContext, FlushJob, FlushScheduler, SchedulerConfig};
-//! use logalloc::{RegionId, RegionListener};
+//! use region_group::{RegionId, RegionListener};
 //!
 //! /// replica's table: seals the memtable and runs its flush on the scheduler.
 //! struct Table {

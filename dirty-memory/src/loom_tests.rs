@@ -4,7 +4,7 @@
 
 use std::collections::VecDeque;
 
-use logalloc::{RegionId, RegionListener};
+use region_group::{RegionId, RegionListener};
 
 use crate::sync::{Arc, Condvar, Mutex};
 use crate::{DirtyMemoryConfig, DirtyMemoryManager, Flush, FlushTarget};

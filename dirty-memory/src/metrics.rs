@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use logalloc::RegionId;
+use region_group::RegionId;
 
 /// A point-in-time snapshot of a [`DirtyMemoryManager`](crate::DirtyMemoryManager).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

@@ -72,7 +72,7 @@ fn real_memtables_are_flushed_largest_first_at_the_soft_limit() {
                 "the largest memtable"
             );
             // Seal: a fresh memtable takes the table's writes.
-            let mut sealed =
+            let sealed =
                 std::mem::replace(&mut active[t], SizeTrackedRegion::new(m.group(), &pool));
             sealed.ground_evictable_occupancy();
             let size = sealed.stats().footprint_bytes();

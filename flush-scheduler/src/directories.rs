@@ -15,7 +15,7 @@ use crate::metrics::DirectoryMetrics;
 use crate::sync::PlainArc;
 
 /// Checks that every directory exists, is a directory and accepts a new
-/// file (an unnamed temporary file, removed at once).
+/// file (a probe file created with `create_new` and removed at once).
 pub(crate) fn validate(dirs: &[PathBuf]) -> Result<(), Error> {
     for path in dirs {
         let meta = std::fs::metadata(path).map_err(|e| Error::DirectoryInaccessible {
@@ -25,12 +25,40 @@ pub(crate) fn validate(dirs: &[PathBuf]) -> Result<(), Error> {
         if !meta.is_dir() {
             return Err(Error::NotADirectory { path: path.clone() });
         }
-        tempfile::tempfile_in(path).map_err(|e| Error::DirectoryNotWritable {
+        probe_writable(path).map_err(|e| Error::DirectoryNotWritable {
             path: path.clone(),
             source: PlainArc::new(e),
         })?;
     }
     Ok(())
+}
+
+/// How many probe names are tried before giving up on a directory that
+/// already holds files of those names.
+const PROBE_ATTEMPTS: u32 = 16;
+
+/// Creates a fresh file in `dir` (never opening an existing one) and
+/// removes it: the directory accepts new files.
+fn probe_writable(dir: &Path) -> std::io::Result<()> {
+    static NEXT: crate::sync::plain::AtomicU64 = crate::sync::plain::AtomicU64::new(0);
+    let mut last = None;
+    for _ in 0..PROBE_ATTEMPTS {
+        let n = NEXT.fetch_add(1, crate::sync::plain::Ordering::Relaxed);
+        let probe = dir.join(format!(".flush-scheduler-probe-{}-{n}", std::process::id()));
+        match std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&probe)
+        {
+            Ok(file) => {
+                drop(file);
+                return std::fs::remove_file(&probe);
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => last = Some(e),
+            Err(e) => return Err(e),
+        }
+    }
+    Err(last.unwrap_or_else(|| std::io::Error::other("no probe file name was free")))
 }
 
 #[derive(Debug)]
@@ -187,6 +215,20 @@ mod tests {
             Err(Error::NotADirectory { .. })
         ));
         assert!(validate(&[tmp.path().to_path_buf()]).is_ok());
+    }
+
+    #[test]
+    fn the_writability_probe_leaves_nothing_behind() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        std::fs::write(tmp.path().join("keep"), b"x").expect("write");
+        for _ in 0..3 {
+            validate(&[tmp.path().to_path_buf()]).expect("writable");
+        }
+        let names: Vec<_> = std::fs::read_dir(tmp.path())
+            .expect("readable")
+            .map(|e| e.expect("entry").file_name())
+            .collect();
+        assert_eq!(names, ["keep"]);
     }
 
     #[derive(Debug, Clone)]

@@ -82,10 +82,6 @@ mod error;
 mod job;
 mod metrics;
 mod scheduler;
-#[expect(
-    dead_code,
-    reason = "the crate's facade keeps the timed wait (`Condvar::wait_until`) that the retry loop used; the workspace's shared facade will replace this module"
-)]
 mod sync;
 
 pub use config::{

@@ -277,10 +277,10 @@ fn worker(shared: &Shared, phase: Phase) {
         if st.running() == 0 {
             shared.idle.notify_all();
         }
-        if let Err(e) = &result {
-            if e.is_directory_failure() {
-                st.dirs.failed(task.dir, Instant::now());
-            }
+        if let Err(e) = &result
+            && e.is_directory_failure()
+        {
+            st.dirs.failed(task.dir, Instant::now());
         }
         match (phase, result) {
             (Phase::Data, Ok(())) if st.shutting_down => {

@@ -36,7 +36,23 @@ fn unfinished_jobs_come_back_with_their_phase() {
         let scheduler = std::sync::Arc::clone(&scheduler);
         std::thread::spawn(move || scheduler.shutdown())
     };
-    // Shutdown waits for both running phases; let them end.
+    // Shutdown takes both queues at once, under the scheduler's lock, then
+    // waits for the running phases. Both workers are held by their gates, so
+    // the queues empty only when shutdown has taken them: wait for that
+    // state (a bounded wait on an observable state, not on time), then let
+    // the running phases end.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let m = scheduler.metrics();
+        if m.queued_data == 0 && m.queued_tails == 0 {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "shutdown never took the queues"
+        );
+        std::thread::yield_now();
+    }
     open(&data_held);
     open(&tail_held);
     let handed_back = stopper.join().unwrap();

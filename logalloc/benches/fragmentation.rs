@@ -160,7 +160,7 @@ impl Heap for RegionHeap<'_> {
             .alloc_bytes(&self.data[..size])
             .map_err(|e| e.to_string());
         self.count += 1;
-        if self.count % 4096 == 0 {
+        if self.count.is_multiple_of(4096) {
             self.peak_table = self.peak_table.max(self.region.stats().table_bytes);
         }
         handle

@@ -115,7 +115,7 @@ pub enum Error {
     },
 
     /// An allocation failed because a failure was injected for testing
-    /// (see [`SegmentPool::fail_nth_allocation`](crate::SegmentPool::fail_nth_allocation)).
+    /// (`SegmentPool::fail_nth_allocation`, with the `testing` feature).
     #[error("injected allocation failure: allocation of {size} bytes refused for testing")]
     InjectedFailure {
         /// The size of the allocation that was refused.

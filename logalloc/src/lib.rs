@@ -137,7 +137,8 @@
 //!
 //! **Testing aids.** [`Region::check_invariants`] and
 //! [`SegmentPool::check_invariants`] recount everything;
-//! [`SegmentPool::fail_nth_allocation`] makes a chosen allocation fail.
+//! `SegmentPool::fail_nth_allocation`, with the `testing` feature, makes a
+//! chosen allocation fail.
 //!
 //! **Unsafe code** lives in `segment.rs` (raw aligned allocation, byte
 //! access through `unsafe fn`s with `# Safety` contracts, and a prefetch
@@ -172,3 +173,8 @@ pub use pool::SegmentPool;
 pub use region::{Eviction, Evictor, ObjectMut, ObjectRef, Region, RegionReader, RegionWriter};
 pub use stats::{PoolStats, RegionStats};
 pub use table::Handle;
+
+// The README's example runs as a doc test, so it cannot go stale.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

@@ -136,7 +136,7 @@ impl fmt::Debug for ManagedRef<'_> {
 
 impl<'a> ManagedRef<'a> {
     pub(crate) fn index_handles(index: &[u8]) -> Result<Vec<Handle>, Error> {
-        if index.len() % 8 != 0 {
+        if !index.len().is_multiple_of(8) {
             return Err(Error::MalformedManaged { len: index.len() });
         }
         index

@@ -139,6 +139,8 @@ impl SegmentPool {
     /// size and alignment count. For testing callers' all-or-nothing
     /// behaviour: a memtable test can fail the 1st, 2nd, ... allocation of
     /// an apply in turn and check that each failure leaves it unchanged.
+    /// Only with the `testing` feature.
+    #[cfg(feature = "testing")]
     pub fn fail_nth_allocation(&self, n: u64) {
         self.fail_countdown.store(n, Ordering::Relaxed);
     }

@@ -628,6 +628,10 @@ impl RegionInner {
                         return false;
                     }
                     debug_assert!(from.offset + from.size <= segment_size);
+                    #[allow(
+                        clippy::disallowed_methods,
+                        reason = "compaction's object copy; it stays here until region.rs is split (issue 12)"
+                    )]
                     // SAFETY: `source` and `target` are the bases of two
                     // different segments (the one being compacted left the
                     // histogram above and is never active; the target is the
@@ -930,6 +934,11 @@ impl RegionInner {
         self.unlisten();
         self.overhead_reported = self.overhead();
         listener.add(self.id, self.reported_footprint());
+        // Grounding is permanent: a new listener must not take a region
+        // sealed for flush for a flushable one.
+        if self.grounded {
+            listener.ground_evictable(self.id);
+        }
         self.listener = Some(listener);
     }
 
@@ -1487,7 +1496,8 @@ impl Region {
     }
 
     /// Starts reporting usage to `listener` (replacing any previous one,
-    /// which gets `del`); fires `add` with the current total at once.
+    /// which gets `del`); fires `add` with the current total at once, then
+    /// `ground_evictable` if the region is grounded.
     pub fn listen(&mut self, listener: Arc<dyn RegionListener>) {
         self.shared.inner.write().listen(listener);
     }
@@ -1498,8 +1508,9 @@ impl Region {
     }
 
     /// Grounds the region's evictable occupancy (permanent); the listener
-    /// gets `ground_evictable`.
-    pub fn ground_evictable_occupancy(&mut self) {
+    /// gets `ground_evictable`, and so does every listener the region
+    /// reports to later. Takes `&self`: it changes no object.
+    pub fn ground_evictable_occupancy(&self) {
         let mut inner = self.shared.inner.write();
         inner.grounded = true;
         if let Some(listener) = &inner.listener {

@@ -15,6 +15,10 @@
 //! debug builds) but cannot know which region owns a segment. Callers (the
 //! region code) guarantee that they own the segment and that the usual
 //! aliasing rules hold, which the region lock provides.
+#![allow(
+    clippy::disallowed_methods,
+    reason = "the one module allowed raw allocation and raw memory access (see clippy.toml)"
+)]
 
 use std::alloc::{self, Layout};
 use std::ptr;

@@ -158,7 +158,7 @@ fn mixed_sizes_and_alignments_survive_forced_compaction() {
         live_bytes += size;
         allocated += size;
         n += 1;
-        if n % 2048 == 0 {
+        if n.is_multiple_of(2048) {
             region.check_invariants().unwrap();
         }
     }

@@ -337,7 +337,7 @@ impl Memtable {
         let mut state = self.state.write();
         if !state.detached {
             state.detached = true;
-            state.region.unlisten();
+            state.region.leave_group();
         }
     }
 
@@ -433,10 +433,10 @@ fn collect_rows(
         let Some(ck) = row_of(w, &entry, prefix)? else {
             break;
         };
-        if let Some(end) = &end {
-            if Position::At(ck.clone()) >= *end {
-                break;
-            }
+        if let Some(end) = &end
+            && Position::At(ck.clone()) >= *end
+        {
+            break;
         }
         if range.is_none_or(|r| r.contains(&ck)) && !rows.contains_key(&ck) {
             let row = decode_value(w, entry.value, codec::decode_row)?;

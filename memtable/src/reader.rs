@@ -275,10 +275,10 @@ impl MemtableReader {
     /// The next entry after the resume point, reusing the cursor when the
     /// index has not changed.
     fn next_entry(&mut self, state: &State, view: &impl View) -> Result<Option<Entry>, Error> {
-        if self.cursor_version == Some(state.version) {
-            if let Resume::After(_) = self.resume {
-                return state.tree.advance(view, &mut self.cursor);
-            }
+        if self.cursor_version == Some(state.version)
+            && let Resume::After(_) = self.resume
+        {
+            return state.tree.advance(view, &mut self.cursor);
         }
         match &self.resume {
             Resume::Start => match range_start(&self.range) {
@@ -332,18 +332,18 @@ impl MemtableReader {
     fn step_between(&mut self) -> Result<(), Error> {
         let memtable = self.memtable.clone().expect("not finished");
         let state = memtable.state.read();
-        if self.hand_off {
-            if let Some(source) = state.replacement.clone() {
-                drop(state);
-                let start = match &self.produced {
-                    Some((key, _)) => Bound::Excluded(RingPosition::Key(key.clone())),
-                    None => self.range.start().clone(),
-                };
-                let rest = PartitionRange::new(start, self.range.end().clone())?;
-                self.replacement = Some(source.make_reader(rest, self.slice.clone())?);
-                self.memtable = None;
-                return Ok(());
-            }
+        if self.hand_off
+            && let Some(source) = state.replacement.clone()
+        {
+            drop(state);
+            let start = match &self.produced {
+                Some((key, _)) => Bound::Excluded(RingPosition::Key(key.clone())),
+                None => self.range.start().clone(),
+            };
+            let rest = PartitionRange::new(start, self.range.end().clone())?;
+            self.replacement = Some(source.make_reader(rest, self.slice.clone())?);
+            self.memtable = None;
+            return Ok(());
         }
         let view = state.region.reader();
         let Some(entry) = self.next_entry(&state, &view)? else {

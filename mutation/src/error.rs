@@ -31,13 +31,15 @@ pub enum Error {
         /// The limit ([`crate::limits::MAX_CELL_VALUE_LEN`]).
         limit: usize,
     },
-    /// A mutation whose encoded size ([`crate::limits::size_bound`]) exceeds
+    /// A mutation whose encoded size (the larger of its sstable encoding's
+    /// [`crate::limits::size_bound`] and its binary
+    /// [`encoded_len`](crate::Mutation::encoded_len)) exceeds
     /// [`crate::limits::MAX_MUTATION_SIZE`].
     #[error("mutation of partition {key} of up to {size} bytes exceeds the {limit}-byte limit")]
     MutationTooLarge {
         /// The partition, rendered.
         key: String,
-        /// The mutation's size bound.
+        /// The mutation's encoded size, the larger of the two measures.
         size: usize,
         /// The limit ([`crate::limits::MAX_MUTATION_SIZE`]).
         limit: usize,
@@ -100,6 +102,29 @@ pub enum Error {
     },
     /// An underlying fragment source failed (for example an I/O or
     /// corruption error of an sstable reader).
-    #[error("fragment source failed: {0}")]
+    #[error("fragment source failed")]
     Source(#[source] Box<dyn std::error::Error + Send + Sync + 'static>),
+    /// Bytes that are not a valid [`crate::Mutation`] encoding (see
+    /// [`crate::Mutation::decode`]).
+    #[error("cannot decode mutation at byte {offset}: {detail}")]
+    Decode {
+        /// Offset in the input where the problem was found.
+        offset: usize,
+        /// What was wrong.
+        detail: String,
+    },
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::error::Error as _;
+
+    #[test]
+    fn a_wrapped_cause_is_the_source_and_is_not_repeated_in_the_message() {
+        let cause = std::io::Error::other("disk on fire");
+        let err = Error::Source(Box::new(cause));
+        assert_eq!(err.to_string(), "fragment source failed");
+        assert_eq!(err.source().expect("a source").to_string(), "disk on fire");
+    }
 }

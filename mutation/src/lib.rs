@@ -83,6 +83,7 @@
 #![forbid(unsafe_code)]
 
 mod cell;
+mod encode;
 mod error;
 mod fragment;
 mod key;
@@ -101,6 +102,7 @@ mod validate;
 pub use std::ops::Bound;
 
 pub use crate::cell::{Cell, MAX_TTL_SECONDS, RowMarker, Timestamp, Tombstone, Ttl};
+pub use crate::encode::ENCODING_VERSION;
 pub use crate::error::Error;
 pub use crate::fragment::{Fragment, FragmentReader};
 pub use crate::key::{ClusteringKey, DecoratedKey, MAX_KEY_LEN, PartitionKey, Token};
@@ -111,3 +113,8 @@ pub use crate::range_tombstone::{RangeTombstone, RangeTombstoneList};
 pub use crate::reader::{FragmentsReader, MutationsReader, from_mutations, to_mutations};
 pub use crate::row::{ColumnId, Row};
 pub use crate::validate::{StreamValidator, ValidatingReader, validate_stream};
+
+// The README's example runs as a doc test, so it cannot go stale.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

@@ -14,15 +14,18 @@
 //!   encoding of one row (a clustering or static row fragment) must fit in
 //!   64 MiB.
 //!
-//! A row of a mutation is never encoded larger than the mutation's
-//! [`size_bound`], so capping a mutation at [`MAX_MUTATION_SIZE`] (32 MiB,
-//! half a block) caps every fragment the flush of that mutation writes. The
-//! other half is the margin a future commit log needs to frame one mutation
-//! with its headers in a 64 MiB segment (Cassandra's `max_mutation_size` is
-//! likewise half a commit log segment). A cell value is capped at
-//! [`MAX_CELL_VALUE_LEN`] (16 MiB, half the mutation limit), so that one
-//! oversized value is refused with its own clear error rather than as an
-//! oversized mutation, and a mutation still has room for its keys.
+//! A mutation is capped at [`MAX_MUTATION_SIZE`]: 16 MiB less a 64 KiB
+//! margin ([`FRAMING_MARGIN`]), measured both as its sstable encoding
+//! ([`size_bound`]) and as its versioned binary encoding
+//! ([`Mutation::encoded_len`], what a commit log writes). That is
+//! Cassandra's and ScyllaDB's rule, half a 32 MiB commit log segment, with
+//! the margin left for the log's entry framing, so a commit log with the
+//! default 32 MiB segments frames every mutation the builder accepts; and it
+//! is a quarter of an sstable block, so the flush of a mutation never writes
+//! a fragment that spans blocks. A cell value is capped at
+//! [`MAX_CELL_VALUE_LEN`] (8 MiB, about half the mutation limit), so that
+//! one oversized value is refused with its own clear error rather than as
+//! an oversized mutation, and a mutation still has room for its keys.
 //!
 //! [`size_bound`] is an upper bound of the sstable encoding: it counts every
 //! key and value byte, plus the largest encoding of each length, varint,
@@ -39,7 +42,11 @@
 //!   memtable must also refuse an apply that would make a row's
 //!   [`row_size_bound`] exceed [`MAX_ROW_SIZE`]: then every row it holds
 //!   fits in one sstable block.
-//! * A commit log frames whole mutations of at most [`MAX_MUTATION_SIZE`].
+//! * A commit log frames whole mutations of at most [`MAX_MUTATION_SIZE`]
+//!   encoded bytes; its segments must be at least twice that plus its
+//!   framing (the default 32 MiB are).
+//!
+//! [`Mutation::encoded_len`]: crate::Mutation::encoded_len
 //!
 //! [`MutationBuilder`]: crate::MutationBuilder
 //! [`MutationBuilder::build`]: crate::MutationBuilder::build
@@ -58,12 +65,21 @@ pub const SSTABLE_MAX_BLOCK: usize = 64 << 20;
 /// whole Data block.
 pub const MAX_ROW_SIZE: usize = SSTABLE_MAX_BLOCK;
 
-/// The largest mutation, as [`size_bound`] counts it: half an sstable block
-/// (see the module docs).
-pub const MAX_MUTATION_SIZE: usize = SSTABLE_MAX_BLOCK / 2;
+/// What [`MAX_MUTATION_SIZE`] leaves below half a 32 MiB commit log segment
+/// for the log's entry framing and table id: 64 KiB.
+pub const FRAMING_MARGIN: usize = 64 << 10;
 
-/// The largest cell value, in bytes: half of [`MAX_MUTATION_SIZE`].
-pub const MAX_CELL_VALUE_LEN: usize = MAX_MUTATION_SIZE / 2;
+/// The largest mutation, both as [`size_bound`] counts it (its sstable
+/// encoding) and as [`Mutation::encoded_len`] counts it (its binary
+/// encoding, which a commit log frames): half a 32 MiB commit log segment
+/// less [`FRAMING_MARGIN`] (see the module docs).
+pub const MAX_MUTATION_SIZE: usize = (16 << 20) - FRAMING_MARGIN;
+
+/// The largest cell value, in bytes: 8 MiB.
+pub const MAX_CELL_VALUE_LEN: usize = 8 << 20;
+
+const _: () = assert!(MAX_MUTATION_SIZE <= SSTABLE_MAX_BLOCK / 2);
+const _: () = assert!(MAX_CELL_VALUE_LEN + 2 * MAX_KEY_LEN + 4096 < MAX_MUTATION_SIZE);
 
 /// Longest LEB128 encoding of a `u32` (lengths, counts, column ids).
 const MAX_U32_VARINT: usize = 5;
@@ -135,17 +151,17 @@ pub(crate) fn check(mutation: &Mutation) -> Result<(), Error> {
         .chain(mutation.rows().values());
     for row in rows {
         for cell in row.cells.values() {
-            if let Cell::Live { value, .. } = cell {
-                if value.len() > MAX_CELL_VALUE_LEN {
-                    return Err(Error::CellValueTooLarge {
-                        len: value.len(),
-                        limit: MAX_CELL_VALUE_LEN,
-                    });
-                }
+            if let Cell::Live { value, .. } = cell
+                && value.len() > MAX_CELL_VALUE_LEN
+            {
+                return Err(Error::CellValueTooLarge {
+                    len: value.len(),
+                    limit: MAX_CELL_VALUE_LEN,
+                });
             }
         }
     }
-    let size = size_bound(mutation);
+    let size = size_bound(mutation).max(mutation.encoded_len());
     if size > MAX_MUTATION_SIZE {
         return Err(Error::MutationTooLarge {
             key: mutation.key().to_string(),

@@ -185,13 +185,12 @@ impl<R: FragmentReader> MergingReader<R> {
                     key: k,
                     tombstone: t,
                 }) = &s.peeked
+                    && *k == key
                 {
-                    if *k == key {
-                        tombstone = tombstone.max(*t);
-                        s.peeked = None;
-                        s.rt = None;
-                        self.active.push(i);
-                    }
+                    tombstone = tombstone.max(*t);
+                    s.peeked = None;
+                    s.rt = None;
+                    self.active.push(i);
                 }
             }
             self.key = Some(key.clone());
@@ -208,12 +207,12 @@ impl<R: FragmentReader> MergingReader<R> {
         for &i in &self.active {
             let s = &mut self.sources[i];
             s.fill()?;
-            if let Some(Fragment::StaticRow(_)) = &s.peeked {
-                if let Some(Fragment::StaticRow(row)) = s.peeked.take() {
-                    match &mut merged {
-                        None => merged = Some(row),
-                        Some(m) => m.apply(row),
-                    }
+            if let Some(Fragment::StaticRow(_)) = &s.peeked
+                && let Some(Fragment::StaticRow(row)) = s.peeked.take()
+            {
+                match &mut merged {
+                    None => merged = Some(row),
+                    Some(m) => m.apply(row),
                 }
             }
         }
@@ -314,10 +313,10 @@ impl<R: FragmentReader> MergingReader<R> {
             Some(Fragment::ClusteringRow { key, mut row }) => {
                 for &i in rest {
                     let s = &mut self.sources[i];
-                    if matches!(s.peeked, Some(Fragment::ClusteringRow { .. })) {
-                        if let Some(Fragment::ClusteringRow { row: other, .. }) = s.peeked.take() {
-                            row.apply(other);
-                        }
+                    if matches!(s.peeked, Some(Fragment::ClusteringRow { .. }))
+                        && let Some(Fragment::ClusteringRow { row: other, .. }) = s.peeked.take()
+                    {
+                        row.apply(other);
                     }
                 }
                 row.compact(self.partition_tombstone.max(self.emitted_rt));

@@ -67,10 +67,10 @@ impl FragmentReader for MutationsReader {
             if self.range.is_after(front.key()) {
                 return Ok(None);
             }
-            if let Some(m) = self.pending.pop_front() {
-                if !self.range.is_before(m.key()) {
-                    self.current = Some(m.into_fragments());
-                }
+            if let Some(m) = self.pending.pop_front()
+                && !self.range.is_before(m.key())
+            {
+                self.current = Some(m.into_fragments());
             }
         }
     }
@@ -121,15 +121,15 @@ impl FragmentsReader {
 impl FragmentReader for FragmentsReader {
     fn next(&mut self) -> Result<Option<Fragment>, Error> {
         loop {
-            if !self.in_partition {
-                if let Some(Fragment::PartitionStart { key, .. }) = self.fragments.front() {
-                    if self.range.is_after(key) {
-                        return Ok(None);
-                    }
-                    if self.range.is_before(key) {
-                        self.skip_partition();
-                        continue;
-                    }
+            if !self.in_partition
+                && let Some(Fragment::PartitionStart { key, .. }) = self.fragments.front()
+            {
+                if self.range.is_after(key) {
+                    return Ok(None);
+                }
+                if self.range.is_before(key) {
+                    self.skip_partition();
+                    continue;
                 }
             }
             let f = self.fragments.pop_front();

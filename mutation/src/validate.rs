@@ -93,24 +93,24 @@ impl StreamValidator {
                         "partition start {key} before the current partition ended"
                     )));
                 }
-                if let Some(last) = &self.last_key {
-                    if key <= last {
-                        return Err(self.violation(format!(
-                            "partition {key} does not come after the previous partition {last}"
-                        )));
-                    }
+                if let Some(last) = &self.last_key
+                    && key <= last
+                {
+                    return Err(self.violation(format!(
+                        "partition {key} does not come after the previous partition {last}"
+                    )));
                 }
-                if let Some(range) = &self.range {
-                    if !range.contains(key) {
-                        return Err(self.violation(format!(
-                            "partition {key} lies outside the range {range} fast-forwarded to"
-                        )));
-                    }
+                if let Some(range) = &self.range
+                    && !range.contains(key)
+                {
+                    return Err(self.violation(format!(
+                        "partition {key} lies outside the range {range} fast-forwarded to"
+                    )));
                 }
-                if let Some(t) = tombstone {
-                    if let Err(e) = t.timestamp.check("partition tombstone") {
-                        return Err(self.violation(e.to_string()));
-                    }
+                if let Some(t) = tombstone
+                    && let Err(e) = t.timestamp.check("partition tombstone")
+                {
+                    return Err(self.violation(e.to_string()));
                 }
                 self.last_key = Some(key.clone());
                 self.state = State::Inside {
@@ -158,10 +158,10 @@ impl StreamValidator {
                     )));
                 }
                 self.check_position(fragment, position)?;
-                if let Some(t) = tombstone {
-                    if let Err(e) = t.timestamp.check("range tombstone") {
-                        return Err(self.violation(e.to_string()));
-                    }
+                if let Some(t) = tombstone
+                    && let Err(e) = t.timestamp.check("range tombstone")
+                {
+                    return Err(self.violation(e.to_string()));
                 }
                 self.advance(position.clone(), Some(*tombstone));
                 Ok(())
@@ -185,13 +185,13 @@ impl StreamValidator {
         let State::Inside { last, .. } = &self.state else {
             return Err(self.violation(format!("{} outside a partition", fragment.kind())));
         };
-        if let Some(last) = last {
-            if pos <= last {
-                return Err(self.violation(format!(
-                    "{} at {pos} does not come after the previous position {last}",
-                    fragment.kind()
-                )));
-            }
+        if let Some(last) = last
+            && pos <= last
+        {
+            return Err(self.violation(format!(
+                "{} at {pos} does not come after the previous position {last}",
+                fragment.kind()
+            )));
         }
         Ok(())
     }

@@ -26,7 +26,7 @@ fn a_cell_value_over_the_limit_is_refused_with_its_size() {
     ));
     assert_eq!(
         err.to_string(),
-        "cell value of 16777217 bytes exceeds the 16777216-byte limit"
+        "cell value of 8388609 bytes exceeds the 8388608-byte limit"
     );
     // The static row is held to the same limit.
     let err = Mutation::builder(key())

@@ -211,17 +211,17 @@ where
             }
             let (key, seq) = st.enqueue(Notify::Task(Some(cx.waker().clone())));
             this.slot = Some((key, seq));
-            if let Some(deadline) = this.timeout.and_then(|t| Instant::now().checked_add(t)) {
-                if let Err(err) = timer::schedule(group, &mut st, deadline, key, seq) {
-                    st.unqueue(key);
-                    st.waiters.remove(key);
-                    this.slot = None;
-                    this.f = None;
-                    return Poll::Ready(Err(Error::TimerUnavailable {
-                        group: group.name().to_owned(),
-                        reason: err.to_string(),
-                    }));
-                }
+            if let Some(deadline) = this.timeout.and_then(|t| Instant::now().checked_add(t))
+                && let Err(err) = timer::schedule(group, &mut st, deadline, key, seq)
+            {
+                st.unqueue(key);
+                st.waiters.remove(key);
+                this.slot = None;
+                this.f = None;
+                return Poll::Ready(Err(Error::TimerUnavailable {
+                    group: group.name().to_owned(),
+                    reason: err.to_string(),
+                }));
             }
             return Poll::Pending;
         };

@@ -115,3 +115,8 @@ pub use error::Error;
 pub use group::{GroupMetrics, RegionGroup};
 pub use logalloc::{RegionId, RegionListener};
 pub use size_tracked::SizeTrackedRegion;
+
+// The README's example runs as a doc test, so it cannot go stale.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

@@ -116,11 +116,11 @@ impl RegionTracker {
         let old_key = (entry.ordering_size(), id);
         change(entry);
         let new_size = entry.ordering_size();
-        if new_size != old_key.0 {
-            if let Some(mut node) = self.tree.find_mut(&old_key).remove() {
-                node.ordering_size = new_size;
-                self.tree.insert(node);
-            }
+        if new_size != old_key.0
+            && let Some(mut node) = self.tree.find_mut(&old_key).remove()
+        {
+            node.ordering_size = new_size;
+            self.tree.insert(node);
         }
         true
     }

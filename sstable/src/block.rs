@@ -15,8 +15,14 @@ use crate::error::{Error, io_err};
 use crate::storage::Source;
 use crate::varint::Origin;
 
+/// Bytes of every component's preamble: the 4-byte magic, then the 4-byte
+/// format version. The first block starts right after it.
+pub(crate) const PREAMBLE_LEN: u64 = 8;
 /// Bytes before the payload.
 pub(crate) const HEADER_LEN: usize = 9;
+/// Where a single-block component's body starts in its file: after the
+/// preamble and the block header.
+pub(crate) const SINGLE_BLOCK_BODY_OFFSET: u64 = PREAMBLE_LEN + HEADER_LEN as u64;
 /// Bytes after the payload.
 pub(crate) const TRAILER_LEN: usize = 4;
 /// Largest raw or stored block payload accepted (64 MiB).
@@ -215,7 +221,7 @@ impl ComponentFile {
 
 /// Writes a single-block component: `magic`, the format version, then one block.
 pub(crate) fn single_block_component(magic: &[u8; 4], body: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(body.len() + 8 + HEADER_LEN + TRAILER_LEN);
+    let mut out = Vec::with_capacity(body.len() + PREAMBLE_LEN as usize + HEADER_LEN + TRAILER_LEN);
     out.extend_from_slice(magic);
     out.extend_from_slice(&crate::FORMAT_VERSION.to_le_bytes());
     encode_block(body, false, &mut out);
@@ -228,7 +234,7 @@ pub(crate) fn check_preamble(
     magic: &[u8; 4],
     origin: Origin<'_>,
 ) -> Result<(), Error> {
-    if src.len() < 8 {
+    if src.len() < PREAMBLE_LEN {
         return Err(origin.corrupt(
             0,
             format!(
@@ -237,7 +243,7 @@ pub(crate) fn check_preamble(
             ),
         ));
     }
-    let mut pre = [0u8; 8];
+    let mut pre = [0u8; PREAMBLE_LEN as usize];
     src.read_exact_at(&mut pre, 0)
         .map_err(|e| origin.corrupt(0, format!("cannot read preamble: {e}")))?;
     if &pre[..4] != magic {
@@ -267,7 +273,7 @@ pub(crate) fn read_single_block_component(
     origin: Origin<'_>,
 ) -> Result<Vec<u8>, Error> {
     check_preamble(src, magic, origin)?;
-    let block = read_block(src, 8, origin)?;
+    let block = read_block(src, PREAMBLE_LEN, origin)?;
     if block.next != src.len() {
         return Err(origin.corrupt(
             block.next,

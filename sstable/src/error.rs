@@ -78,7 +78,7 @@ impl fmt::Display for Component {
 #[non_exhaustive]
 pub enum Error {
     /// An operating-system I/O call failed on `path`.
-    #[error("I/O error during {op} on {}: {source}", path.display())]
+    #[error("I/O error during {op} on {}", path.display())]
     Io {
         /// What was being done ("open", "write", "fsync", "rename", ...).
         op: &'static str,
@@ -125,7 +125,7 @@ pub enum Error {
     },
 
     /// The fragment source the writer reads from reported an error.
-    #[error("fragment source failed: {0}")]
+    #[error("fragment source failed")]
     Source(#[source] mutation::Error),
 
     /// A value exceeds a limit of the format.
@@ -167,8 +167,8 @@ pub enum Error {
     },
 
     /// The writer stopped at a fault-injection point
-    /// ([`WriterOptions::crash_after`](crate::WriterOptions::crash_after)),
-    /// leaving the files as a crash at that point would.
+    /// (`WriterOptions::crash_after`, with the `testing` feature), leaving
+    /// the files as a crash at that point would.
     #[error("injected crash after commit step {0:?}")]
     InjectedCrash(crate::CommitStep),
 }
@@ -185,5 +185,27 @@ pub(crate) fn io_err<'a>(
         op,
         path: path.to_path_buf(),
         source,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::error::Error as _;
+
+    #[test]
+    fn causes_are_sources_and_are_not_repeated_in_the_message() {
+        let err = io_err("fsync", std::path::Path::new("/d/sst-1-Data.db"))(std::io::Error::other(
+            "disk on fire",
+        ));
+        assert_eq!(
+            err.to_string(),
+            "I/O error during fsync on /d/sst-1-Data.db"
+        );
+        assert_eq!(err.source().expect("a source").to_string(), "disk on fire");
+
+        let err = Error::Source(mutation::Error::EmptyPartitionKey);
+        assert_eq!(err.to_string(), "fragment source failed");
+        assert!(err.source().is_some());
     }
 }

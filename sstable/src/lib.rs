@@ -32,7 +32,11 @@
 //! clipped to the range (a tombstone in force at the range start re-opens
 //! there; one still in force at the end closes there).
 //!
-//! The `sstable` binary dumps (JSON lines), describes and verifies files.
+//! The `sstable` command (crate `sstable-tool`) dumps (JSON lines),
+//! describes and verifies files.
+//!
+//! Features: `testing` adds the crash-injection hook
+//! `WriterOptions::crash_after`, for crash-safety tests.
 //!
 //! ```
 //! use mutation::{Cell, DecoratedKey, Mutation, Timestamp};
@@ -109,3 +113,8 @@ const _: fn() = || {
     send::<Error>();
     sync::<Error>();
 };
+
+// The README's example runs as a doc test, so it cannot go stale.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

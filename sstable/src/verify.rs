@@ -4,12 +4,15 @@
 
 use std::collections::VecDeque;
 
-use crate::block::read_block;
+use crate::block::{HEADER_LEN, PREAMBLE_LEN, read_block};
 use crate::error::{Component, Error, io_err};
 use crate::index::IndexEntry;
 use crate::reader::{DataCursor, Sstable, decode_index_block};
 use crate::toc::decode_digest;
 use crate::tracker::Tracker;
+
+/// Bytes of Data read at a time to compute its digest.
+const DIGEST_READ_CHUNK: usize = 1 << 20;
 
 /// What a successful verification checked.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -42,7 +45,7 @@ impl IndexWalker<'_> {
                 return Ok(None);
             }
             let block = read_block(inner.source(Component::Index), self.offset, origin)?;
-            let entries = decode_index_block(&block.raw, self.offset + 9, origin)?;
+            let entries = decode_index_block(&block.raw, self.offset + HEADER_LEN as u64, origin)?;
             let Some(first) = entries.first() else {
                 return Err(origin.corrupt(self.offset, "empty Index block"));
             };
@@ -83,7 +86,7 @@ impl Sstable {
         let mut cursor = DataCursor::start();
         let mut walker = IndexWalker {
             table: self,
-            offset: 8,
+            offset: PREAMBLE_LEN,
             blocks: 0,
             pending: VecDeque::new(),
         };
@@ -91,7 +94,7 @@ impl Sstable {
         let mut raw_offset = 0u64;
         let mut last_block = None;
         while let Some((f, block, in_block, len)) = cursor.next_located(inner)? {
-            let at = block + 9 + in_block;
+            let at = block + HEADER_LEN as u64 + in_block;
             if last_block != Some(block) {
                 last_block = Some(block);
                 tracker.stats.data_blocks += 1;
@@ -160,7 +163,7 @@ impl Sstable {
         // more precisely above).
         let data = inner.source(Component::Data);
         let mut crc = 0u32;
-        let mut buf = vec![0u8; 1 << 20];
+        let mut buf = vec![0u8; DIGEST_READ_CHUNK];
         let mut at = 0u64;
         while at < data.len() {
             let n = (data.len() - at).min(buf.len() as u64) as usize;

@@ -22,7 +22,8 @@ use crate::tracker::Tracker;
 use crate::{DATA_MAGIC, FILTER_MAGIC, INDEX_MAGIC, STATISTICS_MAGIC, SUMMARY_MAGIC};
 
 /// Steps of [`Writer::commit`], in order. Used to name where an injected
-/// crash stops the commit ([`WriterOptions::crash_after`]).
+/// crash stops the commit (`WriterOptions::crash_after`, with the
+/// `testing` feature).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum CommitStep {
     /// Data and Index are complete under temporary names and fdatasynced.
@@ -73,7 +74,9 @@ pub struct WriterOptions {
     pub io_buffer: usize,
     /// Fault injection for crash-safety tests: stop the commit right after
     /// this step and return [`Error::InjectedCrash`], leaving the files
-    /// exactly as a process crash at that point would (no cleanup).
+    /// exactly as a process crash at that point would (no cleanup). Only
+    /// with the `testing` feature.
+    #[cfg(feature = "testing")]
     pub crash_after: Option<CommitStep>,
 }
 
@@ -86,6 +89,7 @@ impl Default for WriterOptions {
             bloom_fp_rate: 0.01,
             large_partition_threshold: 64 << 10,
             io_buffer: 1 << 20,
+            #[cfg(feature = "testing")]
             crash_after: None,
         }
     }
@@ -416,7 +420,12 @@ impl Writer {
         }
     }
 
+    /// With the `testing` feature, stops the commit after `step` if the
+    /// options ask for it; without it, does nothing.
     fn crash_point(&mut self, step: CommitStep) -> Result<(), Error> {
+        #[cfg(not(feature = "testing"))]
+        let _ = step;
+        #[cfg(feature = "testing")]
         if self.options.crash_after == Some(step) {
             // Leave every file as it is, as a crash would.
             self.finished = true;

@@ -24,9 +24,9 @@ fn oversized_clustering_block_index_is_sampled_and_reads_back() {
     let key = DecoratedKey::from_bytes(b"wide".to_vec()).unwrap();
     // A partition this wide (69 MB) is more than one mutation may carry
     // (`mutation::limits::MAX_MUTATION_SIZE`); like a memtable, the test
-    // builds it from several mutations of at most 400 rows, merged.
+    // builds it from several mutations of at most 200 rows, merged.
     const ROWS: u32 = 1150;
-    const ROWS_PER_MUTATION: u32 = 400;
+    const ROWS_PER_MUTATION: u32 = 200;
     let mut m = Mutation::new(key.clone());
     for first in (0..ROWS).step_by(ROWS_PER_MUTATION as usize) {
         let mut b = Mutation::builder(key.clone());

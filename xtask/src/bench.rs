@@ -1,10 +1,11 @@
 //! `cargo xtask bench`: every benchmark suite, each comparing against its
-//! baseline in the same run, then a short fuzz run of the sstable reader.
+//! baseline in the same run, then short fuzz runs of the sstable reader and
+//! of commit log replay.
 
 use std::path::Path;
 use std::time::Instant;
 
-use crate::report::{self, StepResult};
+use crate::report::{self, Outcome, StepResult};
 use crate::runner;
 
 /// One benchmark suite: `cargo bench -p <package> --bench <bench> -- <args>`.
@@ -73,15 +74,21 @@ const SUITES: &[Suite] = &[
         full: &[],
         quick: &["--quick"],
     },
+    Suite {
+        package: "commitlog",
+        bench: "append",
+        full: &[],
+        quick: &["--quick"],
+    },
 ];
 
-/// The cargo-fuzz target of the sstable reader and how long it runs.
-const FUZZ_DIR: &str = "sstable/fuzz";
-const FUZZ_TARGET: &str = "reader";
+/// The cargo-fuzz targets (project directory, target) and how long each
+/// runs.
+const FUZZ_TARGETS: &[(&str, &str)] = &[("sstable/fuzz", "reader"), ("commitlog/fuzz", "replay")];
 const FUZZ_SECONDS: &str = "30";
 
 /// Runs the bench task: every suite, or only the named packages' suites
-/// (`fuzz` names the sstable fuzz run).
+/// (`fuzz` names the fuzz runs).
 pub(crate) fn run(args: &[&str]) -> Result<(), String> {
     let mut quick = false;
     let mut only: Vec<&str> = Vec::new();
@@ -116,13 +123,13 @@ pub(crate) fn run(args: &[&str]) -> Result<(), String> {
             cargo_args.extend_from_slice(if quick { suite.quick } else { suite.full });
             runner::cargo(&cargo_args)
                 .status()
-                .map(|()| format!("{} ({})", suite.package, file.display()))
+                .map(|()| Outcome::Passed(format!("{} ({})", suite.package, file.display())))
         } else {
-            Ok(format!(
+            Ok(Outcome::Skipped(format!(
                 "not written yet: {} has no {}",
                 suite.package,
                 file.display()
-            ))
+            )))
         };
         results.push(StepResult {
             name,
@@ -153,32 +160,37 @@ pub(crate) fn run(args: &[&str]) -> Result<(), String> {
     }
 }
 
-/// A brief cargo-fuzz run of the sstable reader; skipped, saying why, where
+/// Brief cargo-fuzz runs of every fuzz target; skipped, saying why, where
 /// the nightly toolchain or cargo-fuzz is missing.
-fn fuzz() -> Result<String, String> {
-    if !Path::new(FUZZ_DIR).join("Cargo.toml").exists() {
-        return Ok(format!("skipped: {FUZZ_DIR} does not exist yet"));
-    }
+fn fuzz() -> Result<Outcome, String> {
     if !runner::has_cargo_subcommand(Some("nightly"), "fuzz") {
-        return Ok(
-            "skipped: needs the nightly toolchain and cargo-fuzz (cargo install cargo-fuzz)"
-                .to_string(),
-        );
+        return Ok(Outcome::Skipped(
+            "needs the nightly toolchain and cargo-fuzz (cargo install cargo-fuzz)".to_string(),
+        ));
     }
     let max_time = format!("-max_total_time={FUZZ_SECONDS}");
-    runner::program(
-        "cargo",
-        &[
-            "+nightly",
-            "fuzz",
-            "run",
-            "--fuzz-dir",
-            FUZZ_DIR,
-            FUZZ_TARGET,
-            "--",
-            &max_time,
-        ],
-    )
-    .status()
-    .map(|()| format!("{FUZZ_TARGET} ran {FUZZ_SECONDS}s without a crash"))
+    let mut done = Vec::new();
+    for &(dir, target) in FUZZ_TARGETS {
+        if !Path::new(dir).join("Cargo.toml").exists() {
+            done.push(format!("{target}: skipped, {dir} does not exist yet"));
+            continue;
+        }
+        runner::program(
+            "cargo",
+            &[
+                "+nightly",
+                "fuzz",
+                "run",
+                "--fuzz-dir",
+                dir,
+                target,
+                "--",
+                &max_time,
+            ],
+        )
+        .status()
+        .map_err(|e| format!("{dir} {target}: {e}"))?;
+        done.push(format!("{target} ran {FUZZ_SECONDS}s without a crash"));
+    }
+    Ok(Outcome::Passed(done.join("; ")))
 }

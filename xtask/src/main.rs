@@ -2,10 +2,15 @@
 //! `.cargo/config.toml`).
 //!
 //! * `cargo xtask test [--quick]`: everything CI checks, in order: rustfmt,
-//!   clippy with warnings denied, the test suite (cargo-nextest when it is
-//!   installed, `cargo test` otherwise), doc tests, `cargo doc` with warnings
-//!   denied, the unsafe core of `logalloc` under valgrind, and the loom pass.
-//!   `--quick` skips the doc build, valgrind and loom for the inner loop.
+//!   the dependency check (each library crate's normal dependencies are on
+//!   its list in `deps.rs`), clippy with warnings denied, the test suite
+//!   (cargo-nextest when it is installed, `cargo test` otherwise), doc
+//!   tests, `cargo doc` with warnings denied, `cargo check` with the
+//!   declared rust-version's toolchain, the unsafe core of `logalloc` under
+//!   valgrind, and the loom pass (every crate with loom models must run at
+//!   least one). A step whose tool is missing (valgrind, the MSRV
+//!   toolchain) is reported as skipped, not passed. `--quick` skips the doc
+//!   build, the MSRV check, valgrind and loom for the inner loop.
 //! * `cargo xtask bench [--quick]`: runs every benchmark suite.
 //! * `cargo xtask stress [ARGS...]`: runs the main program, `replica-stress`.
 //!
@@ -13,6 +18,8 @@
 #![forbid(unsafe_code)]
 
 mod bench;
+mod deps;
+mod metadata;
 mod report;
 mod runner;
 mod test;
@@ -23,13 +30,16 @@ const USAGE: &str = "\
 cargo xtask <task> [options]
 
 tasks:
-  test [--quick]    what CI runs: fmt, clippy -D warnings, tests, doc tests,
-                    cargo doc -D warnings, valgrind (logalloc), loom models;
-                    --quick skips cargo doc, valgrind and loom;
+  test [--quick]    what CI runs: fmt, deps (allowed dependencies of each
+                    library crate), clippy -D warnings, tests, doc tests,
+                    cargo doc -D warnings, msrv (cargo +<rust-version> check),
+                    valgrind (logalloc), loom models; a step whose tool is
+                    missing is reported SKIPPED;
+                    --quick skips cargo doc, msrv, valgrind and loom;
                     --step NAME runs only that step (repeatable)
   bench [--quick] [PACKAGE...]
                     run the benchmark suites (all, or the named packages';
-                    `fuzz` is the sstable reader fuzz run); --quick: small scale
+                    `fuzz` is the sstable reader and commit log replay fuzz runs); --quick: small scale
   stress [ARGS...]  run the main program, replica-stress, with ARGS
   help              print this list
 ";

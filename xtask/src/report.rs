@@ -63,6 +63,15 @@ pub(crate) fn parse_nextest(output: &str) -> Option<Counts> {
     })
 }
 
+/// How a step that did not fail ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Outcome {
+    /// It ran and passed; the note says what it counted.
+    Passed(String),
+    /// It could not run here (a tool is missing); the reason says which.
+    Skipped(String),
+}
+
 /// One finished step of a task, for the closing table.
 #[derive(Debug)]
 pub(crate) struct StepResult {
@@ -70,8 +79,8 @@ pub(crate) struct StepResult {
     pub(crate) name: &'static str,
     /// How long it took.
     pub(crate) took: Duration,
-    /// `Ok(note)` or `Err(reason)`.
-    pub(crate) outcome: Result<String, String>,
+    /// Passed or skipped, or `Err(reason)`.
+    pub(crate) outcome: Result<Outcome, String>,
 }
 
 /// Prints the table of steps.
@@ -80,7 +89,8 @@ pub(crate) fn print_table(steps: &[StepResult]) {
     println!("{:<12} {:>9}  result", "step", "time");
     for step in steps {
         let (mark, note) = match &step.outcome {
-            Ok(note) => ("ok", note.as_str()),
+            Ok(Outcome::Passed(note)) => ("ok", note.as_str()),
+            Ok(Outcome::Skipped(reason)) => ("SKIPPED", reason.as_str()),
             Err(reason) => ("FAILED", reason.as_str()),
         };
         let first_line = note.lines().next().unwrap_or("");

@@ -76,6 +76,27 @@ impl Job {
         }
     }
 
+    /// Runs the command quietly and returns its standard output; fails on
+    /// a non-zero exit, with its standard error in the message.
+    pub(crate) fn output(mut self) -> Result<String, String> {
+        let output = self
+            .command
+            .stderr(Stdio::piped())
+            .output()
+            .map_err(|e| format!("cannot start `{}`: {e}", self.shown))?;
+        if output.status.success() {
+            String::from_utf8(output.stdout)
+                .map_err(|e| format!("`{}` printed non-UTF-8 output: {e}", self.shown))
+        } else {
+            Err(format!(
+                "`{}` failed ({}): {}",
+                self.shown,
+                output.status,
+                String::from_utf8_lossy(&output.stderr).trim()
+            ))
+        }
+    }
+
     /// Runs the command, echoing its stdout and stderr as they come, and
     /// returns everything it printed (both streams, interleaved by line).
     /// Fails on a non-zero exit, with the captured text in the error too.
@@ -179,35 +200,28 @@ pub(crate) fn has_cargo_subcommand(toolchain: Option<&str>, subcommand: &str) ->
         .unwrap_or(false)
 }
 
-/// The workspace members whose manifests enable loom under `cfg(loom)`:
-/// the packages the loom pass has to test.
-pub(crate) fn loom_packages() -> Vec<String> {
-    workspace_members()
-        .into_iter()
-        .filter(|member| {
-            std::fs::read_to_string(Path::new(member).join("Cargo.toml"))
-                .map(|manifest| manifest.contains("cfg(loom)") && manifest.contains("loom"))
-                .unwrap_or(false)
-        })
-        .collect()
+/// Starts building a cargo invocation with another toolchain
+/// (`cargo +TOOLCHAIN args...`, through rustup's proxy).
+pub(crate) fn cargo_with_toolchain(toolchain: &str, args: &[&str]) -> Job {
+    let mut command = Command::new("cargo");
+    command.arg(format!("+{toolchain}")).args(args);
+    Job {
+        command,
+        shown: format!("cargo +{toolchain} {}", args.join(" ")),
+    }
 }
 
-/// The member folders listed in the root manifest (folder name = package
-/// name in this workspace).
-pub(crate) fn workspace_members() -> Vec<String> {
-    let Ok(manifest) = std::fs::read_to_string("Cargo.toml") else {
-        return Vec::new();
-    };
-    let Some(start) = manifest.find("members") else {
-        return Vec::new();
-    };
-    let rest = &manifest[start..];
-    let (Some(open), Some(close)) = (rest.find('['), rest.find(']')) else {
-        return Vec::new();
-    };
-    rest[open + 1..close]
-        .split(',')
-        .map(|item| item.trim().trim_matches('"').to_string())
-        .filter(|item| !item.is_empty())
-        .collect()
+/// Whether rustup has `toolchain` installed (`cargo +TOOLCHAIN --version`
+/// runs). Never installs it.
+pub(crate) fn has_toolchain(toolchain: &str) -> bool {
+    Command::new("cargo")
+        .arg(format!("+{toolchain}"))
+        .arg("--version")
+        // rustup would otherwise download a missing toolchain on first use.
+        .env("RUSTUP_AUTO_INSTALL", "0")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .map(|s| s.success())
+        .unwrap_or(false)
 }

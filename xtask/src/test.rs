@@ -2,8 +2,8 @@
 
 use std::time::Instant;
 
-use crate::report::{self, Counts, StepResult};
-use crate::runner;
+use crate::report::{self, Counts, Outcome, StepResult};
+use crate::{deps, metadata, runner};
 
 /// The logalloc tests that run under valgrind memcheck: the unit tests, a
 /// smoke test of every unsafe path, the property model (few cases), the
@@ -32,20 +32,23 @@ struct Tally {
     loom_models: Counts,
 }
 
-type Step = fn(&mut Tally) -> Result<String, String>;
+type Step = fn(&mut Tally) -> Result<Outcome, String>;
 
 /// Every step, in the order the task runs them.
 const STEP_NAMES: &[&str] = &[
     "fmt",
+    "deps",
     "clippy",
     "tests",
     "doc-tests",
     "doc",
+    "msrv",
     "valgrind",
     "loom",
 ];
 
-/// Runs the test task. `--quick` skips `cargo doc`, valgrind and loom;
+/// Runs the test task. `--quick` skips `cargo doc`, the MSRV check,
+/// valgrind and loom;
 /// `--step NAME` (repeatable) runs only the named steps.
 pub(crate) fn run(args: &[&str]) -> Result<(), String> {
     let mut quick = false;
@@ -73,12 +76,14 @@ pub(crate) fn run(args: &[&str]) -> Result<(), String> {
     }
     let mut steps: Vec<(&'static str, Step)> = vec![
         ("fmt", fmt),
+        ("deps", dependencies),
         ("clippy", clippy),
         ("tests", tests),
         ("doc-tests", doc_tests),
     ];
     if !quick || !only.is_empty() {
         steps.push(("doc", doc));
+        steps.push(("msrv", msrv));
         steps.push(("valgrind", valgrind));
         steps.push(("loom", loom));
     }
@@ -95,7 +100,12 @@ pub(crate) fn run(args: &[&str]) -> Result<(), String> {
         let outcome = step(&mut tally);
         let took = step_started.elapsed();
         match &outcome {
-            Ok(note) => println!("==> {name}: ok in {:.1}s {note}", took.as_secs_f64()),
+            Ok(Outcome::Passed(note)) => {
+                println!("==> {name}: ok in {:.1}s {note}", took.as_secs_f64());
+            }
+            Ok(Outcome::Skipped(reason)) => {
+                println!("==> {name}: SKIPPED: {reason}");
+            }
             Err(reason) => println!("==> {name}: FAILED in {:.1}s: {reason}", took.as_secs_f64()),
         }
         results.push(StepResult {
@@ -111,9 +121,14 @@ pub(crate) fn run(args: &[&str]) -> Result<(), String> {
         .filter(|r| r.outcome.is_err())
         .map(|r| r.name)
         .collect();
+    let skipped: Vec<&str> = results
+        .iter()
+        .filter(|r| matches!(r.outcome, Ok(Outcome::Skipped(_))))
+        .map(|r| r.name)
+        .collect();
     let total = tally.tests.add(tally.doc_tests).add(tally.loom_models);
     println!(
-        "\ncargo xtask test{}: {} in {:.0}s: {}/{} steps ok; {} tests, {} doc tests, {} loom models passed{}",
+        "\ncargo xtask test{}: {} in {:.0}s: {}/{} steps ok{}; {} tests, {} doc tests, {} loom models passed{}",
         if quick { " --quick" } else { "" },
         if failed_steps.is_empty() {
             "ok"
@@ -121,13 +136,18 @@ pub(crate) fn run(args: &[&str]) -> Result<(), String> {
             "FAILED"
         },
         started.elapsed().as_secs_f64(),
-        results.len() - failed_steps.len(),
+        results.len() - failed_steps.len() - skipped.len(),
         results.len(),
+        if skipped.is_empty() {
+            String::new()
+        } else {
+            format!(", skipped: {}", skipped.join(", "))
+        },
         tally.tests.passed,
         tally.doc_tests.passed,
         tally.loom_models.passed,
         if quick {
-            " (quick: doc, valgrind and loom skipped)"
+            " (quick: doc, msrv, valgrind and loom not run)"
         } else {
             ""
         },
@@ -140,13 +160,20 @@ pub(crate) fn run(args: &[&str]) -> Result<(), String> {
     }
 }
 
-fn fmt(_: &mut Tally) -> Result<String, String> {
+fn fmt(_: &mut Tally) -> Result<Outcome, String> {
     runner::cargo(&["fmt", "--all", "--", "--check"])
         .status()
-        .map(|()| String::new())
+        .map(|()| Outcome::Passed(String::new()))
 }
 
-fn clippy(_: &mut Tally) -> Result<String, String> {
+/// Every library crate's normal dependencies are on its list in
+/// `deps::ALLOWED_DEPENDENCIES`.
+fn dependencies(_: &mut Tally) -> Result<Outcome, String> {
+    let packages = metadata::workspace()?;
+    deps::check(&packages, deps::ALLOWED_DEPENDENCIES).map(Outcome::Passed)
+}
+
+fn clippy(_: &mut Tally) -> Result<Outcome, String> {
     runner::cargo(&[
         "clippy",
         "--workspace",
@@ -156,12 +183,12 @@ fn clippy(_: &mut Tally) -> Result<String, String> {
         "warnings",
     ])
     .status()
-    .map(|()| String::new())
+    .map(|()| Outcome::Passed(String::new()))
 }
 
 /// Turns a runner's counts into a step result: failures and ignored tests
 /// fail the step (an ignored test checks nothing), and so does running none.
-fn judge(counts: Counts, what: &str) -> Result<String, String> {
+fn judge(counts: Counts, what: &str) -> Result<Outcome, String> {
     if counts.failed > 0 {
         Err(format!("{} {what} failed", counts.failed))
     } else if counts.ignored > 0 {
@@ -172,11 +199,14 @@ fn judge(counts: Counts, what: &str) -> Result<String, String> {
     } else if counts.passed == 0 {
         Err(format!("no {what} ran"))
     } else {
-        Ok(format!("({} {what} passed)", counts.passed))
+        Ok(Outcome::Passed(format!(
+            "({} {what} passed)",
+            counts.passed
+        )))
     }
 }
 
-fn tests(tally: &mut Tally) -> Result<String, String> {
+fn tests(tally: &mut Tally) -> Result<Outcome, String> {
     if runner::has_cargo_subcommand(None, "nextest") {
         let output = runner::cargo(&["nextest", "run", "--workspace", "--profile", "ci"])
             .tee()
@@ -199,7 +229,7 @@ fn tests(tally: &mut Tally) -> Result<String, String> {
     }
 }
 
-fn doc_tests(tally: &mut Tally) -> Result<String, String> {
+fn doc_tests(tally: &mut Tally) -> Result<Outcome, String> {
     let output = runner::cargo(&["test", "--workspace", "--doc"])
         .tee()
         .map_err(|(reason, _)| reason)?;
@@ -208,19 +238,55 @@ fn doc_tests(tally: &mut Tally) -> Result<String, String> {
     judge(counts, "doc tests")
 }
 
-fn doc(_: &mut Tally) -> Result<String, String> {
+fn doc(_: &mut Tally) -> Result<Outcome, String> {
     runner::cargo(&["doc", "--workspace", "--no-deps"])
         .env("RUSTDOCFLAGS", "-D warnings")
         .status()
-        .map(|()| String::new())
+        .map(|()| Outcome::Passed(String::new()))
+}
+
+/// The declared `rust-version` is true: the workspace builds with that
+/// toolchain (`.ci/run` installs it with rustup). Skipped, saying so, when
+/// the toolchain is not installed.
+fn msrv(_: &mut Tally) -> Result<Outcome, String> {
+    let packages = metadata::workspace()?;
+    let mut versions: Vec<&str> = packages
+        .iter()
+        .filter_map(|p| p.rust_version.as_deref())
+        .collect();
+    versions.sort_unstable();
+    versions.dedup();
+    let msrv = match versions.as_slice() {
+        [] => return Err("no member declares a rust-version".to_string()),
+        [one] => *one,
+        several => {
+            return Err(format!(
+                "members declare different rust-versions ({}): keep one in [workspace.package]",
+                several.join(", ")
+            ));
+        }
+    };
+    if !runner::has_toolchain(msrv) {
+        return Ok(Outcome::Skipped(format!(
+            "the rust-version toolchain {msrv} is not installed (rustup toolchain install {msrv} --profile minimal)"
+        )));
+    }
+    // Its own target directory: another compiler would rebuild the normal
+    // one from scratch.
+    runner::cargo_with_toolchain(msrv, &["check", "--workspace", "--all-targets"])
+        .env("CARGO_TARGET_DIR", "target/msrv")
+        .status()
+        .map(|()| Outcome::Passed(format!("(the workspace builds with Rust {msrv})")))
 }
 
 /// Runs logalloc's unsafe core under valgrind memcheck, or says why not.
 /// Cargo's target runner puts every test binary under valgrind, so the
 /// binaries are the ones the test step already built.
-fn valgrind(_: &mut Tally) -> Result<String, String> {
+fn valgrind(_: &mut Tally) -> Result<Outcome, String> {
     if !runner::has_program("valgrind", &["--version"]) {
-        return Ok("skipped: valgrind is not installed (apt-get install valgrind)".to_string());
+        return Ok(Outcome::Skipped(
+            "valgrind is not installed (apt-get install valgrind)".to_string(),
+        ));
     }
     let runner_var = format!(
         "CARGO_TARGET_{}_RUNNER",
@@ -244,9 +310,14 @@ fn valgrind(_: &mut Tally) -> Result<String, String> {
 }
 
 /// The loom pass: every crate with loom models, `--cfg loom`, release, its
-/// own target directory, filtered to the `loom_` tests.
-fn loom(tally: &mut Tally) -> Result<String, String> {
-    let packages = runner::loom_packages();
+/// own target directory, filtered to the `loom_` tests. Each crate with
+/// loom models must run at least one.
+fn loom(tally: &mut Tally) -> Result<Outcome, String> {
+    let packages: Vec<String> = metadata::workspace()?
+        .into_iter()
+        .filter(metadata::Package::has_loom_models)
+        .map(|p| p.name)
+        .collect();
     if packages.is_empty() {
         return Err("no workspace crate enables loom under cfg(loom)".to_string());
     }
@@ -276,7 +347,15 @@ fn loom(tally: &mut Tally) -> Result<String, String> {
             .env("LOOM_MAX_PREEMPTIONS", &preemptions)
             .tee()
         {
-            Ok(output) => counts = counts.add(report::parse_cargo_test(&output)),
+            Ok(output) => {
+                let c = report::parse_cargo_test(&output);
+                counts = counts.add(c);
+                if c.passed == 0 {
+                    failures.push(format!(
+                        "{package}: no loom model ran (a crate that depends on loom under cfg(loom) has `loom_` tests)"
+                    ));
+                }
+            }
             Err((reason, output)) => {
                 let c = report::parse_cargo_test(&output);
                 counts = counts.add(c);
@@ -291,10 +370,11 @@ fn loom(tally: &mut Tally) -> Result<String, String> {
     if !failures.is_empty() {
         return Err(failures.join("; "));
     }
-    judge(counts, "loom models").map(|note| {
-        format!(
+    judge(counts, "loom models").map(|outcome| match outcome {
+        Outcome::Passed(note) => Outcome::Passed(format!(
             "{note} in {} (LOOM_MAX_PREEMPTIONS={preemptions})",
             packages.join(", ")
-        )
+        )),
+        skipped => skipped,
     })
 }

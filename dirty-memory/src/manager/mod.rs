@@ -21,7 +21,7 @@ mod queues;
 use std::fmt;
 use std::time::Duration;
 
-use logalloc::RegionId;
+use region_group::RegionId;
 use region_group::{ReclaimConfig, RegionGroup};
 
 use crate::completion::{CompletionCell, FlushCompletion};
@@ -151,7 +151,7 @@ impl DirtyMemoryManager {
     }
 
     /// The region group: memtables' regions listen to it, and tests can
-    /// drive usage through its [`RegionListener`](logalloc::RegionListener)
+    /// drive usage through its [`RegionListener`](region_group::RegionListener)
     /// implementation.
     pub fn group(&self) -> &Arc<RegionGroup> {
         &self.inner.group
@@ -326,7 +326,7 @@ impl Drop for DirtyMemoryManager {
 
 #[cfg(all(test, not(loom)))]
 mod tests {
-    use logalloc::RegionListener;
+    use region_group::RegionListener;
 
     use super::*;
     use crate::flush::Flush;

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use logalloc::RegionId;
+use region_group::RegionId;
 
 use crate::config::{FlushPolicy, Limits, max_memtable_size};
 

@@ -5,7 +5,7 @@
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::time::Instant;
 
-use logalloc::RegionId;
+use region_group::RegionId;
 use region_group::RegionListener;
 
 use crate::completion::CompletionCell;
@@ -129,11 +129,11 @@ impl Shared {
 impl Inner {
     pub(crate) fn on_data_written(&self, region: RegionId) {
         let mut s = self.shared.state.lock();
-        if let Some(r) = s.running.get_mut(&region) {
-            if r.writing {
-                r.writing = false;
-                s.data_writing -= 1;
-            }
+        if let Some(r) = s.running.get_mut(&region)
+            && r.writing
+        {
+            r.writing = false;
+            s.data_writing -= 1;
         }
         s.bump();
         drop(s);

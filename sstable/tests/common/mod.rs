@@ -147,7 +147,10 @@ pub fn write(dir: &Path, fragments: &[Fragment], options: WriterOptions) -> Ssta
 }
 
 /// The expected result of slicing `m` to `range`: rows in the range and
-/// range tombstones intersected with it, rebuilt as a mutation.
+/// range tombstones intersected with it, rebuilt as a mutation. Each row is
+/// built on its own and merged in, as a memtable accumulates them, since a
+/// wide slice may be more than one mutation may carry
+/// (`mutation::limits::MAX_MUTATION_SIZE`).
 pub fn expected_slice(m: &Mutation, range: &ClusteringRange) -> Vec<Fragment> {
     let mut b = Mutation::builder(m.key().clone());
     if let Some(t) = m.partition_tombstone() {
@@ -155,11 +158,6 @@ pub fn expected_slice(m: &Mutation, range: &ClusteringRange) -> Vec<Fragment> {
     }
     if let Some(r) = m.static_row() {
         b = b.static_row(r.clone());
-    }
-    for (k, r) in m.rows() {
-        if range.contains(k) {
-            b = b.row(k.clone(), r.clone());
-        }
     }
     for rt in m.range_tombstones().to_range_tombstones() {
         let start = rt.range.start_position().max(range.start_position());
@@ -169,7 +167,17 @@ pub fn expected_slice(m: &Mutation, range: &ClusteringRange) -> Vec<Fragment> {
             b = b.range_tombstone(clipped, rt.tombstone);
         }
     }
-    b.build().unwrap().fragments()
+    let mut sliced = b.build().unwrap();
+    for (k, r) in m.rows() {
+        if range.contains(k) {
+            let row = Mutation::builder(m.key().clone())
+                .row(k.clone(), r.clone())
+                .build()
+                .unwrap();
+            sliced.apply(row).unwrap();
+        }
+    }
+    sliced.fragments()
 }
 
 /// Positions used by tests to compare.

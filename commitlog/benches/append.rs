@@ -1,0 +1,336 @@
+//! Benchmark: commit log appends against raw file writes of the same bytes,
+//! in the same run.
+//!
+//! ```text
+//! cargo bench -p commitlog --bench append -- [--quick] [--scale F] [--dir PATH] [--only batch|periodic]
+//! ```
+//!
+//! * **Batch mode** (`SyncMode::Batch(0)`), 1 KiB mutations, 1, 8, 64 and
+//!   100 writer threads: throughput and p50/p99 append latency (from call to
+//!   durable return), against two baselines on the same file system:
+//!   sequential `write` + `fdatasync` of each entry's bytes (one sync per
+//!   write: what a log without group commit costs), and the same total bytes
+//!   written sequentially with a single fdatasync at the end (the bandwidth
+//!   ceiling). The issue's targets: at 64 threads and more, at least 0.5x the
+//!   ceiling's bandwidth, and p99 append latency at most 3x one fdatasync's
+//!   p99.
+//! * **Periodic mode** (`SyncMode::Periodic(10 s)`), 1 KiB mutations, one
+//!   thread: appends per second against appending the same encoded bytes to
+//!   a `Vec<u8>` (encoding included in both).
+//!
+//! `--scale 1` (default) appends 16,384 entries per thread count in batch
+//! mode (2,048 with one thread) and 262,144 in periodic mode; `--quick` is
+//! `--scale 0.015625`, a smoke run. The log and the baseline files go to
+//! `--dir` (default: the temp directory), which should be the device under
+//! test.
+
+use std::fs::{File, OpenOptions};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use commitlog::{CommitLog, Config, SyncMode};
+use hdrhistogram::Histogram;
+use mutation::{Cell, DecoratedKey, Mutation, Timestamp};
+
+struct Args {
+    scale: f64,
+    dir: PathBuf,
+    only: Option<String>,
+}
+
+fn parse_args() -> Args {
+    let mut args = Args {
+        scale: 1.0,
+        dir: std::env::temp_dir(),
+        only: None,
+    };
+    let mut it = std::env::args().skip(1);
+    while let Some(a) = it.next() {
+        match a.as_str() {
+            "--quick" => args.scale = 1.0 / 64.0,
+            "--scale" => {
+                args.scale = it
+                    .next()
+                    .and_then(|v| v.parse().ok())
+                    .expect("--scale takes a number")
+            }
+            "--dir" => args.dir = PathBuf::from(it.next().expect("--dir takes a path")),
+            "--only" => args.only = Some(it.next().expect("--only takes batch or periodic")),
+            "--bench" => {}
+            other => panic!(
+                "unknown argument {other}; use --quick, --scale F, --dir PATH, --only batch|periodic"
+            ),
+        }
+    }
+    args
+}
+
+/// A mutation of about 1 KiB encoded (key `i`, a 1,000-byte value).
+fn mutation(i: u64) -> Mutation {
+    Mutation::builder(DecoratedKey::from_bytes(i.to_be_bytes().to_vec()).expect("key"))
+        .cell(
+            "ck",
+            0,
+            Cell::live(vec![(i % 251) as u8; 1000], Timestamp::from_micros(1)),
+        )
+        .build()
+        .expect("valid mutation")
+}
+
+/// Bytes one entry takes in the log: payload (9 + encoded) plus 20 of
+/// framing. The baselines write exactly this many bytes per entry.
+fn entry_bytes(m: &Mutation) -> usize {
+    9 + m.encoded_len() + 20
+}
+
+fn histogram() -> Histogram<u64> {
+    Histogram::new(3).expect("3 significant digits is valid")
+}
+
+fn us(nanos: u64) -> f64 {
+    nanos as f64 / 1000.0
+}
+
+struct Run {
+    entries: u64,
+    bytes: u64,
+    took: Duration,
+    latency: Histogram<u64>,
+    syncs: u64,
+}
+
+impl Run {
+    fn mb_per_s(&self) -> f64 {
+        self.bytes as f64 / self.took.as_secs_f64() / 1e6
+    }
+    fn per_s(&self) -> f64 {
+        self.entries as f64 / self.took.as_secs_f64()
+    }
+}
+
+fn log_config(sync: SyncMode) -> Config {
+    let mut c = Config::default();
+    c.sync = sync;
+    c
+}
+
+/// `entries` appends from `threads` threads in batch mode.
+fn run_batch(dir: &Path, threads: u64, entries: u64) -> Run {
+    let dir = tempfile::tempdir_in(dir).expect("bench dir");
+    let (log, _) = CommitLog::open(
+        dir.path(),
+        log_config(SyncMode::Batch(Duration::ZERO)),
+        |_, _, _| {},
+    )
+    .expect("open log");
+    let log = Arc::new(log);
+    let next = Arc::new(AtomicU64::new(0));
+    let start = Instant::now();
+    let handles: Vec<_> = (0..threads)
+        .map(|_| {
+            let (log, next) = (Arc::clone(&log), Arc::clone(&next));
+            std::thread::spawn(move || {
+                let mut h = histogram();
+                loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    if i >= entries {
+                        return h;
+                    }
+                    let m = mutation(i);
+                    let t = Instant::now();
+                    log.add(i % 4, &m).expect("append");
+                    h.record(t.elapsed().as_nanos() as u64).expect("in range");
+                }
+            })
+        })
+        .collect();
+    let mut latency = histogram();
+    for h in handles {
+        latency.add(h.join().expect("writer")).expect("same bounds");
+    }
+    let took = start.elapsed();
+    let stats = log.stats();
+    Run {
+        entries,
+        bytes: stats.bytes,
+        took,
+        latency,
+        syncs: stats.syncs,
+    }
+}
+
+fn open_file(dir: &Path, name: &str) -> File {
+    OpenOptions::new()
+        .create(true)
+        .truncate(true)
+        .write(true)
+        .open(dir.join(name))
+        .expect("baseline file")
+}
+
+/// Baseline: each entry's bytes written then fdatasync'd, one at a time.
+fn run_sync_per_write(dir: &Path, entries: u64) -> Run {
+    let dir = tempfile::tempdir_in(dir).expect("bench dir");
+    let mut f = open_file(dir.path(), "sync-per-write");
+    let buf = vec![7u8; entry_bytes(&mutation(0))];
+    let mut latency = histogram();
+    let start = Instant::now();
+    for _ in 0..entries {
+        let t = Instant::now();
+        f.write_all(&buf).expect("write");
+        f.sync_data().expect("fdatasync");
+        latency
+            .record(t.elapsed().as_nanos() as u64)
+            .expect("in range");
+    }
+    Run {
+        entries,
+        bytes: entries * buf.len() as u64,
+        took: start.elapsed(),
+        latency,
+        syncs: entries,
+    }
+}
+
+/// Ceiling: the same bytes in 1 MiB writes, one fdatasync at the end.
+fn run_one_sync(dir: &Path, entries: u64) -> Run {
+    let dir = tempfile::tempdir_in(dir).expect("bench dir");
+    let mut f = open_file(dir.path(), "one-sync");
+    let total = entries * entry_bytes(&mutation(0)) as u64;
+    let chunk = vec![7u8; 1 << 20];
+    let start = Instant::now();
+    let mut left = total;
+    while left > 0 {
+        let n = left.min(chunk.len() as u64) as usize;
+        f.write_all(&chunk[..n]).expect("write");
+        left -= n as u64;
+    }
+    f.sync_data().expect("fdatasync");
+    Run {
+        entries,
+        bytes: total,
+        took: start.elapsed(),
+        latency: histogram(),
+        syncs: 1,
+    }
+}
+
+fn bench_batch(args: &Args) {
+    let many = ((16_384.0 * args.scale) as u64).max(64);
+    let one = ((2_048.0 * args.scale) as u64).max(16);
+    println!("## Batch mode: 1 KiB mutations, durable on return");
+    println!();
+    println!(
+        "Directory: {}. {many} entries per thread count ({one} with one thread); entry = {} bytes on disk.",
+        args.dir.display(),
+        entry_bytes(&mutation(0))
+    );
+    println!();
+    let per_write = run_sync_per_write(&args.dir, one);
+    let ceiling = run_one_sync(&args.dir, many);
+    let fsync_p99 = per_write.latency.value_at_quantile(0.99);
+    println!(
+        "| writer | threads | entries/s | MB/s | p50 (us) | p99 (us) | syncs | entries/sync | MB/s vs one-sync | p99 vs fdatasync p99 |"
+    );
+    println!("|---|---|---|---|---|---|---|---|---|---|");
+    let row = |name: &str, threads: String, r: &Run| {
+        let (p50, p99) = if r.latency.is_empty() {
+            ("-".to_string(), "-".to_string())
+        } else {
+            (
+                format!("{:.0}", us(r.latency.value_at_quantile(0.5))),
+                format!("{:.0}", us(r.latency.value_at_quantile(0.99))),
+            )
+        };
+        let p99_ratio = if r.latency.is_empty() || fsync_p99 == 0 {
+            "-".to_string()
+        } else {
+            format!(
+                "{:.2}x",
+                r.latency.value_at_quantile(0.99) as f64 / fsync_p99 as f64
+            )
+        };
+        println!(
+            "| {name} | {threads} | {:.0} | {:.1} | {p50} | {p99} | {} | {:.1} | {:.2}x | {p99_ratio} |",
+            r.per_s(),
+            r.mb_per_s(),
+            r.syncs,
+            r.entries as f64 / r.syncs.max(1) as f64,
+            r.mb_per_s() / ceiling.mb_per_s(),
+        );
+    };
+    row("write+fdatasync each", "1".to_string(), &per_write);
+    row("write all, one fdatasync", "1".to_string(), &ceiling);
+    for threads in [1u64, 8, 64, 100] {
+        let entries = if threads == 1 { one } else { many };
+        let r = run_batch(&args.dir, threads, entries);
+        row("commitlog batch", threads.to_string(), &r);
+    }
+    println!();
+    println!(
+        "Targets (issue 14): at 64 and 100 threads, MB/s vs one-sync >= 0.5x and p99 vs fdatasync p99 <= 3x."
+    );
+    println!();
+}
+
+fn bench_periodic(args: &Args) {
+    let entries = ((262_144.0 * args.scale) as u64).max(256);
+    println!("## Periodic mode (10 s): 1 KiB mutations, one thread");
+    println!();
+    let ms: Vec<Mutation> = (0..1024).map(mutation).collect();
+    // Baseline: the same encoded bytes appended to a Vec<u8>.
+    let mut vec = Vec::new();
+    let start = Instant::now();
+    for i in 0..entries {
+        ms[(i % 1024) as usize].encode_into(&mut vec);
+    }
+    let vec_took = start.elapsed();
+    std::hint::black_box(&vec);
+    let vec_bytes = vec.len();
+    drop(vec);
+
+    let dir = tempfile::tempdir_in(&args.dir).expect("bench dir");
+    let (log, _) = CommitLog::open(
+        dir.path(),
+        log_config(SyncMode::Periodic(Duration::from_secs(10))),
+        |_, _, _| {},
+    )
+    .expect("open log");
+    let start = Instant::now();
+    for i in 0..entries {
+        log.add(i % 4, &ms[(i % 1024) as usize]).expect("append");
+    }
+    let log_took = start.elapsed();
+    let stats = log.stats();
+    log.close().expect("close");
+    let per_s = |d: Duration| entries as f64 / d.as_secs_f64();
+    println!("| writer | appends | appends/s | MB/s | vs Vec<u8> |");
+    println!("|---|---|---|---|---|");
+    println!(
+        "| Vec<u8> append of the encoded bytes | {entries} | {:.0} | {:.0} | 1.00x |",
+        per_s(vec_took),
+        vec_bytes as f64 / vec_took.as_secs_f64() / 1e6
+    );
+    println!(
+        "| commitlog periodic | {entries} | {:.0} | {:.0} | {:.3}x |",
+        per_s(log_took),
+        stats.bytes as f64 / log_took.as_secs_f64() / 1e6,
+        vec_took.as_secs_f64() / log_took.as_secs_f64()
+    );
+    println!();
+}
+
+fn main() {
+    let args = parse_args();
+    println!("# commitlog append benchmark (scale {})", args.scale);
+    println!();
+    if args.only.as_deref().is_none_or(|o| o == "batch") {
+        bench_batch(&args);
+    }
+    if args.only.as_deref().is_none_or(|o| o == "periodic") {
+        bench_periodic(&args);
+    }
+}

@@ -1,0 +1,163 @@
+//! Configuration: segment size, sync mode, size limits, timeouts.
+
+use std::time::Duration;
+
+use crate::Error;
+use crate::format;
+
+/// The smallest segment size accepted (tests use small segments).
+pub const MIN_SEGMENT_SIZE: u32 = 4096;
+/// The largest segment size accepted: offsets are `u32`.
+pub const MAX_SEGMENT_SIZE: u32 = 1 << 31;
+
+/// When an append is durable.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SyncMode {
+    /// `add` returns as soon as the entry is in the log's buffer; the log
+    /// writes buffers out at once and fdatasyncs at most once per interval.
+    /// A crash of the machine loses at most about one interval of writes.
+    Periodic(Duration),
+    /// `add` returns only once an fdatasync has covered the entry.
+    /// Concurrent writers share one fdatasync (group commit): entries added
+    /// while a sync runs are covered by the next one. The next sync starts
+    /// no sooner than `window` after the previous one started; a window of
+    /// zero syncs as soon as the previous sync ends.
+    Batch(Duration),
+}
+
+/// Commit log settings. Start from [`Config::default`] and change fields.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct Config {
+    /// Size of every segment file in bytes (default 32 MiB;
+    /// [`MIN_SEGMENT_SIZE`]..=[`MAX_SEGMENT_SIZE`]). The largest entry is
+    /// half a segment less 20 bytes of framing.
+    pub segment_size: u32,
+    /// When appends are durable (default `Periodic(10 s)`, as Cassandra and
+    /// ScyllaDB default).
+    pub sync: SyncMode,
+    /// Total bytes of segment files the log may keep on disk (default
+    /// 8 GiB, Cassandra's cap). At half of it the log asks its owner to
+    /// flush the tables holding the oldest segments; at the limit writers
+    /// wait for a segment to be freed. At least two segments.
+    pub total_size_limit: u64,
+    /// Bytes of appended entries not yet written to the file that the log
+    /// may hold; writers wait beyond it, so a slow disk slows writers
+    /// instead of growing memory. `None` (default): the largest entry plus
+    /// 1 MiB. At least the largest framed entry.
+    pub buffer_budget: Option<usize>,
+    /// How long a writer waits for buffer space or for a segment to be
+    /// freed before failing (default 10 s).
+    pub write_timeout: Duration,
+    /// While writers wait for a segment to be freed, flush requests are
+    /// repeated this often (default 100 ms).
+    pub flush_request_interval: Duration,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Self {
+            segment_size: 32 << 20,
+            sync: SyncMode::Periodic(Duration::from_secs(10)),
+            total_size_limit: 8 << 30,
+            buffer_budget: None,
+            write_timeout: Duration::from_secs(10),
+            flush_request_interval: Duration::from_millis(100),
+        }
+    }
+}
+
+impl Config {
+    /// The largest payload accepted (table id, kind and encoded mutation).
+    pub fn max_payload(&self) -> usize {
+        format::max_payload(self.segment_size)
+    }
+
+    /// The buffer budget in effect.
+    pub fn effective_buffer_budget(&self) -> usize {
+        self.buffer_budget
+            .unwrap_or(self.max_payload() + format::FRAMING + (1 << 20))
+    }
+
+    /// Checks every field.
+    pub(crate) fn validate(&self) -> Result<(), Error> {
+        if !(MIN_SEGMENT_SIZE..=MAX_SEGMENT_SIZE).contains(&self.segment_size) {
+            return Err(Error::InvalidConfig(format!(
+                "segment size of {} bytes is outside {MIN_SEGMENT_SIZE}..={MAX_SEGMENT_SIZE}",
+                self.segment_size
+            )));
+        }
+        let two = 2 * u64::from(self.segment_size);
+        if self.total_size_limit < two {
+            return Err(Error::InvalidConfig(format!(
+                "total size limit of {} bytes is below two segments ({two} bytes)",
+                self.total_size_limit
+            )));
+        }
+        let largest = self.max_payload() + format::FRAMING;
+        if self.effective_buffer_budget() < largest {
+            return Err(Error::InvalidConfig(format!(
+                "buffer budget of {} bytes is below the largest framed entry ({largest} bytes)",
+                self.effective_buffer_budget()
+            )));
+        }
+        if self.flush_request_interval.is_zero() {
+            return Err(Error::InvalidConfig(
+                "flush request interval must be above zero".to_string(),
+            ));
+        }
+        if let SyncMode::Periodic(p) = self.sync
+            && p.is_zero()
+        {
+            return Err(Error::InvalidConfig(
+                "periodic sync interval must be above zero (use Batch for a sync per write)"
+                    .to_string(),
+            ));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bad_configs_are_named() {
+        let c = Config {
+            segment_size: 100,
+            ..Config::default()
+        };
+        assert_eq!(
+            c.validate().unwrap_err().to_string(),
+            "invalid commit log configuration: segment size of 100 bytes is outside 4096..=2147483648"
+        );
+        let c = Config {
+            total_size_limit: 1,
+            ..Config::default()
+        };
+        assert!(
+            c.validate()
+                .unwrap_err()
+                .to_string()
+                .contains("below two segments")
+        );
+        let c = Config {
+            buffer_budget: Some(10),
+            ..Config::default()
+        };
+        assert!(
+            c.validate()
+                .unwrap_err()
+                .to_string()
+                .contains("largest framed entry")
+        );
+        let c = Config {
+            sync: SyncMode::Periodic(Duration::ZERO),
+            ..Config::default()
+        };
+        assert!(c.validate().is_err());
+        assert!(Config::default().validate().is_ok());
+        assert_eq!(Config::default().max_payload(), (16 << 20) - 20);
+    }
+}

@@ -1,0 +1,96 @@
+//! The crate's one error type.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::TableId;
+use crate::sync::PlainArc;
+
+/// Everything that can go wrong in the commit log.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// An entry larger than the largest the log frames (half a segment less
+    /// the framing), refused before any byte is written.
+    #[error(
+        "commit log entry of {size} bytes for table {table} exceeds the {limit}-byte limit (half the {segment_size}-byte segment less {framing} bytes of framing)"
+    )]
+    EntryTooLarge {
+        /// The table the entry was for.
+        table: TableId,
+        /// Payload size: table id, kind and encoded mutation.
+        size: usize,
+        /// The largest payload accepted.
+        limit: usize,
+        /// The configured segment size.
+        segment_size: u32,
+        /// Bytes of framing per entry.
+        framing: usize,
+    },
+    /// A configuration value outside its allowed range.
+    #[error("invalid commit log configuration: {0}")]
+    InvalidConfig(String),
+    /// The log reached its total size limit and no segment was freed within
+    /// the writer's timeout.
+    #[error(
+        "commit log is full: {disk_bytes} bytes on disk reach the {limit}-byte limit and no segment was freed within {timeout:?} (flushes of the tables holding the oldest segment were requested)"
+    )]
+    LogFull {
+        /// Bytes of segments on disk.
+        disk_bytes: u64,
+        /// The configured total size limit.
+        limit: u64,
+        /// How long the writer waited.
+        timeout: Duration,
+    },
+    /// The unwritten buffers stayed at their byte budget for the writer's
+    /// whole timeout (the disk is slower than the writers).
+    #[error(
+        "commit log write buffers stayed at their {budget}-byte budget for {timeout:?}: the disk is not keeping up"
+    )]
+    BufferTimeout {
+        /// The configured byte budget.
+        budget: usize,
+        /// How long the writer waited.
+        timeout: Duration,
+    },
+    /// A write or sync failed earlier; the log refuses further appends
+    /// because it cannot know what reached the disk (a failed fdatasync
+    /// cannot be retried safely).
+    #[error("commit log failed earlier and accepts no more writes: {0}")]
+    Failed(#[source] PlainArc<std::io::Error>),
+    /// The log was closed.
+    #[error("commit log is closed")]
+    Closed,
+    /// An I/O error on a path.
+    #[error("commit log I/O error on {path}: {source}")]
+    Io {
+        /// The file or directory.
+        path: PathBuf,
+        /// The underlying error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A segment written by another format version (replay refuses rather
+    /// than misread it).
+    #[error(
+        "commit log segment {path} has format version {version}; this build reads version {supported}"
+    )]
+    UnsupportedVersion {
+        /// The segment file.
+        path: PathBuf,
+        /// The version in its header.
+        version: u32,
+        /// The version this build reads and writes.
+        supported: u32,
+    },
+}
+
+impl Error {
+    pub(crate) fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
+        Error::Io {
+            path: path.into(),
+            source,
+        }
+    }
+}

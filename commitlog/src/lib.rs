@@ -1,0 +1,130 @@
+//! `commitlog`: the write-ahead log of the replica. Every mutation is
+//! appended here, framed and checksummed, before it reaches a memtable; on
+//! start the log is replayed so that nothing acknowledged is lost; once a
+//! table's memtable is flushed, the segments that only it still needed are
+//! deleted.
+//!
+//! * Fixed-size segment files (default 32 MiB) named by a monotonically
+//!   increasing id, each with a checksummed header; entries framed with a
+//!   length, a CRC-32C of the length and the segment id, the payload and a
+//!   CRC-32C of the payload (see "On-disk format" below).
+//! * [`CommitLog::add`] from any number of threads: writers copy into one
+//!   shared buffer, and one write-and-sync cycle at a time writes it out.
+//!   [`SyncMode::Batch`] returns once an fdatasync covered the entry, and
+//!   concurrent writers share one fdatasync (group commit): with a zero
+//!   window the first waiting writer that finds no cycle running runs it
+//!   for everyone queued (no thread handoff); otherwise the log's flusher
+//!   thread does. [`SyncMode::Periodic`] returns at once and syncs at most
+//!   once per interval.
+//! * Bounded: a byte budget on unwritten buffers slows writers down when the
+//!   disk is slow; a total size limit makes writers wait (with a timeout)
+//!   and asks the owner, through [`CommitLog::set_flush_handler`], to flush
+//!   the tables that hold the oldest segments, repeating the request until
+//!   the segments are freed.
+//! * Retirement by [`CommitLog::discard_completed`]; [`CommitLog::drop_table`]
+//!   logs a drop so replay cannot resurrect a dropped table.
+//! * [`replay`] (and [`CommitLog::open`]) read every segment in order; a torn
+//!   last entry ends its segment cleanly, damage is reported with the
+//!   segment, offset and bytes skipped, and replay goes on. No input makes
+//!   replay panic.
+//!
+//! The largest entry is half a segment less 20 bytes of framing; larger
+//! mutations are refused with [`Error::EntryTooLarge`] before anything is
+//! written. `mutation` itself sets no limit on a mutation's total size, so
+//! this is the bound a write path must respect before applying to a
+//! memtable.
+//!
+//! ```
+//! use commitlog::{CommitLog, Config, SyncMode};
+//! use mutation::{Cell, DecoratedKey, Mutation, Timestamp};
+//! use std::time::Duration;
+//!
+//! let dir = tempfile::tempdir()?;
+//! let mut config = Config::default();
+//! config.segment_size = 1 << 20;
+//! config.total_size_limit = 16 << 20;
+//! config.sync = SyncMode::Batch(Duration::ZERO);
+//! let m = Mutation::builder(DecoratedKey::from_bytes("user:1")?)
+//!     .cell("name", 0, Cell::live("ada", Timestamp::from_micros(1)))
+//!     .build()?;
+//!
+//! let (log, report) = CommitLog::open(dir.path(), config.clone(), |_, _, _| {})?;
+//! assert_eq!(report.entries, 0);
+//! let pos = log.add(7, &m)?; // durable when it returns (batch mode)
+//! drop(log); // as if the process stopped here, before any flush
+//!
+//! let mut replayed = Vec::new();
+//! let (log, report) = CommitLog::open(dir.path(), config, |table, m, p| replayed.push((table, m, p)))?;
+//! assert_eq!(replayed, vec![(7, m, pos)]);
+//! assert_eq!((report.entries, report.corrupt_segments), (1, 0));
+//! // The owner flushed table 7's replayed memtable: its segment may go.
+//! log.discard_completed(7, pos);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! # On-disk format (version 1)
+//!
+//! Little-endian; checksums are the standard CRC-32C (Castagnoli, initial
+//! value and final XOR `0xffffffff`: `crc32c(b"123456789") == 0xe3069283`).
+//!
+//! ```text
+//! file     = CommitLog-1-<segment id>.log, created at its full size (zeros)
+//! segment  = header entry* zero-fill
+//! header   = magic "RPCL" | version:u32 (=1) | segment id:u64
+//!          | segment size:u32 | crc32c(previous 20 bytes):u32     (24 bytes)
+//! entry    = length:u32 | segment id:u64 | crc32c(length, id):u32  (16 bytes)
+//!          | payload (length bytes) | crc32c(payload):u32          (4 bytes)
+//! payload  = kind:u8 | table id:u64 | body
+//!            kind 1: body = Mutation::encode (mutation's own versioned form)
+//!            kind 2: body empty: the table was dropped here
+//! ```
+//!
+//! A length is trusted only once its own checksum holds. The segment id in
+//! every entry header makes bytes of another segment (a reused file)
+//! recognisable as stale rather than damaged; this version never reuses
+//! files (retired segments are deleted), so stale bytes only appear if a
+//! later version recycles. Zeros after the last entry mark where writing
+//! stopped; see [`replay`] for how a stop is classified (clean end, torn
+//! tail, damage).
+#![forbid(unsafe_code)]
+
+mod config;
+mod error;
+mod format;
+mod log;
+mod replay;
+mod storage;
+mod sync;
+
+pub use crate::config::{Config, MAX_SEGMENT_SIZE, MIN_SEGMENT_SIZE, SyncMode};
+pub use crate::error::Error;
+pub use crate::log::{CommitLog, FlushHandler, FlushRequest, LogStats};
+pub use crate::replay::{Damage, ReplayReport, TornTail, replay};
+
+/// Identifies a table in the log. The owner assigns ids; the log only
+/// stores them.
+pub type TableId = u64;
+
+/// Where an entry sits in the log: its segment id and byte offset. Positions
+/// order entries in the order they were appended (segment ids only grow,
+/// across restarts too).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub struct ReplayPosition {
+    /// The segment id.
+    pub segment: u64,
+    /// Byte offset of the entry in the segment.
+    pub offset: u32,
+}
+
+impl ReplayPosition {
+    /// A position.
+    pub const fn new(segment: u64, offset: u32) -> Self {
+        Self { segment, offset }
+    }
+}
+
+impl std::fmt::Display for ReplayPosition {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}:{}", self.segment, self.offset)
+    }
+}

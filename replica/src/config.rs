@@ -1,0 +1,305 @@
+//! [`DatabaseConfig`]: where a database keeps its files, how much dirty
+//! memory its memtables may hold, how it flushes, and how fast.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+use crate::error::Error;
+
+/// The smallest dirty-memory budget accepted, for user and system tables
+/// alike: the hard limit (half the budget) must leave room for a memtable
+/// to hold a few segments while another one flushes.
+pub const MIN_BUDGET: usize = 1 << 20;
+
+/// The default dirty-memory budget of user tables.
+pub const DEFAULT_BUDGET: usize = 256 << 20;
+
+/// The default budget of system tables: ScyllaDB's 10 MiB, separate from
+/// the user budget so system writes never queue behind user writes.
+pub const DEFAULT_SYSTEM_BUDGET: usize = 10 << 20;
+
+/// The default soft limit as a fraction of the budget (ScyllaDB's "flush
+/// when a quarter of the budget is dirty").
+pub const DEFAULT_SOFT_LIMIT_RATIO: f64 = 0.25;
+
+/// Which memtables are flushed, and when.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[cfg_attr(feature = "stress", derive(clap::ValueEnum))]
+#[non_exhaustive]
+pub enum FlushPolicy {
+    /// The default (ScyllaDB since 2016, issue 1817): memtables stay in
+    /// memory until the unspooled dirty memory of all of them passes the
+    /// soft limit; then the largest is flushed, one data write at a time.
+    #[default]
+    SoftLimit,
+    /// The baseline it replaced, kept for comparison: each memtable is
+    /// flushed when it alone reaches a fixed share of the budget, several
+    /// flushes at once.
+    PerMemtable,
+}
+
+impl FlushPolicy {
+    /// The policy's name as the command line spells it.
+    pub fn name(self) -> &'static str {
+        match self {
+            FlushPolicy::SoftLimit => "soft-limit",
+            FlushPolicy::PerMemtable => "per-memtable",
+        }
+    }
+}
+
+/// Checks a soft-limit ratio: a fraction of the budget in `(0, 0.5]`, since
+/// the soft limit must lie below the hard limit (half the budget).
+///
+/// # Errors
+/// [`Error::InvalidOption`] for a ratio outside `(0, 0.5]` (or NaN).
+pub fn check_soft_limit_ratio(ratio: f64) -> Result<(), Error> {
+    if ratio > 0.0 && ratio <= 0.5 {
+        Ok(())
+    } else {
+        Err(Error::InvalidOption {
+            name: "soft-limit ratio",
+            value: ratio.to_string(),
+            expected: "a fraction of the budget in (0, 0.5]: the soft limit must be below \
+                       the hard limit, half the budget"
+                .to_owned(),
+        })
+    }
+}
+
+/// How a database is opened.
+///
+/// Build one with [`DatabaseConfig::new`] and change the fields that
+/// matter; [`validate`](Self::validate) checks them all.
+///
+/// ```
+/// use replica::{DatabaseConfig, FlushPolicy};
+///
+/// let mut config = DatabaseConfig::new("/var/lib/replica");
+/// config.dirty_memory_budget = 64 << 20;
+/// config.flush_policy = FlushPolicy::PerMemtable;
+/// config.validate()?;
+/// // Flushes go to the data directories unless told otherwise.
+/// assert_eq!(config.effective_flush_dirs(), config.data_dirs.as_slice());
+/// # Ok::<(), replica::Error>(())
+/// ```
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct DatabaseConfig {
+    /// Directories holding the tables' sstables and the catalog (the first
+    /// one); at least one. Each table has a subdirectory in each.
+    pub data_dirs: Vec<PathBuf>,
+    /// Directories flushes write to (their own devices, so flushes are
+    /// isolated from other I/O). Empty means the data directories.
+    pub flush_dirs: Vec<PathBuf>,
+    /// Bytes of dirty memory user tables' memtables may hold: the real hard
+    /// limit; writers wait when unspooled memory reaches half of it.
+    pub dirty_memory_budget: usize,
+    /// The soft limit as a fraction of the budget, in `(0, 0.5]`.
+    pub soft_limit_ratio: f64,
+    /// Which memtables are flushed, and when.
+    pub flush_policy: FlushPolicy,
+    /// The separate, small dirty-memory budget of system tables.
+    pub system_dirty_memory_budget: usize,
+    /// Options of every sstable a flush writes. The sstable crate checks
+    /// them when a writer is created.
+    pub sstable_writer_options: sstable::WriterOptions,
+    /// Limit on flush write bandwidth, in bytes per second; `None` (the
+    /// default) is unlimited. A token bucket on sstable writes.
+    pub flush_bandwidth_limit: Option<u64>,
+}
+
+impl DatabaseConfig {
+    /// A configuration with one data directory and every default.
+    pub fn new(data_dir: impl Into<PathBuf>) -> Self {
+        DatabaseConfig {
+            data_dirs: vec![data_dir.into()],
+            flush_dirs: Vec::new(),
+            dirty_memory_budget: DEFAULT_BUDGET,
+            soft_limit_ratio: DEFAULT_SOFT_LIMIT_RATIO,
+            flush_policy: FlushPolicy::default(),
+            system_dirty_memory_budget: DEFAULT_SYSTEM_BUDGET,
+            sstable_writer_options: sstable::WriterOptions::default(),
+            flush_bandwidth_limit: None,
+        }
+    }
+
+    /// The directories flushes write to: [`flush_dirs`](Self::flush_dirs),
+    /// or the data directories when it is empty.
+    pub fn effective_flush_dirs(&self) -> &[PathBuf] {
+        if self.flush_dirs.is_empty() {
+            &self.data_dirs
+        } else {
+            &self.flush_dirs
+        }
+    }
+
+    /// Every directory that holds sstables of the database: the data
+    /// directories, then the flush directories not among them.
+    pub fn all_dirs(&self) -> Vec<&Path> {
+        let mut seen = BTreeSet::new();
+        self.data_dirs
+            .iter()
+            .chain(&self.flush_dirs)
+            .map(PathBuf::as_path)
+            .filter(|d| seen.insert(*d))
+            .collect()
+    }
+
+    /// Checks every field.
+    ///
+    /// # Errors
+    /// [`Error::InvalidOption`] naming the first field out of range: no
+    /// data directory, an empty or repeated directory, a budget below
+    /// [`MIN_BUDGET`], a soft-limit ratio outside `(0, 0.5]`, or a zero
+    /// bandwidth limit.
+    pub fn validate(&self) -> Result<(), Error> {
+        let invalid = |name, value: String, expected: String| Error::InvalidOption {
+            name,
+            value,
+            expected,
+        };
+        if self.data_dirs.is_empty() {
+            return Err(invalid(
+                "data_dirs",
+                "[]".to_owned(),
+                "at least one data directory".to_owned(),
+            ));
+        }
+        for (name, dirs) in [
+            ("data_dirs", &self.data_dirs),
+            ("flush_dirs", &self.flush_dirs),
+        ] {
+            let mut seen = BTreeSet::new();
+            for d in dirs {
+                if d.as_os_str().is_empty() {
+                    return Err(invalid(name, String::new(), "non-empty paths".to_owned()));
+                }
+                if !seen.insert(d) {
+                    return Err(invalid(
+                        name,
+                        d.display().to_string(),
+                        "each directory listed once".to_owned(),
+                    ));
+                }
+            }
+        }
+        for (name, budget) in [
+            ("dirty_memory_budget", self.dirty_memory_budget),
+            (
+                "system_dirty_memory_budget",
+                self.system_dirty_memory_budget,
+            ),
+        ] {
+            if budget < MIN_BUDGET {
+                return Err(invalid(
+                    name,
+                    budget.to_string(),
+                    format!("at least {MIN_BUDGET} bytes"),
+                ));
+            }
+        }
+        check_soft_limit_ratio(self.soft_limit_ratio)?;
+        if self.flush_bandwidth_limit == Some(0) {
+            return Err(invalid(
+                "flush_bandwidth_limit",
+                "0".to_owned(),
+                "at least 1 byte per second, or None for no limit".to_owned(),
+            ));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_are_valid_and_flush_to_the_data_dirs() {
+        let c = DatabaseConfig::new("/d");
+        c.validate().unwrap();
+        assert_eq!(c.effective_flush_dirs(), &[PathBuf::from("/d")]);
+        assert_eq!(c.flush_policy, FlushPolicy::SoftLimit);
+        assert_eq!(c.flush_bandwidth_limit, None);
+        assert_eq!(c.all_dirs(), vec![Path::new("/d")]);
+    }
+
+    #[test]
+    fn flush_dirs_replace_the_data_dirs_for_flushes() {
+        let mut c = DatabaseConfig::new("/d");
+        c.flush_dirs = vec!["/f1".into(), "/d".into()];
+        c.validate().unwrap();
+        assert_eq!(c.effective_flush_dirs().len(), 2);
+        assert_eq!(
+            c.all_dirs(),
+            vec![Path::new("/d"), Path::new("/f1")],
+            "a flush dir that is also a data dir is listed once"
+        );
+    }
+
+    #[test]
+    fn bad_fields_name_the_field_and_the_limit() {
+        let base = DatabaseConfig::new("/d");
+        type Change = Box<dyn Fn(&mut DatabaseConfig)>;
+        let cases: Vec<(Change, &str, &str)> = vec![
+            (
+                Box::new(|c| c.data_dirs.clear()),
+                "data_dirs",
+                "at least one",
+            ),
+            (
+                Box::new(|c| c.data_dirs.push("/d".into())),
+                "data_dirs",
+                "once",
+            ),
+            (
+                Box::new(|c| c.data_dirs.push("".into())),
+                "data_dirs",
+                "non-empty",
+            ),
+            (
+                Box::new(|c| c.flush_dirs = vec!["/f".into(), "/f".into()]),
+                "flush_dirs",
+                "once",
+            ),
+            (
+                Box::new(|c| c.dirty_memory_budget = 1000),
+                "dirty_memory_budget",
+                "1048576",
+            ),
+            (
+                Box::new(|c| c.system_dirty_memory_budget = 0),
+                "system_dirty_memory_budget",
+                "1048576",
+            ),
+            (
+                Box::new(|c| c.soft_limit_ratio = 0.75),
+                "soft-limit ratio",
+                "0.5",
+            ),
+            (
+                Box::new(|c| c.soft_limit_ratio = f64::NAN),
+                "soft-limit ratio",
+                "0.5",
+            ),
+            (
+                Box::new(|c| c.flush_bandwidth_limit = Some(0)),
+                "flush_bandwidth_limit",
+                "None",
+            ),
+        ];
+        for (change, name, limit) in cases {
+            let mut c = base.clone();
+            change(&mut c);
+            let e = c.validate().unwrap_err().to_string();
+            assert!(e.contains(name) && e.contains(limit), "{e}");
+        }
+    }
+
+    #[test]
+    fn policy_names_match_the_command_line() {
+        assert_eq!(FlushPolicy::SoftLimit.name(), "soft-limit");
+        assert_eq!(FlushPolicy::PerMemtable.name(), "per-memtable");
+    }
+}

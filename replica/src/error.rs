@@ -1,0 +1,122 @@
+//! The crate's one error type.
+
+use std::path::PathBuf;
+
+/// Everything that can go wrong in this crate. Each message names the thing
+/// at fault and, where there is one, the limit it broke.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// An option (command line or configuration) with a value outside what
+    /// it accepts.
+    #[error("invalid {name} {value:?}: expected {expected}")]
+    InvalidOption {
+        /// The option's name, as the user writes it.
+        name: &'static str,
+        /// The rejected value, as given.
+        value: String,
+        /// What would have been accepted.
+        expected: String,
+    },
+    /// A table name that is empty, too long, or uses characters a file name
+    /// cannot safely hold.
+    #[error("invalid table name {name:?}: {reason}")]
+    InvalidTableName {
+        /// The rejected name.
+        name: String,
+        /// What is wrong with it.
+        reason: &'static str,
+    },
+    /// `create_table` of a name that already exists.
+    #[error("table {name:?} already exists")]
+    TableExists {
+        /// The table's name.
+        name: String,
+    },
+    /// A table name that is not in the catalog.
+    #[error("no table named {name:?}")]
+    UnknownTable {
+        /// The name asked for.
+        name: String,
+    },
+    /// The catalog already holds its maximum number of tables.
+    #[error(
+        "cannot create table {name:?}: the catalog already holds the maximum of {limit} tables"
+    )]
+    TooManyTables {
+        /// The table that was not created.
+        name: String,
+        /// The limit.
+        limit: usize,
+    },
+    /// A directory is held by another open database, in this process or
+    /// another one.
+    #[error(
+        "directory {} is in use by another open database (lock file {} is held{})",
+        dir.display(),
+        lock_file.display(),
+        holder.as_ref().map(|p| format!(" by process {p}")).unwrap_or_default()
+    )]
+    DirectoryLocked {
+        /// The directory.
+        dir: PathBuf,
+        /// Its lock file.
+        lock_file: PathBuf,
+        /// The holder's process id, as its lock file records it.
+        holder: Option<String>,
+    },
+    /// A file whose contents are not what this crate wrote.
+    #[error("{} is corrupt: {detail}", path.display())]
+    Corrupt {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong, with the offset or field where it applies.
+        detail: String,
+    },
+    /// An I/O operation failed.
+    #[error("cannot {op} {}: {source}", path.display())]
+    Io {
+        /// What was being done ("create", "read", "rename", ...).
+        op: &'static str,
+        /// The file or directory it was done to.
+        path: PathBuf,
+        /// The operating system's error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The sstable layer failed on a table's directory.
+    #[error("sstables of table {table:?} in {}: {source}", dir.display())]
+    Sstable {
+        /// The table.
+        table: String,
+        /// The directory.
+        dir: PathBuf,
+        /// The sstable crate's error.
+        #[source]
+        source: sstable::Error,
+    },
+    /// The mutation layer refused a value (for example a generated key or
+    /// row that breaks its limits).
+    #[error(transparent)]
+    Mutation(#[from] mutation::Error),
+    /// Writing a report (progress, summary, JSON or HdrHistogram log) failed.
+    #[error("cannot write the {what}: {detail}")]
+    Report {
+        /// Which report.
+        what: &'static str,
+        /// The underlying failure.
+        detail: String,
+    },
+}
+
+/// The crate's result type.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Maps an `io::Error` of `op` on `path` to [`Error::Io`].
+pub(crate) fn io_err(
+    op: &'static str,
+    path: impl Into<PathBuf>,
+) -> impl FnOnce(std::io::Error) -> Error {
+    let path = path.into();
+    move |source| Error::Io { op, path, source }
+}

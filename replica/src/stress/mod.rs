@@ -1,0 +1,38 @@
+//! The engine of `replica-stress`, the load generator: its options
+//! ([`StressOptions`]), the deterministic workload ([`OpGenerator`]), the
+//! runner that drives any [`Target`] ([`run`]), per-thread latency
+//! histograms merged every interval ([`IntervalReport`]), the progress
+//! line ([`ProgressPrinter`]), and the reports: cassandra-stress's summary
+//! ([`Summary`]), JSON ([`write_json`]), HdrHistogram interval logs
+//! ([`HdrLog`]) and side-by-side comparison ([`compare`]); and the program
+//! itself, one run or a `--compare` pair, given a [`TargetFactory`]
+//! ([`execute`]), and where each run keeps its files ([`RunDirs`]).
+//!
+//! The `Database` will implement [`Target`]; until then the runner is
+//! exercised against test targets (`tests/stress_runner.rs`).
+
+mod dirs;
+mod hdr_log;
+mod latency;
+mod options;
+mod program;
+mod progress;
+mod runner;
+mod summary;
+mod target;
+mod workload;
+
+pub use dirs::RunDirs;
+pub use hdr_log::HdrLog;
+pub use latency::{Counts, IntervalReport, LATENCY_UNIT};
+pub use options::{
+    DEFAULT_DURATION, Distribution, MAX_MACHINE_BUDGET, MAX_PARTITION_SIZE, MAX_ROW_SIZE,
+    MAX_TABLES, MAX_THREADS, MIN_MACHINE_BUDGET, Mode, Ratio, StopCondition, StressOptions,
+    WorkloadSpec, budget_for_memory, machine_budget,
+};
+pub use program::{TargetFactory, execute, hdr_log_path, policies};
+pub use progress::{PROGRESS_HEADER, ProgressPrinter, progress_line};
+pub use runner::{Observer, Observers, RunConfig, run};
+pub use summary::{Figure, LatencySummary, Summary, compare, compare_json, write_json};
+pub use target::{Target, TargetStats};
+pub use workload::{Op, OpGenerator, ValuePool, partition_key, table_name};

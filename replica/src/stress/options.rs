@@ -1,0 +1,574 @@
+//! Command-line options of `replica-stress`, modelled on cassandra-stress:
+//! a command (`write`, `read`, `mixed`), thread count, population
+//! (partition count and distribution, as `-pop dist=...`), partition and
+//! row sizes, duration or operation count, and the database's dirty-memory
+//! and flush settings.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Parser, ValueEnum};
+
+use crate::config::{FlushPolicy, check_soft_limit_ratio};
+use crate::error::Error;
+use crate::units::{parse_count, parse_duration, parse_size};
+
+/// The largest thread count accepted.
+pub const MAX_THREADS: usize = 10_000;
+/// The largest number of tables a load may be spread over: as many as a
+/// catalog holds.
+pub const MAX_TABLES: u32 = crate::catalog::MAX_TABLES as u32;
+/// The largest row (value) size, so one row always fits an sstable block
+/// and a memtable segment-sized allocation comfortably.
+pub const MAX_ROW_SIZE: u64 = 16 << 20;
+/// The largest partition size: the generator builds a whole partition in
+/// memory for each write.
+pub const MAX_PARTITION_SIZE: u64 = 1 << 30;
+/// How long a run lasts when neither `--duration` nor `--ops` is given.
+pub const DEFAULT_DURATION: Duration = Duration::from_secs(30);
+
+/// What the load does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Mode {
+    /// Only writes (cassandra-stress `write`).
+    Write,
+    /// Only reads of the population's partitions (cassandra-stress `read`).
+    Read,
+    /// Writes and reads in the proportion of `--ratio`.
+    Mixed,
+}
+
+impl Mode {
+    /// The mode's name as the command line spells it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Mode::Write => "write",
+            Mode::Read => "read",
+            Mode::Mixed => "mixed",
+        }
+    }
+}
+
+/// How operations pick partitions out of the population (cassandra-stress
+/// `-pop dist=...`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Distribution {
+    /// Every partition equally likely (`UNIFORM(1..N)`).
+    Uniform,
+    /// Normal around the middle of the population, three standard
+    /// deviations to either end, clamped (`GAUSSIAN(1..N)`).
+    Gaussian,
+    /// Each thread walks the population in order, threads interleaved, and
+    /// wraps around (`seq=1..N`).
+    Sequential,
+}
+
+impl Distribution {
+    /// The distribution's name as the command line spells it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Distribution::Uniform => "uniform",
+            Distribution::Gaussian => "gaussian",
+            Distribution::Sequential => "sequential",
+        }
+    }
+}
+
+/// Writes to reads in a mixed load, `W:R` on the command line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Ratio {
+    /// Parts of writes.
+    pub writes: u32,
+    /// Parts of reads.
+    pub reads: u32,
+}
+
+impl Ratio {
+    /// Parses `W:R`, for example `1:1` or `3:1`; at least one side must be
+    /// non-zero.
+    pub fn parse(value: &str) -> Result<Ratio, Error> {
+        let bad = || Error::InvalidOption {
+            name: "--ratio",
+            value: value.to_owned(),
+            expected: "writes:reads as two integers, not both 0, such as 1:1 or 3:1".to_owned(),
+        };
+        let (w, r) = value.split_once(':').ok_or_else(bad)?;
+        let writes: u32 = w.trim().parse().map_err(|_| bad())?;
+        let reads: u32 = r.trim().parse().map_err(|_| bad())?;
+        if writes == 0 && reads == 0 {
+            return Err(bad());
+        }
+        Ok(Ratio { writes, reads })
+    }
+}
+
+fn partitions(s: &str) -> Result<u64, Error> {
+    parse_count("--partitions", s)
+}
+fn ops(s: &str) -> Result<u64, Error> {
+    parse_count("--ops", s)
+}
+fn partition_size(s: &str) -> Result<u64, Error> {
+    parse_size("--partition-size", s)
+}
+fn row_size(s: &str) -> Result<u64, Error> {
+    parse_size("--row-size", s)
+}
+fn budget(s: &str) -> Result<u64, Error> {
+    parse_size("--budget", s)
+}
+fn flush_bandwidth(s: &str) -> Result<u64, Error> {
+    parse_size("--flush-bandwidth", s)
+}
+fn duration(s: &str) -> Result<Duration, Error> {
+    parse_duration("--duration", s)
+}
+
+/// The smallest budget [`machine_budget`] picks.
+pub const MIN_MACHINE_BUDGET: u64 = 64 << 20;
+/// The largest budget [`machine_budget`] picks.
+pub const MAX_MACHINE_BUDGET: u64 = 1 << 30;
+
+/// The dirty-memory budget for a machine with `total_memory` bytes: an
+/// eighth of it, between [`MIN_MACHINE_BUDGET`] and [`MAX_MACHINE_BUDGET`];
+/// the database's default budget when the size is unknown.
+pub fn budget_for_memory(total_memory: Option<u64>) -> u64 {
+    total_memory.map_or(crate::config::DEFAULT_BUDGET as u64, |m| {
+        (m / 8).clamp(MIN_MACHINE_BUDGET, MAX_MACHINE_BUDGET)
+    })
+}
+
+/// `MemTotal` of a `/proc/meminfo` text, in bytes.
+fn mem_total(meminfo: &str) -> Option<u64> {
+    let line = meminfo.lines().find(|l| l.starts_with("MemTotal:"))?;
+    let mut fields = line.split_whitespace().skip(1);
+    let kib: u64 = fields.next()?.parse().ok()?;
+    (fields.next() == Some("kB"))
+        .then_some(kib)?
+        .checked_mul(1024)
+}
+
+/// The budget `replica-stress` uses without `--budget`: see
+/// [`budget_for_memory`]; the machine's memory is read from
+/// `/proc/meminfo` where there is one.
+pub fn machine_budget() -> u64 {
+    let total = std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|t| mem_total(&t));
+    budget_for_memory(total)
+}
+
+/// When a run stops.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StopCondition {
+    /// After this much time.
+    Duration(Duration),
+    /// After this many operations (all threads together).
+    Operations(u64),
+}
+
+/// The options of `replica-stress`.
+///
+/// ```
+/// use clap::Parser;
+/// use replica::stress::{Mode, StressOptions};
+///
+/// let o = StressOptions::try_parse_from([
+///     "replica-stress", "mixed", "--threads", "8", "--partition-size", "4KiB",
+///     "--row-size", "1KiB", "--ops", "10k",
+/// ]).unwrap();
+/// assert_eq!(o.mode, Mode::Mixed);
+/// let w = o.workload().unwrap();
+/// assert_eq!((w.rows_per_partition, w.row_size), (4, 1024));
+/// ```
+#[derive(Debug, Clone, Parser)]
+#[command(
+    name = "replica-stress",
+    about = "Load generator for the replica storage engine, reporting like cassandra-stress.",
+    args_override_self = true
+)]
+pub struct StressOptions {
+    /// What to run.
+    #[arg(value_enum, default_value_t = Mode::Write)]
+    pub mode: Mode,
+    /// Client threads issuing operations (the seed experiment used 100).
+    #[arg(long, default_value_t = 100)]
+    pub threads: usize,
+    /// Number of distinct partitions (the population), e.g. 1M.
+    #[arg(long, default_value = "1M", value_parser = partitions)]
+    pub partitions: u64,
+    /// How operations pick partitions.
+    #[arg(long, value_enum, default_value_t = Distribution::Uniform)]
+    pub distribution: Distribution,
+    /// Bytes of values written per partition, e.g. 128KiB.
+    #[arg(long, default_value = "128KiB", value_parser = partition_size)]
+    pub partition_size: u64,
+    /// Bytes of value per row; a partition holds partition-size / row-size
+    /// rows. Default: the partition size (one row per partition).
+    #[arg(long, value_parser = row_size)]
+    pub row_size: Option<u64>,
+    /// Number of tables the load is spread over (many tables mean many
+    /// memtables).
+    #[arg(long, default_value_t = 1)]
+    pub tables: u32,
+    /// How long to run, e.g. 30s or 5m (default 30s).
+    #[arg(long, value_parser = duration, conflicts_with = "ops")]
+    pub duration: Option<Duration>,
+    /// Stop after this many operations instead, e.g. 1M.
+    #[arg(long, value_parser = ops)]
+    pub ops: Option<u64>,
+    /// Writes to reads of a mixed load, as W:R.
+    #[arg(long, default_value = "1:1", value_parser = Ratio::parse)]
+    pub ratio: Ratio,
+    /// Dirty-memory budget, e.g. 512MiB (default: chosen by the database
+    /// to suit the machine).
+    #[arg(long, value_parser = budget)]
+    pub budget: Option<u64>,
+    /// The soft limit as a fraction of the budget, in (0, 0.5].
+    #[arg(long, default_value_t = 0.25)]
+    pub soft_limit_ratio: f64,
+    /// Which flush policy the database runs.
+    #[arg(long, value_enum, default_value_t = FlushPolicy::SoftLimit)]
+    pub flush_policy: FlushPolicy,
+    /// Limit on flush write bandwidth in bytes per second, e.g. 64MiB
+    /// (default: unlimited).
+    #[arg(long, value_parser = flush_bandwidth)]
+    pub flush_bandwidth: Option<u64>,
+    /// Data directory (repeatable); given directories are kept after the
+    /// run. Default: a temporary directory, removed at the end.
+    #[arg(long)]
+    pub data_dir: Vec<PathBuf>,
+    /// Flush directory (repeatable). Default: the data directories.
+    #[arg(long)]
+    pub flush_dir: Vec<PathBuf>,
+    /// Write the per-second latency histograms to FILE in the HdrHistogram
+    /// interval log format.
+    #[arg(long, value_name = "FILE")]
+    pub hdr_log: Option<PathBuf>,
+    /// Write the summary to FILE as JSON.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Run the load under both flush policies, back to back, and print the
+    /// summaries side by side.
+    #[arg(long)]
+    pub compare: bool,
+    /// Seed of the workload generator: equal seeds give equal operations.
+    #[arg(long, default_value_t = 0x5eed)]
+    pub seed: u64,
+}
+
+/// The validated shape of a load: what the generator produces.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WorkloadSpec {
+    /// What operations to issue.
+    pub mode: Mode,
+    /// Writes to reads, for [`Mode::Mixed`].
+    pub ratio: Ratio,
+    /// Number of distinct partitions.
+    pub partitions: u64,
+    /// How partitions are picked.
+    pub distribution: Distribution,
+    /// Rows written per partition, at least 1.
+    pub rows_per_partition: u32,
+    /// Value bytes per row, at least 1.
+    pub row_size: u32,
+    /// Number of tables; partition `i` lives in table `i % tables`.
+    pub tables: u32,
+    /// Seed of every generator.
+    pub seed: u64,
+}
+
+fn invalid(name: &'static str, value: impl ToString, expected: impl Into<String>) -> Error {
+    Error::InvalidOption {
+        name,
+        value: value.to_string(),
+        expected: expected.into(),
+    }
+}
+
+impl StressOptions {
+    /// Checks the options that shape the load and derives the generator's
+    /// [`WorkloadSpec`].
+    ///
+    /// # Errors
+    /// [`Error::InvalidOption`] naming the first option out of range.
+    pub fn workload(&self) -> Result<WorkloadSpec, Error> {
+        if self.threads == 0 || self.threads > MAX_THREADS {
+            return Err(invalid(
+                "--threads",
+                self.threads,
+                format!("1 to {MAX_THREADS} threads"),
+            ));
+        }
+        if self.tables == 0 || self.tables > MAX_TABLES {
+            return Err(invalid(
+                "--tables",
+                self.tables,
+                format!("1 to {MAX_TABLES} tables"),
+            ));
+        }
+        if self.partitions < u64::from(self.tables) {
+            return Err(invalid(
+                "--partitions",
+                self.partitions,
+                format!(
+                    "at least one partition per table (--tables is {})",
+                    self.tables
+                ),
+            ));
+        }
+        if self.partition_size == 0 || self.partition_size > MAX_PARTITION_SIZE {
+            return Err(invalid(
+                "--partition-size",
+                self.partition_size,
+                format!("1 to {MAX_PARTITION_SIZE} bytes"),
+            ));
+        }
+        let row_size = self.row_size.unwrap_or(self.partition_size);
+        if row_size == 0 || row_size > MAX_ROW_SIZE {
+            return Err(invalid(
+                "--row-size",
+                row_size,
+                format!("1 to {MAX_ROW_SIZE} bytes"),
+            ));
+        }
+        if row_size > self.partition_size {
+            return Err(invalid(
+                "--row-size",
+                row_size,
+                format!("at most the partition size ({} bytes)", self.partition_size),
+            ));
+        }
+        let rows = self.partition_size / row_size;
+        Ok(WorkloadSpec {
+            mode: self.mode,
+            ratio: self.ratio,
+            partitions: self.partitions,
+            distribution: self.distribution,
+            rows_per_partition: u32::try_from(rows).map_err(|_| {
+                invalid(
+                    "--row-size",
+                    row_size,
+                    "a row size giving at most 2^32-1 rows per partition",
+                )
+            })?,
+            row_size: u32::try_from(row_size).map_err(|_| {
+                invalid(
+                    "--row-size",
+                    row_size,
+                    format!("at most {MAX_ROW_SIZE} bytes"),
+                )
+            })?,
+            tables: self.tables,
+            seed: self.seed,
+        })
+    }
+
+    /// When the run stops: `--ops`, else `--duration`, else 30 seconds.
+    ///
+    /// # Errors
+    /// [`Error::InvalidOption`] for a zero operation count or duration.
+    pub fn stop_condition(&self) -> Result<StopCondition, Error> {
+        match (self.ops, self.duration) {
+            (Some(0), _) => Err(invalid("--ops", 0, "at least 1 operation")),
+            (Some(n), _) => Ok(StopCondition::Operations(n)),
+            (None, Some(d)) if d.is_zero() => {
+                Err(invalid("--duration", "0", "a duration of at least 1ms"))
+            }
+            (None, Some(d)) => Ok(StopCondition::Duration(d)),
+            (None, None) => Ok(StopCondition::Duration(DEFAULT_DURATION)),
+        }
+    }
+
+    /// `--budget`, or [`machine_budget`] without it.
+    pub fn budget_or_machine(&self) -> u64 {
+        self.budget.unwrap_or_else(machine_budget)
+    }
+
+    /// Checks every option: the load ([`workload`](Self::workload)), the
+    /// stop condition, the soft-limit ratio, and the bandwidth limit.
+    ///
+    /// # Errors
+    /// [`Error::InvalidOption`] naming the first option out of range.
+    pub fn validate(&self) -> Result<(), Error> {
+        self.workload()?;
+        self.stop_condition()?;
+        check_soft_limit_ratio(self.soft_limit_ratio)?;
+        if let Some(b) = self.budget
+            && b < crate::config::MIN_BUDGET as u64
+        {
+            return Err(invalid(
+                "--budget",
+                b,
+                format!("at least {} bytes", crate::config::MIN_BUDGET),
+            ));
+        }
+        if self.flush_bandwidth == Some(0) {
+            return Err(invalid(
+                "--flush-bandwidth",
+                0,
+                "at least 1 byte per second (omit the option for no limit)",
+            ));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(args: &[&str]) -> Result<StressOptions, clap::Error> {
+        StressOptions::try_parse_from(std::iter::once("replica-stress").chain(args.iter().copied()))
+    }
+
+    #[test]
+    fn defaults_follow_the_seed_experiment() {
+        let o = parse(&[]).unwrap();
+        assert_eq!(o.mode, Mode::Write);
+        assert_eq!(o.threads, 100);
+        assert_eq!(o.partition_size, 128 << 10);
+        assert_eq!(o.tables, 1);
+        assert_eq!(o.flush_policy, FlushPolicy::SoftLimit);
+        assert_eq!(o.flush_bandwidth, None);
+        assert!(!o.compare);
+        let w = o.workload().unwrap();
+        assert_eq!((w.rows_per_partition, w.row_size), (1, 128 << 10));
+        assert_eq!(
+            o.stop_condition().unwrap(),
+            StopCondition::Duration(DEFAULT_DURATION)
+        );
+        o.validate().unwrap();
+    }
+
+    #[test]
+    fn every_option_parses() {
+        let o = parse(&[
+            "mixed",
+            "--threads=7",
+            "--partitions=10k",
+            "--distribution=gaussian",
+            "--partition-size=64KiB",
+            "--row-size=1KiB",
+            "--tables=3",
+            "--duration=2m",
+            "--ratio=3:1",
+            "--budget=256MiB",
+            "--soft-limit-ratio=0.4",
+            "--flush-policy=per-memtable",
+            "--flush-bandwidth=32MiB",
+            "--data-dir=/a",
+            "--data-dir=/b",
+            "--flush-dir=/f",
+            "--hdr-log=h.hlog",
+            "--json=s.json",
+            "--compare",
+            "--seed=9",
+        ])
+        .unwrap();
+        o.validate().unwrap();
+        assert_eq!(o.budget, Some(256 << 20));
+        assert_eq!(o.flush_policy, FlushPolicy::PerMemtable);
+        assert_eq!(o.flush_bandwidth, Some(32 << 20));
+        assert_eq!(o.data_dir.len(), 2);
+        assert_eq!(
+            o.ratio,
+            Ratio {
+                writes: 3,
+                reads: 1
+            }
+        );
+        let w = o.workload().unwrap();
+        assert_eq!(w.partitions, 10_000);
+        assert_eq!(w.distribution, Distribution::Gaussian);
+        assert_eq!((w.rows_per_partition, w.row_size, w.tables), (64, 1024, 3));
+        assert_eq!(
+            o.stop_condition().unwrap(),
+            StopCondition::Duration(Duration::from_secs(120))
+        );
+    }
+
+    #[test]
+    fn the_machine_budget_is_an_eighth_of_memory_within_bounds() {
+        let meminfo = "MemTotal:       25165824 kB\nMemFree:         1000 kB\n";
+        assert_eq!(mem_total(meminfo), Some(24 << 30));
+        assert_eq!(mem_total("MemTotal: 12 MB\n"), None);
+        assert_eq!(mem_total("nothing"), None);
+        assert_eq!(budget_for_memory(Some(24 << 30)), MAX_MACHINE_BUDGET);
+        assert_eq!(budget_for_memory(Some(2 << 30)), 256 << 20);
+        assert_eq!(budget_for_memory(Some(100 << 20)), MIN_MACHINE_BUDGET);
+        assert_eq!(
+            budget_for_memory(None),
+            crate::config::DEFAULT_BUDGET as u64
+        );
+        let m = machine_budget();
+        assert!(
+            (MIN_MACHINE_BUDGET..=MAX_MACHINE_BUDGET).contains(&m),
+            "{m}"
+        );
+        let o = parse(&["--budget=8MiB"]).unwrap();
+        assert_eq!(o.budget_or_machine(), 8 << 20);
+    }
+
+    #[test]
+    fn names_match_the_command_line() {
+        for m in Mode::value_variants() {
+            assert_eq!(m.to_possible_value().unwrap().get_name(), m.name());
+        }
+        for d in Distribution::value_variants() {
+            assert_eq!(d.to_possible_value().unwrap().get_name(), d.name());
+        }
+    }
+
+    #[test]
+    fn a_repeated_option_takes_its_last_value() {
+        let o = parse(&["--threads=3", "--threads=5"]).unwrap();
+        assert_eq!(o.threads, 5);
+    }
+
+    #[test]
+    fn ops_and_duration_conflict() {
+        assert!(parse(&["--ops=10", "--duration=1s"]).is_err());
+        let o = parse(&["--ops=1k"]).unwrap();
+        assert_eq!(o.stop_condition().unwrap(), StopCondition::Operations(1000));
+    }
+
+    #[test]
+    fn unparsable_values_are_refused_by_the_parser() {
+        let e = parse(&["--partition-size=12 furlongs"])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("--partition-size"), "{e}");
+        assert!(parse(&["--duration=soon"]).is_err());
+        assert!(parse(&["--ratio=2"]).is_err());
+        assert!(parse(&["--ratio=0:0"]).is_err());
+        assert!(parse(&["--distribution=zipf"]).is_err());
+        assert!(parse(&["--flush-policy=never"]).is_err());
+        assert!(parse(&["delete"]).is_err());
+    }
+
+    #[test]
+    fn out_of_range_values_name_the_option_and_the_limit() {
+        let cases: &[(&[&str], &str)] = &[
+            (&["--threads=0"], "--threads"),
+            (&["--threads=10001"], "--threads"),
+            (&["--tables=0"], "--tables"),
+            (&["--tables=5", "--partitions=4"], "--partitions"),
+            (&["--partition-size=0"], "--partition-size"),
+            (&["--partition-size=2GiB"], "--partition-size"),
+            (&["--partition-size=1KiB", "--row-size=2KiB"], "--row-size"),
+            (&["--partition-size=1GiB", "--row-size=32MiB"], "--row-size"),
+            (&["--row-size=0"], "--row-size"),
+            (&["--ops=0"], "--ops"),
+            (&["--duration=0s"], "--duration"),
+            (&["--soft-limit-ratio=0.6"], "soft-limit ratio"),
+            (&["--soft-limit-ratio=0"], "soft-limit ratio"),
+            (&["--flush-bandwidth=0"], "--flush-bandwidth"),
+            (&["--budget=1000"], "--budget"),
+        ];
+        for (args, name) in cases {
+            let e = parse(args).unwrap().validate().unwrap_err().to_string();
+            assert!(e.contains(name), "{args:?}: {e}");
+        }
+    }
+}

@@ -1,0 +1,154 @@
+//! The `replica-stress` program without its database: one run, or two
+//! back to back for `--compare`, with the progress lines, the summaries,
+//! the comparison, `--json` and `--hdr-log`. The program's `main` will
+//! parse the options and call [`execute`] with a factory that opens a
+//! `Database` for each flush policy.
+
+use std::ffi::OsString;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::SystemTime;
+
+use crate::config::FlushPolicy;
+use crate::error::Error;
+use crate::stress::hdr_log::HdrLog;
+use crate::stress::options::{StopCondition, StressOptions};
+use crate::stress::progress::ProgressPrinter;
+use crate::stress::runner::{Observers, RunConfig, run};
+use crate::stress::summary::{Summary, compare, compare_json, write_json};
+use crate::stress::target::Target;
+
+/// Opens and closes the targets of a program's runs.
+pub trait TargetFactory {
+    /// What the runs drive.
+    type Target: Target;
+
+    /// Opens a target running `policy`, with the tables
+    /// [`table_name`](crate::stress::table_name)`(0..tables)` created, for
+    /// the run `config`.
+    ///
+    /// # Errors
+    /// Whatever stops the target from opening; the program stops.
+    fn open(&mut self, policy: FlushPolicy, config: &RunConfig) -> Result<Self::Target, Error>;
+
+    /// Closes `target` after its run (a database flushes and stops here).
+    ///
+    /// # Errors
+    /// Whatever fails while closing; the program stops.
+    fn close(&mut self, target: Self::Target) -> Result<(), Error>;
+}
+
+/// The flush policies a program runs, in order: the chosen one, or for
+/// `--compare` the per-memtable baseline, then the soft-limit policy (so
+/// ratios read soft-limit / baseline).
+pub fn policies(options: &StressOptions) -> Vec<FlushPolicy> {
+    if options.compare {
+        vec![FlushPolicy::PerMemtable, FlushPolicy::SoftLimit]
+    } else {
+        vec![options.flush_policy]
+    }
+}
+
+/// The `--hdr-log` file of a run: the given path, or with `--compare` the
+/// path with the policy before its extension (`run.hlog` becomes
+/// `run.soft-limit.hlog`).
+pub fn hdr_log_path(path: &Path, policy: FlushPolicy, compare: bool) -> PathBuf {
+    if !compare {
+        return path.to_path_buf();
+    }
+    let mut name = OsString::from(path.file_stem().unwrap_or_default());
+    name.push(".");
+    name.push(policy.name());
+    if let Some(ext) = path.extension() {
+        name.push(".");
+        name.push(ext);
+    }
+    path.with_file_name(name)
+}
+
+fn describe(options: &StressOptions, config: &RunConfig, policy: FlushPolicy) -> String {
+    let w = &config.workload;
+    let stop = match config.stop {
+        StopCondition::Duration(d) => format!("for {d:?}"),
+        StopCondition::Operations(n) => format!("for {n} operations"),
+    };
+    format!(
+        "{} with {} threads {stop}: {} partitions ({}) of {} x {} B rows over {} table(s), \
+         flush policy {}, seed {}",
+        options.mode.name(),
+        config.threads,
+        w.partitions,
+        w.distribution.name(),
+        w.rows_per_partition,
+        w.row_size,
+        w.tables,
+        policy.name(),
+        w.seed,
+    )
+}
+
+fn output(e: std::io::Error) -> Error {
+    Error::Report {
+        what: "program output",
+        detail: e.to_string(),
+    }
+}
+
+/// Runs the program `options` describe against targets from `factory`,
+/// printing to `out`; returns the summaries, in run order.
+///
+/// # Errors
+/// [`Error::InvalidOption`] for bad options (before anything runs); the
+/// factory's errors; report files that cannot be written.
+pub fn execute<F: TargetFactory>(
+    options: &StressOptions,
+    factory: &mut F,
+    out: &mut dyn Write,
+) -> Result<Vec<Summary>, Error> {
+    options.validate()?;
+    let mut summaries = Vec::new();
+    for policy in policies(options) {
+        let config = RunConfig::from_options(options, policy.name())?;
+        let description = describe(options, &config, policy);
+        writeln!(out, "Running {description}").map_err(output)?;
+        let target = factory.open(policy, &config)?;
+        let mut hdr_log = match &options.hdr_log {
+            Some(path) => Some(HdrLog::create(
+                &hdr_log_path(path, policy, options.compare),
+                SystemTime::now(),
+                &description,
+            )?),
+            None => None,
+        };
+        let summary = {
+            let mut progress = ProgressPrinter::new(&mut *out);
+            let mut observers = Observers::new();
+            observers.push(&mut progress);
+            if let Some(log) = hdr_log.as_mut() {
+                observers.push(log);
+            }
+            run(&target, &config, &mut observers)
+        };
+        let closed = factory.close(target);
+        let summary = summary?;
+        closed?;
+        if let Some(log) = hdr_log {
+            log.finish()?;
+        }
+        writeln!(out, "\n{summary}").map_err(output)?;
+        summaries.push(summary);
+    }
+    if let [a, b] = summaries.as_slice() {
+        writeln!(out, "{}", compare(a, b)).map_err(output)?;
+    }
+    if let Some(path) = &options.json {
+        let value = match summaries.as_slice() {
+            [a, b] => compare_json(a, b),
+            runs => runs
+                .first()
+                .map_or(serde_json::Value::Null, Summary::to_json),
+        };
+        write_json(path, &value)?;
+    }
+    Ok(summaries)
+}

@@ -1,0 +1,114 @@
+//! The progress line printed once per interval: ops/s, p99 latency, real
+//! and unspooled dirty memory, flushes.
+
+use std::io::Write;
+
+use crate::error::Error;
+use crate::stress::latency::IntervalReport;
+use crate::stress::runner::Observer;
+use crate::units::format_bytes;
+
+/// The header above the progress lines.
+pub const PROGRESS_HEADER: &str =
+    "    time       op/s    p99 ms   errors     real dirty  unspooled dirty   flushes";
+
+/// One interval's progress line (the time is the interval's end).
+pub fn progress_line(r: &IntervalReport) -> String {
+    format!(
+        "{:>7.1}s {:>10.0} {:>9.2} {:>8} {:>14} {:>16} {:>9}",
+        (r.start + r.length).as_secs_f64(),
+        r.ops_per_second(),
+        r.p99_ms(),
+        r.counts.errors,
+        format_bytes(r.stats.real_dirty),
+        format_bytes(r.stats.unspooled_dirty),
+        r.stats.flushes,
+    )
+}
+
+/// An [`Observer`] printing the header, then a progress line per interval,
+/// to `out` (standard output in `replica-stress`).
+#[derive(Debug)]
+pub struct ProgressPrinter<W: Write> {
+    out: W,
+    header_done: bool,
+}
+
+impl<W: Write> ProgressPrinter<W> {
+    /// A printer writing to `out`.
+    pub fn new(out: W) -> Self {
+        ProgressPrinter {
+            out,
+            header_done: false,
+        }
+    }
+
+    /// Gives back the output.
+    pub fn into_inner(self) -> W {
+        self.out
+    }
+}
+
+impl<W: Write> Observer for ProgressPrinter<W> {
+    fn on_interval(&mut self, report: &IntervalReport) -> Result<(), Error> {
+        let fail = |e: std::io::Error| Error::Report {
+            what: "progress line",
+            detail: e.to_string(),
+        };
+        if !self.header_done {
+            writeln!(self.out, "{PROGRESS_HEADER}").map_err(fail)?;
+            self.header_done = true;
+        }
+        writeln!(self.out, "{}", progress_line(report)).map_err(fail)?;
+        self.out.flush().map_err(fail)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+    use crate::stress::latency::{Counts, new_histogram};
+    use crate::stress::target::TargetStats;
+
+    #[test]
+    fn lines_show_rate_p99_dirty_memory_and_flushes() {
+        let mut latency = new_histogram().unwrap();
+        for _ in 0..99 {
+            latency.record(1000).unwrap();
+        }
+        latency.record(250_000).unwrap();
+        let report = IntervalReport {
+            index: 2,
+            start: Duration::from_secs(2),
+            length: Duration::from_millis(500),
+            counts: Counts {
+                ops: 100,
+                writes: 100,
+                partitions: 100,
+                rows: 100,
+                ..Counts::default()
+            },
+            latency,
+            stats: TargetStats {
+                real_dirty: 3 << 20,
+                unspooled_dirty: 1 << 20,
+                flushes: 7,
+                ..TargetStats::default()
+            },
+        };
+        let mut p = ProgressPrinter::new(Vec::new());
+        p.on_interval(&report).unwrap();
+        p.on_interval(&report).unwrap();
+        let text = String::from_utf8(p.into_inner()).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 3, "one header, then one line per interval");
+        assert_eq!(lines[0], PROGRESS_HEADER);
+        let fields: Vec<&str> = lines[1].split_whitespace().collect();
+        assert_eq!(
+            fields,
+            ["2.5s", "200", "1.00", "0", "3.0", "MiB", "1.0", "MiB", "7"]
+        );
+    }
+}

@@ -1,0 +1,390 @@
+//! The runner: client threads issuing the workload's operations against a
+//! [`Target`], and the controller that harvests their records once per
+//! interval, hands each [`IntervalReport`] to an [`Observer`] (progress
+//! line, HdrHistogram log), and builds the [`Summary`] at the end.
+//!
+//! The controller blocks on a condition variable until the next interval
+//! boundary, the end of the run, or the last client thread exiting; it
+//! never polls.
+
+use std::time::{Duration, Instant};
+
+use hdrhistogram::Histogram;
+
+use crate::error::Error;
+use crate::stress::latency::{IntervalReport, Outcome, Recorder, new_histogram};
+use crate::stress::options::{StopCondition, StressOptions, WorkloadSpec};
+use crate::stress::summary::{LatencySummary, Summary};
+use crate::stress::target::Target;
+use crate::stress::workload::{Op, OpGenerator, ValuePool, table_name};
+use crate::sync::{AtomicBool, AtomicU64, Condvar, Mutex, Ordering};
+
+/// How one run goes.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunConfig {
+    /// What the summary calls the run (for `--compare`, the flush policy).
+    pub label: String,
+    /// The operations.
+    pub workload: WorkloadSpec,
+    /// Client threads, at least 1.
+    pub threads: usize,
+    /// When the run stops.
+    pub stop: StopCondition,
+    /// How often records are harvested and reported (one second in
+    /// `replica-stress`).
+    pub interval: Duration,
+}
+
+impl RunConfig {
+    /// The run `options` describe, reported every second.
+    ///
+    /// # Errors
+    /// [`Error::InvalidOption`] for options out of range.
+    pub fn from_options(options: &StressOptions, label: impl Into<String>) -> Result<Self, Error> {
+        options.validate()?;
+        Ok(RunConfig {
+            label: label.into(),
+            workload: options.workload()?,
+            threads: options.threads,
+            stop: options.stop_condition()?,
+            interval: Duration::from_secs(1),
+        })
+    }
+}
+
+/// Receives each interval's report while a run goes on.
+pub trait Observer {
+    /// Called once per interval, from the controlling thread.
+    ///
+    /// # Errors
+    /// Any error stops the run; [`run`] returns it.
+    fn on_interval(&mut self, report: &IntervalReport) -> Result<(), Error>;
+}
+
+impl<F: FnMut(&IntervalReport) -> Result<(), Error>> Observer for F {
+    fn on_interval(&mut self, report: &IntervalReport) -> Result<(), Error> {
+        self(report)
+    }
+}
+
+/// Calls each observer in turn, stopping at the first error.
+#[derive(Debug)]
+pub struct Observers<'a> {
+    list: Vec<&'a mut dyn Observer>,
+}
+
+impl std::fmt::Debug for dyn Observer + '_ {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Observer")
+    }
+}
+
+impl<'a> Observers<'a> {
+    /// An empty list.
+    pub fn new() -> Self {
+        Observers { list: Vec::new() }
+    }
+
+    /// Adds `observer` after the others.
+    pub fn push(&mut self, observer: &'a mut dyn Observer) {
+        self.list.push(observer);
+    }
+}
+
+impl Default for Observers<'_> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Observer for Observers<'_> {
+    fn on_interval(&mut self, report: &IntervalReport) -> Result<(), Error> {
+        self.list.iter_mut().try_for_each(|o| o.on_interval(report))
+    }
+}
+
+/// What the client threads share.
+#[derive(Debug)]
+struct Shared {
+    start: Instant,
+    stop: AtomicBool,
+    /// Operations started, checked against `limit`.
+    issued: AtomicU64,
+    limit: u64,
+    recorder: Recorder,
+    /// Nanoseconds from `start` to the latest completion.
+    last_done: AtomicU64,
+    /// The longest time between two completions (or from the start to
+    /// the first), in nanoseconds.
+    longest_pause: AtomicU64,
+    first_error: Mutex<Option<String>>,
+    /// Client threads still running, and the controller's wake-up.
+    running: Mutex<usize>,
+    changed: Condvar,
+}
+
+/// Decrements the running count when a client thread leaves, even by
+/// unwinding, so the controller never waits for a thread that is gone.
+struct Leaving<'a>(&'a Shared);
+
+impl Drop for Leaving<'_> {
+    fn drop(&mut self) {
+        let mut running = self.0.running.lock();
+        *running -= 1;
+        self.0.changed.notify_all();
+    }
+}
+
+fn nanos(d: Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
+}
+
+fn client<T: Target>(
+    target: &T,
+    shared: &Shared,
+    names: &[String],
+    mut generator: OpGenerator,
+    thread: usize,
+    rows_per_write: u64,
+) -> Result<(), Error> {
+    let _leaving = Leaving(shared);
+    while !shared.stop.load(Ordering::Relaxed) {
+        if shared.issued.fetch_add(1, Ordering::Relaxed) >= shared.limit {
+            break;
+        }
+        let op = match generator.next_op() {
+            Ok(op) => op,
+            Err(e) => {
+                shared.stop.store(true, Ordering::Relaxed);
+                return Err(e);
+            }
+        };
+        let began = Instant::now();
+        let (write, result) = match op {
+            Op::Write { table, mutation } => (
+                true,
+                target
+                    .apply(&names[table as usize], mutation)
+                    .map(|()| rows_per_write),
+            ),
+            Op::Read { table, key } => (false, target.read(&names[table as usize], &key)),
+        };
+        let done = Instant::now();
+        let (ok, rows) = match result {
+            Ok(rows) => (true, rows),
+            Err(e) => {
+                let mut first = shared.first_error.lock();
+                if first.is_none() {
+                    *first = Some(e.to_string());
+                }
+                (false, 0)
+            }
+        };
+        shared.recorder.record(
+            thread,
+            Outcome {
+                write,
+                ok,
+                rows,
+                latency: done - began,
+            },
+        );
+        let at = nanos(done - shared.start);
+        let previous = shared.last_done.fetch_max(at, Ordering::Relaxed);
+        if at > previous {
+            shared
+                .longest_pause
+                .fetch_max(at - previous, Ordering::Relaxed);
+        }
+    }
+    Ok(())
+}
+
+/// Runs the load of `config` against `target`, which must already have the
+/// tables [`table_name`]`(0..tables)`. Calls `observer` once per interval
+/// and returns the summary.
+///
+/// Target errors are counted (and the first kept), not fatal, as in
+/// cassandra-stress.
+///
+/// # Errors
+/// [`Error::InvalidOption`] for zero threads or a zero interval; the
+/// observer's error, which stops the run; [`Error::Mutation`] if the
+/// generator fails.
+pub fn run<T: Target>(
+    target: &T,
+    config: &RunConfig,
+    observer: &mut dyn Observer,
+) -> Result<Summary, Error> {
+    if config.threads == 0 {
+        return Err(Error::InvalidOption {
+            name: "threads",
+            value: "0".to_owned(),
+            expected: "at least 1 client thread".to_owned(),
+        });
+    }
+    if config.interval.is_zero() {
+        return Err(Error::InvalidOption {
+            name: "interval",
+            value: "0s".to_owned(),
+            expected: "a reporting interval of at least 1ns".to_owned(),
+        });
+    }
+    let spec = &config.workload;
+    let names: Vec<String> = (0..spec.tables).map(table_name).collect();
+    let pool = ValuePool::new(spec);
+    let (limit, deadline) = match config.stop {
+        StopCondition::Operations(n) => (n, None),
+        StopCondition::Duration(d) => (u64::MAX, Some(d)),
+    };
+    let shared = Shared {
+        start: Instant::now(),
+        stop: AtomicBool::new(false),
+        issued: AtomicU64::new(0),
+        limit,
+        recorder: Recorder::new(config.threads)?,
+        last_done: AtomicU64::new(0),
+        longest_pause: AtomicU64::new(0),
+        first_error: Mutex::new(None),
+        running: Mutex::new(config.threads),
+        changed: Condvar::new(),
+    };
+    let rows_per_write = u64::from(spec.rows_per_partition);
+    std::thread::scope(|scope| {
+        let clients: Vec<_> = (0..config.threads)
+            .map(|thread| {
+                let generator = OpGenerator::new(spec, pool.clone(), thread, config.threads);
+                let (shared, names) = (&shared, &names);
+                scope
+                    .spawn(move || client(target, shared, names, generator, thread, rows_per_write))
+            })
+            .collect();
+        let controlled = control(target, config, &shared, deadline, observer);
+        if controlled.is_err() {
+            shared.stop.store(true, Ordering::Relaxed);
+        }
+        let mut result = controlled;
+        for c in clients {
+            match c.join() {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => {
+                    if result.is_ok() {
+                        result = Err(e);
+                    }
+                }
+                Err(panic) => std::panic::resume_unwind(panic),
+            }
+        }
+        result
+    })
+}
+
+/// The controller: harvests every interval until the clients are gone.
+fn control<T: Target>(
+    target: &T,
+    config: &RunConfig,
+    shared: &Shared,
+    deadline: Option<Duration>,
+    observer: &mut dyn Observer,
+) -> Result<Summary, Error> {
+    let start = shared.start;
+    let mut total = new_histogram()?;
+    let mut interval_histogram: Histogram<u64> = new_histogram()?;
+    let mut counts = crate::stress::latency::Counts::default();
+    let mut index = 0u64;
+    let mut interval_start = Duration::ZERO;
+    let mut next_tick = start + config.interval;
+    let mut peak_real_dirty = 0u64;
+    let mut idle_intervals = 0u64;
+    let mut failure: Option<Error> = None;
+    let mut stats = target.stats();
+    let mut running = shared.running.lock();
+    loop {
+        let stopping = shared.stop.load(Ordering::Relaxed);
+        let wake = match deadline {
+            Some(d) if !stopping => next_tick.min(start + d),
+            _ => next_tick,
+        };
+        while *running > 0 && Instant::now() < wake {
+            shared.changed.wait_until(&mut running, wake);
+        }
+        let now = Instant::now();
+        if deadline.is_some_and(|d| now >= start + d) {
+            shared.stop.store(true, Ordering::Relaxed);
+        }
+        let finished = *running == 0;
+        if now < next_tick && !finished {
+            continue;
+        }
+        // Harvest without holding the lock clients need to leave.
+        drop(running);
+        let outcome = (|| -> Result<(), Error> {
+            interval_histogram.reset();
+            let c = shared.recorder.harvest(&mut interval_histogram)?;
+            stats = target.stats();
+            let report = IntervalReport {
+                index,
+                start: interval_start,
+                length: (now - start).saturating_sub(interval_start),
+                counts: c,
+                latency: interval_histogram.clone(),
+                stats,
+            };
+            total.add(&interval_histogram).map_err(|e| Error::Report {
+                what: "latency histogram",
+                detail: e.to_string(),
+            })?;
+            counts.ops += c.ops;
+            counts.writes += c.writes;
+            counts.reads += c.reads;
+            counts.errors += c.errors;
+            counts.partitions += c.partitions;
+            counts.rows += c.rows;
+            peak_real_dirty = peak_real_dirty
+                .max(stats.real_dirty)
+                .max(stats.peak_real_dirty);
+            // The last interval may be a short tail after the clients
+            // stopped; every earlier one is a whole tick.
+            if c.ops == 0 && !finished {
+                idle_intervals += 1;
+            }
+            interval_start = now - start;
+            index += 1;
+            if failure.is_none() {
+                observer.on_interval(&report)?;
+            }
+            Ok(())
+        })();
+        running = shared.running.lock();
+        if let Err(e) = outcome {
+            shared.stop.store(true, Ordering::Relaxed);
+            failure.get_or_insert(e);
+        }
+        if finished {
+            break;
+        }
+        while next_tick <= now {
+            next_tick += config.interval;
+        }
+    }
+    drop(running);
+    if let Some(e) = failure {
+        return Err(e);
+    }
+    let elapsed = interval_start;
+    let first_error = shared.first_error.lock().take();
+    Ok(Summary {
+        label: config.label.clone(),
+        counts,
+        elapsed,
+        latency: LatencySummary::from_histogram(&total),
+        peak_real_dirty,
+        dirty_budget: stats.dirty_budget,
+        flushes: stats.flushes,
+        flushed_bytes: stats.flushed_bytes,
+        writers_blocked: stats.writers_blocked,
+        longest_pause: Duration::from_nanos(shared.longest_pause.load(Ordering::Relaxed)),
+        idle_intervals,
+        first_error,
+    })
+}

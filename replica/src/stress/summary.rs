@@ -1,0 +1,496 @@
+//! The end-of-run summary: cassandra-stress's lines, then the dirty-memory
+//! lines; as text, as JSON, and side by side with another run.
+
+use std::fmt;
+use std::path::Path;
+use std::time::Duration;
+
+use hdrhistogram::Histogram;
+use serde_json::{Value, json};
+
+use crate::error::{Error, io_err};
+use crate::stress::latency::{Counts, micros_to_ms, per_second};
+use crate::units::format_bytes;
+
+/// Latency figures of a run, in milliseconds.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct LatencySummary {
+    /// Mean.
+    pub mean_ms: f64,
+    /// 50th percentile.
+    pub median_ms: f64,
+    /// 95th percentile.
+    pub p95_ms: f64,
+    /// 99th percentile.
+    pub p99_ms: f64,
+    /// 99.9th percentile.
+    pub p999_ms: f64,
+    /// Maximum.
+    pub max_ms: f64,
+}
+
+impl LatencySummary {
+    /// The figures of a histogram of microseconds (all 0 when it is empty).
+    pub fn from_histogram(h: &Histogram<u64>) -> Self {
+        if h.is_empty() {
+            return LatencySummary::default();
+        }
+        LatencySummary {
+            mean_ms: h.mean() / 1000.0,
+            median_ms: micros_to_ms(h.value_at_quantile(0.5)),
+            p95_ms: micros_to_ms(h.value_at_quantile(0.95)),
+            p99_ms: micros_to_ms(h.value_at_quantile(0.99)),
+            p999_ms: micros_to_ms(h.value_at_quantile(0.999)),
+            max_ms: micros_to_ms(h.max()),
+        }
+    }
+}
+
+/// Everything a run reports at its end.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Summary {
+    /// What ran (for comparisons: the flush policy).
+    pub label: String,
+    /// Totals of the run.
+    pub counts: Counts,
+    /// Total operation time: from the first operation to the last thread
+    /// stopping.
+    pub elapsed: Duration,
+    /// Latencies of every operation.
+    pub latency: LatencySummary,
+    /// The highest real dirty memory: sampled at every interval's end, or
+    /// the target's own high-water mark if higher.
+    pub peak_real_dirty: u64,
+    /// The dirty-memory budget.
+    pub dirty_budget: u64,
+    /// Flushes completed.
+    pub flushes: u64,
+    /// Bytes those flushes wrote.
+    pub flushed_bytes: u64,
+    /// Time writers spent blocked on dirty memory, summed over writers.
+    pub writers_blocked: Duration,
+    /// The longest time during which no operation completed.
+    pub longest_pause: Duration,
+    /// Intervals (seconds), the last one aside, in which no operation
+    /// completed.
+    pub idle_intervals: u64,
+    /// The first error a target returned, if any.
+    pub first_error: Option<String>,
+}
+
+/// One figure of a summary, for comparisons.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Figure {
+    /// The figure's name, as the summary prints it.
+    pub name: &'static str,
+    /// Its unit.
+    pub unit: &'static str,
+    /// Its value.
+    pub value: f64,
+}
+
+/// `1234567.8` as `1,234,568`, as cassandra-stress prints rates and totals.
+fn thousands(value: f64) -> String {
+    let digits = format!("{:.0}", value.max(0.0));
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// `hh:mm:ss`, as cassandra-stress prints the total operation time.
+fn hms(d: Duration) -> String {
+    let s = d.as_secs();
+    format!("{:02}:{:02}:{:02}", s / 3600, s / 60 % 60, s % 60)
+}
+
+impl Summary {
+    /// Operations per second.
+    pub fn op_rate(&self) -> f64 {
+        per_second(self.counts.ops, self.elapsed)
+    }
+
+    /// Partitions per second.
+    pub fn partition_rate(&self) -> f64 {
+        per_second(self.counts.partitions, self.elapsed)
+    }
+
+    /// Rows per second.
+    pub fn row_rate(&self) -> f64 {
+        per_second(self.counts.rows, self.elapsed)
+    }
+
+    /// Mean bytes per flush (0 without flushes).
+    pub fn mean_flush_size(&self) -> u64 {
+        self.flushed_bytes.checked_div(self.flushes).unwrap_or(0)
+    }
+
+    /// The figures two runs are compared on, in the summary's order.
+    pub fn figures(&self) -> Vec<Figure> {
+        let f = |name, unit, value| Figure { name, unit, value };
+        let l = &self.latency;
+        vec![
+            f("Op rate", "op/s", self.op_rate()),
+            f("Partition rate", "pk/s", self.partition_rate()),
+            f("Row rate", "row/s", self.row_rate()),
+            f("Latency mean", "ms", l.mean_ms),
+            f("Latency median", "ms", l.median_ms),
+            f("Latency 95th percentile", "ms", l.p95_ms),
+            f("Latency 99th percentile", "ms", l.p99_ms),
+            f("Latency 99.9th percentile", "ms", l.p999_ms),
+            f("Latency max", "ms", l.max_ms),
+            f("Total partitions", "", self.counts.partitions as f64),
+            f("Total errors", "", self.counts.errors as f64),
+            f("Total operation time", "s", self.elapsed.as_secs_f64()),
+            f(
+                "Peak real dirty",
+                "MiB",
+                self.peak_real_dirty as f64 / 1048576.0,
+            ),
+            f("Flushes", "", self.flushes as f64),
+            f(
+                "Mean flush size",
+                "MiB",
+                self.mean_flush_size() as f64 / 1048576.0,
+            ),
+            f(
+                "Time writers blocked",
+                "s",
+                self.writers_blocked.as_secs_f64(),
+            ),
+            f(
+                "Longest pause",
+                "ms",
+                self.longest_pause.as_secs_f64() * 1000.0,
+            ),
+        ]
+    }
+
+    /// The summary as a JSON object.
+    pub fn to_json(&self) -> Value {
+        let l = &self.latency;
+        let c = &self.counts;
+        json!({
+            "label": self.label,
+            "op_rate": self.op_rate(),
+            "partition_rate": self.partition_rate(),
+            "row_rate": self.row_rate(),
+            "latency_ms": {
+                "mean": l.mean_ms,
+                "median": l.median_ms,
+                "p95": l.p95_ms,
+                "p99": l.p99_ms,
+                "p99_9": l.p999_ms,
+                "max": l.max_ms,
+            },
+            "total_operations": c.ops,
+            "total_writes": c.writes,
+            "total_reads": c.reads,
+            "total_partitions": c.partitions,
+            "total_rows": c.rows,
+            "total_errors": c.errors,
+            "total_operation_time_s": self.elapsed.as_secs_f64(),
+            "dirty_memory": {
+                "peak_real_bytes": self.peak_real_dirty,
+                "budget_bytes": self.dirty_budget,
+                "flushes": self.flushes,
+                "flushed_bytes": self.flushed_bytes,
+                "mean_flush_bytes": self.mean_flush_size(),
+                "writers_blocked_s": self.writers_blocked.as_secs_f64(),
+            },
+            "longest_pause_ms": self.longest_pause.as_secs_f64() * 1000.0,
+            "idle_intervals": self.idle_intervals,
+            "first_error": self.first_error,
+        })
+    }
+}
+
+impl fmt::Display for Summary {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let c = &self.counts;
+        let split = |total: f64| {
+            let (w, r) = (
+                per_second(c.writes, self.elapsed),
+                per_second(c.reads, self.elapsed),
+            );
+            match (c.writes > 0, c.reads > 0) {
+                (true, true) => format!(
+                    "  [WRITE: {} op/s, READ: {} op/s]",
+                    thousands(w),
+                    thousands(r)
+                ),
+                (true, false) => format!("  [WRITE: {} op/s]", thousands(total)),
+                (false, true) => format!("  [READ: {} op/s]", thousands(total)),
+                (false, false) => String::new(),
+            }
+        };
+        let l = &self.latency;
+        writeln!(f, "Results ({}):", self.label)?;
+        writeln!(
+            f,
+            "Op rate                   : {:>10} op/s{}",
+            thousands(self.op_rate()),
+            split(self.op_rate())
+        )?;
+        writeln!(
+            f,
+            "Partition rate            : {:>10} pk/s",
+            thousands(self.partition_rate())
+        )?;
+        writeln!(
+            f,
+            "Row rate                  : {:>10} row/s",
+            thousands(self.row_rate())
+        )?;
+        writeln!(f, "Latency mean              : {:>10.1} ms", l.mean_ms)?;
+        writeln!(f, "Latency median            : {:>10.1} ms", l.median_ms)?;
+        writeln!(f, "Latency 95th percentile   : {:>10.1} ms", l.p95_ms)?;
+        writeln!(f, "Latency 99th percentile   : {:>10.1} ms", l.p99_ms)?;
+        writeln!(f, "Latency 99.9th percentile : {:>10.1} ms", l.p999_ms)?;
+        writeln!(f, "Latency max               : {:>10.1} ms", l.max_ms)?;
+        writeln!(
+            f,
+            "Total partitions          : {:>10}",
+            thousands(c.partitions as f64)
+        )?;
+        writeln!(
+            f,
+            "Total errors              : {:>10}",
+            thousands(c.errors as f64)
+        )?;
+        writeln!(f, "Total operation time      : {:>10}", hms(self.elapsed))?;
+        if let Some(e) = &self.first_error {
+            writeln!(f, "First error               : {e}")?;
+        }
+        writeln!(f)?;
+        let share = if self.dirty_budget > 0 {
+            format!(
+                " ({:.1}%)",
+                self.peak_real_dirty as f64 * 100.0 / self.dirty_budget as f64
+            )
+        } else {
+            String::new()
+        };
+        writeln!(
+            f,
+            "Peak real dirty memory    : {:>10} of a {} budget{share}",
+            format_bytes(self.peak_real_dirty),
+            format_bytes(self.dirty_budget)
+        )?;
+        writeln!(
+            f,
+            "Flushes                   : {:>10}, mean size {}",
+            thousands(self.flushes as f64),
+            format_bytes(self.mean_flush_size())
+        )?;
+        writeln!(
+            f,
+            "Time writers blocked      : {:>10.3} s",
+            self.writers_blocked.as_secs_f64()
+        )?;
+        writeln!(
+            f,
+            "Longest pause, no op done : {:>10.1} ms ({} idle seconds)",
+            self.longest_pause.as_secs_f64() * 1000.0,
+            self.idle_intervals
+        )
+    }
+}
+
+/// The ratio `b / a`, `None` when `a` is 0 (or either is not finite).
+fn ratio(a: f64, b: f64) -> Option<f64> {
+    let r = b / a;
+    (a != 0.0 && r.is_finite()).then_some(r)
+}
+
+/// Two summaries side by side, each figure with its ratio `b / a`
+/// (`--compare` prints the baseline as `a`).
+pub fn compare(a: &Summary, b: &Summary) -> String {
+    let mut out = format!(
+        "{:<32} {:>16} {:>16} {:>9}\n",
+        "",
+        a.label,
+        b.label,
+        format!("{}/{}", short(&b.label), short(&a.label))
+    );
+    for (fa, fb) in a.figures().iter().zip(b.figures()) {
+        let name = if fa.unit.is_empty() {
+            fa.name.to_owned()
+        } else {
+            format!("{} ({})", fa.name, fa.unit)
+        };
+        let r = ratio(fa.value, fb.value).map_or_else(|| "-".to_owned(), |r| format!("{r:.2}x"));
+        out.push_str(&format!(
+            "{:<32} {:>16.2} {:>16.2} {:>9}\n",
+            name, fa.value, fb.value, r
+        ));
+    }
+    out
+}
+
+fn short(label: &str) -> &str {
+    label.split('-').next().unwrap_or(label)
+}
+
+/// `--compare`'s JSON: both summaries and the ratio `b / a` of each figure
+/// (`null` where `a`'s is 0).
+pub fn compare_json(a: &Summary, b: &Summary) -> Value {
+    let ratios: serde_json::Map<String, Value> = a
+        .figures()
+        .iter()
+        .zip(b.figures())
+        .map(|(fa, fb)| (fa.name.to_owned(), json!(ratio(fa.value, fb.value))))
+        .collect();
+    json!({ "baseline": a.to_json(), "candidate": b.to_json(), "ratios": ratios })
+}
+
+/// Writes `value` to `path` as pretty-printed JSON.
+///
+/// # Errors
+/// [`Error::Io`] if the file cannot be written.
+pub fn write_json(path: &Path, value: &Value) -> Result<(), Error> {
+    let mut text = serde_json::to_string_pretty(value).map_err(|e| Error::Report {
+        what: "JSON summary",
+        detail: e.to_string(),
+    })?;
+    text.push('\n');
+    std::fs::write(path, text).map_err(io_err("write", path))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::stress::latency::new_histogram;
+
+    pub(crate) fn sample(label: &str, ops: u64, p95_ms: f64) -> Summary {
+        Summary {
+            label: label.to_owned(),
+            counts: Counts {
+                ops,
+                writes: ops,
+                reads: 0,
+                errors: 0,
+                partitions: ops,
+                rows: ops * 2,
+            },
+            elapsed: Duration::from_secs(10),
+            latency: LatencySummary {
+                mean_ms: 1.0,
+                median_ms: 1.0,
+                p95_ms,
+                p99_ms: 3.0,
+                p999_ms: 4.0,
+                max_ms: 5.0,
+            },
+            peak_real_dirty: 100 << 20,
+            dirty_budget: 200 << 20,
+            flushes: 4,
+            flushed_bytes: 400 << 20,
+            writers_blocked: Duration::from_millis(1500),
+            longest_pause: Duration::from_millis(250),
+            idle_intervals: 0,
+            first_error: None,
+        }
+    }
+
+    #[test]
+    fn latency_figures_come_from_the_histogram() {
+        let mut h = new_histogram().unwrap();
+        for ms in 1..=1000u64 {
+            h.record(ms * 1000).unwrap();
+        }
+        let l = LatencySummary::from_histogram(&h);
+        assert!((l.median_ms - 500.0).abs() < 1.0, "{l:?}");
+        assert!((l.p95_ms - 950.0).abs() < 1.0, "{l:?}");
+        assert!((l.p99_ms - 990.0).abs() < 1.0, "{l:?}");
+        assert!((l.p999_ms - 999.0).abs() < 1.0, "{l:?}");
+        assert!((l.max_ms - 1000.0).abs() < 1.0, "{l:?}");
+        assert!((l.mean_ms - 500.5).abs() < 1.0, "{l:?}");
+        assert_eq!(
+            LatencySummary::from_histogram(&new_histogram().unwrap()),
+            LatencySummary::default()
+        );
+    }
+
+    #[test]
+    fn text_has_cassandra_stress_lines_then_dirty_memory_lines() {
+        let s = sample("soft-limit", 12_345, 2.0);
+        let text = s.to_string();
+        for line in [
+            "Op rate                   :      1,234 op/s  [WRITE: 1,234 op/s]",
+            "Partition rate            :      1,234 pk/s",
+            "Row rate                  :      2,469 row/s",
+            "Latency mean              :        1.0 ms",
+            "Latency 95th percentile   :        2.0 ms",
+            "Latency 99.9th percentile :        4.0 ms",
+            "Latency max               :        5.0 ms",
+            "Total partitions          :     12,345",
+            "Total errors              :          0",
+            "Total operation time      :   00:00:10",
+            "Peak real dirty memory    :  100.0 MiB of a 200.0 MiB budget (50.0%)",
+            "Flushes                   :          4, mean size 100.0 MiB",
+            "Time writers blocked      :      1.500 s",
+            "Longest pause, no op done :      250.0 ms (0 idle seconds)",
+        ] {
+            assert!(text.contains(line), "missing {line:?} in\n{text}");
+        }
+    }
+
+    #[test]
+    fn json_holds_every_figure() {
+        let v = sample("per-memtable", 1000, 2.0).to_json();
+        assert_eq!(v["label"], "per-memtable");
+        assert_eq!(v["op_rate"], 100.0);
+        assert_eq!(v["latency_ms"]["p99_9"], 4.0);
+        assert_eq!(v["total_partitions"], 1000);
+        assert_eq!(v["dirty_memory"]["mean_flush_bytes"], 100 << 20);
+        assert_eq!(v["longest_pause_ms"], 250.0);
+        assert!(v["first_error"].is_null());
+    }
+
+    #[test]
+    fn comparison_prints_ratios_of_each_figure() {
+        let a = sample("per-memtable", 1000, 4.0);
+        let mut b = sample("soft-limit", 1500, 1.0);
+        b.flushes = 0;
+        b.flushed_bytes = 0;
+        let text = compare(&a, &b);
+        let line = |name: &str| {
+            text.lines()
+                .find(|l| l.starts_with(name))
+                .unwrap_or_else(|| panic!("no {name} in\n{text}"))
+                .to_owned()
+        };
+        assert!(line("Op rate (op/s)").ends_with("1.50x"), "{text}");
+        assert!(
+            line("Latency 95th percentile (ms)").ends_with("0.25x"),
+            "{text}"
+        );
+        assert!(line("Flushes").ends_with("0.00x"), "{text}");
+        assert!(
+            line("Total errors").ends_with('-'),
+            "0 against 0 has no ratio\n{text}"
+        );
+        let v = compare_json(&a, &b);
+        assert_eq!(v["ratios"]["Op rate"], 1.5);
+        assert!(v["ratios"]["Total errors"].is_null());
+        assert_eq!(v["baseline"]["label"], "per-memtable");
+    }
+
+    #[test]
+    fn json_files_are_written_and_bad_paths_reported() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.json");
+        let v = sample("x", 10, 1.0).to_json();
+        write_json(&path, &v).unwrap();
+        let back: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        assert_eq!(back, v);
+        let bad = dir.path().join("no-such-dir").join("s.json");
+        let e = write_json(&bad, &v).unwrap_err().to_string();
+        assert!(e.contains("no-such-dir"), "{e}");
+    }
+}

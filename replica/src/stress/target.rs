@@ -1,0 +1,48 @@
+//! What the load runs against: the [`Target`] trait, which the `Database`
+//! implements, and the figures it reports about itself.
+
+use std::time::Duration;
+
+use mutation::{DecoratedKey, Mutation};
+
+/// Figures a target reports about itself; the runner samples them once per
+/// interval for the progress line and at the end for the summary.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TargetStats {
+    /// Real dirty memory: every byte the memtables hold.
+    pub real_dirty: u64,
+    /// Unspooled dirty memory: real dirty minus what in-progress flushes
+    /// have already written out.
+    pub unspooled_dirty: u64,
+    /// The highest real dirty memory the target has seen, if it keeps a
+    /// high-water mark (0 if not); the summary's peak is the larger of this
+    /// and the per-interval samples of `real_dirty`.
+    pub peak_real_dirty: u64,
+    /// The dirty-memory budget (the real hard limit).
+    pub dirty_budget: u64,
+    /// Flushes completed so far.
+    pub flushes: u64,
+    /// Bytes of memtable data those flushes wrote.
+    pub flushed_bytes: u64,
+    /// Total time writers spent waiting for dirty memory, summed over
+    /// writers.
+    pub writers_blocked: Duration,
+}
+
+/// A store the load runs against. The `Database` implements it; tables are
+/// named by [`table_name`](crate::stress::table_name) and exist before the
+/// run starts.
+pub trait Target: Sync {
+    /// The target's error; the runner counts errors and keeps the first.
+    type Error: std::error::Error;
+
+    /// Writes `mutation` to `table`.
+    fn apply(&self, table: &str, mutation: Mutation) -> Result<(), Self::Error>;
+
+    /// Reads the whole partition `key` of `table`; returns the number of
+    /// rows read.
+    fn read(&self, table: &str, key: &DecoratedKey) -> Result<u64, Self::Error>;
+
+    /// The target's current figures.
+    fn stats(&self) -> TargetStats;
+}

@@ -1,0 +1,11 @@
+//! The crate's synchronisation primitives: the workspace's `sync` facade
+//! (parking_lot and std normally, loom under `cfg(loom)`). Nothing in the
+//! crate names `parking_lot::` or `std::sync::` outside this module.
+//!
+//! `Arc` is always `std::sync::Arc`: it crosses the public API.
+
+pub(crate) use ::sync::plain::Arc;
+#[cfg(feature = "stress")]
+pub(crate) use ::sync::plain::AtomicBool;
+pub(crate) use ::sync::plain::{AtomicU64, Ordering};
+pub(crate) use ::sync::{Condvar, Mutex};

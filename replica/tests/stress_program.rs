@@ -1,0 +1,183 @@
+//! The replica-stress program, minus its database: one run and a
+//! `--compare` pair against an in-memory test target, with every report.
+#![cfg(feature = "stress")]
+
+mod common;
+
+use std::path::Path;
+
+use clap::Parser;
+use common::MemTarget;
+use replica::stress::{
+    RunConfig, StressOptions, TargetFactory, execute, hdr_log_path, policies, table_name,
+};
+use replica::{Error, FlushPolicy};
+
+/// Opens a fresh in-memory target per run and records what it was asked.
+#[derive(Default)]
+struct Factory {
+    opened: Vec<(FlushPolicy, String)>,
+    closed: usize,
+    fail_open: bool,
+}
+
+impl TargetFactory for Factory {
+    type Target = MemTarget;
+
+    fn open(&mut self, policy: FlushPolicy, config: &RunConfig) -> Result<MemTarget, Error> {
+        if self.fail_open {
+            return Err(Error::UnknownTable {
+                name: table_name(0),
+            });
+        }
+        self.opened.push((policy, config.label.clone()));
+        Ok(MemTarget::default())
+    }
+
+    fn close(&mut self, _: MemTarget) -> Result<(), Error> {
+        self.closed += 1;
+        Ok(())
+    }
+}
+
+fn options(extra: &[&str]) -> StressOptions {
+    let base = [
+        "replica-stress",
+        "--threads=3",
+        "--ops=300",
+        "--partitions=100",
+        "--partition-size=1KiB",
+        "--row-size=256B",
+        "--tables=2",
+    ];
+    StressOptions::try_parse_from(base.iter().chain(extra)).unwrap()
+}
+
+fn hlog_intervals(path: &Path) -> usize {
+    use hdrhistogram::serialization::interval_log::{IntervalLogIterator, LogEntry};
+    let bytes = std::fs::read(path).unwrap();
+    IntervalLogIterator::new(&bytes)
+        .filter(|e| matches!(e, Ok(LogEntry::Interval(_))))
+        .count()
+}
+
+#[test]
+fn one_run_prints_progress_and_a_summary_and_writes_the_reports() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("summary.json");
+    let hlog = dir.path().join("run.hlog");
+    let o = options(&[
+        "--flush-policy=per-memtable",
+        &format!("--json={}", json.display()),
+        &format!("--hdr-log={}", hlog.display()),
+    ]);
+    let mut factory = Factory::default();
+    let mut out = Vec::new();
+    let summaries = execute(&o, &mut factory, &mut out).unwrap();
+    let text = String::from_utf8(out).unwrap();
+
+    assert_eq!(summaries.len(), 1);
+    assert_eq!(summaries[0].counts.ops, 300);
+    assert_eq!(summaries[0].counts.rows, 1200);
+    assert_eq!(
+        factory.opened,
+        [(FlushPolicy::PerMemtable, "per-memtable".to_owned())]
+    );
+    assert_eq!(factory.closed, 1);
+    assert!(
+        text.starts_with("Running write with 3 threads for 300 operations"),
+        "{text}"
+    );
+    assert!(text.contains("flush policy per-memtable"), "{text}");
+    assert!(
+        text.contains("op/s    p99 ms"),
+        "progress header missing:\n{text}"
+    );
+    assert!(text.contains("Results (per-memtable):"), "{text}");
+    assert!(
+        text.contains("Total partitions          :        300"),
+        "{text}"
+    );
+
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(v["total_operations"], 300);
+    assert_eq!(v["label"], "per-memtable");
+    assert!(hlog_intervals(&hlog) >= 1);
+}
+
+#[test]
+fn compare_runs_both_policies_baseline_first_and_prints_the_ratios() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("compare.json");
+    let hlog = dir.path().join("run.hlog");
+    let o = options(&[
+        "--compare",
+        &format!("--json={}", json.display()),
+        &format!("--hdr-log={}", hlog.display()),
+    ]);
+    assert_eq!(
+        policies(&o),
+        [FlushPolicy::PerMemtable, FlushPolicy::SoftLimit]
+    );
+    let mut factory = Factory::default();
+    let mut out = Vec::new();
+    let summaries = execute(&o, &mut factory, &mut out).unwrap();
+    let text = String::from_utf8(out).unwrap();
+
+    assert_eq!(summaries.len(), 2);
+    assert_eq!(summaries[0].label, "per-memtable");
+    assert_eq!(summaries[1].label, "soft-limit");
+    assert_eq!(factory.closed, 2);
+    let table = text
+        .lines()
+        .skip_while(|l| !l.contains("per-memtable") || !l.contains("soft/per"))
+        .collect::<Vec<_>>();
+    assert!(
+        table
+            .iter()
+            .any(|l| l.starts_with("Total partitions") && l.ends_with("1.00x")),
+        "{text}"
+    );
+
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(v["baseline"]["label"], "per-memtable");
+    assert_eq!(v["candidate"]["label"], "soft-limit");
+    assert_eq!(v["ratios"]["Total partitions"], 1.0);
+    for policy in [FlushPolicy::PerMemtable, FlushPolicy::SoftLimit] {
+        let path = hdr_log_path(&hlog, policy, true);
+        assert!(hlog_intervals(&path) >= 1, "{}", path.display());
+    }
+    assert_eq!(
+        hdr_log_path(&hlog, FlushPolicy::SoftLimit, true),
+        dir.path().join("run.soft-limit.hlog")
+    );
+    assert_eq!(hdr_log_path(&hlog, FlushPolicy::SoftLimit, false), hlog);
+}
+
+#[test]
+fn bad_options_and_factory_errors_stop_the_program() {
+    let mut factory = Factory::default();
+    let mut out = Vec::new();
+    let e = execute(&options(&["--threads=0"]), &mut factory, &mut out).unwrap_err();
+    assert!(e.to_string().contains("--threads"), "{e}");
+    assert!(factory.opened.is_empty(), "nothing runs on bad options");
+
+    let mut failing = Factory {
+        fail_open: true,
+        ..Factory::default()
+    };
+    let e = execute(&options(&[]), &mut failing, &mut out).unwrap_err();
+    assert!(e.to_string().contains("stress_0"), "{e}");
+
+    let dir = tempfile::tempdir().unwrap();
+    let unwritable = dir.path().join("missing").join("s.json");
+    let e = execute(
+        &options(&[&format!("--json={}", unwritable.display())]),
+        &mut Factory::default(),
+        &mut out,
+    )
+    .unwrap_err();
+    assert!(e.to_string().contains("missing"), "{e}");
+}

@@ -1,0 +1,178 @@
+//! Point lookups and clustering slices: the filter, the Summary and one
+//! Index block find a partition; its Data blocks are read from there.
+
+use std::ops::Bound;
+
+use mutation::{ClusteringRange, DecoratedKey, Fragment, PartitionRange, Position, RingPosition};
+
+use super::{DataCursor, Sstable};
+use crate::block::{HEADER_LEN, read_block};
+use crate::error::{Component, Error};
+use crate::index::{IndexEntry, decode_entry, decode_rest, peek_key, skip_rest};
+use crate::slice::Slicer;
+use crate::varint::{Decoder, Origin};
+
+impl Sstable {
+    /// Finds the index entry of `key` (filter, summary, one index block).
+    pub(crate) fn find(&self, key: &DecoratedKey) -> Result<Option<IndexEntry>, Error> {
+        if !self.may_contain(key) {
+            return Ok(None);
+        }
+        let token = key.token().value();
+        let Some(i) = self.inner.summary.locate(token, key.key().as_bytes()) else {
+            return Ok(None);
+        };
+        let offset = self.inner.summary.entries[i].index_offset;
+        let origin = self.inner.origin(Component::Index);
+        let block = read_block(self.inner.source(Component::Index), offset, origin)?;
+        let mut d = Decoder::new(&block.raw, offset + HEADER_LEN as u64, origin);
+        while !d.is_empty() {
+            let (t, k) = peek_key(&mut d)?;
+            match (t, k).cmp(&(token, key.key().as_bytes())) {
+                std::cmp::Ordering::Less => skip_rest(&mut d)?,
+                std::cmp::Ordering::Equal => return decode_rest(&mut d, t, k).map(Some),
+                std::cmp::Ordering::Greater => return Ok(None),
+            }
+        }
+        Ok(None)
+    }
+
+    /// The first index entry not before the start of `range`, if any.
+    pub(crate) fn lower_bound(&self, range: &PartitionRange) -> Result<Option<IndexEntry>, Error> {
+        let entries = &self.inner.summary.entries;
+        let n = entries.partition_point(|e| before_start(range.start(), e.token, &e.key));
+        let origin = self.inner.origin(Component::Index);
+        for e in &entries[n.saturating_sub(1)..] {
+            let block = read_block(self.inner.source(Component::Index), e.index_offset, origin)?;
+            let mut d = Decoder::new(&block.raw, e.index_offset + HEADER_LEN as u64, origin);
+            while !d.is_empty() {
+                let (t, k) = peek_key(&mut d)?;
+                if before_start(range.start(), t, k) {
+                    skip_rest(&mut d)?;
+                } else {
+                    return decode_rest(&mut d, t, k).map(Some);
+                }
+            }
+        }
+        Ok(None)
+    }
+
+    /// Reads the whole partition `key`: `None` if it is not in this sstable.
+    pub fn read_partition(&self, key: &DecoratedKey) -> Result<Option<Vec<Fragment>>, Error> {
+        self.read_slice(key, &ClusteringRange::full())
+    }
+
+    /// Reads partition `key` restricted to clustering `range` (see the
+    /// slicing rules in the crate docs). For a large partition only the
+    /// first Data block (partition start and static row) and the blocks
+    /// overlapping the range are read.
+    pub fn read_slice(
+        &self,
+        key: &DecoratedKey,
+        range: &ClusteringRange,
+    ) -> Result<Option<Vec<Fragment>>, Error> {
+        let Some(entry) = self.find(key)? else {
+            return Ok(None);
+        };
+        let mut out = Vec::new();
+        let mut slicer = Slicer::new(range);
+        let mut cursor = DataCursor::at(&self.inner, entry.data_block, entry.in_block)?;
+        // Partition start, then the static row if any.
+        let first = cursor.next_fragment(&self.inner)?;
+        match &first {
+            Some(Fragment::PartitionStart { key: k, .. }) if k == &entry.key => {}
+            _ => {
+                return Err(self.inner.origin(Component::Index).corrupt(
+                    entry.data_block,
+                    format!(
+                        "index entry for {} does not point at its partition start in Data",
+                        entry.key
+                    ),
+                ));
+            }
+        }
+        slicer.feed(first.unwrap_or(Fragment::PartitionEnd), &mut out);
+        // Jump to the last clustering block starting at or before the range
+        // start, if that is past where we are.
+        let jump = entry.cblocks.iter().rposition(|c| {
+            c.first <= *slicer.start()
+                && c.first != Position::AfterAll
+                && c.first != Position::BeforeAll
+        });
+        let mut pending: Option<Fragment> = None;
+        if let Some(i) = jump {
+            // The static row, if any, is the fragment right after the start.
+            match cursor.next_fragment(&self.inner)? {
+                Some(f @ Fragment::StaticRow(_)) => slicer.feed(f, &mut out),
+                other => pending = other,
+            }
+            let c = &entry.cblocks[i];
+            let already_there = pending
+                .as_ref()
+                .and_then(Fragment::position)
+                .is_some_and(|p| p >= c.first);
+            if !already_there {
+                pending = None;
+                cursor = DataCursor::at(&self.inner, c.block, 0)?;
+                slicer.reset(c.active);
+            }
+        }
+        loop {
+            let f = match pending.take() {
+                Some(f) => Some(f),
+                None => cursor.next_fragment(&self.inner)?,
+            };
+            let Some(f) = f else {
+                return Err(self.inner.origin(Component::Data).corrupt(
+                    cursor.offset(),
+                    format!("Data ends inside partition {}", entry.key),
+                ));
+            };
+            if matches!(f, Fragment::PartitionStart { .. }) {
+                return Err(self.inner.origin(Component::Data).corrupt(
+                    cursor.offset(),
+                    format!("partition {} has no end", entry.key),
+                ));
+            }
+            let end = matches!(f, Fragment::PartitionEnd);
+            if slicer.finished() && !end {
+                // Past the range: finish without decoding the rest.
+                slicer.feed(Fragment::PartitionEnd, &mut out);
+                return Ok(Some(out));
+            }
+            slicer.feed(f, &mut out);
+            if end {
+                return Ok(Some(out));
+            }
+        }
+    }
+}
+
+/// True when `(token, key)` lies before the start bound.
+pub(crate) fn before_start(bound: &Bound<RingPosition>, token: i64, key: &[u8]) -> bool {
+    match bound {
+        Bound::Unbounded => false,
+        Bound::Included(RingPosition::Token(t)) => token < t.value(),
+        Bound::Excluded(RingPosition::Token(t)) => token <= t.value(),
+        Bound::Included(RingPosition::Key(k)) => {
+            (token, key) < (k.token().value(), k.key().as_bytes())
+        }
+        Bound::Excluded(RingPosition::Key(k)) => {
+            (token, key) <= (k.token().value(), k.key().as_bytes())
+        }
+    }
+}
+
+/// Decodes every index entry of one Index block (used by verify).
+pub(crate) fn decode_index_block(
+    raw: &[u8],
+    base: u64,
+    origin: Origin<'_>,
+) -> Result<Vec<IndexEntry>, Error> {
+    let mut d = Decoder::new(raw, base, origin);
+    let mut out = Vec::new();
+    while !d.is_empty() {
+        out.push(decode_entry(&mut d)?);
+    }
+    Ok(out)
+}

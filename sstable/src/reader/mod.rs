@@ -1,0 +1,133 @@
+//! Opening an sstable and reading it: point lookups, clustering slices,
+//! and full or partition-range scans as fragment streams.
+//!
+//! One file per concern: [`open`] reads and cross-checks the small
+//! components; [`lookup`] finds partitions through the filter, Summary and
+//! Index and reads one partition or a slice of it; [`cursor`] decodes
+//! fragments one after another from a Data position; [`stream`] is the
+//! fragment stream of a scan or a partition range. This file holds what
+//! they share: the open sstable and its accessors.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use mutation::DecoratedKey;
+
+use crate::block::read_block;
+use crate::bloom::BloomFilter;
+use crate::error::{Component, Error};
+use crate::statistics::Statistics;
+use crate::storage::Source;
+use crate::summary::Summary;
+use crate::sync::{Arc, AtomicU64, Ordering};
+use crate::varint::Origin;
+
+mod cursor;
+mod lookup;
+mod open;
+mod stream;
+
+pub(crate) use cursor::DataCursor;
+pub(crate) use lookup::decode_index_block;
+pub use stream::SstableReader;
+
+/// The parts of an open sstable shared by its readers.
+#[derive(Debug)]
+pub(crate) struct Inner {
+    pub(crate) generation: u64,
+    pub(crate) paths: Vec<PathBuf>,
+    pub(crate) sources: Vec<Arc<dyn Source>>,
+    pub(crate) summary: Summary,
+    pub(crate) filter: BloomFilter,
+    pub(crate) stats: Statistics,
+    pub(crate) first: Option<DecoratedKey>,
+    pub(crate) last: Option<DecoratedKey>,
+    pub(crate) data_blocks_read: AtomicU64,
+}
+
+fn slot(c: Component) -> usize {
+    Component::ALL.iter().position(|&x| x == c).unwrap_or(0)
+}
+
+impl Inner {
+    pub(crate) fn origin(&self, c: Component) -> Origin<'_> {
+        Origin {
+            file: &self.paths[slot(c)],
+            component: c,
+        }
+    }
+
+    pub(crate) fn source(&self, c: Component) -> &dyn Source {
+        self.sources[slot(c)].as_ref()
+    }
+
+    fn data_end(&self) -> u64 {
+        self.stats.data_size
+    }
+
+    fn read_data_block(&self, offset: u64) -> Result<crate::block::Block, Error> {
+        self.data_blocks_read.fetch_add(1, Ordering::Relaxed);
+        read_block(
+            self.source(Component::Data),
+            offset,
+            self.origin(Component::Data),
+        )
+    }
+}
+
+/// An open, immutable sstable. Cheap to clone; readers share it.
+///
+/// Opening reads and checks the TOC, Summary, Filter and Statistics and the
+/// preambles and sizes of Data and Index; everything else is read (and
+/// checksummed) on demand.
+#[derive(Clone)]
+pub struct Sstable {
+    pub(crate) inner: Arc<Inner>,
+}
+
+impl fmt::Debug for Sstable {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Sstable")
+            .field("data", &self.inner.paths[0])
+            .field("partitions", &self.inner.stats.partitions)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Sstable {
+    /// The generation (0 for an sstable opened from memory).
+    pub fn generation(&self) -> u64 {
+        self.inner.generation
+    }
+
+    /// The statistics read at open.
+    pub fn statistics(&self) -> &Statistics {
+        &self.inner.stats
+    }
+
+    /// The path of one of the component files.
+    pub fn component_path(&self, c: Component) -> &Path {
+        &self.inner.paths[slot(c)]
+    }
+
+    /// How many Data blocks readers of this sstable have read (and
+    /// checksummed) so far: a diagnostic for tests and benchmarks.
+    pub fn data_blocks_read(&self) -> u64 {
+        self.inner.data_blocks_read.load(Ordering::Relaxed)
+    }
+
+    /// Bloom filter parameters: probes per key and size in bits.
+    pub fn filter_parameters(&self) -> (u32, u64) {
+        (self.inner.filter.probes(), self.inner.filter.nbits())
+    }
+
+    /// The first and last partition keys, or `None` when empty.
+    pub fn key_range(&self) -> Option<(&DecoratedKey, &DecoratedKey)> {
+        Some((self.inner.first.as_ref()?, self.inner.last.as_ref()?))
+    }
+
+    /// False when the bloom filter rules `key` out.
+    pub fn may_contain(&self, key: &DecoratedKey) -> bool {
+        self.inner.stats.partitions > 0 && self.inner.filter.may_contain(key.token().value() as u64)
+    }
+}

@@ -1,0 +1,162 @@
+//! The dependency check: a library crate's normal dependencies must be on
+//! the list kept here, so that a crate picked alone pulls only what its job
+//! needs. Adding a dependency means adding it here too, in the same commit,
+//! where a reviewer sees it.
+
+use crate::metadata::{DepKind, Package};
+
+/// The normal (`[dependencies]`) entries each library crate may have,
+/// optional ones included. Dev- and build-dependencies are not checked.
+pub(crate) const ALLOWED_DEPENDENCIES: &[(&str, &[&str])] = &[
+    // The facade: parking_lot normally, loom under cfg(loom).
+    ("sync", &["parking_lot", "loom"]),
+    ("logalloc", &["sync", "thiserror", "slab"]),
+    (
+        "region-group",
+        &[
+            "logalloc",
+            "sync",
+            "thiserror",
+            "slab",
+            "intrusive-collections",
+        ],
+    ),
+    // proptest is optional, behind `proptest-strategies`.
+    ("mutation", &["bytes", "thiserror", "proptest"]),
+    (
+        "memtable",
+        &[
+            "logalloc",
+            "region-group",
+            "mutation",
+            "sync",
+            "thiserror",
+            "bytes",
+        ],
+    ),
+    (
+        "sstable",
+        &[
+            "mutation",
+            "sync",
+            "thiserror",
+            "bytes",
+            "crc32c",
+            "lz4_flex",
+        ],
+    ),
+    ("dirty-memory", &["region-group", "sync", "thiserror"]),
+    ("flush-scheduler", &["sync", "thiserror"]),
+    (
+        "commitlog",
+        &["mutation", "sync", "thiserror", "bytes", "crc32c"],
+    ),
+    (
+        "replica",
+        &[
+            "logalloc",
+            "region-group",
+            "mutation",
+            "memtable",
+            "sstable",
+            "dirty-memory",
+            "flush-scheduler",
+            "commitlog",
+            "sync",
+            "thiserror",
+            "bytes",
+            "crc32c",
+            // The directory lock (flock): std's File::try_lock needs 1.89.
+            "fs4",
+            // The stress program's, optional behind a feature.
+            "clap",
+            "hdrhistogram",
+            "rand",
+            "serde_json",
+            "tempfile",
+        ],
+    ),
+];
+
+/// Checks every library crate of `packages` against `allowed`; binary-only
+/// packages (xtask, sstable-tool) are not checked. Returns what was
+/// checked, or every violation.
+pub(crate) fn check(packages: &[Package], allowed: &[(&str, &[&str])]) -> Result<String, String> {
+    let mut problems = Vec::new();
+    let mut checked = 0;
+    for package in packages.iter().filter(|p| p.is_library) {
+        let Some((_, list)) = allowed.iter().find(|(name, _)| *name == package.name) else {
+            problems.push(format!(
+                "library crate `{}` has no entry in xtask's ALLOWED_DEPENDENCIES (xtask/src/deps.rs)",
+                package.name
+            ));
+            continue;
+        };
+        checked += 1;
+        for dep in package
+            .dependencies
+            .iter()
+            .filter(|d| d.kind == DepKind::Normal)
+        {
+            if !list.contains(&dep.name.as_str()) {
+                problems.push(format!(
+                    "`{}` gained the normal dependency `{}`{}, which is not in its allowed list \
+                     in xtask/src/deps.rs: make it a dev-dependency, put it behind a feature of \
+                     another crate, or add it to the list in the same commit",
+                    package.name,
+                    dep.name,
+                    if dep.optional { " (optional)" } else { "" },
+                ));
+            }
+        }
+    }
+    if problems.is_empty() {
+        Ok(format!(
+            "({checked} library crates use only allowed dependencies)"
+        ))
+    } else {
+        Err(problems.join("\n"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::metadata::{parse, tests::sample};
+
+    const ALLOWED: &[(&str, &[&str])] = &[("lib", &["thiserror", "proptest"])];
+
+    #[test]
+    fn allowed_dependencies_pass_and_binaries_are_not_checked() {
+        // `tool` depends on clap, but it is not a library.
+        let packages = parse(&sample(None)).expect("valid");
+        assert_eq!(
+            check(&packages, ALLOWED),
+            Ok("(1 library crates use only allowed dependencies)".to_string())
+        );
+    }
+
+    #[test]
+    fn a_library_gaining_a_normal_dependency_fails_the_check() {
+        let packages = parse(&sample(Some("clap"))).expect("valid");
+        let err = check(&packages, ALLOWED).unwrap_err();
+        assert!(
+            err.contains("`lib` gained the normal dependency `clap`"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn a_library_without_an_entry_fails_the_check() {
+        let packages = parse(&sample(None)).expect("valid");
+        let err = check(&packages, &[]).unwrap_err();
+        assert!(err.contains("`lib` has no entry"), "{err}");
+    }
+
+    #[test]
+    fn the_workspace_passes_its_own_check() {
+        let packages = crate::metadata::workspace().expect("cargo metadata");
+        check(&packages, ALLOWED_DEPENDENCIES)
+            .expect("the workspace's crates are within their lists");
+    }
+}
