@@ -823,10 +823,8 @@ fn header_value(
     encoded: &mut Vec<u8>,
 ) -> Result<ManagedBytes, Error> {
     let empty = *header == Header::default();
-    if empty {
-        if let Some(shared) = *empty_header {
-            return Ok(shared);
-        }
+    if empty && let Some(shared) = *empty_header {
+        return Ok(shared);
     }
     encoded.clear();
     codec::encode_header_into(encoded, header);
