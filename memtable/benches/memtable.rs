@@ -18,7 +18,10 @@
 //!
 //! `cargo bench -p memtable --bench memtable [-- --quick | --scale F]`:
 //! `--quick` runs at 1% scale (10,000 rows), to check that it works;
-//! `--scale F` multiplies `N`.
+//! `--scale F` multiplies `N`. Run alone, the memtable side
+//! (`--child memtable --n N`) also prints on stderr the region's objects,
+//! object bytes, table bytes and segment bytes per row after the
+//! overwrites: where its memory goes.
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::collections::BTreeMap;
@@ -125,7 +128,18 @@ fn child(side: &str, n: usize) {
             for k in &keys {
                 mt.apply(&row(k, large.clone(), 2)).expect("apply");
             }
-            (insert, start.elapsed().as_secs_f64(), Box::new((mt, pool)))
+            let overwrite = start.elapsed().as_secs_f64();
+            // Where the memory goes (to stderr: the parent reads stdout).
+            let r = mt.stats().region;
+            eprintln!(
+                "memtable region per row: {:.1} objects, {:.0} object bytes, {:.0} table bytes, {:.0} segment bytes ({} segments)",
+                r.objects as f64 / n as f64,
+                r.object_bytes as f64 / n as f64,
+                r.table_bytes as f64 / n as f64,
+                r.total_bytes as f64 / n as f64,
+                r.segments
+            );
+            (insert, overwrite, Box::new((mt, pool)))
         }
         "skipmap" => {
             let map: SkipMap<Bytes, Bytes> = SkipMap::new();

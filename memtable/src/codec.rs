@@ -197,24 +197,30 @@ fn bound(d: &mut Decoder<'_>) -> Result<Bound<ClusteringKey>, Error> {
 }
 
 /// Encodes a partition header.
+#[cfg(test)]
 pub(crate) fn encode_header(header: &Header) -> Vec<u8> {
     let mut out = Vec::new();
+    encode_header_into(&mut out, header);
+    out
+}
+
+/// Appends the encoding of a partition header to `out`.
+pub(crate) fn encode_header_into(out: &mut Vec<u8>, header: &Header) {
     match header.tombstone {
         Some(t) => {
             out.push(1);
-            put_tombstone(&mut out, t);
+            put_tombstone(out, t);
         }
         None => out.push(0),
     }
-    encode_row(&mut out, &header.static_row);
+    encode_row(out, &header.static_row);
     let rts = header.range_tombstones.to_range_tombstones();
     out.extend_from_slice(&(rts.len() as u32).to_le_bytes());
     for rt in &rts {
-        put_bound(&mut out, rt.range.start());
-        put_bound(&mut out, rt.range.end());
-        put_tombstone(&mut out, rt.tombstone);
+        put_bound(out, rt.range.start());
+        put_bound(out, rt.range.end());
+        put_tombstone(out, rt.tombstone);
     }
-    out
 }
 
 /// Decodes a partition header.

@@ -132,10 +132,38 @@ impl<'a> SearchKey<'a> {
 
     /// The encoded key.
     pub(crate) fn encode(&self) -> Vec<u8> {
-        match self.raw {
-            Some(raw) => raw.to_vec(),
-            None => self.bytes().collect(),
+        let mut out = Vec::new();
+        self.encode_into(&mut out);
+        out
+    }
+
+    /// Appends the encoded key to `out`.
+    pub(crate) fn encode_into(&self, out: &mut Vec<u8>) {
+        if let Some(raw) = self.raw {
+            out.extend_from_slice(raw);
+            return;
         }
+        let ck: &[u8] = match self.suffix {
+            Suffix::Row(ck) => ck,
+            _ => &[],
+        };
+        out.reserve(8 + self.partition.len() + 3 + ck.len());
+        out.extend_from_slice(&token_bytes(self.token));
+        let kind = match self.suffix {
+            Suffix::TokenOnly => return,
+            Suffix::Header => KIND_HEADER,
+            Suffix::Row(_) => KIND_ROW,
+            Suffix::After => KIND_AFTER,
+        };
+        // Runs without 0x00 copied whole; each 0x00 escaped.
+        for (i, run) in self.partition.split(|&b| b == 0).enumerate() {
+            if i > 0 {
+                out.extend_from_slice(&[0, 0xFF]);
+            }
+            out.extend_from_slice(run);
+        }
+        out.extend_from_slice(&[0, 1, kind]);
+        out.extend_from_slice(ck);
     }
 
     /// `self` compared with a stored key.
@@ -244,6 +272,26 @@ mod tests {
         let r1 = enc(b"k\0", Suffix::Row(b"\0"));
         let after = enc(b"k\0", Suffix::After);
         assert!(h < r0 && r0 < r1 && r1 < after);
+    }
+
+    #[test]
+    fn encode_agrees_with_the_compared_bytes() {
+        for pk in [&b"k"[..], b"\0", b"a\0b\0\0", b"\0\0x\0"] {
+            let key = PartitionKey::new(pk.to_vec()).unwrap().decorate();
+            for suffix in [
+                Suffix::TokenOnly,
+                Suffix::Header,
+                Suffix::Row(b"c\0k"),
+                Suffix::After,
+            ] {
+                let k = SearchKey::new(&key, suffix);
+                assert_eq!(
+                    k.encode(),
+                    k.bytes().collect::<Vec<u8>>(),
+                    "{key} {suffix:?}"
+                );
+            }
+        }
     }
 
     #[test]

@@ -71,17 +71,25 @@
 //! costs no more than many narrow ones.
 //!
 //! **Why a B+tree of region objects** (rather than a skip list or a sorted
-//! array): its nodes are few and dense (up to 32 entries of 40 bytes: the
-//! key's and the value's [`logalloc::ManagedBytes`] and the key's first 8
-//! bytes, its token, so most comparisons in a descent never look the key
-//! up), there are no per-entry pointer towers, and compaction moves nodes
-//! like any object because nodes refer to each other by
-//! [`logalloc::Handle`], never by address. A node has a
-//! fixed size, so changing it rewrites it in place under the region's
-//! write lock ([`logalloc::RegionWriter`]); a descent takes the region's
-//! shared lock once ([`logalloc::RegionReader`]). Deletion does not
-//! rebalance: an emptied leaf leaves its parent, which keeps the code
-//! small; memtables mostly grow.
+//! array): its nodes are few and dense (up to 64 entries of 32 bytes: the
+//! key's and the value's handle and 32-bit length, and the key's first 8
+//! bytes, its token, so most comparisons in a descent are one integer
+//! comparison and never look the key up), there are no per-entry pointer
+//! towers, and compaction moves nodes like any object because nodes refer
+//! to each other by [`logalloc::Handle`], never by address. A node has a
+//! fixed size, so it is changed in place on its bytes under the region's
+//! write lock ([`logalloc::RegionWriter`]): an insert shifts the entries
+//! after it, a new value overwrites 12 bytes, a full leaf splits by
+//! copying its upper half into a new node, and only a full internal node
+//! (once in tens of leaf splits) is decoded to split. A descent
+//! takes the region's shared lock once ([`logalloc::RegionReader`]).
+//! Deletion does not rebalance: an emptied leaf leaves its parent, which
+//! keeps the code small; memtables mostly grow.
+//!
+//! **Objects per row.** A single-row partition costs three region objects:
+//! the header's key, the row's key and the row's value. Every partition
+//! whose header is empty (no tombstone, static row or range tombstone,
+//! the common case) shares one stored empty header value.
 //!
 //! **Keys and values** are [`logalloc::ManagedBytes`]: one object, or
 //! chunks plus an index object above the largest object size, so a 1 MiB
@@ -94,14 +102,36 @@
 //! # Apply
 //!
 //! [`Memtable::apply`] runs under the memtable's write lock and the
-//! region's write lock. It reads the partition's header and the rows the
-//! mutation can change (the rows it writes, plus those its new deletions
-//! cover), reconciles them with the mutation by [`mutation::Mutation`]'s
-//! rules, and writes back the difference: rows the result no longer holds
-//! are removed and freed at once (eager compaction), rows whose incoming
-//! data is shadowed are never stored, tombstones are kept. An undo log
-//! makes it all or nothing: on an allocation failure the nodes it
-//! rewrote are restored and every object it allocated is freed.
+//! region's write lock, and starts with one descent for the partition's
+//! header, which leaves a cursor at the header or where it would go.
+//!
+//! - **A new partition** is the mutation itself (a `Mutation` is
+//!   canonical: nothing to reconcile). Its header and rows are written at
+//!   that cursor in one step when the leaf has room; no further descent.
+//! - **Rows only** (no partition or range tombstone, no static row) into an
+//!   existing partition: the header cannot change, so each row is
+//!   reconciled on its own, as `Mutation::apply` does when deletions are
+//!   unchanged (stored row plus incoming, compacted with the covering
+//!   tombstone). A row is looked for first just after the previous entry
+//!   in the same leaf, so an overwrite of a single-row partition needs no
+//!   second descent.
+//! - **Otherwise** it reads the header and the rows the mutation can
+//!   change (the rows it writes, plus those its new deletions cover),
+//!   reconciles them with the mutation by [`mutation::Mutation`]'s rules,
+//!   and writes back the difference.
+//!
+//! Rows the result no longer holds are removed and freed at once (eager
+//! compaction), rows whose incoming data is shadowed are never stored,
+//! tombstones are kept. An undo log makes it all or nothing: on an
+//! allocation failure the nodes it changed are restored from their images
+//! and every object it allocated is freed. The undo log and the buffers
+//! keys and rows are encoded into are kept between applies (bounded), so
+//! an apply allocates on the heap only what reconciling needs.
+//!
+//! Each time applies have freed a segment's worth of replaced strings
+//! (overwrites, eager compaction), the apply compacts the region's sparse
+//! segments, so the region stays dense without waiting for memory
+//! pressure; handles survive compaction, so readers need no re-seek.
 //!
 //! # Readers
 //!

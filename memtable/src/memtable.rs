@@ -3,7 +3,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
-use logalloc::{ManagedRef, RegionId, RegionStats, RegionWriter, SegmentPool};
+use logalloc::{ManagedBytes, ManagedRef, RegionId, RegionStats, RegionWriter, SegmentPool};
 use mutation::{
     ClusteringKey, ClusteringRange, DecoratedKey, FragmentReader, Mutation, PartitionRange,
     Position, Row, Timestamp,
@@ -82,6 +82,51 @@ pub(crate) struct State {
     detached: bool,
     pub(crate) replacement: Option<Arc<dyn ReplacementSource>>,
     counters: Counters,
+    /// The undo log, reused by every apply (its buffers stay allocated).
+    undo: Undo,
+    /// Buffers reused by every apply.
+    scratch: Scratch,
+    /// String bytes applies freed since the region was last compacted.
+    freed_since_compaction: usize,
+    /// The value every partition with an empty header (no tombstone,
+    /// static row or range tombstone: most partitions) shares; never freed
+    /// while the memtable lives.
+    empty_header: Option<ManagedBytes>,
+}
+
+/// Heap buffers an apply reuses rather than allocating each time; bounded
+/// by [`Scratch::clear`].
+#[derive(Debug, Default)]
+struct Scratch {
+    /// The partition header's encoded key.
+    header_key: Vec<u8>,
+    /// Encoded entry keys, one after another.
+    keys: Vec<u8>,
+    /// The end offset in `keys` of each key.
+    ends: Vec<usize>,
+    entries: Vec<Entry>,
+    /// An encoded row or header.
+    encoded: Vec<u8>,
+}
+
+impl Scratch {
+    /// Bytes of buffer kept between applies.
+    const KEEP: usize = 16 << 10;
+
+    fn clear(&mut self) {
+        if self.keys.capacity() > Self::KEEP
+            || self.encoded.capacity() > Self::KEEP
+            || self.header_key.capacity() > Self::KEEP
+            || self.ends.len() > Self::KEEP / 8
+        {
+            *self = Scratch::default();
+        }
+        self.header_key.clear();
+        self.keys.clear();
+        self.ends.clear();
+        self.entries.clear();
+        self.encoded.clear();
+    }
 }
 
 impl State {
@@ -167,6 +212,10 @@ impl Memtable {
                 detached: false,
                 replacement: None,
                 counters: Counters::default(),
+                undo: Undo::default(),
+                scratch: Scratch::default(),
+                freed_since_compaction: 0,
+                empty_header: None,
             }),
             id,
         }))
@@ -201,12 +250,25 @@ impl Memtable {
             });
         }
         let mut tree = state.tree;
-        let mut undo = Undo::default();
+        let undo = &mut state.undo;
+        undo.clear();
+        let scratch = &mut state.scratch;
+        scratch.clear();
+        let empty_header = state.empty_header;
         let mut w = state.region.writer();
-        match apply_to(&mut w, &mut tree, &mut undo, m) {
+        match apply_to(&mut w, &mut tree, undo, scratch, &mut state.empty_header, m) {
             Ok(delta) => {
-                undo.commit(&mut w)?;
+                let freed = undo.commit(&mut w)?;
                 drop(w);
+                // Keep the region dense as applies free what they replace
+                // (overwrites, eager compaction): once a segment's worth
+                // was freed, compact the sparse segments (cheap when there
+                // are none; handles survive, so readers need no re-seek).
+                state.freed_since_compaction += freed;
+                if state.freed_since_compaction >= state.region.pool().segment_size() {
+                    state.freed_since_compaction = 0;
+                    state.region.compact();
+                }
                 state.tree = tree;
                 state.version += 1;
                 let c = &mut state.counters;
@@ -225,6 +287,7 @@ impl Memtable {
             }
             Err(e) => {
                 undo.rollback(&mut w);
+                state.empty_header = empty_header;
                 Err(match e {
                     Error::Region(source) if source.is_out_of_memory() => Error::OutOfMemory {
                         partition: m.key().to_string(),
@@ -412,12 +475,31 @@ fn apply_to(
     w: &mut RegionWriter<'_>,
     tree: &mut Tree,
     undo: &mut Undo,
+    scratch: &mut Scratch,
+    empty_header: &mut Option<ManagedBytes>,
     m: &Mutation,
 ) -> Result<Delta, Error> {
     let dk: &DecoratedKey = m.key();
     // Keys are encoded once and compared with memcmp.
-    let header_bytes = SearchKey::new(dk, Suffix::Header).encode();
-    let header_key = SearchKey::raw(&header_bytes);
+    let mut header_bytes = std::mem::take(&mut scratch.header_key);
+    SearchKey::new(dk, Suffix::Header).encode_into(&mut header_bytes);
+    let delta = apply_partition(w, tree, undo, scratch, empty_header, m, &header_bytes);
+    scratch.header_key = header_bytes;
+    delta
+}
+
+/// [`apply_to`] with the partition header's key encoded.
+fn apply_partition(
+    w: &mut RegionWriter<'_>,
+    tree: &mut Tree,
+    undo: &mut Undo,
+    scratch: &mut Scratch,
+    empty_header: &mut Option<ManagedBytes>,
+    m: &Mutation,
+    header_bytes: &[u8],
+) -> Result<Delta, Error> {
+    let dk: &DecoratedKey = m.key();
+    let header_key = SearchKey::raw(header_bytes);
     let prefix = &header_bytes[..header_bytes.len() - 1];
     let row_key = |ck: &ClusteringKey| {
         let mut k = Vec::with_capacity(prefix.len() + 1 + ck.len());
@@ -427,11 +509,29 @@ fn apply_to(
         k
     };
     let mut cursor = Cursor::new();
-    let existing = tree.find(w, &header_key, &mut cursor)?;
+    let existing = tree.locate(w, &header_key, &mut cursor)?;
+    if existing.is_none() {
+        return insert_partition(
+            w,
+            tree,
+            undo,
+            scratch,
+            empty_header,
+            m,
+            header_bytes,
+            &cursor,
+        );
+    }
     let old_header = match existing {
         Some(e) => decode_value(w, e.value, codec::decode_header)?,
         None => Header::default(),
     };
+    if m.partition_tombstone().is_none()
+        && m.range_tombstones().is_empty()
+        && m.static_row().is_none_or(Row::is_empty)
+    {
+        return update_rows(w, tree, undo, scratch, m, &old_header, prefix, cursor);
+    }
     let mut delta = Delta {
         new_partition: existing.is_none(),
         rts_before: codec::range_tombstone_count(&old_header.range_tombstones),
@@ -484,13 +584,15 @@ fn apply_to(
     match existing {
         Some(_) if new_header == old_header => {}
         Some(_) => {
-            let value = undo.alloc_managed(w, &codec::encode_header(&new_header))?;
+            let value = header_value(w, undo, empty_header, &new_header, &mut scratch.encoded)?;
             let old = tree.set_value(w, undo, &header_key, value)?;
-            undo.free_managed(old);
+            if Some(old) != *empty_header {
+                undo.free_managed(old);
+            }
         }
         None => {
-            let key = undo.alloc_managed(w, &header_bytes)?;
-            let value = undo.alloc_managed(w, &codec::encode_header(&new_header))?;
+            let key = undo.alloc_managed(w, header_bytes)?;
+            let value = header_value(w, undo, empty_header, &new_header, &mut scratch.encoded)?;
             tree.insert(w, undo, &header_key, key, value)?;
         }
     }
@@ -536,4 +638,199 @@ fn apply_to(
         }
     }
     Ok(delta)
+}
+
+/// A partition the memtable does not hold: its header and rows are `m`
+/// itself (a `Mutation` is canonical, so there is nothing to reconcile),
+/// stored as consecutive entries at the leaf position `cursor` came to in
+/// the search for the header, in one step when the leaf has room.
+#[allow(clippy::too_many_arguments)] // the apply's parts, passed on as they are
+fn insert_partition(
+    w: &mut RegionWriter<'_>,
+    tree: &mut Tree,
+    undo: &mut Undo,
+    scratch: &mut Scratch,
+    empty_header: &mut Option<ManagedBytes>,
+    m: &Mutation,
+    header_bytes: &[u8],
+    cursor: &Cursor,
+) -> Result<Delta, Error> {
+    let Scratch {
+        keys,
+        ends,
+        entries,
+        encoded,
+        ..
+    } = scratch;
+    let header = Header {
+        tombstone: m.partition_tombstone(),
+        static_row: m.static_row().cloned().unwrap_or_default(),
+        range_tombstones: m.range_tombstones().clone(),
+    };
+    let prefix = &header_bytes[..header_bytes.len() - 1];
+    // Every key, encoded into one buffer, with the end offset of each.
+    keys.extend_from_slice(header_bytes);
+    ends.push(keys.len());
+    for ck in m.rows().keys() {
+        keys.extend_from_slice(prefix);
+        keys.push(key::KIND_ROW);
+        keys.extend_from_slice(ck.as_bytes());
+        ends.push(keys.len());
+    }
+    let key_at = |i: usize| &keys[if i == 0 { 0 } else { ends[i - 1] }..ends[i]];
+    let rows = std::iter::once(None).chain(m.rows().values().map(Some));
+    for (i, row) in rows.enumerate() {
+        let k = key_at(i);
+        let stored = undo.alloc_managed(w, k)?;
+        let value = match row {
+            None => header_value(w, undo, empty_header, &header, encoded)?,
+            Some(row) => {
+                encoded.clear();
+                codec::encode_row(encoded, row);
+                undo.alloc_managed(w, encoded)?
+            }
+        };
+        entries.push(Entry::new(&SearchKey::raw(k), stored, value));
+    }
+    if !tree.insert_at(w, undo, cursor, entries)? {
+        for (i, e) in entries.iter().enumerate() {
+            tree.insert(w, undo, &SearchKey::raw(key_at(i)), e.key, e.value)?;
+        }
+    }
+    Ok(Delta {
+        new_partition: true,
+        rows_added: m.rows().len(),
+        rts_after: codec::range_tombstone_count(&header.range_tombstones),
+        ..Delta::default()
+    })
+}
+
+/// An existing partition and a mutation of rows only (no partition or
+/// range tombstone, no static row): the header cannot change and the
+/// partition's deletions stay as stored, so each row is reconciled on its
+/// own, as `Mutation::apply` does when deletions are unchanged (the
+/// stored row with the incoming one, compacted with the tombstone covering
+/// it), with one descent per row and no reconcile of the partition.
+#[allow(clippy::too_many_arguments)] // the apply's parts, passed on as they are
+fn update_rows(
+    w: &mut RegionWriter<'_>,
+    tree: &mut Tree,
+    undo: &mut Undo,
+    scratch: &mut Scratch,
+    m: &Mutation,
+    header: &Header,
+    prefix: &[u8],
+    header_cursor: Cursor,
+) -> Result<Delta, Error> {
+    let Scratch {
+        keys: key, encoded, ..
+    } = scratch;
+    let rts = codec::range_tombstone_count(&header.range_tombstones);
+    let mut delta = Delta {
+        rts_before: rts,
+        rts_after: rts,
+        ..Delta::default()
+    };
+    // At the last entry looked at (the header, then each row) while the
+    // index keeps its structure: a row stored right after it is found
+    // without a descent.
+    let mut cursor = header_cursor;
+    let mut positioned = true;
+    for (ck, row) in m.rows() {
+        key.clear();
+        key.extend_from_slice(prefix);
+        key.push(key::KIND_ROW);
+        key.extend_from_slice(ck.as_bytes());
+        let k = SearchKey::raw(key);
+        let covering = if header.range_tombstones.is_empty() {
+            header.tombstone
+        } else {
+            header.tombstone.max(
+                header
+                    .range_tombstones
+                    .tombstone_at(&Position::At(ck.clone())),
+            )
+        };
+        let shadowing = row.tombstone.is_some();
+        let next = if positioned {
+            tree.next_if(w, &k, &mut cursor)?
+        } else {
+            None
+        };
+        let found = match next {
+            Some(e) => Some(e),
+            None => tree.locate(w, &k, &mut cursor)?,
+        };
+        positioned = true;
+        match found {
+            None => {
+                let mut new = row.clone();
+                new.compact(covering);
+                if new.is_empty() {
+                    continue;
+                }
+                encoded.clear();
+                codec::encode_row(encoded, &new);
+                let stored = undo.alloc_managed(w, key)?;
+                let value = undo.alloc_managed(w, encoded)?;
+                if !tree.insert_at(w, undo, &cursor, &[Entry::new(&k, stored, value)])? {
+                    tree.insert(w, undo, &k, stored, value)?;
+                    positioned = false; // the index split
+                }
+                delta.rows_added += 1;
+            }
+            Some(e) => {
+                let mut new = decode_value(w, e.value, codec::decode_row)?;
+                new.apply(row.clone());
+                new.compact(covering);
+                if new.is_empty() {
+                    let e = tree.remove(w, undo, &k)?;
+                    positioned = false;
+                    undo.free_managed(e.key);
+                    undo.free_managed(e.value);
+                    delta.rows_removed += 1;
+                    if shadowing {
+                        delta.rows_dropped += 1;
+                        delta.bytes_freed += (e.key.len() + e.value.len()) as u64;
+                    }
+                } else {
+                    // The encoding is canonical: the same bytes, the same row.
+                    encoded.clear();
+                    codec::encode_row(encoded, &new);
+                    if w.managed(e.value)?.cmp_bytes(encoded) == std::cmp::Ordering::Equal {
+                        continue;
+                    }
+                    let value = undo.alloc_managed(w, encoded)?;
+                    let old_value = tree.set_value_here(w, undo, &cursor, value)?;
+                    undo.free_managed(old_value);
+                    if shadowing && old_value.len() > value.len() {
+                        delta.bytes_freed += (old_value.len() - value.len()) as u64;
+                    }
+                }
+            }
+        }
+    }
+    Ok(delta)
+}
+
+/// The stored value of a partition header: the memtable's one shared empty
+/// header (allocated by the first apply that needs it), or a new string.
+fn header_value(
+    w: &mut RegionWriter<'_>,
+    undo: &mut Undo,
+    empty_header: &mut Option<ManagedBytes>,
+    header: &Header,
+    encoded: &mut Vec<u8>,
+) -> Result<ManagedBytes, Error> {
+    let empty = *header == Header::default();
+    if empty && let Some(shared) = *empty_header {
+        return Ok(shared);
+    }
+    encoded.clear();
+    codec::encode_header_into(encoded, header);
+    let value = undo.alloc_managed(w, encoded)?;
+    if empty {
+        *empty_header = Some(value);
+    }
+    Ok(value)
 }

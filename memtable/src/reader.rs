@@ -122,7 +122,7 @@ fn first_in_range(
     if let Some(key) = is_single_key(range) {
         return Ok(state
             .tree
-            .find(view, &SearchKey::new(key, Suffix::Header), cursor)?
+            .locate(view, &SearchKey::new(key, Suffix::Header), cursor)?
             .is_some());
     }
     let Some((start, strict)) = range_start(range) else {

@@ -1,9 +1,12 @@
 //! The index: a B+tree whose nodes are region objects linked by handles.
 //!
 //! A node is one fixed-size object (`8 + 32 * fanout` bytes, so it is
-//! rewritten in place): a leaf holds up to `fanout` entries of two
-//! [`ManagedBytes`] (key, value); an internal node holds up to `fanout`
-//! child handles and one fewer separator keys. Child `i` holds the keys in
+//! changed in place): a leaf holds up to `fanout` entries of two
+//! [`ManagedBytes`] (key, value: handle and 32-bit length each) and the
+//! key's first 8 bytes; an internal node holds up to `fanout` child handles
+//! and one fewer separator keys. Inserts, value replacements, leaf splits
+//! and separator inserts work on the node's bytes; only a full internal
+//! node is decoded ([`Node`]) to split. Child `i` holds the keys in
 //! `[sep[i-1], sep[i])`. A separator is a copy of the first key of the
 //! right half made when a leaf splits; it is owned by its internal node and
 //! freed with its slot. Deletion never rebalances: a leaf that becomes empty
@@ -49,7 +52,10 @@ pub(crate) const MAX_HEIGHT: usize = 40;
 const LEAF: u8 = 1;
 const INTERNAL: u8 = 2;
 const HEADER: usize = 8;
-const MB: usize = ManagedBytes::ENCODED_LEN;
+/// A [`ManagedBytes`] in a node: its head handle and its length as a
+/// `u32` (12 bytes rather than its own 16-byte encoding; no string is
+/// longer, see [`Undo::alloc_managed`]).
+const MB: usize = 12;
 /// A key's first 8 bytes (its token), kept in the node next to the key's
 /// handle so that most comparisons need no lookup of the key itself.
 const HEAD: usize = 8;
@@ -57,7 +63,7 @@ const HEAD: usize = 8;
 const ENTRY: usize = 2 * MB + HEAD;
 /// An internal node's separator: key, key head.
 const SEP: usize = MB + HEAD;
-const MAX_FANOUT: usize = 32;
+const MAX_FANOUT: usize = 64;
 /// The smallest fanout a tree works with.
 pub(crate) const MIN_FANOUT: usize = 4;
 
@@ -68,11 +74,17 @@ fn corrupt(detail: &str) -> Error {
 }
 
 fn read_mb(bytes: &[u8], at: usize) -> Result<ManagedBytes, Error> {
-    let raw: [u8; MB] = bytes
-        .get(at..at + MB)
-        .and_then(|b| b.try_into().ok())
-        .ok_or_else(|| corrupt("truncated"))?;
-    ManagedBytes::from_bytes(raw).ok_or_else(|| corrupt("null key or value"))
+    let raw = bytes.get(at..at + MB).ok_or_else(|| corrupt("truncated"))?;
+    let mut full = [0u8; ManagedBytes::ENCODED_LEN];
+    full[..MB].copy_from_slice(raw);
+    ManagedBytes::from_bytes(full).ok_or_else(|| corrupt("null key or value"))
+}
+
+/// The node encoding of a string (see [`MB`]).
+fn mb_bytes(m: ManagedBytes) -> [u8; MB] {
+    let mut out = [0u8; MB];
+    out.copy_from_slice(&m.to_bytes()[..MB]);
+    out
 }
 
 fn read_handle(bytes: &[u8], at: usize) -> Result<Handle, Error> {
@@ -96,6 +108,17 @@ pub(crate) struct Entry {
     head: [u8; HEAD],
 }
 
+impl Entry {
+    /// An entry for `key` (as searched for), stored as `stored_key`.
+    pub(crate) fn new(key: &SearchKey<'_>, stored_key: ManagedBytes, value: ManagedBytes) -> Entry {
+        Entry {
+            key: stored_key,
+            value,
+            head: key.head(),
+        }
+    }
+}
+
 fn read_head(bytes: &[u8], at: usize) -> Result<[u8; HEAD], Error> {
     bytes
         .get(at..at + HEAD)
@@ -103,17 +126,20 @@ fn read_head(bytes: &[u8], at: usize) -> Result<[u8; HEAD], Error> {
         .ok_or_else(|| corrupt("truncated"))
 }
 
-/// `key` compared with a stored key whose head is `head`: by the heads
-/// first, by the whole keys only if those are equal.
+/// `key` (whose head, as a big-endian integer, is `key_head`) compared
+/// with the stored key whose head is at `head_at` in `bytes` and whose
+/// [`ManagedBytes`] is at `mb_at`: by the heads first (one integer
+/// comparison), looking the stored key up only if those are equal.
 fn cmp_key(
     view: &impl View,
     key: &SearchKey<'_>,
-    head: [u8; HEAD],
-    stored: ManagedBytes,
+    key_head: u64,
+    bytes: &[u8],
+    head_at: usize,
+    mb_at: usize,
 ) -> Result<Ordering, Error> {
-    // As big-endian integers: one comparison instead of a memcmp call.
-    match u64::from_be_bytes(key.head()).cmp(&u64::from_be_bytes(head)) {
-        Ordering::Equal => Ok(key.cmp_stored(&view.managed(stored)?)),
+    match key_head.cmp(&u64::from_be_bytes(read_head(bytes, head_at)?)) {
+        Ordering::Equal => Ok(key.cmp_stored(&view.managed(read_mb(bytes, mb_at)?)?)),
         unequal => Ok(unequal),
     }
 }
@@ -204,8 +230,8 @@ impl Tree {
                 out[0] = LEAF;
                 for (i, e) in entries.iter().enumerate() {
                     let at = HEADER + i * ENTRY;
-                    out[at..at + MB].copy_from_slice(&e.key.to_bytes());
-                    out[at + MB..at + 2 * MB].copy_from_slice(&e.value.to_bytes());
+                    out[at..at + MB].copy_from_slice(&mb_bytes(e.key));
+                    out[at + MB..at + 2 * MB].copy_from_slice(&mb_bytes(e.value));
                     out[at + 2 * MB..at + ENTRY].copy_from_slice(&e.head);
                 }
             }
@@ -217,7 +243,7 @@ impl Tree {
                 }
                 for (i, (s, head)) in seps.iter().enumerate() {
                     let at = self.sep_at(i);
-                    out[at..at + MB].copy_from_slice(&s.to_bytes());
+                    out[at..at + MB].copy_from_slice(&mb_bytes(*s));
                     out[at + MB..at + SEP].copy_from_slice(head);
                 }
             }
@@ -231,24 +257,6 @@ impl Tree {
             value: read_mb(bytes, at + MB)?,
             head: read_head(bytes, at + 2 * MB)?,
         })
-    }
-
-    /// First index in `0..n` for which `pred` is false (pred is true on a
-    /// prefix), with a fallible predicate.
-    fn partition_point(
-        n: usize,
-        mut pred: impl FnMut(usize) -> Result<bool, Error>,
-    ) -> Result<usize, Error> {
-        let (mut lo, mut hi) = (0, n);
-        while lo < hi {
-            let mid = lo + (hi - lo) / 2;
-            if pred(mid)? {
-                lo = mid + 1;
-            } else {
-                hi = mid;
-            }
-        }
-        Ok(lo)
     }
 
     /// Fills `cursor` with the path to the leaf position of the first entry
@@ -266,41 +274,61 @@ impl Tree {
             return Ok(false);
         };
         cursor.depth = self.height + 1;
+        let key_head = u64::from_be_bytes(key.head());
+        let node_size = self.node_size();
         for level in 0..=self.height {
             let bytes = view.get(node)?;
+            if bytes.len() < node_size {
+                return Err(corrupt("truncated"));
+            }
             let n = count(bytes);
+            if n > self.fanout {
+                return Err(corrupt("count above fanout"));
+            }
             cursor.nodes[level] = Some(node);
-            if level < self.height {
-                if bytes[0] != INTERNAL || n == 0 {
-                    return Err(corrupt("expected a non-empty internal node"));
-                }
+            // Binary search on the heads kept in the node (every index
+            // below is inside `node_size`), looking a stored key up only
+            // when the heads tie.
+            let (kind, len, base, stride, head_off) = if level < self.height {
                 // Child i holds [sep[i-1], sep[i]): the number of seps <= key.
-                let i = Self::partition_point(n - 1, |i| {
-                    let at = self.sep_at(i);
-                    let c = cmp_key(view, key, read_head(bytes, at + MB)?, read_mb(bytes, at)?)?;
-                    Ok(c != Ordering::Less)
-                })?;
-                cursor.idx[level] = i;
-                node = read_handle(bytes, HEADER + i * 8)?;
+                (INTERNAL, n.saturating_sub(1), self.sep_at(0), SEP, MB)
             } else {
-                if bytes[0] != LEAF {
-                    return Err(corrupt("expected a leaf"));
+                (LEAF, n, HEADER, ENTRY, 2 * MB)
+            };
+            if bytes[0] != kind || (kind == INTERNAL && n == 0) {
+                return Err(corrupt("unexpected node kind"));
+            }
+            // The predicate (true on a prefix): the stored key is below
+            // `key` (leaves, non-strict), or not above it (separators, and
+            // leaves when `strict`).
+            let below_or_equal = kind == INTERNAL || strict;
+            let (mut lo, mut hi) = (0, len);
+            while lo < hi {
+                let mid = lo + (hi - lo) / 2;
+                let at = base + mid * stride;
+                let head = u64::from_be_bytes(
+                    bytes[at + head_off..at + head_off + HEAD]
+                        .try_into()
+                        .expect("8 bytes"),
+                );
+                let c = match key_head.cmp(&head) {
+                    Ordering::Equal => key.cmp_stored(&view.managed(read_mb(bytes, at)?)?),
+                    unequal => unequal,
+                };
+                let go_right = if below_or_equal {
+                    c != Ordering::Less
+                } else {
+                    c == Ordering::Greater
+                };
+                if go_right {
+                    lo = mid + 1;
+                } else {
+                    hi = mid;
                 }
-                let i = Self::partition_point(n, |i| {
-                    let at = HEADER + i * ENTRY;
-                    let c = cmp_key(
-                        view,
-                        key,
-                        read_head(bytes, at + 2 * MB)?,
-                        read_mb(bytes, at)?,
-                    )?;
-                    Ok(if strict {
-                        c != Ordering::Less
-                    } else {
-                        c == Ordering::Greater
-                    })
-                })?;
-                cursor.idx[level] = i;
+            }
+            cursor.idx[level] = lo;
+            if level < self.height {
+                node = read_handle(bytes, HEADER + lo * 8)?;
             }
         }
         Ok(true)
@@ -413,40 +441,125 @@ impl Tree {
             self.height = 0;
             return Ok(());
         }
-        let mut level = self.height;
-        let mut handle = cursor.nodes[level].expect("descended");
-        let mut node = self.read_node(w, handle)?;
-        match &mut node {
-            Node::Leaf(entries) => entries.insert(cursor.idx[level], entry),
-            Node::Internal { .. } => return Err(corrupt("expected a leaf")),
+        if self.insert_at(w, undo, &cursor, &[entry])? {
+            return Ok(());
         }
-        loop {
-            if node.len() <= self.fanout {
-                return undo.write_node(w, self, handle, &node);
+        let level = self.height;
+        let handle = cursor.nodes[level].expect("descended");
+        let (right, sep) = self.split_leaf(w, undo, handle, cursor.idx[level], &entry)?;
+        self.insert_separator(w, undo, &cursor, level, handle, right, sep)
+    }
+
+    /// Splits the full leaf `handle` with `entry` inserted at `at`, on the
+    /// bytes: the lower half stays, the upper half goes to a new leaf.
+    /// Returns the new leaf and its separator (a copy of its first key).
+    fn split_leaf(
+        &self,
+        w: &mut RegionWriter<'_>,
+        undo: &mut Undo,
+        handle: Handle,
+        at: usize,
+        entry: &Entry,
+    ) -> Result<(Handle, (ManagedBytes, [u8; HEAD])), Error> {
+        // The entries with `entry` inserted, one after another.
+        let mut all = [0u8; (MAX_FANOUT + 1) * ENTRY];
+        let n = {
+            let bytes = w.get(handle)?;
+            let n = count(bytes);
+            if bytes[0] != LEAF || n > self.fanout || at > n {
+                return Err(corrupt("expected a leaf"));
             }
-            let (right, sep) = match &mut node {
-                Node::Leaf(entries) => {
-                    let right = entries.split_off(entries.len() / 2);
-                    let first = w.managed(right[0].key)?.to_vec();
-                    let sep = (undo.alloc_managed(w, &first)?, right[0].head);
-                    (Node::Leaf(right), sep)
-                }
-                Node::Internal { children, seps } => {
-                    let mid = children.len() / 2;
-                    let right_children = children.split_off(mid);
-                    let right_seps = seps.split_off(mid);
-                    let sep = seps.pop().expect("an internal node above fanout has seps");
-                    (
-                        Node::Internal {
-                            children: right_children,
-                            seps: right_seps,
-                        },
-                        sep,
-                    )
-                }
-            };
-            let right = undo.alloc_node(w, self, &right)?;
-            undo.write_node(w, self, handle, &node)?;
+            all[..at * ENTRY].copy_from_slice(&bytes[HEADER..HEADER + at * ENTRY]);
+            all[(at + 1) * ENTRY..(n + 1) * ENTRY]
+                .copy_from_slice(&bytes[HEADER + at * ENTRY..HEADER + n * ENTRY]);
+            n
+        };
+        let o = at * ENTRY;
+        all[o..o + MB].copy_from_slice(&mb_bytes(entry.key));
+        all[o + MB..o + 2 * MB].copy_from_slice(&mb_bytes(entry.value));
+        all[o + 2 * MB..o + ENTRY].copy_from_slice(&entry.head);
+        let total = n + 1;
+        let mid = total / 2;
+        let first = Self::leaf_entry_of(&all, mid)?;
+        let first_key = w.managed(first.key)?.to_vec();
+        let sep = (undo.alloc_managed(w, &first_key)?, first.head);
+        let write = |out: &mut [u8], entries: &[u8]| {
+            out.fill(0);
+            out[0] = LEAF;
+            out[2..4].copy_from_slice(&((entries.len() / ENTRY) as u16).to_le_bytes());
+            out[HEADER..HEADER + entries.len()].copy_from_slice(entries);
+        };
+        let right = w.alloc_with(self.node_size(), 8, |out| {
+            write(out, &all[mid * ENTRY..total * ENTRY]);
+        })?;
+        undo.fresh.push(right);
+        undo.save(w, handle)?;
+        write(w.get_mut(handle)?, &all[..mid * ENTRY]);
+        Ok((right, sep))
+    }
+
+    /// Entry `i` of a run of encoded entries.
+    fn leaf_entry_of(entries: &[u8], i: usize) -> Result<Entry, Error> {
+        let at = i * ENTRY;
+        Ok(Entry {
+            key: read_mb(entries, at)?,
+            value: read_mb(entries, at + MB)?,
+            head: read_head(entries, at + 2 * MB)?,
+        })
+    }
+
+    /// Adds child `right` after child `at` of the internal node `handle`,
+    /// with `sep` between them, on the bytes, if the node has room; false
+    /// (nothing changed) if it has not.
+    fn insert_child_in_place(
+        &self,
+        w: &mut RegionWriter<'_>,
+        undo: &mut Undo,
+        handle: Handle,
+        at: usize,
+        right: Handle,
+        sep: (ManagedBytes, [u8; HEAD]),
+    ) -> Result<bool, Error> {
+        let n = {
+            let bytes = w.get(handle)?;
+            let n = count(bytes);
+            if bytes[0] != INTERNAL || n == 0 || n > self.fanout || at >= n {
+                return Err(corrupt("expected an internal node"));
+            }
+            n
+        };
+        if n == self.fanout {
+            return Ok(false);
+        }
+        undo.save(w, handle)?;
+        let bytes = w.get_mut(handle)?;
+        let c = HEADER + (at + 1) * 8;
+        bytes.copy_within(c..HEADER + n * 8, c + 8);
+        bytes[c..c + 8].copy_from_slice(&right.to_raw().to_le_bytes());
+        let s = self.sep_at(at);
+        bytes.copy_within(s..self.sep_at(n - 1), s + SEP);
+        bytes[s..s + MB].copy_from_slice(&mb_bytes(sep.0));
+        bytes[s + MB..s + SEP].copy_from_slice(&sep.1);
+        bytes[2..4].copy_from_slice(&((n + 1) as u16).to_le_bytes());
+        Ok(true)
+    }
+
+    /// After the node at `level` of `cursor`'s path (`handle`) split off
+    /// `right` with separator `sep`: adds them to the parent, splitting
+    /// internal nodes up the path as needed, and grows a new root when the
+    /// root split.
+    #[allow(clippy::too_many_arguments)]
+    fn insert_separator(
+        &mut self,
+        w: &mut RegionWriter<'_>,
+        undo: &mut Undo,
+        cursor: &Cursor,
+        mut level: usize,
+        mut handle: Handle,
+        mut right: Handle,
+        mut sep: (ManagedBytes, [u8; HEAD]),
+    ) -> Result<(), Error> {
+        loop {
             if level == 0 {
                 if self.height == MAX_HEIGHT {
                     return Err(Error::IndexTooDeep { max: MAX_HEIGHT });
@@ -461,15 +574,32 @@ impl Tree {
             }
             level -= 1;
             handle = cursor.nodes[level].expect("descended");
-            node = self.read_node(w, handle)?;
             let at = cursor.idx[level];
-            match &mut node {
-                Node::Internal { children, seps } => {
-                    children.insert(at + 1, right);
-                    seps.insert(at, sep);
-                }
-                Node::Leaf(_) => return Err(corrupt("expected an internal node")),
+            if self.insert_child_in_place(w, undo, handle, at, right, sep)? {
+                return Ok(());
             }
+            let mut node = self.read_node(w, handle)?;
+            let Node::Internal { children, seps } = &mut node else {
+                return Err(corrupt("expected an internal node"));
+            };
+            children.insert(at + 1, right);
+            seps.insert(at, sep);
+            if children.len() <= self.fanout {
+                return undo.write_node(w, self, handle, &node);
+            }
+            let mid = children.len() / 2;
+            let right_children = children.split_off(mid);
+            let right_seps = seps.split_off(mid);
+            sep = seps.pop().expect("an internal node above fanout has seps");
+            right = undo.alloc_node(
+                w,
+                self,
+                &Node::Internal {
+                    children: right_children,
+                    seps: right_seps,
+                },
+            )?;
+            undo.write_node(w, self, handle, &node)?;
         }
     }
 
@@ -484,13 +614,137 @@ impl Tree {
         let mut cursor = Cursor::new();
         self.descend(w, key, false, &mut cursor)?;
         let (handle, at) = self.exact(w, key, &cursor)?;
-        let mut node = self.read_node(w, handle)?;
-        let Node::Leaf(entries) = &mut node else {
-            return Err(corrupt("expected a leaf"));
-        };
-        let old = std::mem::replace(&mut entries[at].value, value);
-        undo.write_node(w, self, handle, &node)?;
+        self.set_value_at(w, undo, handle, at, value)
+    }
+
+    /// Replaces the value of the entry [`locate`](Self::locate) found and
+    /// left `cursor` at; returns the old value.
+    pub(crate) fn set_value_here(
+        &self,
+        w: &mut RegionWriter<'_>,
+        undo: &mut Undo,
+        cursor: &Cursor,
+        value: ManagedBytes,
+    ) -> Result<ManagedBytes, Error> {
+        if cursor.depth == 0 {
+            return Err(corrupt("key not found"));
+        }
+        let leaf = cursor.depth - 1;
+        let handle = cursor.nodes[leaf].expect("descended");
+        self.set_value_at(w, undo, handle, cursor.idx[leaf], value)
+    }
+
+    /// Replaces the value of entry `at` of leaf `handle` in place; returns
+    /// the old value.
+    fn set_value_at(
+        &self,
+        w: &mut RegionWriter<'_>,
+        undo: &mut Undo,
+        handle: Handle,
+        at: usize,
+        value: ManagedBytes,
+    ) -> Result<ManagedBytes, Error> {
+        undo.save(w, handle)?;
+        let bytes = w.get_mut(handle)?;
+        let offset = HEADER + at * ENTRY + MB;
+        let old = read_mb(bytes, offset)?;
+        bytes[offset..offset + MB].copy_from_slice(&mb_bytes(value));
         Ok(old)
+    }
+
+    /// Positions `cursor` where `key` is or would be inserted (the leaf
+    /// position [`insert_at`](Self::insert_at) takes) and returns the entry
+    /// with exactly `key`, if any: one descent for a lookup and an insert.
+    pub(crate) fn locate(
+        &self,
+        view: &impl View,
+        key: &SearchKey<'_>,
+        cursor: &mut Cursor,
+    ) -> Result<Option<Entry>, Error> {
+        if !self.descend(view, key, false, cursor)? {
+            return Ok(None);
+        }
+        let leaf = cursor.depth - 1;
+        let bytes = view.get(cursor.nodes[leaf].expect("descended"))?;
+        let at = cursor.idx[leaf];
+        if at >= count(bytes) {
+            return Ok(None);
+        }
+        let o = HEADER + at * ENTRY;
+        let key_head = u64::from_be_bytes(key.head());
+        if cmp_key(view, key, key_head, bytes, o + 2 * MB, o)? == Ordering::Equal {
+            Self::leaf_entry(bytes, at).map(Some)
+        } else {
+            Ok(None)
+        }
+    }
+
+    /// If the entry just after `cursor`'s position in the same leaf has
+    /// exactly `key`, moves `cursor` to it and returns it (no descent);
+    /// otherwise `None`, `cursor` unchanged. `cursor` must be at an entry
+    /// of the tree as it is.
+    pub(crate) fn next_if(
+        &self,
+        view: &impl View,
+        key: &SearchKey<'_>,
+        cursor: &mut Cursor,
+    ) -> Result<Option<Entry>, Error> {
+        if cursor.depth == 0 {
+            return Ok(None);
+        }
+        let leaf = cursor.depth - 1;
+        let bytes = view.get(cursor.nodes[leaf].expect("positioned"))?;
+        let at = cursor.idx[leaf] + 1;
+        if at >= count(bytes) {
+            return Ok(None);
+        }
+        let o = HEADER + at * ENTRY;
+        let key_head = u64::from_be_bytes(key.head());
+        if cmp_key(view, key, key_head, bytes, o + 2 * MB, o)? != Ordering::Equal {
+            return Ok(None);
+        }
+        cursor.idx[leaf] = at;
+        Self::leaf_entry(bytes, at).map(Some)
+    }
+
+    /// Inserts `entries` (ascending, none in the tree, all ordered between
+    /// the neighbours of the leaf position `cursor` came to by a descent
+    /// for the first of them) at that position, in place, if the leaf has
+    /// room for them all; false (nothing changed) if it has not, or if the
+    /// tree is empty.
+    pub(crate) fn insert_at(
+        &self,
+        w: &mut RegionWriter<'_>,
+        undo: &mut Undo,
+        cursor: &Cursor,
+        entries: &[Entry],
+    ) -> Result<bool, Error> {
+        if cursor.depth == 0 {
+            return Ok(false);
+        }
+        let handle = cursor.nodes[cursor.depth - 1].expect("descended");
+        let at = cursor.idx[cursor.depth - 1];
+        let n = count(w.get(handle)?);
+        if n + entries.len() > self.fanout || at > n {
+            return Ok(false);
+        }
+        undo.save(w, handle)?;
+        let bytes = w.get_mut(handle)?;
+        if bytes[0] != LEAF {
+            return Err(corrupt("expected a leaf"));
+        }
+        let start = HEADER + at * ENTRY;
+        let end = HEADER + n * ENTRY;
+        let shift = entries.len() * ENTRY;
+        bytes.copy_within(start..end, start + shift);
+        for (i, e) in entries.iter().enumerate() {
+            let o = start + i * ENTRY;
+            bytes[o..o + MB].copy_from_slice(&mb_bytes(e.key));
+            bytes[o + MB..o + 2 * MB].copy_from_slice(&mb_bytes(e.value));
+            bytes[o + 2 * MB..o + ENTRY].copy_from_slice(&e.head);
+        }
+        bytes[2..4].copy_from_slice(&((n + entries.len()) as u16).to_le_bytes());
+        Ok(true)
     }
 
     fn exact(
@@ -602,9 +856,19 @@ impl Cursor {
 /// What an apply changed, so a failure can put everything back: node
 /// images before their first change, objects allocated (freed on
 /// rollback), objects to free (freed on commit only).
+/// The longest key or value a node can refer to (its length is kept in 32
+/// bits; a mutation is far smaller).
+const MAX_STRING: usize = u32::MAX as usize;
+
+/// Image bytes an [`Undo`] keeps allocated between applies.
+const KEEP_IMAGES: usize = 16 << 10;
+
 #[derive(Debug, Default)]
 pub(crate) struct Undo {
-    saved: Vec<(Handle, Vec<u8>)>,
+    /// Nodes saved before their first change: handle, offset of the image
+    /// in `images`.
+    saved: Vec<(Handle, usize)>,
+    images: Vec<u8>,
     fresh: Vec<Handle>,
     fresh_managed: Vec<ManagedBytes>,
     to_free: Vec<Handle>,
@@ -630,12 +894,34 @@ impl Undo {
         handle: Handle,
         node: &Node,
     ) -> Result<(), Error> {
-        if !self.fresh.contains(&handle) && !self.saved.iter().any(|(h, _)| *h == handle) {
-            let image = w.get(handle)?.to_vec();
-            self.saved.push((handle, image));
-        }
+        self.save(w, handle)?;
         tree.encode(node, w.get_mut(handle)?);
         Ok(())
+    }
+
+    /// Saves a node's image before its first change in this apply (not
+    /// for nodes the apply allocated).
+    fn save(&mut self, w: &RegionWriter<'_>, handle: Handle) -> Result<(), Error> {
+        if !self.fresh.contains(&handle) && !self.saved.iter().any(|(h, _)| *h == handle) {
+            let at = self.images.len();
+            self.images.extend_from_slice(w.get(handle)?);
+            self.saved.push((handle, at));
+        }
+        Ok(())
+    }
+
+    /// Empties the log, keeping its buffers for the next apply (up to a
+    /// bound, so the memtable's heap header stays small).
+    pub(crate) fn clear(&mut self) {
+        if self.images.capacity() > KEEP_IMAGES {
+            *self = Undo::default();
+        }
+        self.saved.clear();
+        self.images.clear();
+        self.fresh.clear();
+        self.fresh_managed.clear();
+        self.to_free.clear();
+        self.to_free_managed.clear();
     }
 
     /// Allocates a string that rollback frees.
@@ -644,6 +930,13 @@ impl Undo {
         w: &mut RegionWriter<'_>,
         data: &[u8],
     ) -> Result<ManagedBytes, Error> {
+        // A node keeps a string's length in 32 bits.
+        if data.len() > MAX_STRING {
+            return Err(Error::ValueTooLarge {
+                size: data.len(),
+                max: MAX_STRING,
+            });
+        }
         let m = w.alloc_managed(data)?;
         self.fresh_managed.push(m);
         Ok(m)
@@ -659,31 +952,35 @@ impl Undo {
     }
 
     /// Undoes everything: node images restored, new objects freed.
-    pub(crate) fn rollback(self, w: &mut RegionWriter<'_>) {
-        for (h, image) in self.saved {
+    pub(crate) fn rollback(&mut self, w: &mut RegionWriter<'_>) {
+        for &(h, at) in &self.saved {
             // Live nodes of the tree as it was: they cannot be stale.
             if let Ok(bytes) = w.get_mut(h) {
-                bytes.copy_from_slice(&image);
+                let len = bytes.len();
+                bytes.copy_from_slice(&self.images[at..at + len]);
             }
         }
-        for h in self.fresh {
+        for &h in &self.fresh {
             let freed = w.free(h);
             debug_assert!(freed.is_ok());
         }
-        for m in self.fresh_managed {
+        for &m in &self.fresh_managed {
             let freed = w.free_managed(m);
             debug_assert!(freed.is_ok());
         }
     }
 
-    /// Makes the changes final: frees what they replaced.
-    pub(crate) fn commit(self, w: &mut RegionWriter<'_>) -> Result<(), Error> {
-        for h in self.to_free {
+    /// Makes the changes final: frees what they replaced. Returns the
+    /// bytes of the strings freed (nodes not counted).
+    pub(crate) fn commit(&mut self, w: &mut RegionWriter<'_>) -> Result<usize, Error> {
+        for &h in &self.to_free {
             w.free(h)?;
         }
-        for m in self.to_free_managed {
+        let mut freed = 0;
+        for &m in &self.to_free_managed {
             w.free_managed(m)?;
+            freed += m.len();
         }
-        Ok(())
+        Ok(freed)
     }
 }

@@ -123,3 +123,73 @@ fn failure_at_every_allocation_point_changes_nothing() {
     );
     assert_eq!(scan(&mt), want);
 }
+
+/// Partitions with an empty header share one stored header value, which
+/// the first apply that needs it allocates. If that apply fails at any
+/// point, the memtable forgets the value with everything else; later
+/// partitions, and a header that stops being empty, leave the shared value
+/// to the others.
+#[test]
+fn the_shared_empty_header_survives_failures_and_header_changes() {
+    let pool = SegmentPool::new(
+        PoolConfig::default()
+            .with_segment_size(4 << 10)
+            .with_memory_limit(16 << 20),
+    )
+    .unwrap();
+    let group = RegionGroup::new("g", ReclaimConfig::default());
+    let mt = Memtable::new(&group, &pool).unwrap();
+    let row = |key: &str, t: i64| {
+        Mutation::builder(DecoratedKey::from_bytes(key.to_string()).unwrap())
+            .cell("c", 0, Cell::live(vec![7u8; 20], ts(t)))
+            .build()
+            .unwrap()
+    };
+    // The first apply, failing at each of its allocations in turn.
+    let first = row("p0", 1);
+    let mut n = 1;
+    loop {
+        pool.fail_nth_allocation(n);
+        let result = mt.apply(&first);
+        pool.fail_nth_allocation(0);
+        match result {
+            Ok(()) => break,
+            Err(e) => {
+                assert!(matches!(e, Error::OutOfMemory { .. }), "point {n}: {e}");
+                assert_eq!(mt.stats().region.objects, 0, "point {n}");
+                assert!(scan(&mt).is_empty());
+                mt.check_invariants().unwrap();
+            }
+        }
+        n += 1;
+        assert!(n < 100, "apply never succeeded");
+    }
+    assert!(n > 2, "the first apply allocates key, header and row");
+    let mut applied = vec![first];
+    for i in 1..20 {
+        let m = row(&format!("p{i}"), 1);
+        mt.apply(&m).unwrap();
+        applied.push(m);
+    }
+    // Three objects per partition (header key, row key, row value) plus
+    // the one shared header, and the index nodes.
+    let objects = mt.stats().region.objects;
+    let shared = 3 * 20 + 1;
+    assert!((shared..shared + 10).contains(&objects), "{objects}");
+    // A header that stops being empty gets its own value; the shared one
+    // stays for the others.
+    let delete = Mutation::builder(DecoratedKey::from_bytes("p3").unwrap())
+        .partition_tombstone(Tombstone::new(ts(5), 0))
+        .build()
+        .unwrap();
+    mt.apply(&delete).unwrap();
+    applied.push(delete);
+    mt.full_compaction().unwrap();
+    mt.check_invariants().unwrap();
+    assert_eq!(scan(&mt), Mutation::reconcile_all(applied.iter().cloned()));
+    // New partitions still share it.
+    let more = row("p-late", 6);
+    mt.apply(&more).unwrap();
+    applied.push(more);
+    assert_eq!(scan(&mt), Mutation::reconcile_all(applied));
+}
