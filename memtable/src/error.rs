@@ -37,6 +37,24 @@ pub enum Error {
         /// The limit.
         max: usize,
     },
+    /// Merging the mutation into a stored row would make that row larger
+    /// than one sstable block may hold
+    /// ([`mutation::limits::MAX_ROW_SIZE`]): the row could never be flushed,
+    /// so the apply is refused and the memtable is unchanged.
+    #[error(
+        "row {row} of partition {partition} would grow to {size} bytes, over the {limit}-byte \
+         row limit an sstable can write; the memtable is unchanged"
+    )]
+    RowTooLarge {
+        /// The partition, rendered.
+        partition: String,
+        /// The clustering key, rendered.
+        row: String,
+        /// The merged row's size bound ([`mutation::limits::row_size_bound`]).
+        size: usize,
+        /// The limit ([`mutation::limits::MAX_ROW_SIZE`]).
+        limit: usize,
+    },
     /// The pool's segments are too small for index nodes.
     #[error(
         "segment pool's largest object of {max_object} bytes is below the {min} bytes an index \

@@ -128,6 +128,15 @@
 //! keys and rows are encoded into are kept between applies (bounded), so
 //! an apply allocates on the heap only what reconciling needs.
 //!
+//! **Limits.** A mutation that passed `mutation`'s builder fits, but
+//! merging adds a row's columns up: an apply that would make a stored row
+//! larger than one sstable block may hold
+//! ([`mutation::limits::MAX_ROW_SIZE`]) is refused whole with
+//! [`Error::RowTooLarge`], so the memtable never holds a row its flush
+//! cannot write. A stored key or value is also bounded by the pool's
+//! chunked strings (about 21 MB with 128 KiB segments; larger segments
+//! raise it), refused whole with [`Error::ValueTooLarge`].
+//!
 //! Each time applies have freed a segment's worth of replaced strings
 //! (overwrites, eager compaction), the apply compacts the region's sparse
 //! segments, so the region stays dense without waiting for memory

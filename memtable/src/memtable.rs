@@ -488,6 +488,22 @@ fn apply_to(
     delta
 }
 
+/// Refuses a merged row that no sstable block could hold
+/// (`mutation::limits`): rows that arrive alone passed the mutation
+/// builder's limits, but merging adds their columns up.
+fn check_row_size(m: &Mutation, ck: &ClusteringKey, row: &Row) -> Result<(), Error> {
+    let size = mutation::limits::row_size_bound(Some(ck), row);
+    if size > mutation::limits::MAX_ROW_SIZE {
+        return Err(Error::RowTooLarge {
+            partition: m.key().to_string(),
+            row: format!("{ck:?}"),
+            size,
+            limit: mutation::limits::MAX_ROW_SIZE,
+        });
+    }
+    Ok(())
+}
+
 /// [`apply_to`] with the partition header's key encoded.
 fn apply_partition(
     w: &mut RegionWriter<'_>,
@@ -617,6 +633,7 @@ fn apply_partition(
                 }
             }
             (Some(old), Some(new)) if old != new => {
+                check_row_size(m, ck, new)?;
                 encoded.clear();
                 codec::encode_row(&mut encoded, new);
                 let value = undo.alloc_managed(w, &encoded)?;
@@ -794,6 +811,7 @@ fn update_rows(
                         delta.bytes_freed += (e.key.len() + e.value.len()) as u64;
                     }
                 } else {
+                    check_row_size(m, ck, &new)?;
                     // The encoding is canonical: the same bytes, the same row.
                     encoded.clear();
                     codec::encode_row(encoded, &new);

@@ -45,7 +45,10 @@ pub(crate) const ALLOWED_DEPENDENCIES: &[(&str, &[&str])] = &[
             "lz4_flex",
         ],
     ),
-    ("dirty-memory", &["region-group", "replica-sync", "thiserror"]),
+    (
+        "dirty-memory",
+        &["region-group", "replica-sync", "thiserror"],
+    ),
     ("flush-scheduler", &["replica-sync", "thiserror"]),
     (
         "commitlog",
