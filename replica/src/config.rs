@@ -3,6 +3,7 @@
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use crate::error::Error;
 
@@ -21,6 +22,10 @@ pub const DEFAULT_SYSTEM_BUDGET: usize = 10 << 20;
 /// The default soft limit as a fraction of the budget (ScyllaDB's "flush
 /// when a quarter of the budget is dirty").
 pub const DEFAULT_SOFT_LIMIT_RATIO: f64 = 0.25;
+
+/// The default [`DatabaseConfig::write_timeout`]: how long a write may wait
+/// for dirty memory before it fails.
+pub const DEFAULT_WRITE_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Which memtables are flushed, and when.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -107,6 +112,10 @@ pub struct DatabaseConfig {
     /// Limit on flush write bandwidth, in bytes per second; `None` (the
     /// default) is unlimited. A token bucket on sstable writes.
     pub flush_bandwidth_limit: Option<u64>,
+    /// How long a write may wait for dirty memory (at the hard limit)
+    /// before it fails with an error naming its table; default
+    /// [`DEFAULT_WRITE_TIMEOUT`]. Must not be zero.
+    pub write_timeout: Duration,
 }
 
 impl DatabaseConfig {
@@ -121,6 +130,7 @@ impl DatabaseConfig {
             system_dirty_memory_budget: DEFAULT_SYSTEM_BUDGET,
             sstable_writer_options: sstable::WriterOptions::default(),
             flush_bandwidth_limit: None,
+            write_timeout: DEFAULT_WRITE_TIMEOUT,
         }
     }
 
@@ -152,7 +162,7 @@ impl DatabaseConfig {
     /// [`Error::InvalidOption`] naming the first field out of range: no
     /// data directory, an empty or repeated directory, a budget below
     /// [`MIN_BUDGET`], a soft-limit ratio outside `(0, 0.5]`, or a zero
-    /// bandwidth limit.
+    /// bandwidth limit, or a zero write timeout.
     pub fn validate(&self) -> Result<(), Error> {
         let invalid = |name, value: String, expected: String| Error::InvalidOption {
             name,
@@ -205,6 +215,13 @@ impl DatabaseConfig {
                 "flush_bandwidth_limit",
                 "0".to_owned(),
                 "at least 1 byte per second, or None for no limit".to_owned(),
+            ));
+        }
+        if self.write_timeout.is_zero() {
+            return Err(invalid(
+                "write_timeout",
+                "0s".to_owned(),
+                "a positive duration".to_owned(),
             ));
         }
         Ok(())

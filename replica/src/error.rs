@@ -99,6 +99,85 @@ pub enum Error {
     /// row that breaks its limits).
     #[error(transparent)]
     Mutation(#[from] mutation::Error),
+    /// The database was closed: it takes no more operations.
+    #[error("the database is closed: {operation} refused")]
+    Closed {
+        /// The refused operation.
+        operation: &'static str,
+    },
+    /// A mutation the database refuses as it is: one that holds nothing to
+    /// write, for example.
+    #[error("invalid mutation of partition {key} for table {table:?}: {reason}")]
+    InvalidMutation {
+        /// The table written to.
+        table: String,
+        /// The partition, rendered.
+        key: String,
+        /// What is wrong with it.
+        reason: &'static str,
+    },
+    /// A mutation, or one of its cell values, larger than every layer
+    /// accepts (`mutation::limits`; a merge of mutations can grow past what
+    /// the builder allows).
+    #[error(
+        "mutation of partition {key} for table {table:?} is too large: {what} of {size} bytes \
+         exceeds the limit of {limit} bytes"
+    )]
+    MutationTooLarge {
+        /// The table written to.
+        table: String,
+        /// The partition, rendered.
+        key: String,
+        /// What is too large ("mutation" or "cell value").
+        what: &'static str,
+        /// Its size.
+        size: usize,
+        /// The limit.
+        limit: usize,
+    },
+    /// A write waited for dirty memory longer than the write timeout:
+    /// flushes did not free memory fast enough.
+    #[error(
+        "write to table {table:?} not admitted within {timeout:?}: dirty memory stayed at its \
+         hard limit"
+    )]
+    WriteTimeout {
+        /// The table written to.
+        table: String,
+        /// The timeout.
+        timeout: std::time::Duration,
+        /// The dirty-memory manager's error.
+        #[source]
+        source: dirty_memory::Error,
+    },
+    /// A memtable refused a write or a read.
+    #[error("memtable of table {table:?}: {source}")]
+    Memtable {
+        /// The table.
+        table: String,
+        /// The memtable crate's error.
+        #[source]
+        source: memtable::Error,
+    },
+    /// An explicit flush of a table failed (the dirty-memory manager keeps
+    /// the memtable and, for transient failures, retries it).
+    #[error("flush of table {table:?} failed: {source}")]
+    Flush {
+        /// The table.
+        table: String,
+        /// The dirty-memory manager's error.
+        #[source]
+        source: dirty_memory::Error,
+    },
+    /// A background component (dirty-memory manager, flush scheduler,
+    /// memory pool) could not be started.
+    #[error("cannot start the {what}: {detail}")]
+    Start {
+        /// The component.
+        what: &'static str,
+        /// Why.
+        detail: String,
+    },
     /// Writing a report (progress, summary, JSON or HdrHistogram log) failed.
     #[error("cannot write the {what}: {detail}")]
     Report {

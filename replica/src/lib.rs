@@ -38,6 +38,7 @@
 
 mod catalog;
 mod config;
+mod database;
 mod error;
 mod layout;
 mod lock;
@@ -52,9 +53,10 @@ pub use catalog::{
     validate_table_name,
 };
 pub use config::{
-    DEFAULT_BUDGET, DEFAULT_SOFT_LIMIT_RATIO, DEFAULT_SYSTEM_BUDGET, DatabaseConfig, FlushPolicy,
-    MIN_BUDGET, check_soft_limit_ratio,
+    DEFAULT_BUDGET, DEFAULT_SOFT_LIMIT_RATIO, DEFAULT_SYSTEM_BUDGET, DEFAULT_WRITE_TIMEOUT,
+    DatabaseConfig, FlushPolicy, MIN_BUDGET, check_soft_limit_ratio,
 };
+pub use database::{Database, DatabaseMetrics, TableMetrics, TableReader};
 pub use error::{Error, Result};
 pub use layout::{
     SstableId, TableFiles, open_table_dirs, orphan_table_dirs, remove_table_dirs, table_dir,

@@ -1,0 +1,259 @@
+//! One open table: its memtable list over its sstables, how a write reaches
+//! the active memtable, how a read merges every source, and its counters.
+
+use std::fmt;
+use std::time::{Duration, Instant};
+
+use dirty_memory::DirtyMemoryManager;
+use logalloc::SegmentPool;
+use memtable::{Memtable, ReplacementSource};
+use mutation::{
+    ClusteringRange, Fragment, FragmentReader, MergingReader, Mutation, PartitionRange,
+};
+use region_group::RegionGroup;
+use sstable::Sstable;
+
+use crate::catalog::TableSchema;
+use crate::database::memtable_list::{Attempt, MemtableList};
+use crate::error::Error;
+use crate::sync::{Arc, AtomicBool, AtomicU64, Ordering};
+
+/// An open sstable of a table. It is also the replacement source that
+/// readers of the memtable it was flushed from continue in.
+#[derive(Debug)]
+pub(crate) struct TableSstable {
+    pub(crate) sstable: Sstable,
+}
+
+impl ReplacementSource for TableSstable {
+    fn make_reader(
+        &self,
+        range: PartitionRange,
+        slice: ClusteringRange,
+    ) -> Result<Box<dyn FragmentReader + Send>, mutation::Error> {
+        match self.sstable.make_reader_opt(&range, Some(slice)) {
+            Ok(Some(reader)) => Ok(Box::new(reader)),
+            Ok(None) => Ok(Box::new(mutation::from_mutations(Vec::new()))),
+            Err(e) => Err(mutation::Error::Source(Box::new(e))),
+        }
+    }
+}
+
+/// A table's counters (statistics only: they order nothing).
+#[derive(Debug, Default)]
+pub(crate) struct TableCounters {
+    pub(crate) writes: AtomicU64,
+    pub(crate) flushes: AtomicU64,
+    pub(crate) flushed_memtable_bytes: AtomicU64,
+    pub(crate) sstable_bytes_written: AtomicU64,
+    pub(crate) blocked_nanos: AtomicU64,
+}
+
+/// One open table.
+pub(crate) struct Table {
+    pub(crate) schema: TableSchema,
+    pub(crate) list: MemtableList<Memtable, TableSstable>,
+    /// The region group of the dirty-memory manager its memtables join.
+    pub(crate) group: Arc<RegionGroup>,
+    pub(crate) pool: Arc<SegmentPool>,
+    pub(crate) dropped: AtomicBool,
+    pub(crate) counters: TableCounters,
+}
+
+impl fmt::Debug for Table {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Table")
+            .field("name", &self.schema.name())
+            .field("counts", &self.list.counts())
+            .finish_non_exhaustive()
+    }
+}
+
+/// Figures of one table, from [`Database::metrics`](crate::Database::metrics).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct TableMetrics {
+    /// The table's name.
+    pub name: String,
+    /// Memtables: the active one and the sealed ones being flushed.
+    pub memtables: usize,
+    /// Sstables.
+    pub sstables: usize,
+    /// Real dirty memory: what the table's memtables hold (segment bytes).
+    pub real_dirty: usize,
+    /// Unspooled dirty memory: real dirty minus what flushes in progress
+    /// have written out.
+    pub unspooled_dirty: usize,
+    /// Writes applied.
+    pub writes: u64,
+    /// Flushes completed.
+    pub flushes: u64,
+    /// Memtable memory those flushes wrote out (their sizes, summed).
+    pub flushed_memtable_bytes: u64,
+    /// Sstable bytes those flushes wrote (Data and Index, after compression).
+    pub sstable_bytes_written: u64,
+    /// Time writes to this table spent waiting for dirty memory, summed
+    /// over writers.
+    pub writers_blocked: Duration,
+}
+
+impl Table {
+    /// The table's name.
+    pub(crate) fn name(&self) -> &str {
+        self.schema.name()
+    }
+
+    /// A new, empty memtable in the table's group.
+    pub(crate) fn new_memtable(&self) -> Result<Arc<Memtable>, Error> {
+        Memtable::new(&self.group, &self.pool).map_err(|source| Error::Memtable {
+            table: self.name().to_owned(),
+            source,
+        })
+    }
+
+    /// Applies `m` to the active memtable once `manager` admits the write
+    /// (waiting at most `timeout` at the hard limit). A write that raced a
+    /// flush's seal goes to the new active memtable.
+    pub(crate) fn apply(
+        &self,
+        manager: &DirtyMemoryManager,
+        m: &Mutation,
+        timeout: Duration,
+    ) -> Result<(), Error> {
+        let entered = Instant::now();
+        let mut blocked = Duration::ZERO;
+        let result = self.list.with_active(|memtable| {
+            let admitted = manager.run_when_memory_available(
+                || (entered.elapsed(), memtable.apply(m)),
+                Some(timeout),
+            );
+            match admitted {
+                Ok((waited, applied)) => {
+                    blocked = waited;
+                    match applied {
+                        Ok(()) => Ok(()),
+                        Err(memtable::Error::Sealed { .. }) => Err(Attempt::Sealed),
+                        Err(source) => Err(Attempt::Failed(Error::Memtable {
+                            table: self.name().to_owned(),
+                            source,
+                        })),
+                    }
+                }
+                Err(dirty_memory::Error::Admission {
+                    source: region_group::Error::Shutdown { .. },
+                    ..
+                }) => Err(Attempt::Failed(Error::Closed { operation: "apply" })),
+                Err(source) => Err(Attempt::Failed(Error::WriteTimeout {
+                    table: self.name().to_owned(),
+                    timeout,
+                    source,
+                })),
+            }
+        });
+        let nanos = u64::try_from(blocked.as_nanos()).unwrap_or(u64::MAX);
+        self.counters
+            .blocked_nanos
+            .fetch_add(nanos, Ordering::Relaxed);
+        if result.is_ok() {
+            self.counters.writes.fetch_add(1, Ordering::Relaxed);
+        }
+        result
+    }
+
+    /// A reader merging every memtable and sstable that has something in
+    /// `range`, each restricted to `slice`.
+    pub(crate) fn make_reader(
+        &self,
+        range: PartitionRange,
+        slice: ClusteringRange,
+    ) -> Result<TableReader, Error> {
+        let sources = self.list.sources();
+        let mut readers: Vec<Box<dyn FragmentReader + Send>> = Vec::new();
+        for memtable in &sources.memtables {
+            let reader = memtable
+                .make_reader_opt(range.clone(), slice.clone())
+                .map_err(|source| Error::Memtable {
+                    table: self.name().to_owned(),
+                    source,
+                })?;
+            if let Some(reader) = reader {
+                readers.push(Box::new(reader));
+            }
+        }
+        for sstable in &sources.sstables {
+            let reader = sstable
+                .sstable
+                .make_reader_opt(&range, Some(slice.clone()))
+                .map_err(|source| Error::Sstable {
+                    table: self.name().to_owned(),
+                    dir: sstable
+                        .sstable
+                        .component_path(sstable::Component::Data)
+                        .parent()
+                        .map(std::path::Path::to_path_buf)
+                        .unwrap_or_default(),
+                    source,
+                })?;
+            if let Some(reader) = reader {
+                readers.push(Box::new(reader));
+            }
+        }
+        Ok(TableReader {
+            merged: MergingReader::new(readers),
+        })
+    }
+
+    /// The table's figures.
+    pub(crate) fn metrics(&self) -> TableMetrics {
+        let sources = self.list.sources();
+        let mut real = 0;
+        let mut spooled = 0;
+        for m in &sources.memtables {
+            let id = m.region_id();
+            real += self.group.region_size(id).map_or(0, |(size, _)| size);
+            spooled += self.group.region_spooled(id).unwrap_or(0);
+        }
+        let c = &self.counters;
+        TableMetrics {
+            name: self.name().to_owned(),
+            memtables: sources.memtables.len(),
+            sstables: sources.sstables.len(),
+            real_dirty: real,
+            unspooled_dirty: real.saturating_sub(spooled),
+            writes: c.writes.load(Ordering::Relaxed),
+            flushes: c.flushes.load(Ordering::Relaxed),
+            flushed_memtable_bytes: c.flushed_memtable_bytes.load(Ordering::Relaxed),
+            sstable_bytes_written: c.sstable_bytes_written.load(Ordering::Relaxed),
+            writers_blocked: Duration::from_nanos(c.blocked_nanos.load(Ordering::Relaxed)),
+        }
+    }
+}
+
+/// A read of one table: the merge of its memtables and sstables, in ring
+/// order, every partition reconciled. A reader that stays open across a
+/// flush sees each row exactly once: it keeps the sources it started with,
+/// and readers of a flushed memtable continue in its sstable at their next
+/// partition.
+pub struct TableReader {
+    merged: MergingReader<Box<dyn FragmentReader + Send>>,
+}
+
+impl fmt::Debug for TableReader {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TableReader").finish_non_exhaustive()
+    }
+}
+
+impl FragmentReader for TableReader {
+    fn next(&mut self) -> Result<Option<Fragment>, mutation::Error> {
+        self.merged.next()
+    }
+
+    fn fast_forward_to(&mut self, range: PartitionRange) -> Result<(), mutation::Error> {
+        self.merged.fast_forward_to(range)
+    }
+
+    fn next_partition(&mut self) -> Result<(), mutation::Error> {
+        self.merged.next_partition()
+    }
+}
