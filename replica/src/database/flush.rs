@@ -139,26 +139,27 @@ impl FlushTarget for FlushRouter {
             flush.finish();
             return;
         };
-        if table.list.is_active(&memtable) {
-            // Install the fresh memtable before sealing the old one, so a
-            // writer refused by the seal finds it (see `memtable_list`).
-            let fresh = match table.new_memtable() {
-                Ok(fresh) => fresh,
-                Err(e) => {
-                    // Not sealed: writes continue in it. Grounded, as the
-                    // contract asks; the retry tries again.
-                    flush.group().ground_evictable(flush.region());
-                    flush.fail(e);
-                    return;
-                }
-            };
+        // Install the fresh memtable before sealing the old one, so a writer
+        // refused by the seal finds it (see `memtable_list`).
+        let fresh = || {
+            let fresh = table.new_memtable()?;
             self.registry.add(&table, &fresh);
-            if let Err(fresh) = table.list.replace_active(&memtable, fresh) {
-                self.registry.remove(fresh.region_id());
-                fresh.on_detach_from_region_group();
+            Ok::<_, crate::error::Error>(fresh)
+        };
+        match table.list.begin_flush(&memtable, fresh) {
+            Ok(None) => {}
+            Ok(Some(unused)) => {
+                self.registry.remove(unused.region_id());
+                unused.on_detach_from_region_group();
+            }
+            Err(e) => {
+                // Not sealed: writes continue in it. Grounded, as the
+                // contract asks; the retry tries again.
+                flush.group().ground_evictable(flush.region());
+                flush.fail(e);
+                return;
             }
         }
-        memtable.seal();
         let job = FlushMemtable {
             flush,
             table,

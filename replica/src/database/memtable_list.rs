@@ -23,6 +23,18 @@
 
 use crate::sync::{Arc, RwLock};
 
+/// A memtable as the list's flush protocol needs it: something to seal.
+pub(crate) trait Seal {
+    /// Refuses further writes (they fail as sealed from now on).
+    fn seal(&self);
+}
+
+impl Seal for memtable::Memtable {
+    fn seal(&self) {
+        memtable::Memtable::seal(self);
+    }
+}
+
 /// What a writer's attempt on the active memtable came to.
 #[derive(Debug)]
 pub(crate) enum Attempt<E> {
@@ -104,6 +116,29 @@ impl<M, S> MemtableList<M, S> {
         let old = std::mem::replace(&mut state.active, fresh);
         state.sealed.push(old);
         Ok(())
+    }
+
+    /// The first step of a flush of `memtable`: if it is the active one,
+    /// installs `fresh()` in its place, then seals it. Returns a fresh
+    /// memtable that `fresh` made but that was not installed (the caller
+    /// discards it); an error of `fresh` leaves everything as it was, the
+    /// memtable unsealed.
+    pub(crate) fn begin_flush<E>(
+        &self,
+        memtable: &Arc<M>,
+        fresh: impl FnOnce() -> Result<Arc<M>, E>,
+    ) -> Result<Option<Arc<M>>, E>
+    where
+        M: Seal,
+    {
+        let mut unused = None;
+        if self.is_active(memtable)
+            && let Err(fresh) = self.replace_active(memtable, fresh()?)
+        {
+            unused = Some(fresh);
+        }
+        memtable.seal();
+        Ok(unused)
     }
 
     /// Removes the sealed `memtable` and adds `sstable` (the memtable's

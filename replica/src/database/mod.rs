@@ -24,8 +24,8 @@ use crate::throttle::TokenBucket;
 
 mod flush;
 mod gate;
-// #[cfg(all(test, loom))]
-// mod loom_tests;
+#[cfg(all(test, loom))]
+mod loom_tests;
 pub(crate) mod memtable_list;
 #[cfg(feature = "stress")]
 mod stress_target;

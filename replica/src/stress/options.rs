@@ -185,6 +185,7 @@ pub enum StopCondition {
 #[command(
     name = "replica-stress",
     about = "Load generator for the replica storage engine, reporting like cassandra-stress.",
+    long_about = None,
     args_override_self = true
 )]
 pub struct StressOptions {
