@@ -77,7 +77,7 @@ pub(crate) struct FlushFaults {
 
 impl FlushFaults {
     /// Makes the next `n` flush data phases fail.
-    #[cfg(test)]
+    #[cfg(all(test, not(loom)))]
     pub(crate) fn fail_next(&self, n: u64) {
         self.remaining.store(n, Ordering::SeqCst);
     }

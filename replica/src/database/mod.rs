@@ -477,7 +477,7 @@ impl Database {
     }
 
     /// Test hook: the next `n` flushes fail in their sstable write.
-    #[cfg(test)]
+    #[cfg(all(test, not(loom)))]
     pub(crate) fn fail_next_flushes(&self, n: u64) {
         self.router.faults.fail_next(n);
     }
