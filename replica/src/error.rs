@@ -169,6 +169,14 @@ pub enum Error {
         #[source]
         source: dirty_memory::Error,
     },
+    /// The commit log failed (opening or replaying it, or logging a
+    /// write, which is then not applied).
+    #[error("commit log: {source}")]
+    CommitLog {
+        /// The commitlog crate's error.
+        #[source]
+        source: commitlog::Error,
+    },
     /// A background component (dirty-memory manager, flush scheduler,
     /// memory pool) could not be started.
     #[error("cannot start the {what}: {detail}")]

@@ -68,18 +68,28 @@
 //! permanent, kept in memory and reported in [`DatabaseMetrics`]). A
 //! memtable is never dropped before its sstable is committed.
 //!
-//! # Durability
+//! # Durability: the commit log
 //!
-//! There is no commit log in the write path yet: a write is durable once
-//! its memtable is flushed ([`Database::flush`], [`Database::flush_all`],
-//! [`Database::close`]). **Writes not yet flushed are lost if the process
-//! crashes.** The `commitlog` crate is built; wiring it in is the next
-//! step.
+//! With [`DatabaseConfig::commitlog`] on (the default: periodic, synced
+//! every 10 s; or batch, acknowledged once synced; or off), `apply`
+//! appends the mutation to the commit log (`commitlog`, in the first data
+//! directory's [`COMMITLOG_DIR_NAME`]) before it reaches the memtable.
+//! Each table's memtables remember the highest log position they hold; a
+//! committed flush tells the log to discard the table's entries up to the
+//! highest position every memtable sealed before it has flushed too, so
+//! segments are retired as flushes complete. [`Database::open`] replays
+//! the log into the memtables, flushes them, and only then serves;
+//! dropping a table logs the drop, so replay never resurrects it. With the
+//! commit log off, writes not yet flushed are lost if the process crashes.
+//!
+//! Not yet wired: the log's flush requests at its total size limit (the
+//! database relies on retiring segments as flushes complete).
 //!
 //! # Also here
 //!
 //! * [`DatabaseConfig`]: directories, budgets, soft-limit ratio, flush
-//!   policy, sstable writer options, flush bandwidth limit, write timeout.
+//!   policy, sstable writer options, flush bandwidth limit, write timeout,
+//!   commit log mode ([`CommitLogMode`]).
 //! * [`Catalog`]: which tables exist, persisted atomically with a checksum.
 //! * [`open_table_dirs`]: each table's sstables in its data and flush
 //!   directories, after removing the leftovers of unfinished flushes.
@@ -109,10 +119,11 @@ pub use catalog::{
     validate_table_name,
 };
 pub use config::{
-    DEFAULT_BUDGET, DEFAULT_SOFT_LIMIT_RATIO, DEFAULT_SYSTEM_BUDGET, DEFAULT_WRITE_TIMEOUT,
-    DatabaseConfig, FlushPolicy, MIN_BUDGET, check_soft_limit_ratio,
+    CommitLogMode, DEFAULT_BUDGET, DEFAULT_COMMITLOG_SYNC_PERIOD, DEFAULT_SOFT_LIMIT_RATIO,
+    DEFAULT_SYSTEM_BUDGET, DEFAULT_WRITE_TIMEOUT, DatabaseConfig, FlushPolicy, MIN_BUDGET,
+    check_soft_limit_ratio,
 };
-pub use database::{Database, DatabaseMetrics, TableMetrics, TableReader};
+pub use database::{COMMITLOG_DIR_NAME, Database, DatabaseMetrics, TableMetrics, TableReader};
 pub use error::{Error, Result};
 pub use layout::{
     SstableId, TableFiles, open_table_dirs, orphan_table_dirs, remove_table_dirs, table_dir,

@@ -25,6 +25,7 @@
 use std::collections::HashMap;
 use std::fmt;
 
+use commitlog::CommitLog;
 use dirty_memory::{Flush, FlushTarget};
 use flush_scheduler::{FlushContext, FlushJob, FlushScheduler};
 use memtable::{Memtable, ReplacementSource};
@@ -68,6 +69,10 @@ impl Registry {
     }
 }
 
+/// The database's commit log, once it is open and replayed (`None`
+/// without one): flushes tell it what they made durable.
+pub(crate) type LogSlot = Mutex<Option<Arc<CommitLog>>>;
+
 /// Test hook: makes the next flushes fail in the middle of their sstable
 /// write, as a failing disk would.
 #[derive(Debug, Default)]
@@ -99,6 +104,7 @@ struct InjectedFailure;
 /// tables).
 pub(crate) struct FlushRouter {
     pub(crate) registry: Arc<Registry>,
+    pub(crate) log: Arc<LogSlot>,
     scheduler: Arc<FlushScheduler>,
     options: WriterOptions,
     bandwidth: Option<Arc<TokenBucket>>,
@@ -122,6 +128,7 @@ impl FlushRouter {
     ) -> Self {
         FlushRouter {
             registry,
+            log: Arc::new(Mutex::new(None)),
             scheduler,
             options,
             bandwidth,
@@ -147,10 +154,13 @@ impl FlushTarget for FlushRouter {
             Ok::<_, crate::error::Error>(fresh)
         };
         match table.list.begin_flush(&memtable, fresh) {
-            Ok(None) => {}
-            Ok(Some(unused)) => {
-                self.registry.remove(unused.region_id());
-                unused.on_detach_from_region_group();
+            Ok(unused) => {
+                if let Some(unused) = unused {
+                    self.registry.remove(unused.region_id());
+                    unused.on_detach_from_region_group();
+                }
+                // Flushes start on one thread per manager: seal order.
+                table.log_state.lock().sealed(memtable.region_id());
             }
             Err(e) => {
                 // Not sealed: writes continue in it. Grounded, as the
@@ -165,6 +175,7 @@ impl FlushTarget for FlushRouter {
             table,
             memtable,
             registry: Arc::clone(&self.registry),
+            log: Arc::clone(&self.log),
             options: self.options.clone(),
             bandwidth: self.bandwidth.clone(),
             fail: self.faults.take(),
@@ -190,6 +201,7 @@ struct FlushMemtable {
     table: Arc<Table>,
     memtable: Arc<Memtable>,
     registry: Arc<Registry>,
+    log: Arc<LogSlot>,
     options: WriterOptions,
     bandwidth: Option<Arc<TokenBucket>>,
     /// Fail the data phase after its first fragment (test hook).
@@ -281,6 +293,7 @@ impl FlushJob for FlushMemtable {
             table,
             memtable,
             registry,
+            log,
             committed,
             permanent,
             ..
@@ -300,6 +313,13 @@ impl FlushJob for FlushMemtable {
                 c.flushed_memtable_bytes
                     .fetch_add(size as u64, Ordering::Relaxed);
                 registry.remove(memtable.region_id());
+                // The log may let go of what this flush (and every older
+                // one of the table) made durable.
+                let up_to = table.log_state.lock().flushed(memtable.region_id());
+                let log = log.lock().clone();
+                if let (Some(log), Some(up_to)) = (log, up_to) {
+                    log.discard_completed(table.id, up_to);
+                }
                 flush.finish_releasing(|| memtable.on_detach_from_region_group());
             }
             Err(e) if permanent => flush.fail_permanently(e),

@@ -6,6 +6,9 @@ use std::collections::BTreeMap;
 use std::fs;
 use std::time::Duration;
 
+use std::collections::HashMap;
+
+use commitlog::{CommitLog, LogStats, ReplayPosition, ReplayReport, SyncMode, TableId};
 use dirty_memory::{DirtyMemoryConfig, DirtyMemoryManager, DirtyMemoryMetrics, FlushCompletion};
 use flush_scheduler::{FlushScheduler, SchedulerConfig};
 use logalloc::{PoolConfig, SegmentPool};
@@ -15,7 +18,7 @@ use mutation::{
 use sstable::Sstable;
 
 use crate::catalog::{Catalog, TableSchema};
-use crate::config::{DatabaseConfig, FlushPolicy};
+use crate::config::{CommitLogMode, DatabaseConfig, FlushPolicy};
 use crate::error::{Error, io_err};
 use crate::layout::{open_table_dirs, orphan_table_dirs, remove_table_dirs};
 use crate::lock::DirectoryLock;
@@ -35,7 +38,7 @@ mod tests;
 
 use flush::{FlushRouter, Registry};
 use gate::Gate;
-use table::{Table, TableSstable};
+use table::{LogState, Table, TableSstable, table_id};
 pub use table::{TableMetrics, TableReader};
 
 #[cfg(feature = "stress")]
@@ -60,7 +63,14 @@ pub struct DatabaseMetrics {
     /// Memtables whose flush failed permanently (kept in memory), with
     /// the error.
     pub failed_permanently: Vec<String>,
+    /// The commit log's counters (entries, bytes, syncs, segments), if
+    /// there is a commit log.
+    pub commitlog: Option<LogStats>,
 }
+
+/// The commit log's directory inside the first data directory (the dot
+/// keeps it apart from table directories).
+pub const COMMITLOG_DIR_NAME: &str = "replica.commitlog";
 
 /// A database: named tables of partitions, written through memtables and
 /// flushed to sstables. See the [crate documentation](crate) for the
@@ -77,6 +87,8 @@ pub struct Database {
     bandwidth: Option<Arc<TokenBucket>>,
     pool: Arc<SegmentPool>,
     gate: Gate,
+    /// What replaying the commit log at open found.
+    replay: Option<ReplayReport>,
 }
 
 impl std::fmt::Debug for Database {
@@ -96,15 +108,18 @@ impl Database {
     /// Opens (or creates) the database `config` describes: checks the
     /// configuration, creates and locks its directories, loads the catalog
     /// and every table's sstables (removing what unfinished flushes and
-    /// dropped tables left behind), and starts the dirty-memory managers
-    /// (user and system tables) and the flush scheduler.
+    /// dropped tables left behind), starts the dirty-memory managers (user
+    /// and system tables) and the flush scheduler, and replays the commit
+    /// log (if configured) into memtables, which it then flushes.
     ///
     /// # Errors
     /// [`Error::InvalidOption`] for a bad configuration;
     /// [`Error::DirectoryLocked`] if another open database holds a
     /// directory; [`Error::Io`] if a directory cannot be created or is not
     /// writable; [`Error::Corrupt`] or [`Error::Sstable`] for damaged files;
-    /// [`Error::Start`] if a background thread cannot start.
+    /// [`Error::Start`] if a background thread cannot start;
+    /// [`Error::CommitLog`] if the commit log cannot be opened (damage in
+    /// it is skipped and reported in [`replay_report`](Self::replay_report)).
     pub fn open(config: DatabaseConfig) -> Result<Database, Error> {
         config.validate()?;
         for dir in config.all_dirs() {
@@ -191,12 +206,73 @@ impl Database {
             bandwidth,
             pool,
             gate: Gate::new(),
+            replay: None,
         };
         // On an error `db` is dropped, which stops its threads.
         for schema in schemas {
             db.load_table(schema)?;
         }
+        let mut db = db;
+        db.open_commitlog()?;
         Ok(db)
+    }
+
+    /// Opens the commit log (if configured), replays it into the tables'
+    /// memtables, flushes them, and lets the log retire what was replayed.
+    fn open_commitlog(&mut self) -> Result<(), Error> {
+        let sync = match self.config.commitlog {
+            CommitLogMode::Off => return Ok(()),
+            CommitLogMode::Periodic(d) => SyncMode::Periodic(d),
+            CommitLogMode::Batch(d) => SyncMode::Batch(d),
+        };
+        let mut log_config = commitlog::Config::default();
+        log_config.sync = sync;
+        log_config.write_timeout = self.config.write_timeout;
+        let dir = self.config.data_dirs[0].join(COMMITLOG_DIR_NAME);
+        let tables: HashMap<TableId, Arc<Table>> = self
+            .tables
+            .read()
+            .values()
+            .map(|t| (t.id, Arc::clone(t)))
+            .collect();
+        let mut replayed: HashMap<TableId, ReplayPosition> = HashMap::new();
+        let mut failed = None;
+        let (log, report) = CommitLog::open(&dir, log_config, |id, m, position| {
+            let max = replayed.entry(id).or_default();
+            *max = (*max).max(position);
+            // Entries of tables no longer in the catalog are dropped data.
+            if let (None, Some(table)) = (&failed, tables.get(&id)) {
+                let manager = self.manager(table);
+                if let Err(e) = table.apply(manager, &m, self.config.write_timeout, None) {
+                    failed = Some(e);
+                }
+            }
+        })
+        .map_err(|source| Error::CommitLog { source })?;
+        let log = Arc::new(log);
+        *self.router.log.lock() = Some(Arc::clone(&log));
+        if let Some(e) = failed {
+            return Err(e);
+        }
+        if report.entries > 0 {
+            let all: Vec<Arc<Table>> = tables.into_values().collect();
+            self.flush_tables(&all)?;
+            for (id, up_to) in replayed {
+                log.discard_completed(id, up_to);
+            }
+        }
+        self.replay = Some(report);
+        Ok(())
+    }
+
+    /// What replaying the commit log at open found (entries replayed,
+    /// damage skipped and reported), if there is a commit log.
+    pub fn replay_report(&self) -> Option<&ReplayReport> {
+        self.replay.as_ref()
+    }
+
+    fn log(&self) -> Option<Arc<CommitLog>> {
+        self.router.log.lock().clone()
     }
 
     /// The configuration the database was opened with.
@@ -229,6 +305,8 @@ impl Database {
                 source,
             })?;
         let table = Arc::new(Table {
+            id: table_id(&name),
+            log_state: Mutex::new(LogState::default()),
             schema,
             list: memtable_list::MemtableList::new(Arc::clone(&memtable), sstables),
             group,
@@ -236,6 +314,7 @@ impl Database {
             dropped: crate::sync::AtomicBool::new(false),
             counters: table::TableCounters::default(),
         });
+        table.log_state.lock().track(memtable.region_id());
         self.router.registry.add(&table, &memtable);
         self.tables.write().insert(name, Arc::clone(&table));
         Ok(table)
@@ -302,7 +381,16 @@ impl Database {
             self.router.registry.remove(memtable.region_id());
             memtable.on_detach_from_region_group();
         }
-        remove_table_dirs(name, self.config.all_dirs())
+        // Replay must not bring the dropped data back.
+        let logged = match self.log() {
+            Some(log) => log
+                .drop_table(table.id)
+                .map(drop)
+                .map_err(|source| Error::CommitLog { source }),
+            None => Ok(()),
+        };
+        remove_table_dirs(name, self.config.all_dirs())?;
+        logged
     }
 
     /// The tables, by name.
@@ -310,24 +398,33 @@ impl Database {
         self.catalog.lock().tables().cloned().collect()
     }
 
-    /// Writes `mutation` to `table`: checked, admitted by the dirty-memory
-    /// manager (waiting while dirty memory is at its hard limit, at most
+    /// Writes `mutation` to `table`: checked, appended to the commit log
+    /// (if configured; in batch mode this returns only once the log entry
+    /// is synced), admitted by the dirty-memory manager (waiting while
+    /// dirty memory is at its hard limit, at most
     /// [`DatabaseConfig::write_timeout`]), then applied to the table's
-    /// active memtable. When this returns the write is readable; it is
-    /// durable once flushed (there is no commit log yet: an unflushed
-    /// write is lost if the process crashes).
+    /// active memtable. When this returns the write is readable; without a
+    /// commit log it is durable only once flushed.
     ///
     /// # Errors
     /// [`Error::UnknownTable`]; [`Error::InvalidMutation`] for a mutation
     /// that holds nothing; [`Error::MutationTooLarge`] beyond
     /// `mutation::limits`; [`Error::WriteTimeout`] naming the table;
-    /// [`Error::Memtable`] if the memtable refuses it; [`Error::Closed`].
-    /// Nothing is applied on an error.
+    /// [`Error::Memtable`] if the memtable refuses it; [`Error::CommitLog`]
+    /// if the log cannot take it; [`Error::Closed`]. Nothing is applied to
+    /// a memtable on an error (a write that timed out after its log append
+    /// may come back at replay, as a timed-out write may in Cassandra).
     pub fn apply(&self, table: &str, mutation: &Mutation) -> Result<(), Error> {
         let _pass = self.enter("apply")?;
         let t = self.table(table)?;
         check_mutation(table, mutation)?;
-        t.apply(self.manager(&t), mutation, self.config.write_timeout)
+        let log = self.log();
+        t.apply(
+            self.manager(&t),
+            mutation,
+            self.config.write_timeout,
+            log.as_deref(),
+        )
     }
 
     /// Reads partition `key` of `table`, restricted to the clustering rows
@@ -439,6 +536,7 @@ impl Database {
                 .iter()
                 .map(|(region, e)| format!("{region}: {e}"))
                 .collect(),
+            commitlog: self.log().map(|log| log.stats()),
         }
     }
 
@@ -461,8 +559,17 @@ impl Database {
         self.user.shutdown();
         self.system.shutdown();
         drop(self.scheduler.shutdown());
+        // Flushes are over: the log syncs, retires what they made durable,
+        // and stops.
+        let log = self.router.log.lock().take();
+        let logged = match log.map(Arc::try_unwrap) {
+            Some(Ok(log)) => log.close().map_err(|source| Error::CommitLog { source }),
+            // Still shared (cannot happen once the flushes are over): it
+            // stops when the last holder lets go.
+            Some(Err(_)) | None => Ok(()),
+        };
         self.locks.lock().clear();
-        flushed
+        flushed.and(logged)
     }
 
     /// The user tables' dirty-memory figures alone (cheaper than
@@ -474,6 +581,19 @@ impl Database {
     /// Whether [`close`](Self::close) was called.
     pub fn is_closed(&self) -> bool {
         self.gate.is_closed()
+    }
+
+    /// Test hook: stops the database as a crash would, flushing nothing:
+    /// memtables are dropped, the commit log keeps what it was given.
+    #[cfg(all(test, not(loom)))]
+    pub(crate) fn crash(self) {
+        self.gate.close();
+        self.user.shutdown();
+        self.system.shutdown();
+        drop(self.scheduler.shutdown());
+        drop(self.router.log.lock().take());
+        self.locks.lock().clear();
+        // Drop finds the gate closed and does nothing more.
     }
 
     /// Test hook: the next `n` flushes fail in their sstable write.

@@ -1,8 +1,11 @@
 //! One open table: its memtable list over its sstables, how a write reaches
 //! the active memtable, how a read merges every source, and its counters.
 
+use std::collections::{HashMap, VecDeque};
 use std::fmt;
 use std::time::{Duration, Instant};
+
+use commitlog::{CommitLog, ReplayPosition, TableId};
 
 use dirty_memory::DirtyMemoryManager;
 use logalloc::SegmentPool;
@@ -10,13 +13,73 @@ use memtable::{Memtable, ReplacementSource};
 use mutation::{
     ClusteringRange, Fragment, FragmentReader, MergingReader, Mutation, PartitionRange,
 };
-use region_group::RegionGroup;
+use region_group::{RegionGroup, RegionId};
 use sstable::Sstable;
 
 use crate::catalog::TableSchema;
 use crate::database::memtable_list::{Attempt, MemtableList};
 use crate::error::Error;
-use crate::sync::{Arc, AtomicBool, AtomicU64, Ordering};
+use crate::sync::{Arc, AtomicBool, AtomicU64, Mutex, Ordering};
+
+/// The commit log's id of the table `name`: a 64-bit FNV-1a hash of the
+/// name, stable across restarts (the catalog stores names only).
+pub(crate) fn table_id(name: &str) -> TableId {
+    name.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
+    })
+}
+
+/// What the commit log needs to know of a table's memtables: the highest
+/// position each holds, and which sealed ones are flushed, so the log is
+/// told to discard only up to positions every older memtable has flushed.
+///
+/// A writer takes the active memtable before it appends to the log, so a
+/// memtable installed later only holds later positions: the memtables'
+/// positions are ordered by the order they were sealed in.
+#[derive(Debug, Default)]
+pub(crate) struct LogState {
+    /// The highest position each live memtable holds (by region).
+    positions: HashMap<RegionId, Option<ReplayPosition>>,
+    /// Sealed memtables, in seal order: region, highest position, flushed.
+    sealed: VecDeque<(RegionId, Option<ReplayPosition>, bool)>,
+}
+
+impl LogState {
+    /// A new memtable of the table.
+    pub(crate) fn track(&mut self, region: RegionId) {
+        self.positions.insert(region, None);
+    }
+
+    /// The memtable of `region` holds the entry at `position`.
+    fn record(&mut self, region: RegionId, position: ReplayPosition) {
+        if let Some(slot) = self.positions.get_mut(&region) {
+            *slot = (*slot).max(Some(position));
+        }
+    }
+
+    /// The memtable of `region` was sealed for a flush (again, on a retry).
+    pub(crate) fn sealed(&mut self, region: RegionId) {
+        if !self.sealed.iter().any(|e| e.0 == region) {
+            self.sealed.push_back((region, None, false));
+        }
+    }
+
+    /// The memtable of `region` is flushed: returns the position up to
+    /// which the log may discard the table's entries (every memtable
+    /// sealed before it is flushed too), if any.
+    pub(crate) fn flushed(&mut self, region: RegionId) -> Option<ReplayPosition> {
+        let max = self.positions.remove(&region).flatten();
+        let entry = self.sealed.iter_mut().find(|e| e.0 == region)?;
+        entry.1 = max;
+        entry.2 = true;
+        let mut up_to = None;
+        while let Some(&(_, p, true)) = self.sealed.front() {
+            up_to = up_to.max(p);
+            self.sealed.pop_front();
+        }
+        up_to
+    }
+}
 
 /// An open sstable of a table. It is also the replacement source that
 /// readers of the memtable it was flushed from continue in.
@@ -52,6 +115,9 @@ pub(crate) struct TableCounters {
 /// One open table.
 pub(crate) struct Table {
     pub(crate) schema: TableSchema,
+    /// The table's id in the commit log.
+    pub(crate) id: TableId,
+    pub(crate) log_state: Mutex<LogState>,
     pub(crate) list: MemtableList<Memtable, TableSstable>,
     /// The region group of the dirty-memory manager its memtables join.
     pub(crate) group: Arc<RegionGroup>,
@@ -105,24 +171,42 @@ impl Table {
 
     /// A new, empty memtable in the table's group.
     pub(crate) fn new_memtable(&self) -> Result<Arc<Memtable>, Error> {
-        Memtable::new(&self.group, &self.pool).map_err(|source| Error::Memtable {
-            table: self.name().to_owned(),
-            source,
-        })
+        let memtable =
+            Memtable::new(&self.group, &self.pool).map_err(|source| Error::Memtable {
+                table: self.name().to_owned(),
+                source,
+            })?;
+        self.log_state.lock().track(memtable.region_id());
+        Ok(memtable)
     }
 
-    /// Applies `m` to the active memtable once `manager` admits the write
-    /// (waiting at most `timeout` at the hard limit). A write that raced a
-    /// flush's seal goes to the new active memtable.
+    /// Appends `m` to the commit log (if there is one), then applies it to
+    /// the active memtable once `manager` admits the write (waiting at
+    /// most `timeout` at the hard limit). A write that raced a flush's seal
+    /// goes to the new active memtable (and to the log again: replaying a
+    /// mutation twice is harmless).
+    ///
+    /// The log append comes before the admission wait so that writers
+    /// share its syncs (group commit) instead of taking turns; a write
+    /// that then times out is in the log, and may come back at replay,
+    /// as a timed-out write may in Cassandra.
     pub(crate) fn apply(
         &self,
         manager: &DirtyMemoryManager,
         m: &Mutation,
         timeout: Duration,
+        log: Option<&CommitLog>,
     ) -> Result<(), Error> {
         let entered = Instant::now();
         let mut blocked = Duration::ZERO;
         let result = self.list.with_active(|memtable| {
+            let position = match log {
+                Some(log) => Some(
+                    log.add(self.id, m)
+                        .map_err(|source| Attempt::Failed(Error::CommitLog { source }))?,
+                ),
+                None => None,
+            };
             let admitted = manager.run_when_memory_available(
                 || (entered.elapsed(), memtable.apply(m)),
                 Some(timeout),
@@ -131,7 +215,12 @@ impl Table {
                 Ok((waited, applied)) => {
                     blocked = waited;
                     match applied {
-                        Ok(()) => Ok(()),
+                        Ok(()) => {
+                            if let Some(p) = position {
+                                self.log_state.lock().record(memtable.region_id(), p);
+                            }
+                            Ok(())
+                        }
                         Err(memtable::Error::Sealed { .. }) => Err(Attempt::Sealed),
                         Err(source) => Err(Attempt::Failed(Error::Memtable {
                             table: self.name().to_owned(),
