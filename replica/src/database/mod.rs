@@ -578,6 +578,12 @@ impl Database {
         self.user.metrics()
     }
 
+    /// The commit log's counters, if there is one (cheaper than
+    /// [`metrics`](Self::metrics)).
+    pub fn commitlog_stats(&self) -> Option<LogStats> {
+        self.log().map(|log| log.stats())
+    }
+
     /// Whether [`close`](Self::close) was called.
     pub fn is_closed(&self) -> bool {
         self.gate.is_closed()

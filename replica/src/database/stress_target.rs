@@ -26,6 +26,7 @@ impl Target for Database {
 
     fn stats(&self) -> TargetStats {
         let m = self.user_metrics();
+        let log = self.commitlog_stats();
         TargetStats {
             real_dirty: m.real_dirty as u64,
             unspooled_dirty: m.unspooled_dirty as u64,
@@ -34,6 +35,9 @@ impl Target for Database {
             flushes: m.flushes_completed,
             flushed_bytes: m.bytes_flushed,
             writers_blocked: m.time_blocked,
+            commitlog_bytes: log.map_or(0, |l| l.bytes),
+            commitlog_syncs: log.map_or(0, |l| l.syncs),
+            commitlog_synced_entries: log.map_or(0, |l| l.synced_entries),
         }
     }
 }

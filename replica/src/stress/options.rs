@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use clap::{Parser, ValueEnum};
 
-use crate::config::{FlushPolicy, check_soft_limit_ratio};
+use crate::config::{CommitLogMode, FlushPolicy, check_soft_limit_ratio};
 use crate::error::Error;
 use crate::units::{parse_count, parse_duration, parse_size};
 
@@ -119,6 +119,9 @@ fn budget(s: &str) -> Result<u64, Error> {
 }
 fn flush_bandwidth(s: &str) -> Result<u64, Error> {
     parse_size("--flush-bandwidth", s)
+}
+fn commitlog(s: &str) -> Result<CommitLogMode, Error> {
+    CommitLogMode::parse(s)
 }
 fn duration(s: &str) -> Result<Duration, Error> {
     parse_duration("--duration", s)
@@ -235,6 +238,11 @@ pub struct StressOptions {
     /// (default: unlimited).
     #[arg(long, value_parser = flush_bandwidth)]
     pub flush_bandwidth: Option<u64>,
+    /// The commit log: off, periodic (synced every 10 s), periodic:<interval>,
+    /// batch (a write returns once synced; concurrent writes share a sync)
+    /// or batch:<window>.
+    #[arg(long, value_name = "MODE", value_parser = commitlog, default_value = "periodic")]
+    pub commitlog: CommitLogMode,
     /// Data directory (repeatable); given directories are kept after the
     /// run. Default: a temporary directory, removed at the end.
     #[arg(long)]
