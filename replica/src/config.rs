@@ -189,6 +189,13 @@ pub struct DatabaseConfig {
     /// The commit log: off, periodic (the default, every 10 s) or batch.
     /// It lives in the first data directory.
     pub commitlog: CommitLogMode,
+    /// Size of each commit log segment file (default 32 MiB: a mutation
+    /// of `mutation::limits::MAX_MUTATION_SIZE` needs at least that).
+    pub commitlog_segment_size: u32,
+    /// The most bytes of segments the commit log keeps (default 8 GiB).
+    /// At the limit it asks the database to flush the tables holding the
+    /// oldest segment, and writers wait until segments are retired.
+    pub commitlog_size_limit: u64,
 }
 
 impl DatabaseConfig {
@@ -205,6 +212,8 @@ impl DatabaseConfig {
             flush_bandwidth_limit: None,
             write_timeout: DEFAULT_WRITE_TIMEOUT,
             commitlog: CommitLogMode::default(),
+            commitlog_segment_size: 32 << 20,
+            commitlog_size_limit: 8 << 30,
         }
     }
 

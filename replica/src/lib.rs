@@ -82,8 +82,10 @@
 //! dropping a table logs the drop, so replay never resurrects it. With the
 //! commit log off, writes not yet flushed are lost if the process crashes.
 //!
-//! Not yet wired: the log's flush requests at its total size limit (the
-//! database relies on retiring segments as flushes complete).
+//! At its size limit ([`DatabaseConfig::commitlog_size_limit`]) the log
+//! asks for the tables holding its oldest segment to be flushed; the
+//! database starts those flushes (through the dirty-memory manager, like
+//! any explicit flush) and writers wait until segments are retired.
 //!
 //! # Also here
 //!

@@ -104,6 +104,8 @@ struct InjectedFailure;
 /// tables).
 pub(crate) struct FlushRouter {
     pub(crate) registry: Arc<Registry>,
+    /// The open tables by commit log id, for the log's flush requests.
+    pub(crate) by_id: Arc<Mutex<HashMap<commitlog::TableId, std::sync::Weak<Table>>>>,
     pub(crate) log: Arc<LogSlot>,
     scheduler: Arc<FlushScheduler>,
     options: WriterOptions,
@@ -128,6 +130,7 @@ impl FlushRouter {
     ) -> Self {
         FlushRouter {
             registry,
+            by_id: Arc::new(Mutex::new(HashMap::new())),
             log: Arc::new(Mutex::new(None)),
             scheduler,
             options,

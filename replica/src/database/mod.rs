@@ -80,8 +80,8 @@ pub struct Database {
     locks: Mutex<Vec<DirectoryLock>>,
     catalog: Mutex<Catalog>,
     tables: RwLock<BTreeMap<String, Arc<Table>>>,
-    user: DirtyMemoryManager,
-    system: DirtyMemoryManager,
+    user: Arc<DirtyMemoryManager>,
+    system: Arc<DirtyMemoryManager>,
     scheduler: Arc<FlushScheduler>,
     router: Arc<FlushRouter>,
     bandwidth: Option<Arc<TokenBucket>>,
@@ -199,8 +199,8 @@ impl Database {
             locks: Mutex::new(locks),
             catalog: Mutex::new(catalog),
             tables: RwLock::new(BTreeMap::new()),
-            user,
-            system,
+            user: Arc::new(user),
+            system: Arc::new(system),
             scheduler,
             router,
             bandwidth,
@@ -228,6 +228,8 @@ impl Database {
         let mut log_config = commitlog::Config::default();
         log_config.sync = sync;
         log_config.write_timeout = self.config.write_timeout;
+        log_config.segment_size = self.config.commitlog_segment_size;
+        log_config.total_size_limit = self.config.commitlog_size_limit;
         let dir = self.config.data_dirs[0].join(COMMITLOG_DIR_NAME);
         let tables: HashMap<TableId, Arc<Table>> = self
             .tables
@@ -250,6 +252,7 @@ impl Database {
         })
         .map_err(|source| Error::CommitLog { source })?;
         let log = Arc::new(log);
+        self.set_flush_handler(&log);
         *self.router.log.lock() = Some(Arc::clone(&log));
         if let Some(e) = failed {
             return Err(e);
@@ -263,6 +266,49 @@ impl Database {
         }
         self.replay = Some(report);
         Ok(())
+    }
+
+    /// Serves the log's requests, at its size limit, to flush the tables
+    /// that hold its oldest segments: starts the flushes without waiting
+    /// (the handler runs on a writer's thread), or lets the log go at once
+    /// for a table with nothing in memory.
+    fn set_flush_handler(&self, log: &CommitLog) {
+        let by_id = Arc::clone(&self.router.by_id);
+        let slot = Arc::clone(&self.router.log);
+        let user = Arc::downgrade(&self.user);
+        let system = Arc::downgrade(&self.system);
+        log.set_flush_handler(move |requests| {
+            for request in requests {
+                let table = by_id
+                    .lock()
+                    .get(&request.table)
+                    .and_then(std::sync::Weak::upgrade);
+                let manager = table.as_ref().and_then(|t| {
+                    if t.schema.options().system {
+                        system.upgrade()
+                    } else {
+                        user.upgrade()
+                    }
+                });
+                let mut flushing = false;
+                if let (Some(table), Some(manager)) = (table, manager) {
+                    for memtable in table.list.sources().memtables {
+                        if memtable.is_empty() && !memtable.is_sealed() {
+                            continue;
+                        }
+                        // Not waited for: the flush's completion tells
+                        // the log what it may retire.
+                        flushing |= manager.request_flush(memtable.region_id()).is_ok();
+                    }
+                }
+                if !flushing {
+                    let log = slot.lock().clone();
+                    if let Some(log) = log {
+                        log.discard_completed(request.table, request.up_to);
+                    }
+                }
+            }
+        });
     }
 
     /// What replaying the commit log at open found (entries replayed,
@@ -315,6 +361,10 @@ impl Database {
             counters: table::TableCounters::default(),
         });
         table.log_state.lock().track(memtable.region_id());
+        self.router
+            .by_id
+            .lock()
+            .insert(table.id, Arc::downgrade(&table));
         self.router.registry.add(&table, &memtable);
         self.tables.write().insert(name, Arc::clone(&table));
         Ok(table)
@@ -376,6 +426,7 @@ impl Database {
         let table = self.table(name)?;
         catalog.drop_table(name)?;
         self.tables.write().remove(name);
+        self.router.by_id.lock().remove(&table.id);
         table.dropped.store(true, crate::sync::Ordering::Relaxed);
         for memtable in table.list.sources().memtables {
             self.router.registry.remove(memtable.region_id());

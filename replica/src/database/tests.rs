@@ -145,3 +145,28 @@ fn without_a_commit_log_a_crash_loses_what_was_not_flushed() {
     assert_eq!(keys_of(&db, "t"), ["flushed"]);
     db.close().unwrap();
 }
+
+#[test]
+fn at_its_size_limit_the_commit_log_has_tables_flushed_and_writes_go_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = logged_config(dir.path(), CommitLogMode::Periodic(Duration::from_secs(10)));
+    // No pressure flush below the 16 MiB soft limit...
+    config.dirty_memory_budget = 64 << 20;
+    // ... but the log holds only 4 MiB.
+    config.commitlog_segment_size = 1 << 20;
+    config.commitlog_size_limit = 4 << 20;
+    let db = Database::open(config).unwrap();
+    db.create_table(TableSchema::new("t").unwrap()).unwrap();
+    let value = "x".repeat(4 << 10);
+    for i in 0..2500 {
+        db.apply("t", &row(&format!("k{i:05}"), 1, &value, 1))
+            .unwrap();
+    }
+    let m = db.metrics();
+    let log = m.commitlog.unwrap();
+    assert!(log.flush_requests > 0, "{log:?}");
+    assert!(m.tables[0].flushes > 0, "{:?}", m.tables[0]);
+    assert!(log.segments_retired > 0, "{log:?}");
+    assert_eq!(keys_of(&db, "t").len(), 2500);
+    db.close().unwrap();
+}
