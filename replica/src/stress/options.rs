@@ -238,9 +238,9 @@ pub struct StressOptions {
     /// (default: unlimited).
     #[arg(long, value_parser = flush_bandwidth)]
     pub flush_bandwidth: Option<u64>,
-    /// The commit log: off, periodic (synced every 10 s), periodic:<interval>,
+    /// The commit log: off, periodic (synced every 10 s), periodic:INTERVAL,
     /// batch (a write returns once synced; concurrent writes share a sync)
-    /// or batch:<window>.
+    /// or batch:WINDOW.
     #[arg(long, value_name = "MODE", value_parser = commitlog, default_value = "periodic")]
     pub commitlog: CommitLogMode,
     /// Data directory (repeatable); given directories are kept after the
