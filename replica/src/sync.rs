@@ -4,6 +4,6 @@
 //!
 //! `Arc` is always `std::sync::Arc`: it crosses the public API.
 
-pub(crate) use ::sync::plain::Arc;
+pub(crate) use ::sync::plain::{Arc, Weak};
 pub(crate) use ::sync::plain::{AtomicBool, AtomicU64, Ordering};
 pub(crate) use ::sync::{Condvar, Mutex, RwLock};

@@ -54,7 +54,7 @@ fn new_list() -> Arc<List> {
 
 /// A write as `Table::apply` makes it (without admission).
 fn write(list: &List, value: u32) {
-    list.with_active(|m| m.apply(value))
+    list.with_active(|m| m.upgrade().map_or(Err(Attempt::Sealed), |m| m.apply(value)))
         .expect("the stand-in fails only as sealed");
 }
 

@@ -21,7 +21,7 @@
 //!    read lock, holds either the memtable or the sstable, never both and
 //!    never neither.
 
-use crate::sync::{Arc, RwLock};
+use crate::sync::{Arc, RwLock, Weak};
 
 /// A memtable as the list's flush protocol needs it: something to seal.
 pub(crate) trait Seal {
@@ -91,13 +91,18 @@ impl<M, S> MemtableList<M, S> {
     /// Runs `attempt` on the active memtable until it does not report the
     /// memtable sealed. Each retry finds a newer memtable, since a flush
     /// installs the fresh one before it seals the old one.
+    ///
+    /// The attempt holds the memtable weakly: a writer that waits (for the
+    /// commit log, for dirty memory) never keeps a flushed memtable's
+    /// memory alive. A memtable gone by the time the attempt upgrades it
+    /// was flushed, and the attempt reports it sealed.
     pub(crate) fn with_active<T, E>(
         &self,
-        mut attempt: impl FnMut(&Arc<M>) -> Result<T, Attempt<E>>,
+        mut attempt: impl FnMut(Weak<M>) -> Result<T, Attempt<E>>,
     ) -> Result<T, E> {
         loop {
-            let memtable = self.active();
-            match attempt(&memtable) {
+            let memtable = Arc::downgrade(&self.active());
+            match attempt(memtable) {
                 Ok(value) => return Ok(value),
                 Err(Attempt::Sealed) => continue,
                 Err(Attempt::Failed(e)) => return Err(e),

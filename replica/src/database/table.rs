@@ -200,6 +200,9 @@ impl Table {
         let entered = Instant::now();
         let mut blocked = Duration::ZERO;
         let result = self.list.with_active(|memtable| {
+            // `memtable` is weak: waiting below keeps no flushed memtable
+            // alive. Taken before the log append, so the memtables' log
+            // positions follow their order (see `LogState`).
             let position = match log {
                 Some(log) => Some(
                     log.add(self.id, m)
@@ -208,21 +211,28 @@ impl Table {
                 None => None,
             };
             let admitted = manager.run_when_memory_available(
-                || (entered.elapsed(), memtable.apply(m)),
+                || {
+                    let applied = memtable
+                        .upgrade()
+                        .map(|memtable| memtable.apply(m).map(|()| memtable.region_id()));
+                    (entered.elapsed(), applied)
+                },
                 Some(timeout),
             );
             match admitted {
                 Ok((waited, applied)) => {
                     blocked = waited;
                     match applied {
-                        Ok(()) => {
+                        Some(Ok(region)) => {
                             if let Some(p) = position {
-                                self.log_state.lock().record(memtable.region_id(), p);
+                                self.log_state.lock().record(region, p);
                             }
                             Ok(())
                         }
-                        Err(memtable::Error::Sealed { .. }) => Err(Attempt::Sealed),
-                        Err(source) => Err(Attempt::Failed(Error::Memtable {
+                        // Flushed and freed while this writer waited.
+                        None => Err(Attempt::Sealed),
+                        Some(Err(memtable::Error::Sealed { .. })) => Err(Attempt::Sealed),
+                        Some(Err(source)) => Err(Attempt::Failed(Error::Memtable {
                             table: self.name().to_owned(),
                             source,
                         })),
