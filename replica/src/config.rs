@@ -3,6 +3,7 @@
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use crate::error::Error;
 
@@ -21,6 +22,80 @@ pub const DEFAULT_SYSTEM_BUDGET: usize = 10 << 20;
 /// The default soft limit as a fraction of the budget (ScyllaDB's "flush
 /// when a quarter of the budget is dirty").
 pub const DEFAULT_SOFT_LIMIT_RATIO: f64 = 0.25;
+
+/// The default [`DatabaseConfig::write_timeout`]: how long a write may wait
+/// for dirty memory before it fails.
+pub const DEFAULT_WRITE_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The default commit log interval: Cassandra's and ScyllaDB's periodic
+/// sync of every 10 seconds.
+pub const DEFAULT_COMMITLOG_SYNC_PERIOD: Duration = Duration::from_secs(10);
+
+/// Whether writes go through a commit log, and when it makes them durable.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum CommitLogMode {
+    /// No commit log: writes not yet flushed are lost if the process
+    /// crashes.
+    Off,
+    /// A write is acknowledged once it is in the log's buffer; the log
+    /// writes buffers out at once and fdatasyncs at most once per interval
+    /// (a machine crash loses about an interval of writes, a process crash
+    /// nothing the log was handed).
+    Periodic(Duration),
+    /// A write is acknowledged once an fdatasync covered it; concurrent
+    /// writes share one (group commit), started no sooner than the window
+    /// after the previous one.
+    Batch(Duration),
+}
+
+impl Default for CommitLogMode {
+    fn default() -> Self {
+        CommitLogMode::Periodic(DEFAULT_COMMITLOG_SYNC_PERIOD)
+    }
+}
+
+impl CommitLogMode {
+    /// Parses the command line's spelling: `off`, `periodic` (10 s),
+    /// `periodic:<duration>`, `batch` (no window) or `batch:<duration>`,
+    /// durations as [`units::parse_duration`](crate::units::parse_duration)
+    /// reads them.
+    ///
+    /// # Errors
+    /// [`Error::InvalidOption`] naming `--commitlog`.
+    pub fn parse(value: &str) -> Result<Self, Error> {
+        let invalid = || Error::InvalidOption {
+            name: "--commitlog",
+            value: value.to_owned(),
+            expected: "off, periodic, periodic:<duration>, batch or batch:<duration>".to_owned(),
+        };
+        let (mode, arg) = match value.split_once(':') {
+            Some((m, a)) => (m, Some(a)),
+            None => (value, None),
+        };
+        let duration = |default| match arg {
+            None => Ok(default),
+            Some(a) => crate::units::parse_duration("--commitlog", a).map_err(|_| invalid()),
+        };
+        match mode {
+            "off" if arg.is_none() => Ok(CommitLogMode::Off),
+            "periodic" => Ok(CommitLogMode::Periodic(duration(
+                DEFAULT_COMMITLOG_SYNC_PERIOD,
+            )?)),
+            "batch" => Ok(CommitLogMode::Batch(duration(Duration::ZERO)?)),
+            _ => Err(invalid()),
+        }
+    }
+
+    /// The name the command line spells it with (without the duration).
+    pub fn name(self) -> &'static str {
+        match self {
+            CommitLogMode::Off => "off",
+            CommitLogMode::Periodic(_) => "periodic",
+            CommitLogMode::Batch(_) => "batch",
+        }
+    }
+}
 
 /// Which memtables are flushed, and when.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -107,6 +182,20 @@ pub struct DatabaseConfig {
     /// Limit on flush write bandwidth, in bytes per second; `None` (the
     /// default) is unlimited. A token bucket on sstable writes.
     pub flush_bandwidth_limit: Option<u64>,
+    /// How long a write may wait for dirty memory (at the hard limit)
+    /// before it fails with an error naming its table; default
+    /// [`DEFAULT_WRITE_TIMEOUT`]. Must not be zero.
+    pub write_timeout: Duration,
+    /// The commit log: off, periodic (the default, every 10 s) or batch.
+    /// It lives in the first data directory.
+    pub commitlog: CommitLogMode,
+    /// Size of each commit log segment file (default 32 MiB: a mutation
+    /// of `mutation::limits::MAX_MUTATION_SIZE` needs at least that).
+    pub commitlog_segment_size: u32,
+    /// The most bytes of segments the commit log keeps (default 8 GiB).
+    /// At the limit it asks the database to flush the tables holding the
+    /// oldest segment, and writers wait until segments are retired.
+    pub commitlog_size_limit: u64,
 }
 
 impl DatabaseConfig {
@@ -121,6 +210,10 @@ impl DatabaseConfig {
             system_dirty_memory_budget: DEFAULT_SYSTEM_BUDGET,
             sstable_writer_options: sstable::WriterOptions::default(),
             flush_bandwidth_limit: None,
+            write_timeout: DEFAULT_WRITE_TIMEOUT,
+            commitlog: CommitLogMode::default(),
+            commitlog_segment_size: 32 << 20,
+            commitlog_size_limit: 8 << 30,
         }
     }
 
@@ -152,7 +245,7 @@ impl DatabaseConfig {
     /// [`Error::InvalidOption`] naming the first field out of range: no
     /// data directory, an empty or repeated directory, a budget below
     /// [`MIN_BUDGET`], a soft-limit ratio outside `(0, 0.5]`, or a zero
-    /// bandwidth limit.
+    /// bandwidth limit, or a zero write timeout.
     pub fn validate(&self) -> Result<(), Error> {
         let invalid = |name, value: String, expected: String| Error::InvalidOption {
             name,
@@ -205,6 +298,22 @@ impl DatabaseConfig {
                 "flush_bandwidth_limit",
                 "0".to_owned(),
                 "at least 1 byte per second, or None for no limit".to_owned(),
+            ));
+        }
+        if let CommitLogMode::Periodic(d) = self.commitlog
+            && d.is_zero()
+        {
+            return Err(invalid(
+                "commitlog",
+                "periodic:0s".to_owned(),
+                "a positive sync period".to_owned(),
+            ));
+        }
+        if self.write_timeout.is_zero() {
+            return Err(invalid(
+                "write_timeout",
+                "0s".to_owned(),
+                "a positive duration".to_owned(),
             ));
         }
         Ok(())
@@ -295,6 +404,30 @@ mod tests {
             let e = c.validate().unwrap_err().to_string();
             assert!(e.contains(name) && e.contains(limit), "{e}");
         }
+    }
+
+    #[test]
+    fn commitlog_modes_parse_and_bad_ones_are_named() {
+        assert_eq!(CommitLogMode::parse("off").unwrap(), CommitLogMode::Off);
+        assert_eq!(
+            CommitLogMode::parse("periodic").unwrap(),
+            CommitLogMode::Periodic(DEFAULT_COMMITLOG_SYNC_PERIOD)
+        );
+        assert_eq!(
+            CommitLogMode::parse("batch").unwrap(),
+            CommitLogMode::Batch(Duration::ZERO)
+        );
+        assert_eq!(
+            CommitLogMode::parse("batch:2ms").unwrap(),
+            CommitLogMode::Batch(Duration::from_millis(2))
+        );
+        for bad in ["", "on", "off:1s", "batch:soon"] {
+            let e = CommitLogMode::parse(bad).unwrap_err().to_string();
+            assert!(e.contains("--commitlog") && e.contains("periodic"), "{e}");
+        }
+        let mut c = DatabaseConfig::new("/d");
+        c.commitlog = CommitLogMode::Periodic(Duration::ZERO);
+        assert!(c.validate().unwrap_err().to_string().contains("commitlog"));
     }
 
     #[test]

@@ -74,7 +74,7 @@ pub enum Error {
         detail: String,
     },
     /// An I/O operation failed.
-    #[error("cannot {op} {}: {source}", path.display())]
+    #[error("cannot {op} {}", path.display())]
     Io {
         /// What was being done ("create", "read", "rename", ...).
         op: &'static str,
@@ -85,7 +85,7 @@ pub enum Error {
         source: std::io::Error,
     },
     /// The sstable layer failed on a table's directory.
-    #[error("sstables of table {table:?} in {}: {source}", dir.display())]
+    #[error("sstables of table {table:?} in {}", dir.display())]
     Sstable {
         /// The table.
         table: String,
@@ -99,6 +99,93 @@ pub enum Error {
     /// row that breaks its limits).
     #[error(transparent)]
     Mutation(#[from] mutation::Error),
+    /// The database was closed: it takes no more operations.
+    #[error("the database is closed: {operation} refused")]
+    Closed {
+        /// The refused operation.
+        operation: &'static str,
+    },
+    /// A mutation the database refuses as it is: one that holds nothing to
+    /// write, for example.
+    #[error("invalid mutation of partition {key} for table {table:?}: {reason}")]
+    InvalidMutation {
+        /// The table written to.
+        table: String,
+        /// The partition, rendered.
+        key: String,
+        /// What is wrong with it.
+        reason: &'static str,
+    },
+    /// A mutation, or one of its cell values, larger than every layer
+    /// accepts (`mutation::limits`; a merge of mutations can grow past what
+    /// the builder allows).
+    #[error(
+        "mutation of partition {key} for table {table:?} is too large: {what} of {size} bytes \
+         exceeds the limit of {limit} bytes"
+    )]
+    MutationTooLarge {
+        /// The table written to.
+        table: String,
+        /// The partition, rendered.
+        key: String,
+        /// What is too large ("mutation" or "cell value").
+        what: &'static str,
+        /// Its size.
+        size: usize,
+        /// The limit.
+        limit: usize,
+    },
+    /// A write waited for dirty memory longer than the write timeout:
+    /// flushes did not free memory fast enough.
+    #[error(
+        "write to table {table:?} not admitted within {timeout:?}: dirty memory stayed at its \
+         hard limit"
+    )]
+    WriteTimeout {
+        /// The table written to.
+        table: String,
+        /// The timeout.
+        timeout: std::time::Duration,
+        /// The dirty-memory manager's error.
+        #[source]
+        source: dirty_memory::Error,
+    },
+    /// A memtable refused a write or a read.
+    #[error("memtable of table {table:?}")]
+    Memtable {
+        /// The table.
+        table: String,
+        /// The memtable crate's error.
+        #[source]
+        source: memtable::Error,
+    },
+    /// An explicit flush of a table failed (the dirty-memory manager keeps
+    /// the memtable and, for transient failures, retries it).
+    #[error("flush of table {table:?} failed")]
+    Flush {
+        /// The table.
+        table: String,
+        /// The dirty-memory manager's error.
+        #[source]
+        source: dirty_memory::Error,
+    },
+    /// The commit log failed (opening or replaying it, or logging a
+    /// write, which is then not applied).
+    #[error("commit log")]
+    CommitLog {
+        /// The commitlog crate's error.
+        #[source]
+        source: commitlog::Error,
+    },
+    /// A background component (dirty-memory manager, flush scheduler,
+    /// memory pool) could not be started.
+    #[error("cannot start the {what}: {detail}")]
+    Start {
+        /// The component.
+        what: &'static str,
+        /// Why.
+        detail: String,
+    },
     /// Writing a report (progress, summary, JSON or HdrHistogram log) failed.
     #[error("cannot write the {what}: {detail}")]
     Report {

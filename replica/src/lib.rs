@@ -1,43 +1,112 @@
-//! `replica`: composes memtables, the dirty-memory manager, the flush
-//! scheduler and sstables behind a small Database/Table API, and ships the
-//! `replica-stress` load generator.
+//! `replica`: a [`Database`] of tables composed from the workspace's
+//! crates, and `replica-stress`, the load generator that runs against it.
 //!
-//! **Not built yet: the `Database` and the `replica-stress` program.** The
-//! write path they compose (the memtable crate, the reshaped dirty-memory
-//! manager and flush scheduler, the workspace sync facade) is still being
-//! built in the crates below. This crate ships no binary yet, and
-//! `cargo xtask stress` says so rather than running a placeholder.
+//! Writes go through the dirty-memory manager (`dirty-memory`) into
+//! memtables (`memtable`, in `logalloc` regions of the manager's
+//! `region-group`); memtables are flushed through the flush scheduler
+//! (`flush-scheduler`) into sstables (`sstable`); reads merge every
+//! memtable and sstable of a table with `mutation`'s merging reader.
 //!
-//! What is here is the groundwork both will use unchanged:
+//! ```
+//! use mutation::{Cell, ClusteringRange, DecoratedKey, Mutation, Timestamp};
+//! use replica::{Database, DatabaseConfig, TableSchema};
 //!
-//! * [`DatabaseConfig`]: directories, dirty-memory budgets, soft-limit
-//!   ratio, [`FlushPolicy`], sstable writer options, flush bandwidth limit,
-//!   with validation.
-//! * [`Catalog`]: which tables exist ([`TableSchema`]), persisted
-//!   atomically with a checksum so they survive a reopen.
+//! let dir = tempfile::tempdir()?;
+//! let db = Database::open(DatabaseConfig::new(dir.path()))?;
+//! db.create_table(TableSchema::new("users")?)?;
+//!
+//! let key = DecoratedKey::from_bytes("user:1")?;
+//! let write = Mutation::builder(key.clone())
+//!     .cell("profile", 0, Cell::live("alice", Timestamp::from_micros(1)))
+//!     .build()?;
+//! db.apply("users", &write)?;
+//! assert_eq!(db.get("users", &key, ClusteringRange::full())?, Some(write.clone()));
+//!
+//! db.flush("users")?; // now in an sstable
+//! assert_eq!(db.metrics().tables[0].sstables, 1);
+//! db.close()?;
+//! drop(db);
+//!
+//! let db = Database::open(DatabaseConfig::new(dir.path()))?;
+//! assert_eq!(db.get("users", &key, ClusteringRange::full())?, Some(write));
+//! db.close()?;
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! # The write path
+//!
+//! [`Database::apply`] checks the mutation, enters through the dirty-memory
+//! manager's admission (a writer waits while unspooled dirty memory is at
+//! the hard limit, at most [`DatabaseConfig::write_timeout`], then fails
+//! with an error naming the table), and applies it to the table's active
+//! memtable. User tables and system tables ([`TableOptions::system`]) have
+//! separate managers and budgets, so system writes never queue behind user
+//! writes.
+//!
+//! # Flushes, and who retries
+//!
+//! The dirty-memory manager decides when and which memtable to flush
+//! ([`FlushPolicy`]: the soft-limit policy by default, or the per-memtable
+//! baseline). The database's flush target then installs a fresh active
+//! memtable (writes continue at once), seals the old one, and submits a
+//! job to the flush scheduler: its data phase streams the memtable into an
+//! sstable writer in the table's directory under a flush directory,
+//! reporting the memtable memory written to the manager as it goes (so held
+//! writers are let in at disk speed), and releases the data-write permit
+//! when the data is written; its tail phase commits the sstable (index,
+//! summary, fsyncs, renames) on a tail worker while the next flush writes.
+//! On commit the sstable joins the table and the memtable leaves its list
+//! in one step, so a reader sees each row exactly once, and readers still
+//! open on the memtable continue in the sstable.
+//!
+//! **Only the dirty-memory manager retries a failed flush**, with a
+//! doubling back-off: it is the layer that knows the memtable, holds the
+//! data-write permit and the spooled accounting that a failure must give
+//! back, and coalesces explicit flush requests, so a retry elsewhere would
+//! race it. The flush scheduler never retries; the database only
+//! classifies a failure (I/O: transient; data the sstable format refuses:
+//! permanent, kept in memory and reported in [`DatabaseMetrics`]). A
+//! memtable is never dropped before its sstable is committed.
+//!
+//! # Durability: the commit log
+//!
+//! With [`DatabaseConfig::commitlog`] on (the default: periodic, synced
+//! every 10 s; or batch, acknowledged once synced; or off), `apply`
+//! appends the mutation to the commit log (`commitlog`, in the first data
+//! directory's [`COMMITLOG_DIR_NAME`]) before it reaches the memtable.
+//! Each table's memtables remember the highest log position they hold; a
+//! committed flush tells the log to discard the table's entries up to the
+//! highest position every memtable sealed before it has flushed too, so
+//! segments are retired as flushes complete. [`Database::open`] replays
+//! the log into the memtables, flushes them, and only then serves;
+//! dropping a table logs the drop, so replay never resurrects it. With the
+//! commit log off, writes not yet flushed are lost if the process crashes.
+//!
+//! At its size limit ([`DatabaseConfig::commitlog_size_limit`]) the log
+//! asks for the tables holding its oldest segment to be flushed; the
+//! database starts those flushes (through the dirty-memory manager, like
+//! any explicit flush) and writers wait until segments are retired.
+//!
+//! # Also here
+//!
+//! * [`DatabaseConfig`]: directories, budgets, soft-limit ratio, flush
+//!   policy, sstable writer options, flush bandwidth limit, write timeout,
+//!   commit log mode ([`CommitLogMode`]).
+//! * [`Catalog`]: which tables exist, persisted atomically with a checksum.
 //! * [`open_table_dirs`]: each table's sstables in its data and flush
 //!   directories, after removing the leftovers of unfinished flushes.
 //! * [`DirectoryLock`]: the lock file that refuses a second open of the
 //!   same directories, from this process or another.
-//! * [`TokenBucket`]: the flush bandwidth limit, blocking writers on an
-//!   injected [`Clock`] ([`ManualClock`] in tests, so they never sleep).
+//! * [`TokenBucket`]: the flush bandwidth limit.
 //! * [`units`]: parsing of sizes, counts and durations with clear errors.
 //! * `stress` (feature `stress`, on by default): the load generator's
-//!   engine, minus the database calls.
-//!
-//! ```
-//! use replica::{DatabaseConfig, units};
-//!
-//! let mut config = DatabaseConfig::new("/var/lib/replica");
-//! config.dirty_memory_budget = units::parse_size("budget", "512MiB")? as usize;
-//! config.flush_bandwidth_limit = Some(units::parse_size("bandwidth", "64MiB")?);
-//! config.validate()?;
-//! # Ok::<(), replica::Error>(())
-//! ```
+//!   engine; the `replica-stress` binary is `main` around
+//!   [`stress::execute`] with a [`stress::DatabaseFactory`].
 #![forbid(unsafe_code)]
 
 mod catalog;
 mod config;
+mod database;
 mod error;
 mod layout;
 mod lock;
@@ -52,12 +121,19 @@ pub use catalog::{
     validate_table_name,
 };
 pub use config::{
-    DEFAULT_BUDGET, DEFAULT_SOFT_LIMIT_RATIO, DEFAULT_SYSTEM_BUDGET, DatabaseConfig, FlushPolicy,
-    MIN_BUDGET, check_soft_limit_ratio,
+    CommitLogMode, DEFAULT_BUDGET, DEFAULT_COMMITLOG_SYNC_PERIOD, DEFAULT_SOFT_LIMIT_RATIO,
+    DEFAULT_SYSTEM_BUDGET, DEFAULT_WRITE_TIMEOUT, DatabaseConfig, FlushPolicy, MIN_BUDGET,
+    check_soft_limit_ratio,
 };
+pub use database::{COMMITLOG_DIR_NAME, Database, DatabaseMetrics, TableMetrics, TableReader};
 pub use error::{Error, Result};
 pub use layout::{
     SstableId, TableFiles, open_table_dirs, orphan_table_dirs, remove_table_dirs, table_dir,
 };
 pub use lock::{DirectoryLock, LOCK_FILE_NAME};
 pub use throttle::{Clock, ManualClock, SystemClock, TokenBucket, WriteThrottle};
+
+// The README's example runs as a doc test, so it cannot go stale.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

@@ -4,8 +4,6 @@
 //!
 //! `Arc` is always `std::sync::Arc`: it crosses the public API.
 
-pub(crate) use ::sync::plain::Arc;
-#[cfg(feature = "stress")]
-pub(crate) use ::sync::plain::AtomicBool;
-pub(crate) use ::sync::plain::{AtomicU64, Ordering};
-pub(crate) use ::sync::{Condvar, Mutex};
+pub(crate) use ::sync::plain::{Arc, Weak};
+pub(crate) use ::sync::plain::{AtomicBool, AtomicU64, Ordering};
+pub(crate) use ::sync::{Condvar, Mutex, RwLock};

@@ -74,7 +74,7 @@ fn main() -> ExitCode {
     }
 }
 
-/// Runs `replica-stress` once the `replica` crate ships it.
+/// Runs `replica-stress` (the `replica` crate's binary) in release mode with `args`.
 fn stress(args: &[&str]) -> Result<(), String> {
     let manifest = std::fs::read_to_string("replica/Cargo.toml")
         .map_err(|e| format!("cannot read replica/Cargo.toml: {e}"))?;

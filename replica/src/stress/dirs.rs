@@ -73,7 +73,7 @@ impl RunDirs {
 
     /// The database configuration of the run of `policy` in these
     /// directories: `--budget` (or the machine's), `--soft-limit-ratio`,
-    /// `--flush-bandwidth`, defaults for the rest.
+    /// `--flush-bandwidth`, `--commitlog`, defaults for the rest.
     ///
     /// # Errors
     /// [`Error::InvalidOption`] if the configuration is not valid.
@@ -94,6 +94,7 @@ impl RunDirs {
         config.soft_limit_ratio = options.soft_limit_ratio;
         config.flush_policy = policy;
         config.flush_bandwidth_limit = options.flush_bandwidth;
+        config.commitlog = options.commitlog;
         config.validate()?;
         Ok(config)
     }

@@ -22,6 +22,7 @@ mod summary;
 mod target;
 mod workload;
 
+pub use crate::database::DatabaseFactory;
 pub use dirs::RunDirs;
 pub use hdr_log::HdrLog;
 pub use latency::{Counts, IntervalReport, LATENCY_UNIT};

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use clap::{Parser, ValueEnum};
 
-use crate::config::{FlushPolicy, check_soft_limit_ratio};
+use crate::config::{CommitLogMode, FlushPolicy, check_soft_limit_ratio};
 use crate::error::Error;
 use crate::units::{parse_count, parse_duration, parse_size};
 
@@ -120,6 +120,9 @@ fn budget(s: &str) -> Result<u64, Error> {
 fn flush_bandwidth(s: &str) -> Result<u64, Error> {
     parse_size("--flush-bandwidth", s)
 }
+fn commitlog(s: &str) -> Result<CommitLogMode, Error> {
+    CommitLogMode::parse(s)
+}
 fn duration(s: &str) -> Result<Duration, Error> {
     parse_duration("--duration", s)
 }
@@ -185,6 +188,7 @@ pub enum StopCondition {
 #[command(
     name = "replica-stress",
     about = "Load generator for the replica storage engine, reporting like cassandra-stress.",
+    long_about = None,
     args_override_self = true
 )]
 pub struct StressOptions {
@@ -234,6 +238,11 @@ pub struct StressOptions {
     /// (default: unlimited).
     #[arg(long, value_parser = flush_bandwidth)]
     pub flush_bandwidth: Option<u64>,
+    /// The commit log: off, periodic (synced every 10 s), periodic:INTERVAL,
+    /// batch (a write returns once synced; concurrent writes share a sync)
+    /// or batch:WINDOW.
+    #[arg(long, value_name = "MODE", value_parser = commitlog, default_value = "periodic")]
+    pub commitlog: CommitLogMode,
     /// Data directory (repeatable); given directories are kept after the
     /// run. Default: a temporary directory, removed at the end.
     #[arg(long)]

@@ -74,7 +74,7 @@ fn describe(options: &StressOptions, config: &RunConfig, policy: FlushPolicy) ->
     };
     format!(
         "{} with {} threads {stop}: {} partitions ({}) of {} x {} B rows over {} table(s), \
-         flush policy {}, seed {}",
+         flush policy {}, commit log {}, seed {}",
         options.mode.name(),
         config.threads,
         w.partitions,
@@ -83,6 +83,7 @@ fn describe(options: &StressOptions, config: &RunConfig, policy: FlushPolicy) ->
         w.row_size,
         w.tables,
         policy.name(),
+        options.commitlog.name(),
         w.seed,
     )
 }

@@ -69,6 +69,12 @@ pub struct Summary {
     pub flushed_bytes: u64,
     /// Time writers spent blocked on dirty memory, summed over writers.
     pub writers_blocked: Duration,
+    /// Bytes the commit log appended (0 without a commit log).
+    pub commitlog_bytes: u64,
+    /// The commit log's fdatasyncs.
+    pub commitlog_syncs: u64,
+    /// Log entries those syncs covered.
+    pub commitlog_synced_entries: u64,
     /// The longest time during which no operation completed.
     pub longest_pause: Duration,
     /// Intervals (seconds), the last one aside, in which no operation
@@ -129,6 +135,16 @@ impl Summary {
         self.flushed_bytes.checked_div(self.flushes).unwrap_or(0)
     }
 
+    /// Mean number of log entries one commit log sync covered (the group
+    /// size of group commit; 0 without syncs).
+    pub fn mean_sync_group(&self) -> f64 {
+        if self.commitlog_syncs == 0 {
+            0.0
+        } else {
+            self.commitlog_synced_entries as f64 / self.commitlog_syncs as f64
+        }
+    }
+
     /// The figures two runs are compared on, in the summary's order.
     pub fn figures(&self) -> Vec<Figure> {
         let f = |name, unit, value| Figure { name, unit, value };
@@ -167,6 +183,13 @@ impl Summary {
                 "ms",
                 self.longest_pause.as_secs_f64() * 1000.0,
             ),
+            f(
+                "Commit log bytes",
+                "MiB",
+                self.commitlog_bytes as f64 / 1048576.0,
+            ),
+            f("Commit log syncs", "", self.commitlog_syncs as f64),
+            f("Mean sync group", "writes", self.mean_sync_group()),
         ]
     }
 
@@ -201,6 +224,12 @@ impl Summary {
                 "flushed_bytes": self.flushed_bytes,
                 "mean_flush_bytes": self.mean_flush_size(),
                 "writers_blocked_s": self.writers_blocked.as_secs_f64(),
+            },
+            "commitlog": {
+                "bytes": self.commitlog_bytes,
+                "syncs": self.commitlog_syncs,
+                "synced_entries": self.commitlog_synced_entries,
+                "mean_sync_group": self.mean_sync_group(),
             },
             "longest_pause_ms": self.longest_pause.as_secs_f64() * 1000.0,
             "idle_intervals": self.idle_intervals,
@@ -297,7 +326,17 @@ impl fmt::Display for Summary {
             "Longest pause, no op done : {:>10.1} ms ({} idle seconds)",
             self.longest_pause.as_secs_f64() * 1000.0,
             self.idle_intervals
-        )
+        )?;
+        if self.commitlog_bytes > 0 {
+            writeln!(
+                f,
+                "Commit log                : {:>10}, {} syncs, mean group {:.1} writes",
+                format_bytes(self.commitlog_bytes),
+                thousands(self.commitlog_syncs as f64),
+                self.mean_sync_group()
+            )?;
+        }
+        Ok(())
     }
 }
 
@@ -391,6 +430,9 @@ mod tests {
             flushes: 4,
             flushed_bytes: 400 << 20,
             writers_blocked: Duration::from_millis(1500),
+            commitlog_bytes: 64 << 20,
+            commitlog_syncs: 10,
+            commitlog_synced_entries: 250,
             longest_pause: Duration::from_millis(250),
             idle_intervals: 0,
             first_error: None,
@@ -435,9 +477,13 @@ mod tests {
             "Flushes                   :          4, mean size 100.0 MiB",
             "Time writers blocked      :      1.500 s",
             "Longest pause, no op done :      250.0 ms (0 idle seconds)",
+            "Commit log                :   64.0 MiB, 10 syncs, mean group 25.0 writes",
         ] {
             assert!(text.contains(line), "missing {line:?} in\n{text}");
         }
+        let mut no_log = s.clone();
+        no_log.commitlog_bytes = 0;
+        assert!(!no_log.to_string().contains("Commit log"));
     }
 
     #[test]

@@ -27,6 +27,13 @@ pub struct TargetStats {
     /// Total time writers spent waiting for dirty memory, summed over
     /// writers.
     pub writers_blocked: Duration,
+    /// Bytes the commit log appended (0 without a commit log).
+    pub commitlog_bytes: u64,
+    /// The commit log's fdatasyncs.
+    pub commitlog_syncs: u64,
+    /// Log entries those syncs covered: over `commitlog_syncs`, the mean
+    /// group size of group commit.
+    pub commitlog_synced_entries: u64,
 }
 
 /// A store the load runs against. The `Database` implements it; tables are

@@ -59,6 +59,9 @@ impl Target for MemTarget {
             flushes: n / 100,
             flushed_bytes: (n / 100) * 4096,
             writers_blocked: Duration::from_millis(n),
+            commitlog_bytes: n * 100,
+            commitlog_syncs: n / 10,
+            commitlog_synced_entries: n,
         }
     }
 }

@@ -1,0 +1,332 @@
+//! The flush path: dirty-memory's [`FlushTarget`] wired to the flush
+//! scheduler.
+//!
+//! `dirty-memory` decides when and what to flush and is the only layer
+//! that retries (with a doubling back-off); the flush scheduler only runs
+//! the job's phases; this module does the table's part:
+//!
+//! * [`FlushRouter::start_flush`] finds the memtable of the flush's region,
+//!   installs a fresh active memtable in its table, seals the old one, and
+//!   submits a [`FlushMemtable`] job.
+//! * Its data phase streams the sealed memtable into an sstable writer in
+//!   the table's directory under the flush directory the scheduler chose,
+//!   reports the region bytes emitted to `Flush::account_written` as it
+//!   goes, and calls `Flush::data_written` once the data is written, so
+//!   the next flush may start while this one's tail (index, summary,
+//!   fsyncs, renames: the commit) runs on a tail worker.
+//! * On success the sstable joins the table's set and the memtable leaves
+//!   its list in one step, the memtable's open readers are handed over to
+//!   the sstable (`mark_flushed`), and the flush finishes, taking the
+//!   memtable's region out of the group. On failure the memtable stays
+//!   sealed in the list, readable, and the flush fails: transiently (I/O;
+//!   dirty-memory retries it) or permanently (data the sstable format
+//!   refuses; reported once, kept in memory).
+
+use std::collections::HashMap;
+use std::fmt;
+
+use commitlog::CommitLog;
+use dirty_memory::{Flush, FlushTarget};
+use flush_scheduler::{FlushContext, FlushJob, FlushScheduler};
+use memtable::{Memtable, ReplacementSource};
+use mutation::FragmentReader;
+use region_group::{RegionId, RegionListener};
+use sstable::{Sstable, Writer, WriterOptions};
+
+use crate::database::table::{Table, TableSstable};
+use crate::layout::table_dir;
+use crate::sync::{Arc, AtomicU64, Mutex, Ordering};
+use crate::throttle::{TokenBucket, WriteThrottle};
+
+/// A registered memtable: its table (while open) and itself.
+type Entry = (std::sync::Weak<Table>, Arc<Memtable>);
+
+/// Which table and memtable each region of the dirty-memory groups is.
+#[derive(Debug, Default)]
+pub(crate) struct Registry {
+    entries: Mutex<HashMap<RegionId, Entry>>,
+}
+
+impl Registry {
+    /// Records `memtable` as a memtable of `table`.
+    pub(crate) fn add(&self, table: &Arc<Table>, memtable: &Arc<Memtable>) {
+        self.entries.lock().insert(
+            memtable.region_id(),
+            (Arc::downgrade(table), Arc::clone(memtable)),
+        );
+    }
+
+    /// Forgets the memtable of `region`.
+    pub(crate) fn remove(&self, region: RegionId) {
+        self.entries.lock().remove(&region);
+    }
+
+    /// The table and memtable of `region`, while the table is open.
+    pub(crate) fn get(&self, region: RegionId) -> Option<(Arc<Table>, Arc<Memtable>)> {
+        let entries = self.entries.lock();
+        let (table, memtable) = entries.get(&region)?;
+        Some((table.upgrade()?, Arc::clone(memtable)))
+    }
+}
+
+/// The database's commit log, once it is open and replayed (`None`
+/// without one): flushes tell it what they made durable.
+pub(crate) type LogSlot = Mutex<Option<Arc<CommitLog>>>;
+
+/// Test hook: makes the next flushes fail in the middle of their sstable
+/// write, as a failing disk would.
+#[derive(Debug, Default)]
+pub(crate) struct FlushFaults {
+    remaining: AtomicU64,
+}
+
+impl FlushFaults {
+    /// Makes the next `n` flush data phases fail.
+    #[cfg(all(test, not(loom)))]
+    pub(crate) fn fail_next(&self, n: u64) {
+        self.remaining.store(n, Ordering::SeqCst);
+    }
+
+    /// Whether this flush must fail (taking one from the count).
+    fn take(&self) -> bool {
+        self.remaining
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+            .is_ok()
+    }
+}
+
+/// The injected failure of [`FlushFaults`].
+#[derive(Debug, thiserror::Error)]
+#[error("injected failure of an sstable write (test hook)")]
+struct InjectedFailure;
+
+/// The `FlushTarget` of both dirty-memory managers (user and system
+/// tables).
+pub(crate) struct FlushRouter {
+    pub(crate) registry: Arc<Registry>,
+    /// The open tables by commit log id, for the log's flush requests.
+    pub(crate) by_id: Arc<Mutex<HashMap<commitlog::TableId, std::sync::Weak<Table>>>>,
+    pub(crate) log: Arc<LogSlot>,
+    scheduler: Arc<FlushScheduler>,
+    options: WriterOptions,
+    bandwidth: Option<Arc<TokenBucket>>,
+    pub(crate) faults: FlushFaults,
+    /// Memtables whose flush failed permanently, with the error.
+    pub(crate) failed_permanently: Mutex<Vec<(RegionId, String)>>,
+}
+
+impl fmt::Debug for FlushRouter {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("FlushRouter").finish_non_exhaustive()
+    }
+}
+
+impl FlushRouter {
+    pub(crate) fn new(
+        registry: Arc<Registry>,
+        scheduler: Arc<FlushScheduler>,
+        options: WriterOptions,
+        bandwidth: Option<Arc<TokenBucket>>,
+    ) -> Self {
+        FlushRouter {
+            registry,
+            by_id: Arc::new(Mutex::new(HashMap::new())),
+            log: Arc::new(Mutex::new(None)),
+            scheduler,
+            options,
+            bandwidth,
+            faults: FlushFaults::default(),
+            failed_permanently: Mutex::new(Vec::new()),
+        }
+    }
+}
+
+impl FlushTarget for FlushRouter {
+    fn start_flush(&self, flush: Flush) {
+        let Some((table, memtable)) = self.registry.get(flush.region()) else {
+            // The memtable left (its table was dropped, or it was flushed
+            // already): nothing to write.
+            flush.finish();
+            return;
+        };
+        // Install the fresh memtable before sealing the old one, so a writer
+        // refused by the seal finds it (see `memtable_list`).
+        let fresh = || {
+            let fresh = table.new_memtable()?;
+            self.registry.add(&table, &fresh);
+            Ok::<_, crate::error::Error>(fresh)
+        };
+        match table.list.begin_flush(&memtable, fresh) {
+            Ok(unused) => {
+                if let Some(unused) = unused {
+                    self.registry.remove(unused.region_id());
+                    unused.on_detach_from_region_group();
+                }
+                // Flushes start on one thread per manager: seal order.
+                table.log_state.lock().sealed(memtable.region_id());
+            }
+            Err(e) => {
+                // Not sealed: writes continue in it. Grounded, as the
+                // contract asks; the retry tries again.
+                flush.group().ground_evictable(flush.region());
+                flush.fail(e);
+                return;
+            }
+        }
+        let job = FlushMemtable {
+            flush,
+            table,
+            memtable,
+            registry: Arc::clone(&self.registry),
+            log: Arc::clone(&self.log),
+            options: self.options.clone(),
+            bandwidth: self.bandwidth.clone(),
+            fail: self.faults.take(),
+            writer: None,
+            committed: None,
+            permanent: false,
+        };
+        // After shutdown the job comes back; dropping it drops the `Flush`,
+        // which fails the flush and keeps the memtable.
+        drop(self.scheduler.submit(Box::new(job)));
+    }
+
+    fn flush_failed_permanently(&self, region: RegionId, error: &dirty_memory::Error) {
+        self.failed_permanently
+            .lock()
+            .push((region, error.to_string()));
+    }
+}
+
+/// One memtable's flush, as a flush-scheduler job.
+struct FlushMemtable {
+    flush: Flush,
+    table: Arc<Table>,
+    memtable: Arc<Memtable>,
+    registry: Arc<Registry>,
+    log: Arc<LogSlot>,
+    options: WriterOptions,
+    bandwidth: Option<Arc<TokenBucket>>,
+    /// Fail the data phase after its first fragment (test hook).
+    fail: bool,
+    /// The writer between the data and tail phases.
+    writer: Option<Writer>,
+    /// The committed sstable, after the tail phase.
+    committed: Option<Arc<TableSstable>>,
+    /// The failure is permanent: the sstable format refuses the data.
+    permanent: bool,
+}
+
+impl FlushMemtable {
+    fn sstable_error(&mut self, e: sstable::Error) -> flush_scheduler::Error {
+        self.permanent = matches!(
+            e,
+            sstable::Error::TooLarge { .. } | sstable::Error::InvalidStream { .. }
+        );
+        flush_scheduler::Error::job_failed(e)
+    }
+}
+
+impl FlushJob for FlushMemtable {
+    fn write_data(&mut self, ctx: &FlushContext<'_>) -> Result<(), flush_scheduler::Error> {
+        if self.memtable.is_empty() {
+            self.flush.account_written(usize::MAX);
+            self.flush.data_written();
+            return Ok(());
+        }
+        let dir = table_dir(ctx.dir(), self.table.name());
+        let mut writer = match Writer::create(&dir, self.options.clone()) {
+            Ok(w) => w,
+            Err(e) => return Err(self.sstable_error(e)),
+        };
+        if let Some(bucket) = &self.bandwidth {
+            let mut throttle = WriteThrottle::new(Arc::clone(bucket));
+            writer.on_progress(move |p| {
+                throttle.bytes_written(p.bytes_written);
+            });
+        }
+        let mut reader = self.memtable.make_flush_reader(|_| {});
+        let mut reported = 0;
+        loop {
+            let fragment = reader.next().map_err(flush_scheduler::Error::job_failed)?;
+            let Some(fragment) = fragment else { break };
+            if let Err(e) = writer.write(&fragment) {
+                return Err(self.sstable_error(e));
+            }
+            if self.fail {
+                // The writer is dropped: its files are removed.
+                return Err(flush_scheduler::Error::job_failed(InjectedFailure));
+            }
+            let progress = reader.progress_bytes();
+            if progress > reported {
+                self.flush.account_written(progress - reported);
+                reported = progress;
+            }
+        }
+        self.flush.account_written(usize::MAX);
+        self.flush.data_written();
+        self.writer = Some(writer);
+        Ok(())
+    }
+
+    fn write_tail(&mut self, _ctx: &FlushContext<'_>) -> Result<(), flush_scheduler::Error> {
+        let Some(writer) = self.writer.take() else {
+            return Ok(());
+        };
+        let bytes = writer.bytes_written();
+        let committed = match writer.commit() {
+            Ok(c) => c,
+            Err(e) => return Err(self.sstable_error(e)),
+        };
+        let sstable = match Sstable::open(&committed.dir, committed.generation) {
+            Ok(s) => s,
+            Err(e) => return Err(self.sstable_error(e)),
+        };
+        self.table
+            .counters
+            .sstable_bytes_written
+            .fetch_add(bytes, Ordering::Relaxed);
+        self.committed = Some(Arc::new(TableSstable { sstable }));
+        Ok(())
+    }
+
+    fn complete(self: Box<Self>, outcome: Result<(), flush_scheduler::Error>) {
+        let FlushMemtable {
+            flush,
+            table,
+            memtable,
+            registry,
+            log,
+            committed,
+            permanent,
+            ..
+        } = *self;
+        match outcome {
+            Ok(()) => {
+                let size = memtable.stats().region.footprint_bytes();
+                // One step: readers see the rows in the memtable or in the
+                // sstable, never both, never neither.
+                table.list.commit(&memtable, committed.clone());
+                if let Some(sstable) = committed {
+                    let replacement: Arc<dyn ReplacementSource> = sstable;
+                    memtable.mark_flushed(replacement);
+                }
+                let c = &table.counters;
+                c.flushes.fetch_add(1, Ordering::Relaxed);
+                c.flushed_memtable_bytes
+                    .fetch_add(size as u64, Ordering::Relaxed);
+                registry.remove(memtable.region_id());
+                // The log may let go of what this flush (and every older
+                // one of the table) made durable.
+                let up_to = table.log_state.lock().flushed(memtable.region_id());
+                let log = log.lock().clone();
+                if let (Some(log), Some(up_to)) = (log, up_to) {
+                    log.discard_completed(table.id, up_to);
+                }
+                flush.finish_releasing(|| memtable.on_detach_from_region_group());
+            }
+            Err(e) if permanent => flush.fail_permanently(e),
+            Err(e) => flush.fail(e),
+        }
+    }
+}

@@ -1,0 +1,180 @@
+//! A table's read sources: the active memtable, the sealed memtables being
+//! flushed, and the sstables, swapped under one lock so that a reader's
+//! snapshot holds every row exactly once.
+//!
+//! The list is generic over the memtable `M` and sstable `S` types so the
+//! loom models (`loom_tests.rs`) run this very code with small stand-ins;
+//! the `Database` uses it with `memtable::Memtable` and its open sstables.
+//!
+//! The protocol the flush and the writers follow:
+//!
+//! 1. A flush first [`replace_active`](MemtableList::replace_active)s the
+//!    memtable it flushes with a fresh one, *then* seals the old one. A
+//!    writer that still holds the old memtable either applies before the
+//!    seal (and the flush stream, which starts after the seal, carries its
+//!    write) or is refused as sealed and finds the fresh memtable already
+//!    active ([`with_active`](MemtableList::with_active) retries): no write
+//!    is lost and no writer spins.
+//! 2. When the sstable is committed, [`commit`](MemtableList::commit) adds
+//!    it and removes the memtable in one step under the write lock; a
+//!    reader's [`sources`](MemtableList::sources) snapshot, taken under the
+//!    read lock, holds either the memtable or the sstable, never both and
+//!    never neither.
+
+use crate::sync::{Arc, RwLock, Weak};
+
+/// A memtable as the list's flush protocol needs it: something to seal.
+pub(crate) trait Seal {
+    /// Refuses further writes (they fail as sealed from now on).
+    fn seal(&self);
+}
+
+impl Seal for memtable::Memtable {
+    fn seal(&self) {
+        memtable::Memtable::seal(self);
+    }
+}
+
+/// What a writer's attempt on the active memtable came to.
+#[derive(Debug)]
+pub(crate) enum Attempt<E> {
+    /// The memtable was sealed under the writer: try the new active one.
+    Sealed,
+    /// A failure to report.
+    Failed(E),
+}
+
+/// A snapshot of a table's sources.
+#[derive(Debug)]
+pub(crate) struct Sources<M, S> {
+    /// The active memtable first, then the sealed ones, oldest first.
+    pub(crate) memtables: Vec<Arc<M>>,
+    /// The sstables, oldest first.
+    pub(crate) sstables: Vec<Arc<S>>,
+}
+
+#[derive(Debug)]
+struct State<M, S> {
+    active: Arc<M>,
+    sealed: Vec<Arc<M>>,
+    sstables: Vec<Arc<S>>,
+}
+
+/// The active memtable, the sealed ones and the sstables of one table.
+#[derive(Debug)]
+pub(crate) struct MemtableList<M, S> {
+    state: RwLock<State<M, S>>,
+}
+
+impl<M, S> MemtableList<M, S> {
+    /// A list with `active` taking writes, over `sstables`.
+    pub(crate) fn new(active: Arc<M>, sstables: Vec<Arc<S>>) -> Self {
+        MemtableList {
+            state: RwLock::new(State {
+                active,
+                sealed: Vec::new(),
+                sstables,
+            }),
+        }
+    }
+
+    /// The memtable taking writes.
+    pub(crate) fn active(&self) -> Arc<M> {
+        Arc::clone(&self.state.read().active)
+    }
+
+    /// Whether `memtable` is the active one.
+    pub(crate) fn is_active(&self, memtable: &Arc<M>) -> bool {
+        Arc::ptr_eq(&self.state.read().active, memtable)
+    }
+
+    /// Runs `attempt` on the active memtable until it does not report the
+    /// memtable sealed. Each retry finds a newer memtable, since a flush
+    /// installs the fresh one before it seals the old one.
+    ///
+    /// The attempt holds the memtable weakly: a writer that waits (for the
+    /// commit log, for dirty memory) never keeps a flushed memtable's
+    /// memory alive. A memtable gone by the time the attempt upgrades it
+    /// was flushed, and the attempt reports it sealed.
+    pub(crate) fn with_active<T, E>(
+        &self,
+        mut attempt: impl FnMut(Weak<M>) -> Result<T, Attempt<E>>,
+    ) -> Result<T, E> {
+        loop {
+            let memtable = Arc::downgrade(&self.active());
+            match attempt(memtable) {
+                Ok(value) => return Ok(value),
+                Err(Attempt::Sealed) => continue,
+                Err(Attempt::Failed(e)) => return Err(e),
+            }
+        }
+    }
+
+    /// Makes `fresh` the active memtable in place of `old`, which joins the
+    /// sealed ones (the caller seals it next). Gives `fresh` back if `old`
+    /// is not the active memtable.
+    pub(crate) fn replace_active(&self, old: &Arc<M>, fresh: Arc<M>) -> Result<(), Arc<M>> {
+        let mut state = self.state.write();
+        if !Arc::ptr_eq(&state.active, old) {
+            return Err(fresh);
+        }
+        let old = std::mem::replace(&mut state.active, fresh);
+        state.sealed.push(old);
+        Ok(())
+    }
+
+    /// The first step of a flush of `memtable`: if it is the active one,
+    /// installs `fresh()` in its place, then seals it. Returns a fresh
+    /// memtable that `fresh` made but that was not installed (the caller
+    /// discards it); an error of `fresh` leaves everything as it was, the
+    /// memtable unsealed.
+    pub(crate) fn begin_flush<E>(
+        &self,
+        memtable: &Arc<M>,
+        fresh: impl FnOnce() -> Result<Arc<M>, E>,
+    ) -> Result<Option<Arc<M>>, E>
+    where
+        M: Seal,
+    {
+        let mut unused = None;
+        if self.is_active(memtable)
+            && let Err(fresh) = self.replace_active(memtable, fresh()?)
+        {
+            unused = Some(fresh);
+        }
+        memtable.seal();
+        Ok(unused)
+    }
+
+    /// Removes the sealed `memtable` and adds `sstable` (the memtable's
+    /// data; `None` for a memtable that held nothing) in one step. Returns
+    /// false, changing nothing, if `memtable` is not a sealed memtable of
+    /// this list.
+    pub(crate) fn commit(&self, memtable: &Arc<M>, sstable: Option<Arc<S>>) -> bool {
+        let mut state = self.state.write();
+        let Some(i) = state.sealed.iter().position(|m| Arc::ptr_eq(m, memtable)) else {
+            return false;
+        };
+        state.sealed.remove(i);
+        state.sstables.extend(sstable);
+        true
+    }
+
+    /// Every source, as one consistent snapshot.
+    pub(crate) fn sources(&self) -> Sources<M, S> {
+        let state = self.state.read();
+        let mut memtables = Vec::with_capacity(1 + state.sealed.len());
+        memtables.push(Arc::clone(&state.active));
+        memtables.extend(state.sealed.iter().cloned());
+        Sources {
+            memtables,
+            sstables: state.sstables.clone(),
+        }
+    }
+
+    /// How many memtables (active and sealed) and sstables the list holds.
+    pub(crate) fn counts(&self) -> (usize, usize) {
+        let state = self.state.read();
+        (1 + state.sealed.len(), state.sstables.len())
+    }
+}

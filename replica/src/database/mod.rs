@@ -1,0 +1,707 @@
+//! The [`Database`]: tables of memtables over sstables, writes admitted by
+//! dirty-memory managers, flushes run by the flush scheduler, reads merged
+//! from every source.
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::time::Duration;
+
+use std::collections::HashMap;
+
+use commitlog::{CommitLog, LogStats, ReplayPosition, ReplayReport, SyncMode, TableId};
+use dirty_memory::{DirtyMemoryConfig, DirtyMemoryManager, DirtyMemoryMetrics, FlushCompletion};
+use flush_scheduler::{FlushScheduler, SchedulerConfig};
+use logalloc::{PoolConfig, SegmentPool};
+use mutation::{
+    Cell, ClusteringRange, DecoratedKey, Mutation, PartitionRange, limits, to_mutations,
+};
+use sstable::Sstable;
+
+use crate::catalog::{Catalog, TableSchema};
+use crate::config::{CommitLogMode, DatabaseConfig, FlushPolicy};
+use crate::error::{Error, io_err};
+use crate::layout::{open_table_dirs, orphan_table_dirs, remove_table_dirs};
+use crate::lock::DirectoryLock;
+use crate::sync::{Arc, Mutex, RwLock};
+use crate::throttle::TokenBucket;
+
+mod flush;
+mod gate;
+#[cfg(all(test, loom))]
+mod loom_tests;
+pub(crate) mod memtable_list;
+#[cfg(feature = "stress")]
+mod stress_target;
+mod table;
+#[cfg(all(test, not(loom)))]
+mod tests;
+
+use flush::{FlushRouter, Registry};
+use gate::Gate;
+use table::{LogState, Table, TableSstable, table_id};
+pub use table::{TableMetrics, TableReader};
+
+#[cfg(feature = "stress")]
+pub use stress_target::DatabaseFactory;
+
+/// Figures of a whole database, from [`Database::metrics`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct DatabaseMetrics {
+    /// Each table's figures, by name.
+    pub tables: Vec<TableMetrics>,
+    /// The user tables' dirty-memory manager: real and unspooled dirty
+    /// memory, its peak, flushes started, completed, failed and retried,
+    /// bytes flushed, writers blocked and the time they waited.
+    pub user: DirtyMemoryMetrics,
+    /// The system tables' manager, with its own small budget.
+    pub system: DirtyMemoryMetrics,
+    /// Sstable bytes written by flushes (Data and Index), all tables.
+    pub sstable_bytes_written: u64,
+    /// Time flushes spent waiting for the flush bandwidth limit.
+    pub flush_bandwidth_wait: Duration,
+    /// Memtables whose flush failed permanently (kept in memory), with
+    /// the error.
+    pub failed_permanently: Vec<String>,
+    /// The commit log's counters (entries, bytes, syncs, segments), if
+    /// there is a commit log.
+    pub commitlog: Option<LogStats>,
+}
+
+/// The commit log's directory inside the first data directory (the dot
+/// keeps it apart from table directories).
+pub const COMMITLOG_DIR_NAME: &str = "replica.commitlog";
+
+/// A database: named tables of partitions, written through memtables and
+/// flushed to sstables. See the [crate documentation](crate) for the
+/// design; every method may be called from any number of threads.
+pub struct Database {
+    config: DatabaseConfig,
+    locks: Mutex<Vec<DirectoryLock>>,
+    catalog: Mutex<Catalog>,
+    tables: RwLock<BTreeMap<String, Arc<Table>>>,
+    user: Arc<DirtyMemoryManager>,
+    system: Arc<DirtyMemoryManager>,
+    scheduler: Arc<FlushScheduler>,
+    router: Arc<FlushRouter>,
+    bandwidth: Option<Arc<TokenBucket>>,
+    pool: Arc<SegmentPool>,
+    gate: Gate,
+    /// What replaying the commit log at open found.
+    replay: Option<ReplayReport>,
+}
+
+impl std::fmt::Debug for Database {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Database")
+            .field("data_dirs", &self.config.data_dirs)
+            .field("tables", &self.tables.read().len())
+            .finish_non_exhaustive()
+    }
+}
+
+fn start_error(what: &'static str) -> impl FnOnce(String) -> Error {
+    move |detail| Error::Start { what, detail }
+}
+
+impl Database {
+    /// Opens (or creates) the database `config` describes: checks the
+    /// configuration, creates and locks its directories, loads the catalog
+    /// and every table's sstables (removing what unfinished flushes and
+    /// dropped tables left behind), starts the dirty-memory managers (user
+    /// and system tables) and the flush scheduler, and replays the commit
+    /// log (if configured) into memtables, which it then flushes.
+    ///
+    /// # Errors
+    /// [`Error::InvalidOption`] for a bad configuration;
+    /// [`Error::DirectoryLocked`] if another open database holds a
+    /// directory; [`Error::Io`] if a directory cannot be created or is not
+    /// writable; [`Error::Corrupt`] or [`Error::Sstable`] for damaged files;
+    /// [`Error::Start`] if a background thread cannot start;
+    /// [`Error::CommitLog`] if the commit log cannot be opened (damage in
+    /// it is skipped and reported in [`replay_report`](Self::replay_report)).
+    pub fn open(config: DatabaseConfig) -> Result<Database, Error> {
+        config.validate()?;
+        for dir in config.all_dirs() {
+            fs::create_dir_all(dir).map_err(io_err("create directory", dir))?;
+        }
+        let locks = DirectoryLock::acquire_all(config.all_dirs())?;
+        let catalog = Catalog::load(&config.data_dirs[0])?;
+        for orphan in orphan_table_dirs(config.all_dirs(), |name| catalog.get(name).is_ok())? {
+            fs::remove_dir_all(&orphan)
+                .map_err(io_err("remove dropped table directory", &orphan))?;
+        }
+        // Real dirty memory is held to the budgets by admission; the pool
+        // leaves room above them so an admitted write never runs dry.
+        let budgets = config
+            .dirty_memory_budget
+            .saturating_add(config.system_dirty_memory_budget);
+        let pool = SegmentPool::new(
+            PoolConfig::default().with_memory_limit(budgets.saturating_mul(2).max(64 << 20)),
+        )
+        .map_err(|e| start_error("memtable memory pool")(e.to_string()))?;
+        let (user_policy, data_writers) = match config.flush_policy {
+            FlushPolicy::PerMemtable => {
+                let p = dirty_memory::FlushPolicy::per_memtable_default();
+                let n = match p {
+                    dirty_memory::FlushPolicy::PerMemtableLimit {
+                        max_concurrent_flushes,
+                        ..
+                    } => max_concurrent_flushes,
+                    _ => 1,
+                };
+                (p, n)
+            }
+            _ => (dirty_memory::FlushPolicy::LargestAtSoftLimit, 1),
+        };
+        // One data worker more for the system tables' flushes.
+        let scheduler = Arc::new(
+            FlushScheduler::new(
+                SchedulerConfig::new(config.effective_flush_dirs().iter().cloned())
+                    .data_workers(data_writers + 1),
+            )
+            .map_err(|e| start_error("flush scheduler")(e.to_string()))?,
+        );
+        let bandwidth = match config.flush_bandwidth_limit {
+            Some(rate) => Some(Arc::new(TokenBucket::new(
+                rate,
+                rate.clamp(64 << 10, 4 << 20),
+            )?)),
+            None => None,
+        };
+        let registry = Arc::new(Registry::default());
+        let router = Arc::new(FlushRouter::new(
+            Arc::clone(&registry),
+            Arc::clone(&scheduler),
+            config.sstable_writer_options.clone(),
+            bandwidth.clone(),
+        ));
+        let mut user_config = DirtyMemoryConfig::new("user", config.dirty_memory_budget);
+        user_config.soft_limit_ratio = config.soft_limit_ratio;
+        user_config.policy = user_policy;
+        let mut system_config = DirtyMemoryConfig::system_tables();
+        system_config.budget = config.system_dirty_memory_budget;
+        let user = DirtyMemoryManager::new(user_config, router.clone())
+            .map_err(|e| start_error("user tables' dirty-memory manager")(e.to_string()))?;
+        let system = match DirtyMemoryManager::new(system_config, router.clone()) {
+            Ok(m) => m,
+            Err(e) => {
+                user.shutdown();
+                scheduler.shutdown();
+                return Err(start_error("system tables' dirty-memory manager")(
+                    e.to_string(),
+                ));
+            }
+        };
+        let schemas: Vec<TableSchema> = catalog.tables().cloned().collect();
+        let db = Database {
+            config,
+            locks: Mutex::new(locks),
+            catalog: Mutex::new(catalog),
+            tables: RwLock::new(BTreeMap::new()),
+            user: Arc::new(user),
+            system: Arc::new(system),
+            scheduler,
+            router,
+            bandwidth,
+            pool,
+            gate: Gate::new(),
+            replay: None,
+        };
+        // On an error `db` is dropped, which stops its threads.
+        for schema in schemas {
+            db.load_table(schema)?;
+        }
+        let mut db = db;
+        db.open_commitlog()?;
+        Ok(db)
+    }
+
+    /// Opens the commit log (if configured), replays it into the tables'
+    /// memtables, flushes them, and lets the log retire what was replayed.
+    fn open_commitlog(&mut self) -> Result<(), Error> {
+        let sync = match self.config.commitlog {
+            CommitLogMode::Off => return Ok(()),
+            CommitLogMode::Periodic(d) => SyncMode::Periodic(d),
+            CommitLogMode::Batch(d) => SyncMode::Batch(d),
+        };
+        let mut log_config = commitlog::Config::default();
+        log_config.sync = sync;
+        log_config.write_timeout = self.config.write_timeout;
+        log_config.segment_size = self.config.commitlog_segment_size;
+        log_config.total_size_limit = self.config.commitlog_size_limit;
+        let dir = self.config.data_dirs[0].join(COMMITLOG_DIR_NAME);
+        let tables: HashMap<TableId, Arc<Table>> = self
+            .tables
+            .read()
+            .values()
+            .map(|t| (t.id, Arc::clone(t)))
+            .collect();
+        let mut replayed: HashMap<TableId, ReplayPosition> = HashMap::new();
+        let mut failed = None;
+        let (log, report) = CommitLog::open(&dir, log_config, |id, m, position| {
+            let max = replayed.entry(id).or_default();
+            *max = (*max).max(position);
+            // Entries of tables no longer in the catalog are dropped data.
+            if let (None, Some(table)) = (&failed, tables.get(&id)) {
+                let manager = self.manager(table);
+                if let Err(e) = table.apply(manager, &m, self.config.write_timeout, None) {
+                    failed = Some(e);
+                }
+            }
+        })
+        .map_err(|source| Error::CommitLog { source })?;
+        let log = Arc::new(log);
+        self.set_flush_handler(&log);
+        *self.router.log.lock() = Some(Arc::clone(&log));
+        if let Some(e) = failed {
+            return Err(e);
+        }
+        if report.entries > 0 {
+            let all: Vec<Arc<Table>> = tables.into_values().collect();
+            self.flush_tables(&all)?;
+            for (id, up_to) in replayed {
+                log.discard_completed(id, up_to);
+            }
+        }
+        self.replay = Some(report);
+        Ok(())
+    }
+
+    /// Serves the log's requests, at its size limit, to flush the tables
+    /// that hold its oldest segments: starts the flushes without waiting
+    /// (the handler runs on a writer's thread), or lets the log go at once
+    /// for a table with nothing in memory.
+    fn set_flush_handler(&self, log: &CommitLog) {
+        let by_id = Arc::clone(&self.router.by_id);
+        let slot = Arc::clone(&self.router.log);
+        let user = Arc::downgrade(&self.user);
+        let system = Arc::downgrade(&self.system);
+        log.set_flush_handler(move |requests| {
+            for request in requests {
+                let table = by_id
+                    .lock()
+                    .get(&request.table)
+                    .and_then(std::sync::Weak::upgrade);
+                let manager = table.as_ref().and_then(|t| {
+                    if t.schema.options().system {
+                        system.upgrade()
+                    } else {
+                        user.upgrade()
+                    }
+                });
+                let mut flushing = false;
+                if let (Some(table), Some(manager)) = (table, manager) {
+                    for memtable in table.list.sources().memtables {
+                        if memtable.is_empty() && !memtable.is_sealed() {
+                            continue;
+                        }
+                        // Not waited for: the flush's completion tells
+                        // the log what it may retire.
+                        flushing |= manager.request_flush(memtable.region_id()).is_ok();
+                    }
+                }
+                if !flushing {
+                    let log = slot.lock().clone();
+                    if let Some(log) = log {
+                        log.discard_completed(request.table, request.up_to);
+                    }
+                }
+            }
+        });
+    }
+
+    /// What replaying the commit log at open found (entries replayed,
+    /// damage skipped and reported), if there is a commit log.
+    pub fn replay_report(&self) -> Option<&ReplayReport> {
+        self.replay.as_ref()
+    }
+
+    fn log(&self) -> Option<Arc<CommitLog>> {
+        self.router.log.lock().clone()
+    }
+
+    /// The configuration the database was opened with.
+    pub fn config(&self) -> &DatabaseConfig {
+        &self.config
+    }
+
+    /// Opens the files of the table `schema` names and adds it.
+    fn load_table(&self, schema: TableSchema) -> Result<Arc<Table>, Error> {
+        let name = schema.name().to_owned();
+        let files = open_table_dirs(&name, self.config.all_dirs())?;
+        let mut sstables = Vec::new();
+        for id in files.sstables() {
+            let sstable =
+                Sstable::open(&id.dir, id.generation).map_err(|source| Error::Sstable {
+                    table: name.clone(),
+                    dir: id.dir.clone(),
+                    source,
+                })?;
+            sstables.push(Arc::new(TableSstable { sstable }));
+        }
+        let group = if schema.options().system {
+            Arc::clone(self.system.group())
+        } else {
+            Arc::clone(self.user.group())
+        };
+        let memtable =
+            memtable::Memtable::new(&group, &self.pool).map_err(|source| Error::Memtable {
+                table: name.clone(),
+                source,
+            })?;
+        let table = Arc::new(Table {
+            id: table_id(&name),
+            log_state: Mutex::new(LogState::default()),
+            schema,
+            list: memtable_list::MemtableList::new(Arc::clone(&memtable), sstables),
+            group,
+            pool: Arc::clone(&self.pool),
+            dropped: crate::sync::AtomicBool::new(false),
+            counters: table::TableCounters::default(),
+        });
+        table.log_state.lock().track(memtable.region_id());
+        self.router
+            .by_id
+            .lock()
+            .insert(table.id, Arc::downgrade(&table));
+        self.router.registry.add(&table, &memtable);
+        self.tables.write().insert(name, Arc::clone(&table));
+        Ok(table)
+    }
+
+    fn table(&self, name: &str) -> Result<Arc<Table>, Error> {
+        self.tables
+            .read()
+            .get(name)
+            .cloned()
+            .ok_or_else(|| Error::UnknownTable {
+                name: name.to_owned(),
+            })
+    }
+
+    fn manager(&self, table: &Table) -> &DirtyMemoryManager {
+        if table.schema.options().system {
+            &self.system
+        } else {
+            &self.user
+        }
+    }
+
+    fn enter(&self, operation: &'static str) -> Result<gate::Pass<'_>, Error> {
+        self.gate.enter().ok_or(Error::Closed { operation })
+    }
+
+    /// Creates the table `schema` names. The catalog change is durable
+    /// before this returns, so the table survives a reopen.
+    ///
+    /// # Errors
+    /// [`Error::TableExists`], [`Error::TooManyTables`], [`Error::Closed`],
+    /// or the I/O error of persisting the catalog or creating the table's
+    /// directories; nothing is changed then.
+    pub fn create_table(&self, schema: TableSchema) -> Result<(), Error> {
+        let _pass = self.enter("create_table")?;
+        let mut catalog = self.catalog.lock();
+        let name = schema.name().to_owned();
+        catalog.create_table(schema.clone())?;
+        if let Err(e) = self.load_table(schema) {
+            // Leave nothing behind: the catalog forgets the table again.
+            let _ = catalog.drop_table(&name);
+            let _ = remove_table_dirs(&name, self.config.all_dirs());
+            return Err(e);
+        }
+        Ok(())
+    }
+
+    /// Drops the table `name` with its data: its memtables are discarded
+    /// and its directories removed.
+    ///
+    /// # Errors
+    /// [`Error::UnknownTable`], [`Error::Closed`], or the I/O error of
+    /// persisting the catalog (the table is then still there) or of
+    /// removing its files (removed at the next open then).
+    pub fn drop_table(&self, name: &str) -> Result<(), Error> {
+        let _pass = self.enter("drop_table")?;
+        let mut catalog = self.catalog.lock();
+        let table = self.table(name)?;
+        catalog.drop_table(name)?;
+        self.tables.write().remove(name);
+        self.router.by_id.lock().remove(&table.id);
+        table.dropped.store(true, crate::sync::Ordering::Relaxed);
+        for memtable in table.list.sources().memtables {
+            self.router.registry.remove(memtable.region_id());
+            memtable.on_detach_from_region_group();
+        }
+        // Replay must not bring the dropped data back.
+        let logged = match self.log() {
+            Some(log) => log
+                .drop_table(table.id)
+                .map(drop)
+                .map_err(|source| Error::CommitLog { source }),
+            None => Ok(()),
+        };
+        remove_table_dirs(name, self.config.all_dirs())?;
+        logged
+    }
+
+    /// The tables, by name.
+    pub fn tables(&self) -> Vec<TableSchema> {
+        self.catalog.lock().tables().cloned().collect()
+    }
+
+    /// Writes `mutation` to `table`: checked, appended to the commit log
+    /// (if configured; in batch mode this returns only once the log entry
+    /// is synced), admitted by the dirty-memory manager (waiting while
+    /// dirty memory is at its hard limit, at most
+    /// [`DatabaseConfig::write_timeout`]), then applied to the table's
+    /// active memtable. When this returns the write is readable; without a
+    /// commit log it is durable only once flushed.
+    ///
+    /// # Errors
+    /// [`Error::UnknownTable`]; [`Error::InvalidMutation`] for a mutation
+    /// that holds nothing; [`Error::MutationTooLarge`] beyond
+    /// `mutation::limits`; [`Error::WriteTimeout`] naming the table;
+    /// [`Error::Memtable`] if the memtable refuses it; [`Error::CommitLog`]
+    /// if the log cannot take it; [`Error::Closed`]. Nothing is applied to
+    /// a memtable on an error (a write that timed out after its log append
+    /// may come back at replay, as a timed-out write may in Cassandra).
+    pub fn apply(&self, table: &str, mutation: &Mutation) -> Result<(), Error> {
+        let _pass = self.enter("apply")?;
+        let t = self.table(table)?;
+        check_mutation(table, mutation)?;
+        let log = self.log();
+        t.apply(
+            self.manager(&t),
+            mutation,
+            self.config.write_timeout,
+            log.as_deref(),
+        )
+    }
+
+    /// Reads partition `key` of `table`, restricted to the clustering rows
+    /// in `slice` (its static row and partition tombstone always come),
+    /// merged from every memtable and sstable; `None` if no source has it.
+    ///
+    /// # Errors
+    /// [`Error::UnknownTable`], [`Error::Closed`], or a source's read error.
+    pub fn get(
+        &self,
+        table: &str,
+        key: &DecoratedKey,
+        slice: ClusteringRange,
+    ) -> Result<Option<Mutation>, Error> {
+        let _pass = self.enter("get")?;
+        let t = self.table(table)?;
+        let mut reader = t.make_reader(PartitionRange::single_key(key.clone()), slice)?;
+        Ok(to_mutations(&mut reader)?.into_iter().next())
+    }
+
+    /// A reader of the partitions of `table` in `range`, in ring order,
+    /// merged from every memtable and sstable. It stays valid across
+    /// flushes, and sees each row once.
+    ///
+    /// # Errors
+    /// [`Error::UnknownTable`], [`Error::Closed`], or a source's error.
+    pub fn scan(&self, table: &str, range: PartitionRange) -> Result<TableReader, Error> {
+        let _pass = self.enter("scan")?;
+        self.table(table)?
+            .make_reader(range, ClusteringRange::full())
+    }
+
+    /// Flushes `table`: every write applied before the call is in an
+    /// sstable when this returns.
+    ///
+    /// # Errors
+    /// [`Error::UnknownTable`], [`Error::Closed`], [`Error::Flush`] if a
+    /// flush failed (its memtable is kept; dirty-memory retries transient
+    /// failures in the background).
+    pub fn flush(&self, table: &str) -> Result<(), Error> {
+        let _pass = self.enter("flush")?;
+        let t = self.table(table)?;
+        self.flush_tables(&[t])
+    }
+
+    /// Flushes every table (see [`flush`](Self::flush)).
+    ///
+    /// # Errors
+    /// As [`flush`](Self::flush), for the first table that failed.
+    pub fn flush_all(&self) -> Result<(), Error> {
+        let _pass = self.enter("flush_all")?;
+        let tables: Vec<Arc<Table>> = self.tables.read().values().cloned().collect();
+        self.flush_tables(&tables)
+    }
+
+    /// Requests a flush of every memtable of `tables` that holds data, then
+    /// waits for them all.
+    fn flush_tables(&self, tables: &[Arc<Table>]) -> Result<(), Error> {
+        let mut waits: Vec<(&str, FlushCompletion)> = Vec::new();
+        for table in tables {
+            let manager = self.manager(table);
+            for memtable in table.list.sources().memtables {
+                if memtable.is_empty() && !memtable.is_sealed() {
+                    continue;
+                }
+                match manager.request_flush(memtable.region_id()) {
+                    Ok(completion) => waits.push((table.name(), completion)),
+                    // Flushed and gone since the snapshot.
+                    Err(dirty_memory::Error::UnknownRegion { .. }) => {}
+                    Err(source) => {
+                        return Err(Error::Flush {
+                            table: table.name().to_owned(),
+                            source,
+                        });
+                    }
+                }
+            }
+        }
+        let mut first = None;
+        for (table, completion) in waits {
+            if let Err(source) = completion.wait()
+                && first.is_none()
+            {
+                first = Some(Error::Flush {
+                    table: table.to_owned(),
+                    source,
+                });
+            }
+        }
+        first.map_or(Ok(()), Err)
+    }
+
+    /// Figures of every table and of the database.
+    pub fn metrics(&self) -> DatabaseMetrics {
+        let tables: Vec<TableMetrics> = self.tables.read().values().map(|t| t.metrics()).collect();
+        DatabaseMetrics {
+            sstable_bytes_written: tables.iter().map(|t| t.sstable_bytes_written).sum(),
+            tables,
+            user: self.user.metrics(),
+            system: self.system.metrics(),
+            flush_bandwidth_wait: self
+                .bandwidth
+                .as_ref()
+                .map_or(Duration::ZERO, |b| b.total_wait()),
+            failed_permanently: self
+                .router
+                .failed_permanently
+                .lock()
+                .iter()
+                .map(|(region, e)| format!("{region}: {e}"))
+                .collect(),
+            commitlog: self.log().map(|log| log.stats()),
+        }
+    }
+
+    /// Closes the database: refuses new operations, waits for those in
+    /// progress, flushes every memtable, stops the dirty-memory managers
+    /// and the flush scheduler's threads, and releases the directory
+    /// locks. A second call does nothing.
+    ///
+    /// # Errors
+    /// [`Error::Flush`] if a memtable could not be flushed: everything is
+    /// stopped and released anyway, and that memtable's writes are lost.
+    pub fn close(&self) -> Result<(), Error> {
+        if !self.gate.close() {
+            return Ok(());
+        }
+        let tables: Vec<Arc<Table>> = self.tables.read().values().cloned().collect();
+        let flushed = self.flush_tables(&tables);
+        // First the policy (it waits for flushes in flight, which need the
+        // executor), then the executor.
+        self.user.shutdown();
+        self.system.shutdown();
+        drop(self.scheduler.shutdown());
+        // Flushes are over: the log syncs, retires what they made durable,
+        // and stops.
+        let log = self.router.log.lock().take();
+        let logged = match log.map(Arc::try_unwrap) {
+            Some(Ok(log)) => log.close().map_err(|source| Error::CommitLog { source }),
+            // Still shared (cannot happen once the flushes are over): it
+            // stops when the last holder lets go.
+            Some(Err(_)) | None => Ok(()),
+        };
+        self.locks.lock().clear();
+        flushed.and(logged)
+    }
+
+    /// The user tables' dirty-memory figures alone (cheaper than
+    /// [`metrics`](Self::metrics)).
+    pub fn user_metrics(&self) -> DirtyMemoryMetrics {
+        self.user.metrics()
+    }
+
+    /// The commit log's counters, if there is one (cheaper than
+    /// [`metrics`](Self::metrics)).
+    pub fn commitlog_stats(&self) -> Option<LogStats> {
+        self.log().map(|log| log.stats())
+    }
+
+    /// Whether [`close`](Self::close) was called.
+    pub fn is_closed(&self) -> bool {
+        self.gate.is_closed()
+    }
+
+    /// Test hook: stops the database as a crash would, flushing nothing:
+    /// memtables are dropped, the commit log keeps what it was given.
+    #[cfg(all(test, not(loom)))]
+    pub(crate) fn crash(self) {
+        self.gate.close();
+        self.user.shutdown();
+        self.system.shutdown();
+        drop(self.scheduler.shutdown());
+        drop(self.router.log.lock().take());
+        self.locks.lock().clear();
+        // Drop finds the gate closed and does nothing more.
+    }
+
+    /// Test hook: the next `n` flushes fail in their sstable write.
+    #[cfg(all(test, not(loom)))]
+    pub(crate) fn fail_next_flushes(&self, n: u64) {
+        self.router.faults.fail_next(n);
+    }
+}
+
+impl Drop for Database {
+    fn drop(&mut self) {
+        // Not closed by its owner: flush and stop the threads anyway.
+        let _ = self.close();
+    }
+}
+
+/// Checks what the builder cannot guarantee of a mutation (merging
+/// mutations can grow one past the limits) and what a write needs.
+fn check_mutation(table: &str, m: &Mutation) -> Result<(), Error> {
+    if m.is_empty() {
+        return Err(Error::InvalidMutation {
+            table: table.to_owned(),
+            key: m.key().to_string(),
+            reason: "it holds nothing to write (no tombstone, row or cell)",
+        });
+    }
+    let rows = m.static_row().into_iter().chain(m.rows().values());
+    for row in rows {
+        for cell in row.cells.values() {
+            if let Cell::Live { value, .. } = cell
+                && value.len() > limits::MAX_CELL_VALUE_LEN
+            {
+                return Err(Error::MutationTooLarge {
+                    table: table.to_owned(),
+                    key: m.key().to_string(),
+                    what: "cell value",
+                    size: value.len(),
+                    limit: limits::MAX_CELL_VALUE_LEN,
+                });
+            }
+        }
+    }
+    let size = limits::size_bound(m).max(m.encoded_len());
+    if size > limits::MAX_MUTATION_SIZE {
+        return Err(Error::MutationTooLarge {
+            table: table.to_owned(),
+            key: m.key().to_string(),
+            what: "mutation",
+            size,
+            limit: limits::MAX_MUTATION_SIZE,
+        });
+    }
+    Ok(())
+}

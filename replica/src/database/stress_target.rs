@@ -1,0 +1,88 @@
+//! The database as `replica-stress` drives it: [`Target`] for
+//! [`Database`], and the [`TargetFactory`] that opens one per run.
+
+use mutation::{ClusteringRange, DecoratedKey, Mutation};
+
+use crate::catalog::TableSchema;
+use crate::config::FlushPolicy;
+use crate::database::Database;
+use crate::error::Error;
+use crate::stress::{
+    RunConfig, RunDirs, StressOptions, Target, TargetFactory, TargetStats, table_name,
+};
+
+impl Target for Database {
+    type Error = Error;
+
+    fn apply(&self, table: &str, mutation: Mutation) -> Result<(), Error> {
+        Database::apply(self, table, &mutation)
+    }
+
+    fn read(&self, table: &str, key: &DecoratedKey) -> Result<u64, Error> {
+        Ok(self
+            .get(table, key, ClusteringRange::full())?
+            .map_or(0, |m| m.rows().len() as u64))
+    }
+
+    fn stats(&self) -> TargetStats {
+        let m = self.user_metrics();
+        let log = self.commitlog_stats();
+        TargetStats {
+            real_dirty: m.real_dirty as u64,
+            unspooled_dirty: m.unspooled_dirty as u64,
+            peak_real_dirty: m.peak_real_dirty as u64,
+            dirty_budget: m.budget as u64,
+            flushes: m.flushes_completed,
+            flushed_bytes: m.bytes_flushed,
+            writers_blocked: m.time_blocked,
+            commitlog_bytes: log.map_or(0, |l| l.bytes),
+            commitlog_syncs: log.map_or(0, |l| l.syncs),
+            commitlog_synced_entries: log.map_or(0, |l| l.synced_entries),
+        }
+    }
+}
+
+/// Opens a [`Database`] for each run of `replica-stress`, in the
+/// directories the options give (a temporary one, removed after the run,
+/// by default), with the load's tables created.
+#[derive(Debug)]
+pub struct DatabaseFactory<'a> {
+    options: &'a StressOptions,
+    dirs: Option<RunDirs>,
+}
+
+impl<'a> DatabaseFactory<'a> {
+    /// A factory for the runs `options` describe.
+    pub fn new(options: &'a StressOptions) -> Self {
+        DatabaseFactory {
+            options,
+            dirs: None,
+        }
+    }
+}
+
+impl TargetFactory for DatabaseFactory<'_> {
+    type Target = Database;
+
+    fn open(&mut self, policy: FlushPolicy, config: &RunConfig) -> Result<Database, Error> {
+        let dirs = RunDirs::prepare(self.options, policy)?;
+        let db = Database::open(dirs.database_config(self.options, policy)?)?;
+        for i in 0..config.workload.tables {
+            match db.create_table(TableSchema::new(table_name(i))?) {
+                // Given directories may hold the tables of an earlier run.
+                Ok(()) | Err(Error::TableExists { .. }) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        self.dirs = Some(dirs);
+        Ok(db)
+    }
+
+    fn close(&mut self, target: Database) -> Result<(), Error> {
+        let closed = target.close();
+        drop(target);
+        // Removes a temporary directory.
+        self.dirs = None;
+        closed
+    }
+}

@@ -1,0 +1,358 @@
+//! One open table: its memtable list over its sstables, how a write reaches
+//! the active memtable, how a read merges every source, and its counters.
+
+use std::collections::{HashMap, VecDeque};
+use std::fmt;
+use std::time::{Duration, Instant};
+
+use commitlog::{CommitLog, ReplayPosition, TableId};
+
+use dirty_memory::DirtyMemoryManager;
+use logalloc::SegmentPool;
+use memtable::{Memtable, ReplacementSource};
+use mutation::{
+    ClusteringRange, Fragment, FragmentReader, MergingReader, Mutation, PartitionRange,
+};
+use region_group::{RegionGroup, RegionId};
+use sstable::Sstable;
+
+use crate::catalog::TableSchema;
+use crate::database::memtable_list::{Attempt, MemtableList};
+use crate::error::Error;
+use crate::sync::{Arc, AtomicBool, AtomicU64, Mutex, Ordering};
+
+/// The commit log's id of the table `name`: a 64-bit FNV-1a hash of the
+/// name, stable across restarts (the catalog stores names only).
+pub(crate) fn table_id(name: &str) -> TableId {
+    name.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
+    })
+}
+
+/// What the commit log needs to know of a table's memtables: the highest
+/// position each holds, and which sealed ones are flushed, so the log is
+/// told to discard only up to positions every older memtable has flushed.
+///
+/// A writer takes the active memtable before it appends to the log, so a
+/// memtable installed later only holds later positions: the memtables'
+/// positions are ordered by the order they were sealed in.
+#[derive(Debug, Default)]
+pub(crate) struct LogState {
+    /// The highest position each live memtable holds (by region).
+    positions: HashMap<RegionId, Option<ReplayPosition>>,
+    /// Sealed memtables, in seal order: region, highest position, flushed.
+    sealed: VecDeque<(RegionId, Option<ReplayPosition>, bool)>,
+}
+
+impl LogState {
+    /// A new memtable of the table.
+    pub(crate) fn track(&mut self, region: RegionId) {
+        self.positions.insert(region, None);
+    }
+
+    /// The memtable of `region` holds the entry at `position`.
+    fn record(&mut self, region: RegionId, position: ReplayPosition) {
+        if let Some(slot) = self.positions.get_mut(&region) {
+            *slot = (*slot).max(Some(position));
+        }
+    }
+
+    /// The memtable of `region` was sealed for a flush (again, on a retry).
+    pub(crate) fn sealed(&mut self, region: RegionId) {
+        if !self.sealed.iter().any(|e| e.0 == region) {
+            self.sealed.push_back((region, None, false));
+        }
+    }
+
+    /// The memtable of `region` is flushed: returns the position up to
+    /// which the log may discard the table's entries (every memtable
+    /// sealed before it is flushed too), if any.
+    pub(crate) fn flushed(&mut self, region: RegionId) -> Option<ReplayPosition> {
+        let max = self.positions.remove(&region).flatten();
+        let entry = self.sealed.iter_mut().find(|e| e.0 == region)?;
+        entry.1 = max;
+        entry.2 = true;
+        let mut up_to = None;
+        while let Some(&(_, p, true)) = self.sealed.front() {
+            up_to = up_to.max(p);
+            self.sealed.pop_front();
+        }
+        up_to
+    }
+}
+
+/// An open sstable of a table. It is also the replacement source that
+/// readers of the memtable it was flushed from continue in.
+#[derive(Debug)]
+pub(crate) struct TableSstable {
+    pub(crate) sstable: Sstable,
+}
+
+impl ReplacementSource for TableSstable {
+    fn make_reader(
+        &self,
+        range: PartitionRange,
+        slice: ClusteringRange,
+    ) -> Result<Box<dyn FragmentReader + Send>, mutation::Error> {
+        match self.sstable.make_reader_opt(&range, Some(slice)) {
+            Ok(Some(reader)) => Ok(Box::new(reader)),
+            Ok(None) => Ok(Box::new(mutation::from_mutations(Vec::new()))),
+            Err(e) => Err(mutation::Error::Source(Box::new(e))),
+        }
+    }
+}
+
+/// A table's counters (statistics only: they order nothing).
+#[derive(Debug, Default)]
+pub(crate) struct TableCounters {
+    pub(crate) writes: AtomicU64,
+    pub(crate) flushes: AtomicU64,
+    pub(crate) flushed_memtable_bytes: AtomicU64,
+    pub(crate) sstable_bytes_written: AtomicU64,
+    pub(crate) blocked_nanos: AtomicU64,
+}
+
+/// One open table.
+pub(crate) struct Table {
+    pub(crate) schema: TableSchema,
+    /// The table's id in the commit log.
+    pub(crate) id: TableId,
+    pub(crate) log_state: Mutex<LogState>,
+    pub(crate) list: MemtableList<Memtable, TableSstable>,
+    /// The region group of the dirty-memory manager its memtables join.
+    pub(crate) group: Arc<RegionGroup>,
+    pub(crate) pool: Arc<SegmentPool>,
+    pub(crate) dropped: AtomicBool,
+    pub(crate) counters: TableCounters,
+}
+
+impl fmt::Debug for Table {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Table")
+            .field("name", &self.schema.name())
+            .field("counts", &self.list.counts())
+            .finish_non_exhaustive()
+    }
+}
+
+/// Figures of one table, from [`Database::metrics`](crate::Database::metrics).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct TableMetrics {
+    /// The table's name.
+    pub name: String,
+    /// Memtables: the active one and the sealed ones being flushed.
+    pub memtables: usize,
+    /// Sstables.
+    pub sstables: usize,
+    /// Real dirty memory: what the table's memtables hold (segment bytes).
+    pub real_dirty: usize,
+    /// Unspooled dirty memory: real dirty minus what flushes in progress
+    /// have written out.
+    pub unspooled_dirty: usize,
+    /// Writes applied.
+    pub writes: u64,
+    /// Flushes completed.
+    pub flushes: u64,
+    /// Memtable memory those flushes wrote out (their sizes, summed).
+    pub flushed_memtable_bytes: u64,
+    /// Sstable bytes those flushes wrote (Data and Index, after compression).
+    pub sstable_bytes_written: u64,
+    /// Time writes to this table spent waiting for dirty memory, summed
+    /// over writers.
+    pub writers_blocked: Duration,
+}
+
+impl Table {
+    /// The table's name.
+    pub(crate) fn name(&self) -> &str {
+        self.schema.name()
+    }
+
+    /// A new, empty memtable in the table's group.
+    pub(crate) fn new_memtable(&self) -> Result<Arc<Memtable>, Error> {
+        let memtable =
+            Memtable::new(&self.group, &self.pool).map_err(|source| Error::Memtable {
+                table: self.name().to_owned(),
+                source,
+            })?;
+        self.log_state.lock().track(memtable.region_id());
+        Ok(memtable)
+    }
+
+    /// Appends `m` to the commit log (if there is one), then applies it to
+    /// the active memtable once `manager` admits the write (waiting at
+    /// most `timeout` at the hard limit). A write that raced a flush's seal
+    /// goes to the new active memtable (and to the log again: replaying a
+    /// mutation twice is harmless).
+    ///
+    /// The log append comes before the admission wait so that writers
+    /// share its syncs (group commit) instead of taking turns; a write
+    /// that then times out is in the log, and may come back at replay,
+    /// as a timed-out write may in Cassandra.
+    pub(crate) fn apply(
+        &self,
+        manager: &DirtyMemoryManager,
+        m: &Mutation,
+        timeout: Duration,
+        log: Option<&CommitLog>,
+    ) -> Result<(), Error> {
+        let entered = Instant::now();
+        let mut blocked = Duration::ZERO;
+        let result = self.list.with_active(|memtable| {
+            // `memtable` is weak: waiting below keeps no flushed memtable
+            // alive. Taken before the log append, so the memtables' log
+            // positions follow their order (see `LogState`).
+            let position = match log {
+                Some(log) => Some(
+                    log.add(self.id, m)
+                        .map_err(|source| Attempt::Failed(Error::CommitLog { source }))?,
+                ),
+                None => None,
+            };
+            let admitted = manager.run_when_memory_available(
+                || {
+                    let applied = memtable
+                        .upgrade()
+                        .map(|memtable| memtable.apply(m).map(|()| memtable.region_id()));
+                    (entered.elapsed(), applied)
+                },
+                Some(timeout),
+            );
+            match admitted {
+                Ok((waited, applied)) => {
+                    blocked = waited;
+                    match applied {
+                        Some(Ok(region)) => {
+                            if let Some(p) = position {
+                                self.log_state.lock().record(region, p);
+                            }
+                            Ok(())
+                        }
+                        // Flushed and freed while this writer waited.
+                        None => Err(Attempt::Sealed),
+                        Some(Err(memtable::Error::Sealed { .. })) => Err(Attempt::Sealed),
+                        Some(Err(source)) => Err(Attempt::Failed(Error::Memtable {
+                            table: self.name().to_owned(),
+                            source,
+                        })),
+                    }
+                }
+                Err(dirty_memory::Error::Admission {
+                    source: region_group::Error::Shutdown { .. },
+                    ..
+                }) => Err(Attempt::Failed(Error::Closed { operation: "apply" })),
+                Err(source) => Err(Attempt::Failed(Error::WriteTimeout {
+                    table: self.name().to_owned(),
+                    timeout,
+                    source,
+                })),
+            }
+        });
+        let nanos = u64::try_from(blocked.as_nanos()).unwrap_or(u64::MAX);
+        self.counters
+            .blocked_nanos
+            .fetch_add(nanos, Ordering::Relaxed);
+        if result.is_ok() {
+            self.counters.writes.fetch_add(1, Ordering::Relaxed);
+        }
+        result
+    }
+
+    /// A reader merging every memtable and sstable that has something in
+    /// `range`, each restricted to `slice`.
+    pub(crate) fn make_reader(
+        &self,
+        range: PartitionRange,
+        slice: ClusteringRange,
+    ) -> Result<TableReader, Error> {
+        let sources = self.list.sources();
+        let mut readers: Vec<Box<dyn FragmentReader + Send>> = Vec::new();
+        for memtable in &sources.memtables {
+            let reader = memtable
+                .make_reader_opt(range.clone(), slice.clone())
+                .map_err(|source| Error::Memtable {
+                    table: self.name().to_owned(),
+                    source,
+                })?;
+            if let Some(reader) = reader {
+                readers.push(Box::new(reader));
+            }
+        }
+        for sstable in &sources.sstables {
+            let reader = sstable
+                .sstable
+                .make_reader_opt(&range, Some(slice.clone()))
+                .map_err(|source| Error::Sstable {
+                    table: self.name().to_owned(),
+                    dir: sstable
+                        .sstable
+                        .component_path(sstable::Component::Data)
+                        .parent()
+                        .map(std::path::Path::to_path_buf)
+                        .unwrap_or_default(),
+                    source,
+                })?;
+            if let Some(reader) = reader {
+                readers.push(Box::new(reader));
+            }
+        }
+        Ok(TableReader {
+            merged: MergingReader::new(readers),
+        })
+    }
+
+    /// The table's figures.
+    pub(crate) fn metrics(&self) -> TableMetrics {
+        let sources = self.list.sources();
+        let mut real = 0;
+        let mut spooled = 0;
+        for m in &sources.memtables {
+            let id = m.region_id();
+            real += self.group.region_size(id).map_or(0, |(size, _)| size);
+            spooled += self.group.region_spooled(id).unwrap_or(0);
+        }
+        let c = &self.counters;
+        TableMetrics {
+            name: self.name().to_owned(),
+            memtables: sources.memtables.len(),
+            sstables: sources.sstables.len(),
+            real_dirty: real,
+            unspooled_dirty: real.saturating_sub(spooled),
+            writes: c.writes.load(Ordering::Relaxed),
+            flushes: c.flushes.load(Ordering::Relaxed),
+            flushed_memtable_bytes: c.flushed_memtable_bytes.load(Ordering::Relaxed),
+            sstable_bytes_written: c.sstable_bytes_written.load(Ordering::Relaxed),
+            writers_blocked: Duration::from_nanos(c.blocked_nanos.load(Ordering::Relaxed)),
+        }
+    }
+}
+
+/// A read of one table: the merge of its memtables and sstables, in ring
+/// order, every partition reconciled. A reader that stays open across a
+/// flush sees each row exactly once: it keeps the sources it started with,
+/// and readers of a flushed memtable continue in its sstable at their next
+/// partition.
+pub struct TableReader {
+    merged: MergingReader<Box<dyn FragmentReader + Send>>,
+}
+
+impl fmt::Debug for TableReader {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TableReader").finish_non_exhaustive()
+    }
+}
+
+impl FragmentReader for TableReader {
+    fn next(&mut self) -> Result<Option<Fragment>, mutation::Error> {
+        self.merged.next()
+    }
+
+    fn fast_forward_to(&mut self, range: PartitionRange) -> Result<(), mutation::Error> {
+        self.merged.fast_forward_to(range)
+    }
+
+    fn next_partition(&mut self) -> Result<(), mutation::Error> {
+        self.merged.next_partition()
+    }
+}
