@@ -59,3 +59,25 @@ impl Source for MemSource {
         Ok(())
     }
 }
+
+/// A component whose contents were decoded into memory when the sstable was
+/// opened, and whose file was closed then, so that an open sstable holds
+/// only the file descriptors its reads need (Data and Index): a table with
+/// thousands of sstables must not run out of descriptors. It keeps the
+/// component's length; reading it is an error, never stale bytes.
+#[derive(Debug)]
+pub(crate) struct ReleasedSource {
+    pub(crate) len: u64,
+}
+
+impl Source for ReleasedSource {
+    fn len(&self) -> u64 {
+        self.len
+    }
+
+    fn read_exact_at(&self, _buf: &mut [u8], _offset: u64) -> io::Result<()> {
+        Err(io::Error::other(
+            "component was decoded when the sstable was opened and its file closed",
+        ))
+    }
+}

@@ -15,9 +15,9 @@ use mutation::DecoratedKey;
 
 use crate::block::read_block;
 use crate::bloom::BloomFilter;
-use crate::error::{Component, Error};
+use crate::error::{Component, Error, io_err};
 use crate::statistics::Statistics;
-use crate::storage::Source;
+use crate::storage::{MemSource, ReleasedSource, Source};
 use crate::summary::Summary;
 use crate::sync::{Arc, AtomicU64, Ordering};
 use crate::varint::Origin;
@@ -30,6 +30,10 @@ mod stream;
 pub(crate) use cursor::DataCursor;
 pub(crate) use lookup::decode_index_block;
 pub use stream::SstableReader;
+
+/// The most Digest bytes an open sstable keeps: a valid digest is at most
+/// 64 bytes, and one byte more lets the verifier see a longer one.
+const MAX_DIGEST_HELD: u64 = 65;
 
 /// The parts of an open sstable shared by its readers.
 #[derive(Debug)]
@@ -59,6 +63,31 @@ impl Inner {
 
     pub(crate) fn source(&self, c: Component) -> &dyn Source {
         self.sources[slot(c)].as_ref()
+    }
+
+    /// Closes the files an open sstable no longer reads: TOC, Summary,
+    /// Filter and Statistics were decoded into memory, and the Digest (at
+    /// most [`MAX_DIGEST_HELD`] bytes are kept, enough for the verifier to
+    /// see it is too long) is held in memory. Only Data and Index stay open,
+    /// two descriptors per sstable.
+    pub(crate) fn release_decoded_components(&mut self) -> Result<(), Error> {
+        for c in [
+            Component::Toc,
+            Component::Summary,
+            Component::Filter,
+            Component::Statistics,
+        ] {
+            let len = self.source(c).len();
+            self.sources[slot(c)] = Arc::new(ReleasedSource { len });
+        }
+        let digest = self.source(Component::Digest);
+        let held = digest.len().min(MAX_DIGEST_HELD) as usize;
+        let mut bytes = vec![0u8; held];
+        digest
+            .read_exact_at(&mut bytes, 0)
+            .map_err(|e| io_err("read", &self.paths[slot(Component::Digest)])(e))?;
+        self.sources[slot(Component::Digest)] = Arc::new(MemSource(bytes));
+        Ok(())
     }
 
     fn data_end(&self) -> u64 {

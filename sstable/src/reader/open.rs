@@ -227,6 +227,7 @@ impl Sstable {
         inner.stats = stats;
         inner.summary = summary;
         inner.filter = filter;
+        inner.release_decoded_components()?;
         Ok(Sstable {
             inner: Arc::new(inner),
         })
