@@ -91,7 +91,7 @@ pub(crate) fn read_block(
         })?;
     let mut header = [0u8; HEADER_LEN];
     src.read_exact_at(&mut header, offset)
-        .map_err(|e| origin.corrupt(offset, format!("cannot read block header: {e}")))?;
+        .map_err(io_err("read", origin.file))?;
     let flags = header[0];
     let stored = u32::from_le_bytes([header[1], header[2], header[3], header[4]]);
     let raw_len = u32::from_le_bytes([header[5], header[6], header[7], header[8]]);
@@ -112,7 +112,7 @@ pub(crate) fn read_block(
     }
     let mut body = vec![0u8; stored as usize + TRAILER_LEN];
     src.read_exact_at(&mut body, header_end)
-        .map_err(|e| origin.corrupt(header_end, format!("cannot read block body: {e}")))?;
+        .map_err(io_err("read", origin.file))?;
     let (payload, crc_bytes) = body.split_at(stored as usize);
     let expected = u32::from_le_bytes([crc_bytes[0], crc_bytes[1], crc_bytes[2], crc_bytes[3]]);
     let actual = crate::crc::mask(crc32c::crc32c_append(crc32c::crc32c(&header), payload));
@@ -245,7 +245,7 @@ pub(crate) fn check_preamble(
     }
     let mut pre = [0u8; PREAMBLE_LEN as usize];
     src.read_exact_at(&mut pre, 0)
-        .map_err(|e| origin.corrupt(0, format!("cannot read preamble: {e}")))?;
+        .map_err(io_err("read", origin.file))?;
     if &pre[..4] != magic {
         return Err(origin.corrupt(
             0,

@@ -32,6 +32,19 @@
 //! clipped to the range (a tombstone in force at the range start re-opens
 //! there; one still in force at the end closes there).
 //!
+//! Open files: an open sstable reads its Data and Index files on demand
+//! through a process-wide bounded cache of open files, which closes the
+//! least recently used file when it is full and re-opens a closed one at
+//! the next read, as RocksDB's table cache (`max_open_files`) and
+//! Cassandra's file-handle cache do. There is no compaction yet, so a
+//! replica accumulates thousands of sstables; holding two descriptors for
+//! each would exhaust the process's limit (`ulimit -n`) and every later
+//! flush would fail with `EMFILE`. [`set_max_open_files`] sets the
+//! capacity (default [`DEFAULT_MAX_OPEN_FILES`]); [`open_files`] reports
+//! how many are open. A file that cannot be re-opened (deleted, replaced
+//! by another, or no descriptor free even after closing cached ones) makes
+//! the read fail with [`Error::Io`] naming it, never return stale bytes.
+//!
 //! The `sstable` command (crate `sstable-tool`) dumps (JSON lines),
 //! describes and verifies files.
 //!
@@ -72,6 +85,7 @@ mod crc;
 mod data_writer;
 mod directory;
 mod error;
+mod file_cache;
 mod index;
 mod reader;
 mod slice;
@@ -87,6 +101,7 @@ mod writer;
 
 pub use directory::{SstableDirectory, component_path, parse_component_path};
 pub use error::{Component, Error, Result};
+pub use file_cache::{DEFAULT_MAX_OPEN_FILES, max_open_files, open_files, set_max_open_files};
 pub use reader::{Sstable, SstableReader};
 pub use statistics::Statistics;
 pub use verify::VerifyReport;

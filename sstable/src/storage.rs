@@ -1,9 +1,11 @@
 //! Random-access byte sources for component files: a real file (positional
 //! reads) or bytes in memory (tests and the fuzz target).
 
-use std::fs::File;
 use std::io;
 use std::os::unix::fs::FileExt;
+use std::path::Path;
+
+use crate::file_cache::CachedFile;
 
 /// Something a component can be read from at arbitrary offsets.
 pub(crate) trait Source: Send + Sync + std::fmt::Debug {
@@ -13,27 +15,29 @@ pub(crate) trait Source: Send + Sync + std::fmt::Debug {
     fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()>;
 }
 
-/// A component file opened for reading.
+/// A component file, read through the process-wide cache of open files
+/// (`file_cache`): it is opened when a read needs it and the cache has
+/// closed it, so an open sstable holds no descriptor of its own.
 #[derive(Debug)]
-pub(crate) struct FileSource {
-    file: File,
-    len: u64,
-}
+pub(crate) struct FileSource(CachedFile);
 
 impl FileSource {
-    /// Wraps an open file whose length is `len`.
-    pub(crate) fn new(file: File, len: u64) -> Self {
-        FileSource { file, len }
+    /// Opens `path` (through the cache) and records its length.
+    pub(crate) fn open(path: &Path) -> io::Result<Self> {
+        CachedFile::open(path).map(FileSource)
     }
 }
 
 impl Source for FileSource {
     fn len(&self) -> u64 {
-        self.len
+        self.0.len()
     }
 
     fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
-        FileExt::read_exact_at(&self.file, buf, offset)
+        // The clone keeps the file open for this read even if the cache
+        // closes it meanwhile; no lock is held during the read.
+        let file = self.0.file()?;
+        FileExt::read_exact_at(&*file, buf, offset)
     }
 }
 
@@ -61,9 +65,8 @@ impl Source for MemSource {
 }
 
 /// A component whose contents were decoded into memory when the sstable was
-/// opened, and whose file was closed then, so that an open sstable holds
-/// only the file descriptors its reads need (Data and Index): a table with
-/// thousands of sstables must not run out of descriptors. It keeps the
+/// opened, and whose file was closed then: only Data and Index are read
+/// afterwards (through the cache of open files). It keeps the
 /// component's length; reading it is an error, never stale bytes.
 #[derive(Debug)]
 pub(crate) struct ReleasedSource {

@@ -38,8 +38,8 @@ impl Sstable {
         let mut sources: Vec<Arc<dyn Source>> = Vec::new();
         for c in Component::ALL {
             let path = component_path(dir, generation, c);
-            let file = match std::fs::File::open(&path) {
-                Ok(f) => f,
+            let source = match FileSource::open(&path) {
+                Ok(s) => s,
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                     return Err(Error::MissingComponent {
                         dir: dir.to_path_buf(),
@@ -49,8 +49,7 @@ impl Sstable {
                 }
                 Err(e) => return Err(io_err("open", &path)(e)),
             };
-            let len = file.metadata().map_err(io_err("stat", &path))?.len();
-            sources.push(Arc::new(FileSource::new(file, len)));
+            sources.push(Arc::new(source));
             paths.push(path);
         }
         Self::from_sources(generation, paths, sources)
