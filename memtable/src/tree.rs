@@ -250,13 +250,10 @@ impl Tree {
         }
     }
 
+    /// Entry `i` of the leaf whose node bytes are `bytes`.
     fn leaf_entry(bytes: &[u8], i: usize) -> Result<Entry, Error> {
-        let at = HEADER + i * ENTRY;
-        Ok(Entry {
-            key: read_mb(bytes, at)?,
-            value: read_mb(bytes, at + MB)?,
-            head: read_head(bytes, at + 2 * MB)?,
-        })
+        let entries = bytes.get(HEADER..).ok_or_else(|| corrupt("truncated"))?;
+        Self::leaf_entry_of(entries, i)
     }
 
     /// Fills `cursor` with the path to the leaf position of the first entry
