@@ -2,7 +2,7 @@
 //! in the same run.
 //!
 //! ```text
-//! cargo bench -p commitlog --bench append -- [--quick] [--scale F] [--dir PATH] [--only batch|periodic]
+//! cargo bench -p commitlog --bench append -- [--quick] [--scale F] [--dir PATH] [--only batch|periodic] [--threads 1,8,64,100]
 //! ```
 //!
 //! * **Batch mode** (`SyncMode::Batch(0)`), 1 KiB mutations, 1, 8, 64 and
@@ -18,7 +18,7 @@
 //!   thread: appends per second against appending the same encoded bytes to
 //!   a `Vec<u8>` (encoding included in both).
 //!
-//! `--scale 1` (default) appends 16,384 entries per thread count in batch
+//! `--scale 1` (default) appends 65,536 entries per thread count in batch
 //! mode (2,048 with one thread) and 262,144 in periodic mode; `--quick` is
 //! `--scale 0.015625`, a smoke run. The log and the baseline files go to
 //! `--dir` (default: the temp directory), which should be the device under
@@ -39,6 +39,7 @@ struct Args {
     scale: f64,
     dir: PathBuf,
     only: Option<String>,
+    threads: Vec<u64>,
 }
 
 fn parse_args() -> Args {
@@ -46,6 +47,7 @@ fn parse_args() -> Args {
         scale: 1.0,
         dir: std::env::temp_dir(),
         only: None,
+        threads: vec![1, 8, 64, 100],
     };
     let mut it = std::env::args().skip(1);
     while let Some(a) = it.next() {
@@ -59,9 +61,15 @@ fn parse_args() -> Args {
             }
             "--dir" => args.dir = PathBuf::from(it.next().expect("--dir takes a path")),
             "--only" => args.only = Some(it.next().expect("--only takes batch or periodic")),
+            "--threads" => {
+                args.threads = it
+                    .next()
+                    .and_then(|v| v.split(',').map(|t| t.parse().ok()).collect())
+                    .expect("--threads takes a comma-separated list of numbers")
+            }
             "--bench" => {}
             other => panic!(
-                "unknown argument {other}; use --quick, --scale F, --dir PATH, --only batch|periodic"
+                "unknown argument {other}; use --quick, --scale F, --dir PATH, --only batch|periodic, --threads N,M,..."
             ),
         }
     }
@@ -100,6 +108,21 @@ struct Run {
     took: Duration,
     latency: Histogram<u64>,
     syncs: u64,
+    /// CPU time of the whole process (every thread) during the run.
+    cpu: Option<Duration>,
+}
+
+/// CPU time used by this process so far (user + system, every thread),
+/// from `/proc/self/stat`; `None` where that is not available.
+fn process_cpu() -> Option<Duration> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // Fields after the command name (which may hold spaces) in parentheses.
+    let rest = &stat[stat.rfind(')')? + 2..];
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let utime: u64 = fields.get(11)?.parse().ok()?;
+    let stime: u64 = fields.get(12)?.parse().ok()?;
+    // Clock ticks are 100 per second on Linux.
+    Some(Duration::from_millis((utime + stime) * 10))
 }
 
 impl Run {
@@ -128,6 +151,7 @@ fn run_batch(dir: &Path, threads: u64, entries: u64) -> Run {
     .expect("open log");
     let log = Arc::new(log);
     let next = Arc::new(AtomicU64::new(0));
+    let cpu_before = process_cpu();
     let start = Instant::now();
     let handles: Vec<_> = (0..threads)
         .map(|_| {
@@ -152,6 +176,9 @@ fn run_batch(dir: &Path, threads: u64, entries: u64) -> Run {
         latency.add(h.join().expect("writer")).expect("same bounds");
     }
     let took = start.elapsed();
+    let cpu = process_cpu()
+        .zip(cpu_before)
+        .map(|(a, b)| a.saturating_sub(b));
     let stats = log.stats();
     Run {
         entries,
@@ -159,6 +186,7 @@ fn run_batch(dir: &Path, threads: u64, entries: u64) -> Run {
         took,
         latency,
         syncs: stats.syncs,
+        cpu,
     }
 }
 
@@ -192,6 +220,7 @@ fn run_sync_per_write(dir: &Path, entries: u64) -> Run {
         took: start.elapsed(),
         latency,
         syncs: entries,
+        cpu: None,
     }
 }
 
@@ -215,11 +244,12 @@ fn run_one_sync(dir: &Path, entries: u64) -> Run {
         took: start.elapsed(),
         latency: histogram(),
         syncs: 1,
+        cpu: None,
     }
 }
 
 fn bench_batch(args: &Args) {
-    let many = ((16_384.0 * args.scale) as u64).max(64);
+    let many = ((65_536.0 * args.scale) as u64).max(64);
     let one = ((2_048.0 * args.scale) as u64).max(16);
     println!("## Batch mode: 1 KiB mutations, durable on return");
     println!();
@@ -233,9 +263,9 @@ fn bench_batch(args: &Args) {
     let ceiling = run_one_sync(&args.dir, many);
     let fsync_p99 = per_write.latency.value_at_quantile(0.99);
     println!(
-        "| writer | threads | entries/s | MB/s | p50 (us) | p99 (us) | syncs | entries/sync | MB/s vs one-sync | p99 vs fdatasync p99 |"
+        "| writer | threads | entries/s | MB/s | p50 (us) | p99 (us) | syncs | entries/sync | MB/s vs one-sync | p99 vs fdatasync p99 | CPU % | CPU us/entry |"
     );
-    println!("|---|---|---|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|");
     let row = |name: &str, threads: String, r: &Run| {
         let (p50, p99) = if r.latency.is_empty() {
             ("-".to_string(), "-".to_string())
@@ -253,8 +283,15 @@ fn bench_batch(args: &Args) {
                 r.latency.value_at_quantile(0.99) as f64 / fsync_p99 as f64
             )
         };
+        let (cpu_pct, cpu_per) = match r.cpu {
+            Some(c) => (
+                format!("{:.0}", 100.0 * c.as_secs_f64() / r.took.as_secs_f64()),
+                format!("{:.1}", c.as_secs_f64() * 1e6 / r.entries as f64),
+            ),
+            None => ("-".to_string(), "-".to_string()),
+        };
         println!(
-            "| {name} | {threads} | {:.0} | {:.1} | {p50} | {p99} | {} | {:.1} | {:.2}x | {p99_ratio} |",
+            "| {name} | {threads} | {:.0} | {:.1} | {p50} | {p99} | {} | {:.1} | {:.2}x | {p99_ratio} | {cpu_pct} | {cpu_per} |",
             r.per_s(),
             r.mb_per_s(),
             r.syncs,
@@ -264,7 +301,7 @@ fn bench_batch(args: &Args) {
     };
     row("write+fdatasync each", "1".to_string(), &per_write);
     row("write all, one fdatasync", "1".to_string(), &ceiling);
-    for threads in [1u64, 8, 64, 100] {
+    for &threads in &args.threads {
         let entries = if threads == 1 { one } else { many };
         let r = run_batch(&args.dir, threads, entries);
         row("commitlog batch", threads.to_string(), &r);

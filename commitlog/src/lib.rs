@@ -14,8 +14,17 @@
 //!   concurrent writers share one fdatasync (group commit): with a zero
 //!   window the first waiting writer that finds no cycle running runs it
 //!   for everyone queued (no thread handoff); otherwise the log's flusher
-//!   thread does. [`SyncMode::Periodic`] returns at once and syncs at most
-//!   once per interval.
+//!   thread does. A finished cycle wakes only the writers it covered (they
+//!   wait on a slot of their cycle number's parity, not on the log's lock),
+//!   so a sync does not wake the writers queued for the next one.
+//!   [`SyncMode::Periodic`] returns at once and syncs at most once per
+//!   interval.
+//! * Segments are made ahead of need ([`Config::preallocate`], on by
+//!   default): a background thread keeps one segment zero-filled at its
+//!   full size and synced, so a segment switch does no file I/O on a
+//!   writer's path and the group-commit fdatasyncs never allocate blocks
+//!   (measured here: a 32 KiB write plus fdatasync takes 135 µs at p50 into
+//!   a zero-filled file, 207 µs into a sparse one).
 //! * Bounded: a byte budget on unwritten buffers slows writers down when the
 //!   disk is slow; a total size limit makes writers wait (with a timeout)
 //!   and asks the owner, through [`CommitLog::set_flush_handler`], to flush
@@ -68,7 +77,8 @@
 //! value and final XOR `0xffffffff`: `crc32c(b"123456789") == 0xe3069283`).
 //!
 //! ```text
-//! file     = CommitLog-1-<segment id>.log, created at its full size (zeros)
+//! file     = CommitLog-1-<segment id>.log, created at its full size (zeros;
+//!            a preallocated one also has its header written at creation)
 //! segment  = header entry* zero-fill
 //! header   = magic "RPCL" | version:u32 (=1) | segment id:u64
 //!          | segment size:u32 | crc32c(previous 20 bytes):u32     (24 bytes)

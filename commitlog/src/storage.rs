@@ -19,8 +19,10 @@ pub(crate) trait SegmentFile: Send + Sync + std::fmt::Debug {
 
 /// Creates and removes segments.
 pub(crate) trait Storage: Send + Sync + std::fmt::Debug {
-    /// Creates segment `id` at its full size (zero-filled).
-    fn create(&self, id: u64, size: u32) -> io::Result<Box<dyn SegmentFile>>;
+    /// Creates segment `id` at its full size, reading as zeros. With
+    /// `prefill`, the zeros are written and made durable, so that later
+    /// writes only overwrite allocated blocks; otherwise the file is sparse.
+    fn create(&self, id: u64, size: u32, prefill: bool) -> io::Result<Box<dyn SegmentFile>>;
     /// Removes segment `id`.
     fn remove(&self, id: u64) -> io::Result<()>;
     /// Moves segment `id`, which replay found damaged, out of the way
@@ -60,15 +62,31 @@ impl SegmentFile for DiskSegment {
 }
 
 impl Storage for DirStorage {
-    fn create(&self, id: u64, size: u32) -> io::Result<Box<dyn SegmentFile>> {
+    fn create(&self, id: u64, size: u32, prefill: bool) -> io::Result<Box<dyn SegmentFile>> {
         let file = OpenOptions::new()
             .write(true)
             .create_new(true)
             .open(self.path(id))?;
         // Sized up front: later writes never change the file size, and the
         // unwritten rest reads as zeros, which replay takes as "never
-        // written".
-        file.set_len(u64::from(size))?;
+        // written" (a crash part-way through the prefill leaves a shorter
+        // file of zeros without a header, which replay takes as empty).
+        if prefill {
+            const CHUNK: usize = 1 << 20;
+            let zeros = vec![0u8; CHUNK.min(size as usize)];
+            let mut at = 0u64;
+            while at < u64::from(size) {
+                let n = zeros.len().min((u64::from(size) - at) as usize);
+                file.write_all_at(&zeros[..n], at)?;
+                at += n as u64;
+            }
+            // The header too, so that a reserve left unused by a crash
+            // replays as an intact empty segment, not as a torn one.
+            file.write_all_at(&format::header(id, size), 0)?;
+            file.sync_data()?;
+        } else {
+            file.set_len(u64::from(size))?;
+        }
         Ok(Box::new(DiskSegment(file)))
     }
 
@@ -113,6 +131,8 @@ pub(crate) mod mem {
         pub(crate) fail_creates: bool,
         /// Writes block while set: a disk that does not keep up.
         pub(crate) stall: bool,
+        /// Segments created, with whether each was prefilled.
+        pub(crate) created: BTreeMap<u64, bool>,
     }
 
     #[derive(Debug, Clone)]
@@ -171,12 +191,13 @@ pub(crate) mod mem {
     }
 
     impl Storage for MemStorage {
-        fn create(&self, id: u64, size: u32) -> io::Result<Box<dyn SegmentFile>> {
+        fn create(&self, id: u64, size: u32, prefill: bool) -> io::Result<Box<dyn SegmentFile>> {
             let mut s = self.0.lock();
             if s.fail_creates {
                 return Err(io::Error::other("injected create failure"));
             }
             s.files.insert(id, vec![0; size as usize]);
+            s.created.insert(id, prefill);
             drop(s);
             Ok(Box::new(MemFile {
                 id,
@@ -203,5 +224,40 @@ pub(crate) mod mem {
         fn path(&self, id: u64) -> PathBuf {
             PathBuf::from(format!("mem:{id}"))
         }
+    }
+}
+
+#[cfg(test)]
+mod dir_tests {
+    use std::os::unix::fs::MetadataExt;
+
+    use super::{DirStorage, Storage};
+
+    #[test]
+    fn a_prefilled_segment_is_allocated_and_a_plain_one_sparse() {
+        let dir = tempfile::tempdir().unwrap();
+        let storage = DirStorage::new(dir.path());
+        let size = 3 << 20;
+        storage.create(1, size, true).unwrap();
+        storage.create(2, size, false).unwrap();
+        let full = std::fs::metadata(storage.path(1)).unwrap();
+        let sparse = std::fs::metadata(storage.path(2)).unwrap();
+        assert_eq!(full.len(), u64::from(size));
+        assert_eq!(sparse.len(), u64::from(size));
+        // st_blocks counts 512-byte units actually allocated.
+        assert!(full.blocks() * 512 >= u64::from(size), "{}", full.blocks());
+        assert!(
+            sparse.blocks() * 512 < u64::from(size),
+            "{}",
+            sparse.blocks()
+        );
+        let bytes = std::fs::read(storage.path(1)).unwrap();
+        assert_eq!(
+            bytes[..crate::format::HEADER_LEN],
+            crate::format::header(1, size)
+        );
+        assert!(bytes[crate::format::HEADER_LEN..].iter().all(|&b| b == 0));
+        // Creation never replaces an existing segment.
+        assert!(storage.create(1, size, true).is_err());
     }
 }
