@@ -46,6 +46,10 @@ const PREFIX: &str = "CommitLog-1-";
 const SUFFIX: &str = ".log";
 
 /// The file name of segment `id`.
+/// The zero-filled segment made ahead of need, before it gets an id (see
+/// `Config::preallocate`); a leftover one is removed at open.
+pub(crate) const RESERVE_FILE_NAME: &str = "CommitLog-1-next.reserve";
+
 pub(crate) fn file_name(id: u64) -> String {
     format!("{PREFIX}{id}{SUFFIX}")
 }

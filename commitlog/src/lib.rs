@@ -19,12 +19,10 @@
 //!   so a sync does not wake the writers queued for the next one.
 //!   [`SyncMode::Periodic`] returns at once and syncs at most once per
 //!   interval.
-//! * Segments are made ahead of need ([`Config::preallocate`], on by
-//!   default): a background thread keeps one segment zero-filled at its
-//!   full size and synced, so a segment switch does no file I/O on a
-//!   writer's path and the group-commit fdatasyncs never allocate blocks
-//!   (measured here: a 32 KiB write plus fdatasync takes 135 µs at p50 into
-//!   a zero-filled file, 207 µs into a sparse one).
+//! * In batch mode, segments are made ahead of need ([`Preallocate`]): a
+//!   background thread keeps one segment zero-filled at its full size and
+//!   synced, so a segment switch is a rename and the group-commit
+//!   fdatasyncs never allocate blocks.
 //! * Bounded: a byte budget on unwritten buffers slows writers down when the
 //!   disk is slow; a total size limit makes writers wait (with a timeout)
 //!   and asks the owner, through [`CommitLog::set_flush_handler`], to flush
@@ -78,7 +76,8 @@
 //!
 //! ```text
 //! file     = CommitLog-1-<segment id>.log, created at its full size (zeros;
-//!            a preallocated one also has its header written at creation)
+//!            a preallocated one is made as CommitLog-1-next.reserve and
+//!            renamed when it becomes the active segment)
 //! segment  = header entry* zero-fill
 //! header   = magic "RPCL" | version:u32 (=1) | segment id:u64
 //!          | segment size:u32 | crc32c(previous 20 bytes):u32     (24 bytes)
@@ -106,7 +105,7 @@ mod replay;
 mod storage;
 mod sync;
 
-pub use crate::config::{Config, MAX_SEGMENT_SIZE, MIN_SEGMENT_SIZE, SyncMode};
+pub use crate::config::{Config, MAX_SEGMENT_SIZE, MIN_SEGMENT_SIZE, Preallocate, SyncMode};
 pub use crate::error::Error;
 pub use crate::log::{CommitLog, FlushHandler, FlushRequest, LogStats};
 pub use crate::replay::{Damage, ReplayReport, TornTail, replay};

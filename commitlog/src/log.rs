@@ -24,9 +24,10 @@
 //! cycle numbers (the running one and the next) have waiters at any time.
 //!
 //! With [`Config::preallocate`], a reserve thread keeps the next segment
-//! zero-filled and ready. Its id is taken when its creation starts, and a
-//! writer needing a segment while one is being made waits for it rather
-//! than creating another, so segments are used in id order.
+//! zero-filled and ready under a name of its own; a writer switching
+//! segments renames it to the next id, so ids follow the order segments
+//! are used in. A writer that finds no reserve ready creates a sparse
+//! segment itself rather than wait for the one being made.
 
 use std::collections::{BTreeMap, HashMap};
 use std::io;
@@ -139,8 +140,8 @@ struct State {
     /// A writer is creating the next segment (lock released).
     rotating: bool,
     /// The next segment, zero-filled ahead of need
-    /// ([`Config::preallocate`]); its id is below any created later.
-    reserve: Option<(u64, PlainArc<dyn SegmentFile>)>,
+    /// ([`Config::preallocate`]); it gets its id when it is installed.
+    reserve: Option<PlainArc<dyn SegmentFile>>,
     /// The reserve thread is creating the reserve (lock released).
     reserving: bool,
     /// Creating a reserve failed while this segment was active: not
@@ -289,6 +290,10 @@ impl CommitLog {
         max_id_in_use: u64,
     ) -> Result<CommitLog, Error> {
         config.validate()?;
+        // A reserve left by a crash holds nothing: it was never named.
+        storage
+            .remove_reserve()
+            .map_err(|e| Error::io(storage.path(0).with_file_name(format::RESERVE_FILE_NAME), e))?;
         let max_id = segments
             .keys()
             .next_back()
@@ -353,7 +358,7 @@ impl CommitLog {
             flusher: Some(flusher),
             reserver: None,
         };
-        if log.shared.config.preallocate {
+        if log.shared.config.preallocates() {
             let for_thread = Arc::clone(&log.shared);
             let reserver = sync::thread::spawn_named("commitlog-reserve".to_string(), move || {
                 for_thread.reserve_main();
@@ -507,10 +512,10 @@ impl CommitLog {
             let _ = reserver.join();
         }
         let mut st = self.shared.state.lock();
-        if let Some((id, _)) = st.reserve.take() {
-            // Never used: nothing to keep. If it cannot be removed it
-            // replays as an empty segment and goes at the next open.
-            self.shared.forget_reserve(&mut st, id);
+        if st.reserve.take().is_some() {
+            // Never used: nothing to keep (a reserve file that cannot be
+            // removed now goes at the next open).
+            self.shared.forget_reserve(&mut st);
         }
         if let Some(active) = st.active.take()
             && let Some(seg) = st.segments.get_mut(&active)
@@ -596,20 +601,34 @@ impl Shared {
             if room {
                 break;
             }
-            if let Some((id, file)) = st.reserve.take() {
-                // The zero-filled reserve: a switch without file I/O.
-                self.install_segment(&mut st, id, file);
-                self.reserver.notify_one();
-                rotated = true;
-                continue;
-            }
-            if st.rotating || st.reserving {
-                // Another writer, or the reserve thread, is creating the
-                // next segment (whose id comes next).
+            if st.rotating {
+                // Another writer is switching to the next segment.
                 self.progress.wait(&mut st);
                 continue;
             }
             let size = self.config.segment_size;
+            if let Some(file) = st.reserve.take() {
+                // The zero-filled reserve: the switch is a rename (the lock
+                // released), made durable by the next sync's directory
+                // sync, before any entry in it is acknowledged.
+                let id = st.next_id;
+                st.next_id += 1;
+                st.rotating = true;
+                let renamed = MutexGuard::unlocked(&mut st, || self.storage.install_reserve(id));
+                st.rotating = false;
+                self.progress.notify_all();
+                // The reserve thread waits for switches to end.
+                self.reserver.notify_one();
+                match renamed {
+                    Ok(()) => self.install_segment(&mut st, id, file),
+                    Err(e) => {
+                        self.forget_reserve(&mut st);
+                        return Err(Error::io(self.storage.path(id), e));
+                    }
+                }
+                rotated = true;
+                continue;
+            }
             if st.disk_bytes + u64::from(size) <= self.config.total_size_limit {
                 // Create the next segment with the lock released, so that
                 // writers with room, waiters and cycles are not held up by
@@ -619,15 +638,15 @@ impl Shared {
                 st.next_id += 1;
                 st.rotating = true;
                 st.disk_bytes += u64::from(size);
-                let created =
-                    MutexGuard::unlocked(&mut st, || self.storage.create(id, size, false));
+                let created = MutexGuard::unlocked(&mut st, || self.storage.create(id, size));
                 st.rotating = false;
                 self.progress.notify_all();
+                // The reserve thread waits for switches to end.
+                self.reserver.notify_one();
                 match created {
                     Ok(file) => {
                         Self::count_created(&mut st);
                         self.install_segment(&mut st, id, PlainArc::from(file));
-                        self.reserver.notify_one();
                     }
                     Err(e) => {
                         st.disk_bytes -= u64::from(size);
@@ -876,14 +895,15 @@ impl Shared {
         st.stats.disk_bytes = st.disk_bytes;
     }
 
-    /// Removes the unused reserve segment `id` (taken out of `reserve`).
-    fn forget_reserve(&self, st: &mut State, id: u64) {
-        if self.storage.remove(id).is_ok() {
-            st.disk_bytes -= u64::from(self.config.segment_size);
-            st.stats.segments_on_disk -= 1;
-            st.stats.segments_retired += 1;
-            st.stats.disk_bytes = st.disk_bytes;
-        }
+    /// Removes the unused reserve segment (already taken out of
+    /// `reserve`). If the file cannot be removed it is still forgotten
+    /// here; the next open removes it.
+    fn forget_reserve(&self, st: &mut State) {
+        let _ = self.storage.remove_reserve();
+        st.disk_bytes -= u64::from(self.config.segment_size);
+        st.stats.segments_on_disk -= 1;
+        st.stats.segments_retired += 1;
+        st.stats.disk_bytes = st.disk_bytes;
     }
 
     /// The reserve thread: once the log is in use, keeps one zero-filled
@@ -895,6 +915,8 @@ impl Shared {
             if st.closing || st.failed.is_some() {
                 return;
             }
+            // Not while a switch renames the previous reserve: a new one
+            // would take its name.
             let wanted = st.reserve.is_none()
                 && !st.reserving
                 && !st.rotating
@@ -905,22 +927,20 @@ impl Shared {
                 self.reserver.wait(&mut st);
                 continue;
             }
-            let id = st.next_id;
-            st.next_id += 1;
             st.reserving = true;
             st.disk_bytes += u64::from(size);
-            let created = MutexGuard::unlocked(&mut st, || self.storage.create(id, size, true));
+            let created = MutexGuard::unlocked(&mut st, || self.storage.create_reserve(size));
             st.reserving = false;
             match created {
                 Ok(file) => {
                     Self::count_created(&mut st);
-                    st.reserve = Some((id, PlainArc::from(file)));
+                    st.reserve = Some(PlainArc::from(file));
                 }
                 Err(_) => {
                     // Writers create segments themselves meanwhile; the
                     // error, if it persists, reaches them there.
                     st.disk_bytes -= u64::from(size);
-                    let _ = self.storage.remove(id);
+                    let _ = self.storage.remove_reserve();
                     st.reserve_failed_at = st.active;
                 }
             }
@@ -1185,7 +1205,7 @@ pub(crate) mod tests {
             total_size_limit: 4 * 4096,
             sync,
             write_timeout: Duration::from_secs(5),
-            preallocate: false,
+            preallocate: crate::Preallocate::Never,
             ..Config::default()
         }
     }
@@ -1222,72 +1242,76 @@ pub(crate) mod tests {
     #[test]
     fn switches_take_the_prefilled_reserve_and_close_removes_an_unused_one() {
         let config = Config {
-            preallocate: true,
+            preallocate: crate::Preallocate::Always,
             total_size_limit: 8 * 4096,
             ..small(SyncMode::Batch(Duration::ZERO))
         };
         let (log, storage) = mem_log(config);
         let first = log.add(0, &mutation("k", 500)).unwrap().segment;
         log.wait_reserve_settled();
-        // The first segment is made by the writer (sparse), the next one
-        // ahead of need, prefilled.
+        // The first segment is made by the writer (sparse); the next one
+        // waits, prefilled, under its own name.
         assert_eq!(
             storage.0.lock().created.clone(),
-            BTreeMap::from([(first, false), (first + 1, true)])
+            BTreeMap::from([(first, false)])
         );
+        assert!(storage.0.lock().reserve_key.is_some());
         assert_eq!(log.stats().segments_on_disk, 2);
         assert_eq!(log.stats().disk_bytes, 2 * 4096);
         let mut last = first;
         while last == first {
             last = log.add(0, &mutation("k", 500)).unwrap().segment;
         }
-        assert_eq!(last, first + 1, "the switch took the reserve");
+        // The switch renamed the reserve to the next id.
+        assert_eq!(last, first + 1);
+        assert_eq!(storage.0.lock().created.get(&last), Some(&true));
         log.wait_reserve_settled();
-        assert_eq!(storage.0.lock().created.get(&(first + 2)), Some(&true));
+        assert!(storage.0.lock().reserve_key.is_some(), "a new reserve");
         assert_eq!(log.stats().segments_created, 3);
         log.close().unwrap();
         // The unused reserve is gone; the two segments with entries stay.
-        let files: Vec<u64> = storage.0.lock().files.keys().copied().collect();
-        assert_eq!(files, vec![first, first + 1]);
+        let s = storage.0.lock();
+        assert_eq!(s.reserve_key, None);
+        assert_eq!(
+            s.files.keys().copied().collect::<Vec<_>>(),
+            vec![first, last]
+        );
     }
 
     #[test]
     fn no_reserve_beyond_the_size_limit_and_writers_outlive_failed_creations() {
         let config = Config {
-            preallocate: true,
+            preallocate: crate::Preallocate::Always,
             total_size_limit: 2 * 4096,
             ..small(SyncMode::Batch(Duration::ZERO))
         };
         let (log, storage) = mem_log(config);
-        storage.0.lock().fail_creates = false;
         let first = log.add(0, &mutation("k", 500)).unwrap().segment;
         log.wait_reserve_settled();
         // Two segments fill the limit: the reserve is the second.
-        assert_eq!(storage.0.lock().created.len(), 2);
+        assert!(storage.0.lock().reserve_key.is_some());
         let mut last = first;
         while last == first {
             last = log.add(0, &mutation("k", 500)).unwrap().segment;
         }
         log.wait_reserve_settled();
-        assert_eq!(storage.0.lock().created.len(), 2, "no third: at the limit");
+        assert_eq!(storage.0.lock().reserve_key, None, "no third: at the limit");
         drop(log);
 
         let config = Config {
-            preallocate: true,
+            preallocate: crate::Preallocate::Always,
             ..small(SyncMode::Batch(Duration::ZERO))
         };
         let (log, storage) = mem_log(config);
-        log.add(0, &mutation("k", 500)).unwrap();
+        let mut current = log.add(0, &mutation("k", 500)).unwrap().segment;
         storage.0.lock().fail_creates = true;
-        let mut first = log.add(0, &mutation("k", 500)).unwrap().segment;
-        // The reserve may have been made before creations failed; use it.
+        // Whether the switch finds a reserve (its rename fails) or makes a
+        // segment itself (its creation fails), the writer gets the I/O
+        // error, named, and the log is not failed for good.
         loop {
-            let s = log.add(0, &mutation("k", 500));
-            match s {
-                Ok(p) if p.segment == first => {}
-                Ok(p) => first = p.segment,
+            match log.add(0, &mutation("k", 500)) {
+                Ok(p) => current = p.segment,
                 Err(e) => {
-                    // A writer's own creation fails, named, not sticky.
                     assert!(matches!(e, Error::Io { .. }), "{e}");
                     break;
                 }
@@ -1295,15 +1319,17 @@ pub(crate) mod tests {
         }
         log.wait_reserve_settled();
         storage.0.lock().fail_creates = false;
-        // Writers create their own segment again.
-        log.add(0, &mutation("k", 500)).unwrap();
+        let next = log.add(0, &mutation("k", 500)).unwrap();
+        assert!(next.segment > current);
+        log.close().unwrap();
+        assert_eq!(storage.0.lock().reserve_key, None);
     }
 
     #[test]
-    fn a_reserve_left_by_a_crash_replays_as_an_intact_empty_segment() {
+    fn a_reserve_left_by_a_crash_is_removed_at_open() {
         let dir = tempfile::tempdir().unwrap();
         let config = Config {
-            preallocate: true,
+            preallocate: crate::Preallocate::Always,
             ..small(SyncMode::Batch(Duration::ZERO))
         };
         let (log, _) = CommitLog::open(dir.path(), config.clone(), |_, _, _| {}).unwrap();
@@ -1317,16 +1343,18 @@ pub(crate) mod tests {
             std::fs::copy(e.path(), image.path().join(e.file_name())).unwrap();
         }
         drop(log);
+        let reserve = image.path().join(format::RESERVE_FILE_NAME);
+        assert!(reserve.exists());
         let mut seen = Vec::new();
         let (log, report) =
             CommitLog::open(image.path(), config, |t, _, p| seen.push((t, p))).unwrap();
         assert_eq!(seen, vec![(7, pos)]);
-        assert_eq!(report.segments, 2);
+        assert_eq!(report.segments, 1);
         assert!(
             report.damage.is_empty() && report.torn.is_empty(),
             "{report:?}"
         );
-        // The empty one holds nothing for any table: gone at once.
+        assert!(!reserve.exists());
         assert_eq!(log.stats().segments_on_disk, 1);
     }
 
@@ -1509,7 +1537,7 @@ mod loom_tests {
             segment_size: 4096,
             total_size_limit: 4 * 4096,
             sync,
-            preallocate: false,
+            preallocate: crate::Preallocate::Never,
             ..Config::default()
         }
     }
@@ -1643,20 +1671,20 @@ mod loom_tests {
         });
     }
 
-    /// Segment switches racing the reserve thread: the writer either takes
-    /// the prefilled reserve, waits for the one being made, or creates its
-    /// own when none is under way. Whatever the interleaving, positions
-    /// keep growing (the reserve's id is never below a segment already
-    /// used), every entry is durable after close, and close leaves no
-    /// unused reserve behind. Three preemptions: a writer that created its
-    /// own segment while the reserve was being made, with a lower id, is
-    /// found only with three.
+    /// Segment switches racing the reserve thread: a writer takes the
+    /// prefilled reserve and renames it to the next id, or creates a sparse
+    /// segment itself when none is ready, while the reserve thread makes
+    /// the next one. Whatever the interleaving, positions keep growing,
+    /// every entry is durable after close, and close leaves no unused
+    /// reserve behind. Explored with three preemptions, which finds a
+    /// reserve started while a switch still renames the previous one (the
+    /// new file takes over the name under the writer).
     #[test]
-    fn loom_segment_switches_racing_the_reserve_keep_ids_in_order() {
+    fn loom_segment_switches_racing_the_reserve_keep_every_entry() {
         model_with_preemptions(3, || {
             let storage = MemStorage::default();
             let mut c = config(SyncMode::Periodic(Duration::from_secs(3600)));
-            c.preallocate = true;
+            c.preallocate = crate::Preallocate::Always;
             c.segment_size = 4096;
             c.total_size_limit = 16 * 4096;
             let log =

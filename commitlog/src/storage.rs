@@ -19,10 +19,17 @@ pub(crate) trait SegmentFile: Send + Sync + std::fmt::Debug {
 
 /// Creates and removes segments.
 pub(crate) trait Storage: Send + Sync + std::fmt::Debug {
-    /// Creates segment `id` at its full size, reading as zeros. With
-    /// `prefill`, the zeros are written and made durable, so that later
-    /// writes only overwrite allocated blocks; otherwise the file is sparse.
-    fn create(&self, id: u64, size: u32, prefill: bool) -> io::Result<Box<dyn SegmentFile>>;
+    /// Creates segment `id` at its full size (sparse, reading as zeros).
+    fn create(&self, id: u64, size: u32) -> io::Result<Box<dyn SegmentFile>>;
+    /// Creates the reserve segment, not yet named by an id, at its full
+    /// size with its zeros written and durable, so that later writes only
+    /// overwrite allocated blocks. Replaces a leftover reserve.
+    fn create_reserve(&self, size: u32) -> io::Result<Box<dyn SegmentFile>>;
+    /// Names the reserve segment `id` (a rename; durable with the next
+    /// [`Storage::sync_dir`]).
+    fn install_reserve(&self, id: u64) -> io::Result<()>;
+    /// Removes the reserve segment, if there is one.
+    fn remove_reserve(&self) -> io::Result<()>;
     /// Removes segment `id`.
     fn remove(&self, id: u64) -> io::Result<()>;
     /// Moves segment `id`, which replay found damaged, out of the way
@@ -62,32 +69,45 @@ impl SegmentFile for DiskSegment {
 }
 
 impl Storage for DirStorage {
-    fn create(&self, id: u64, size: u32, prefill: bool) -> io::Result<Box<dyn SegmentFile>> {
+    fn create(&self, id: u64, size: u32) -> io::Result<Box<dyn SegmentFile>> {
         let file = OpenOptions::new()
             .write(true)
             .create_new(true)
             .open(self.path(id))?;
         // Sized up front: later writes never change the file size, and the
         // unwritten rest reads as zeros, which replay takes as "never
-        // written" (a crash part-way through the prefill leaves a shorter
-        // file of zeros without a header, which replay takes as empty).
-        if prefill {
-            const CHUNK: usize = 1 << 20;
-            let zeros = vec![0u8; CHUNK.min(size as usize)];
-            let mut at = 0u64;
-            while at < u64::from(size) {
-                let n = zeros.len().min((u64::from(size) - at) as usize);
-                file.write_all_at(&zeros[..n], at)?;
-                at += n as u64;
-            }
-            // The header too, so that a reserve left unused by a crash
-            // replays as an intact empty segment, not as a torn one.
-            file.write_all_at(&format::header(id, size), 0)?;
-            file.sync_data()?;
-        } else {
-            file.set_len(u64::from(size))?;
-        }
+        // written".
+        file.set_len(u64::from(size))?;
         Ok(Box::new(DiskSegment(file)))
+    }
+
+    fn create_reserve(&self, size: u32) -> io::Result<Box<dyn SegmentFile>> {
+        let file = OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(self.dir.join(format::RESERVE_FILE_NAME))?;
+        const CHUNK: usize = 1 << 20;
+        let zeros = vec![0u8; CHUNK.min(size as usize)];
+        let mut at = 0u64;
+        while at < u64::from(size) {
+            let n = zeros.len().min((u64::from(size) - at) as usize);
+            file.write_all_at(&zeros[..n], at)?;
+            at += n as u64;
+        }
+        file.sync_data()?;
+        Ok(Box::new(DiskSegment(file)))
+    }
+
+    fn install_reserve(&self, id: u64) -> io::Result<()> {
+        std::fs::rename(self.dir.join(format::RESERVE_FILE_NAME), self.path(id))
+    }
+
+    fn remove_reserve(&self) -> io::Result<()> {
+        match std::fs::remove_file(self.dir.join(format::RESERVE_FILE_NAME)) {
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+            other => other,
+        }
     }
 
     fn remove(&self, id: u64) -> io::Result<()> {
@@ -133,6 +153,20 @@ pub(crate) mod mem {
         pub(crate) stall: bool,
         /// Segments created, with whether each was prefilled.
         pub(crate) created: BTreeMap<u64, bool>,
+        /// The key of the reserve segment's file, while there is one.
+        pub(crate) reserve_key: Option<u64>,
+        /// Keys of reserve files renamed to a segment id: an open file
+        /// follows its rename.
+        aliases: BTreeMap<u64, u64>,
+        /// Reserve files get keys counting down from here, apart from ids.
+        reserves_made: u64,
+    }
+
+    impl MemState {
+        /// The name (segment id or reserve key) the file `key` has now.
+        fn name_of(&self, key: u64) -> u64 {
+            self.aliases.get(&key).copied().unwrap_or(key)
+        }
     }
 
     #[derive(Debug, Clone)]
@@ -171,9 +205,10 @@ pub(crate) mod mem {
             if s.fail_writes {
                 return Err(io::Error::other("injected write failure"));
             }
+            let name = s.name_of(self.id);
             let f = s
                 .files
-                .get_mut(&self.id)
+                .get_mut(&name)
                 .ok_or_else(|| io::Error::other("removed"))?;
             let at = offset as usize;
             f[at..at + buf.len()].copy_from_slice(buf);
@@ -183,27 +218,81 @@ pub(crate) mod mem {
         fn sync_data(&self) -> io::Result<()> {
             let mut s = self.state.lock();
             s.syncs += 1;
-            if let Some(f) = s.files.get(&self.id).cloned() {
-                s.durable.insert(self.id, f);
+            let name = s.name_of(self.id);
+            if let Some(f) = s.files.get(&name).cloned() {
+                s.durable.insert(name, f);
             }
             Ok(())
         }
     }
 
     impl Storage for MemStorage {
-        fn create(&self, id: u64, size: u32, prefill: bool) -> io::Result<Box<dyn SegmentFile>> {
+        fn create(&self, id: u64, size: u32) -> io::Result<Box<dyn SegmentFile>> {
             let mut s = self.0.lock();
             if s.fail_creates {
                 return Err(io::Error::other("injected create failure"));
             }
             s.files.insert(id, vec![0; size as usize]);
-            s.created.insert(id, prefill);
+            s.created.insert(id, false);
             drop(s);
             Ok(Box::new(MemFile {
                 id,
                 state: self.0.clone(),
                 unstalled: self.1.clone(),
             }))
+        }
+
+        fn create_reserve(&self, size: u32) -> io::Result<Box<dyn SegmentFile>> {
+            let mut s = self.0.lock();
+            if s.fail_creates {
+                return Err(io::Error::other("injected create failure"));
+            }
+            if let Some(old) = s.reserve_key.take() {
+                s.files.remove(&old);
+            }
+            s.reserves_made += 1;
+            let key = u64::MAX - s.reserves_made;
+            s.files.insert(key, vec![0; size as usize]);
+            // Prefilled and synced: durable as zeros.
+            s.durable.insert(key, vec![0; size as usize]);
+            s.reserve_key = Some(key);
+            drop(s);
+            Ok(Box::new(MemFile {
+                id: key,
+                state: self.0.clone(),
+                unstalled: self.1.clone(),
+            }))
+        }
+
+        fn install_reserve(&self, id: u64) -> io::Result<()> {
+            let mut s = self.0.lock();
+            if s.fail_creates {
+                return Err(io::Error::other("injected rename failure"));
+            }
+            let key = s
+                .reserve_key
+                .take()
+                .ok_or_else(|| io::Error::other("no reserve"))?;
+            let bytes = s
+                .files
+                .remove(&key)
+                .ok_or_else(|| io::Error::other("no reserve"))?;
+            s.files.insert(id, bytes);
+            if let Some(d) = s.durable.remove(&key) {
+                s.durable.insert(id, d);
+            }
+            s.aliases.insert(key, id);
+            s.created.insert(id, true);
+            Ok(())
+        }
+
+        fn remove_reserve(&self) -> io::Result<()> {
+            let mut s = self.0.lock();
+            if let Some(key) = s.reserve_key.take() {
+                s.files.remove(&key);
+                s.durable.remove(&key);
+            }
+            Ok(())
         }
 
         fn remove(&self, id: u64) -> io::Result<()> {
@@ -234,13 +323,14 @@ mod dir_tests {
     use super::{DirStorage, Storage};
 
     #[test]
-    fn a_prefilled_segment_is_allocated_and_a_plain_one_sparse() {
+    fn the_reserve_is_allocated_and_named_at_install_and_a_plain_segment_is_sparse() {
         let dir = tempfile::tempdir().unwrap();
         let storage = DirStorage::new(dir.path());
         let size = 3 << 20;
-        storage.create(1, size, true).unwrap();
-        storage.create(2, size, false).unwrap();
-        let full = std::fs::metadata(storage.path(1)).unwrap();
+        let reserve = storage.create_reserve(size).unwrap();
+        storage.create(2, size).unwrap();
+        let reserve_path = dir.path().join(crate::format::RESERVE_FILE_NAME);
+        let full = std::fs::metadata(&reserve_path).unwrap();
         let sparse = std::fs::metadata(storage.path(2)).unwrap();
         assert_eq!(full.len(), u64::from(size));
         assert_eq!(sparse.len(), u64::from(size));
@@ -251,13 +341,20 @@ mod dir_tests {
             "{}",
             sparse.blocks()
         );
-        let bytes = std::fs::read(storage.path(1)).unwrap();
-        assert_eq!(
-            bytes[..crate::format::HEADER_LEN],
-            crate::format::header(1, size)
+        assert!(
+            std::fs::read(&reserve_path)
+                .unwrap()
+                .iter()
+                .all(|&b| b == 0)
         );
-        assert!(bytes[crate::format::HEADER_LEN..].iter().all(|&b| b == 0));
-        // Creation never replaces an existing segment.
-        assert!(storage.create(1, size, true).is_err());
+        // Named at install; the open file follows its rename.
+        storage.install_reserve(3).unwrap();
+        assert!(!reserve_path.exists());
+        reserve.write_at(10, b"abc").unwrap();
+        assert_eq!(&std::fs::read(storage.path(3)).unwrap()[10..13], b"abc");
+        // Creation never replaces an existing segment; removing an absent
+        // reserve is not an error.
+        assert!(storage.create(2, size).is_err());
+        storage.remove_reserve().unwrap();
     }
 }

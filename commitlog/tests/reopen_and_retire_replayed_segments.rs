@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::time::Duration;
 
-use commitlog::{CommitLog, Config, ReplayPosition, SyncMode, replay};
+use commitlog::{CommitLog, Config, Preallocate, ReplayPosition, SyncMode, replay};
 use mutation::{Cell, DecoratedKey, Mutation, Timestamp};
 
 fn m(i: usize) -> Mutation {
@@ -28,7 +28,7 @@ fn config() -> Config {
     c.sync = SyncMode::Periodic(Duration::from_secs(3600));
     // These tests count the files in the directory; a reserve segment
     // made in the background would come and go at its own pace.
-    c.preallocate = false;
+    c.preallocate = Preallocate::Never;
     c
 }
 
