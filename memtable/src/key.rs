@@ -1,7 +1,7 @@
 //! Entry keys: one order-preserving byte string per index entry.
 //!
-//! A partition header and every row of the partition are entries of one
-//! B+tree, keyed by
+//! A partition's header (when it has an entry) and every row of the
+//! partition are entries of one B+tree, keyed by
 //!
 //! ```text
 //! token (8 bytes, big-endian, sign bit flipped)
@@ -13,6 +13,13 @@
 //! so that bytewise order is ring order of partitions (token, then key
 //! bytes), the header first, then rows in clustering order. The escape keeps
 //! a key that is a prefix of another ordered first, whatever follows.
+//!
+//! A partition's entries are exactly the keys from its header's key
+//! (`Suffix::Header`) up to, not including, its `Suffix::After` key, so a
+//! partition is found by that prefix whether or not it has a header entry:
+//! one whose header is empty (no partition tombstone, static row or range
+//! tombstone) and that has rows is stored as its rows alone, and its first
+//! entry is its first row.
 
 use std::cmp::Ordering;
 

@@ -66,6 +66,19 @@
 //! clustering key. Bytewise order is ring order, then clustering order, so
 //! one ordered index serves partition lookups, row lookups, range scans and
 //! slices, and a reader's position is a single key to re-seek from.
+//!
+//! **The header entry is optional.** A partition whose header is empty (no
+//! partition tombstone, static row or range tombstone: most partitions)
+//! and that has rows is stored as its rows alone. A partition exists while
+//! it has an entry, so one with neither rows nor a non-empty header (an
+//! empty mutation) keeps a header entry. Every partition's entries lie
+//! between its header's key and the key just after its last row, so apply
+//! and the readers find it by that prefix either way: a reader that meets
+//! a row first starts the partition with an empty header, and an apply
+//! adds the header entry when a tombstone or a static row makes the header
+//! non-empty. Headers never become empty again (tombstones are kept), and
+//! rows go only when a tombstone shadows them, so a partition never loses
+//! its last entry.
 //! ScyllaDB nests a per-partition row B-tree inside a partition B+tree;
 //! one tree is less code with the same asymptotics, and a wide partition
 //! costs no more than many narrow ones.
@@ -86,10 +99,10 @@
 //! Deletion does not rebalance: an emptied leaf leaves its parent, which
 //! keeps the code small; memtables mostly grow.
 //!
-//! **Objects per row.** A single-row partition costs three region objects:
-//! the header's key, the row's key and the row's value. Every partition
-//! whose header is empty (no tombstone, static row or range tombstone,
-//! the common case) shares one stored empty header value.
+//! **Objects per row.** A single-row partition with an empty header costs
+//! two region objects, the row's key and value, and one 32-byte leaf slot:
+//! no header entry. Partitions with a header entry but an empty header
+//! (empty mutations) share one stored empty header value.
 //!
 //! **Keys and values** are [`logalloc::ManagedBytes`]: one object, or
 //! chunks plus an index object above the largest object size, so a 1 MiB
@@ -103,22 +116,26 @@
 //!
 //! [`Memtable::apply`] runs under the memtable's write lock and the
 //! region's write lock, and starts with one descent for the partition's
-//! header, which leaves a cursor at the header or where it would go.
+//! header, which leaves a cursor at the header or where it would go; if
+//! the header has no entry, the entry at that position tells whether the
+//! partition is there (it is its first row) or not.
 //!
 //! - **A new partition** is the mutation itself (a `Mutation` is
-//!   canonical: nothing to reconcile). Its header and rows are written at
-//!   that cursor in one step when the leaf has room; no further descent.
+//!   canonical: nothing to reconcile). Its rows, and its header if that is
+//!   not empty or there are no rows, are written at that cursor in one step
+//!   when the leaf has room; no further descent.
 //! - **Rows only** (no partition or range tombstone, no static row) into an
 //!   existing partition: the header cannot change, so each row is
 //!   reconciled on its own, as `Mutation::apply` does when deletions are
 //!   unchanged (stored row plus incoming, compacted with the covering
-//!   tombstone). A row is looked for first just after the previous entry
-//!   in the same leaf, so an overwrite of a single-row partition needs no
-//!   second descent.
+//!   tombstone). A row is looked for first at or just after the previous
+//!   entry in the same leaf, so an overwrite of a single-row partition
+//!   needs no second descent.
 //! - **Otherwise** it reads the header and the rows the mutation can
 //!   change (the rows it writes, plus those its new deletions cover),
 //!   reconciles them with the mutation by [`mutation::Mutation`]'s rules,
-//!   and writes back the difference.
+//!   and writes back the difference (adding the header entry to a
+//!   partition that had rows only).
 //!
 //! Rows the result no longer holds are removed and freed at once (eager
 //! compaction), rows whose incoming data is shadowed are never stored,

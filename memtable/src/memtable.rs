@@ -88,9 +88,10 @@ pub(crate) struct State {
     scratch: Scratch,
     /// String bytes applies freed since the region was last compacted.
     freed_since_compaction: usize,
-    /// The value every partition with an empty header (no tombstone,
-    /// static row or range tombstone: most partitions) shares; never freed
-    /// while the memtable lives.
+    /// The value every header entry of an empty header shares (a partition
+    /// with no rows and an empty header, from an empty mutation, keeps a
+    /// header entry; one with rows has none); never freed while the
+    /// memtable lives.
     empty_header: Option<ManagedBytes>,
 }
 
@@ -504,7 +505,8 @@ fn check_row_size(m: &Mutation, ck: &ClusteringKey, row: &Row) -> Result<(), Err
     Ok(())
 }
 
-/// [`apply_to`] with the partition header's key encoded.
+/// [`apply_to`] with the partition header's key encoded. The partition
+/// may be stored with or without a header entry (see the crate docs).
 fn apply_partition(
     w: &mut RegionWriter<'_>,
     tree: &mut Tree,
@@ -526,7 +528,14 @@ fn apply_partition(
     };
     let mut cursor = Cursor::new();
     let existing = tree.locate(w, &header_key, &mut cursor)?;
-    if existing.is_none() {
+    // A partition whose header is empty may have no header entry: it
+    // exists if its first row follows where the header would be.
+    let rows_only = existing.is_none()
+        && match tree.peek(w, &cursor)? {
+            Some(e) => with_bytes(&w.managed(e.key)?, |b| key::is_row_of(b, prefix)),
+            None => false,
+        };
+    if existing.is_none() && !rows_only {
         return insert_partition(
             w,
             tree,
@@ -546,10 +555,20 @@ fn apply_partition(
         && m.range_tombstones().is_empty()
         && m.static_row().is_none_or(Row::is_empty)
     {
-        return update_rows(w, tree, undo, scratch, m, &old_header, prefix, cursor);
+        let at_header = existing.is_some();
+        return update_rows(
+            w,
+            tree,
+            undo,
+            scratch,
+            m,
+            &old_header,
+            prefix,
+            cursor,
+            at_header,
+        );
     }
     let mut delta = Delta {
-        new_partition: existing.is_none(),
         rts_before: codec::range_tombstone_count(&old_header.range_tombstones),
         ..Delta::default()
     };
@@ -557,40 +576,33 @@ fn apply_partition(
     // The stored rows the mutation can change: those it writes, and those
     // its new deletions cover.
     let mut old_rows: BTreeMap<ClusteringKey, Row> = BTreeMap::new();
-    if existing.is_some() {
-        for ck in m.rows().keys() {
-            let k = row_key(ck);
-            if let Some(e) = tree.find(w, &SearchKey::raw(&k), &mut cursor)? {
-                old_rows.insert(ck.clone(), decode_value(w, e.value, codec::decode_row)?);
-            }
+    for ck in m.rows().keys() {
+        let k = row_key(ck);
+        if let Some(e) = tree.find(w, &SearchKey::raw(&k), &mut cursor)? {
+            old_rows.insert(ck.clone(), decode_value(w, e.value, codec::decode_row)?);
         }
-        if m.partition_tombstone() > old_header.tombstone {
-            collect_rows(w, tree, prefix, &[], None, &mut old_rows)?;
-        } else {
-            for rt in m.range_tombstones().to_range_tombstones() {
-                if Some(rt.tombstone) <= old_header.tombstone {
-                    continue;
-                }
-                let start = match rt.range.start() {
-                    std::ops::Bound::Included(k) | std::ops::Bound::Excluded(k) => k.as_bytes(),
-                    std::ops::Bound::Unbounded => &[],
-                };
-                collect_rows(w, tree, prefix, start, Some(&rt.range), &mut old_rows)?;
+    }
+    if m.partition_tombstone() > old_header.tombstone {
+        collect_rows(w, tree, prefix, &[], None, &mut old_rows)?;
+    } else {
+        for rt in m.range_tombstones().to_range_tombstones() {
+            if Some(rt.tombstone) <= old_header.tombstone {
+                continue;
             }
+            let start = match rt.range.start() {
+                std::ops::Bound::Included(k) | std::ops::Bound::Excluded(k) => k.as_bytes(),
+                std::ops::Bound::Unbounded => &[],
+            };
+            collect_rows(w, tree, prefix, start, Some(&rt.range), &mut old_rows)?;
         }
     }
 
-    // Reconcile by the mutation crate's rules. A new partition is the
-    // mutation itself (a `Mutation` is always canonical).
-    let reconciled;
-    let merged = if existing.is_none() {
-        m
-    } else {
-        reconciled = reconcile(dk, &old_header, &old_rows, m)?;
-        &reconciled
-    };
+    // Reconcile by the mutation crate's rules.
+    let merged = reconcile(dk, &old_header, &old_rows, m)?;
 
-    // The header.
+    // The header: its entry is written when the header changes, and
+    // added to a partition that had rows only (its header is no longer
+    // empty: a partition or range tombstone or a static row came).
     let new_header = Header {
         tombstone: merged.partition_tombstone(),
         static_row: merged.static_row().cloned().unwrap_or_default(),
@@ -598,7 +610,7 @@ fn apply_partition(
     };
     delta.rts_after = codec::range_tombstone_count(&new_header.range_tombstones);
     match existing {
-        Some(_) if new_header == old_header => {}
+        _ if new_header == old_header => {}
         Some(_) => {
             let value = header_value(w, undo, empty_header, &new_header, &mut scratch.encoded)?;
             let old = tree.set_value(w, undo, &header_key, value)?;
@@ -612,8 +624,11 @@ fn apply_partition(
             tree.insert(w, undo, &header_key, key, value)?;
         }
     }
+    let merged = &merged;
 
-    // The rows.
+    // The rows. A partition without a header entry keeps a row: its header
+    // stayed empty, so nothing here deletes (rows go only when a tombstone
+    // shadows them, and a tombstone makes the header non-empty).
     let deletes = m.partition_tombstone().is_some() || !m.range_tombstones().is_empty();
     let keys: BTreeSet<&ClusteringKey> = old_rows.keys().chain(m.rows().keys()).collect();
     let mut encoded = Vec::new();
@@ -660,7 +675,8 @@ fn apply_partition(
 /// A partition the memtable does not hold: its header and rows are `m`
 /// itself (a `Mutation` is canonical, so there is nothing to reconcile),
 /// stored as consecutive entries at the leaf position `cursor` came to in
-/// the search for the header, in one step when the leaf has room.
+/// the search for the header, in one step when the leaf has room. The
+/// header gets an entry only if it is not empty or there are no rows.
 #[allow(clippy::too_many_arguments)] // the apply's parts, passed on as they are
 fn insert_partition(
     w: &mut RegionWriter<'_>,
@@ -685,9 +701,15 @@ fn insert_partition(
         range_tombstones: m.range_tombstones().clone(),
     };
     let prefix = &header_bytes[..header_bytes.len() - 1];
+    // The header has an entry only if it is not empty, or if the partition
+    // has no row (it must still be there: a partition exists while it has
+    // an entry).
+    let with_header = header != Header::default() || m.rows().is_empty();
     // Every key, encoded into one buffer, with the end offset of each.
-    keys.extend_from_slice(header_bytes);
-    ends.push(keys.len());
+    if with_header {
+        keys.extend_from_slice(header_bytes);
+        ends.push(keys.len());
+    }
     for ck in m.rows().keys() {
         keys.extend_from_slice(prefix);
         keys.push(key::KIND_ROW);
@@ -695,7 +717,8 @@ fn insert_partition(
         ends.push(keys.len());
     }
     let key_at = |i: usize| &keys[if i == 0 { 0 } else { ends[i - 1] }..ends[i]];
-    let rows = std::iter::once(None).chain(m.rows().values().map(Some));
+    let header_entry = with_header.then_some(None);
+    let rows = header_entry.into_iter().chain(m.rows().values().map(Some));
     for (i, row) in rows.enumerate() {
         let k = key_at(i);
         let stored = undo.alloc_managed(w, k)?;
@@ -728,6 +751,8 @@ fn insert_partition(
 /// own, as `Mutation::apply` does when deletions are unchanged (the
 /// stored row with the incoming one, compacted with the tombstone covering
 /// it), with one descent per row and no reconcile of the partition.
+/// `header_cursor` is at the header entry if `at_header`, else where the
+/// header would be (at the partition's first row).
 #[allow(clippy::too_many_arguments)] // the apply's parts, passed on as they are
 fn update_rows(
     w: &mut RegionWriter<'_>,
@@ -738,6 +763,7 @@ fn update_rows(
     header: &Header,
     prefix: &[u8],
     header_cursor: Cursor,
+    at_header: bool,
 ) -> Result<Delta, Error> {
     let Scratch {
         keys: key, encoded, ..
@@ -748,11 +774,13 @@ fn update_rows(
         rts_after: rts,
         ..Delta::default()
     };
-    // At the last entry looked at (the header, then each row) while the
-    // index keeps its structure: a row stored right after it is found
-    // without a descent.
+    // While the index keeps its structure, the cursor is at the last entry
+    // looked at (the header, then each row), or where the header would be
+    // in a partition without a header entry (at its first row): a row
+    // stored just after it, or at it, is found without a descent.
     let mut cursor = header_cursor;
     let mut positioned = true;
+    let mut at_entry = at_header;
     for (ck, row) in m.rows() {
         key.clear();
         key.extend_from_slice(prefix);
@@ -769,21 +797,23 @@ fn update_rows(
             )
         };
         let shadowing = row.tombstone.is_some();
-        let next = if positioned {
-            tree.next_if(w, &k, &mut cursor)?
-        } else {
-            None
+        let near = match (positioned, at_entry) {
+            (false, _) => None,
+            (true, true) => tree.next_if(w, &k, &mut cursor)?,
+            (true, false) => tree.here_if(w, &k, &cursor)?,
         };
-        let found = match next {
+        let found = match near {
             Some(e) => Some(e),
             None => tree.locate(w, &k, &mut cursor)?,
         };
         positioned = true;
+        at_entry = true;
         match found {
             None => {
                 let mut new = row.clone();
                 new.compact(covering);
                 if new.is_empty() {
+                    at_entry = false; // where `k` would be
                     continue;
                 }
                 encoded.clear();

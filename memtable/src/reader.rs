@@ -1,5 +1,6 @@
 //! Readers: range scans, single-partition slices, the flush stream.
 
+use std::cmp::Ordering;
 use std::collections::VecDeque;
 use std::fmt;
 use std::ops::Bound;
@@ -23,7 +24,8 @@ enum Resume {
     Start,
     /// At the first entry after this encoded key.
     After(Vec<u8>),
-    /// At the first entry at or after this encoded key.
+    /// At the first entry at or after this encoded key (the entry the
+    /// cursor is at, if its version is current).
     From(Vec<u8>),
 }
 
@@ -111,8 +113,9 @@ fn range_start(range: &PartitionRange) -> Option<(SearchKey<'_>, bool)> {
     })
 }
 
-/// The first partition header at or after the range's start, if it lies
-/// in the range (the index only: no allocation for short keys).
+/// Whether the first entry at or after the range's start (a partition's
+/// header, or its first row if it has no header entry) lies in the range
+/// (the index only: no allocation for short keys).
 fn first_in_range(
     state: &State,
     view: &impl View,
@@ -120,10 +123,14 @@ fn first_in_range(
     cursor: &mut Cursor,
 ) -> Result<bool, Error> {
     if let Some(key) = is_single_key(range) {
-        return Ok(state
-            .tree
-            .locate(view, &SearchKey::new(key, Suffix::Header), cursor)?
-            .is_some());
+        // The partition's entries are those from its header's key to
+        // just before its `After` key.
+        let header = SearchKey::new(key, Suffix::Header);
+        let Some(entry) = state.tree.seek(view, &header, false, cursor)? else {
+            return Ok(false);
+        };
+        let stored = view.managed(entry.key)?;
+        return Ok(SearchKey::new(key, Suffix::After).cmp_stored(&stored) == Ordering::Greater);
     }
     let Some((start, strict)) = range_start(range) else {
         return Ok(false);
@@ -146,10 +153,10 @@ fn first_in_range(
         Bound::Included(RingPosition::Token(t)) => token <= *t,
         Bound::Excluded(RingPosition::Token(t)) => token < *t,
         Bound::Included(RingPosition::Key(k)) => {
-            SearchKey::new(k, Suffix::Header).cmp_stored(&stored) != std::cmp::Ordering::Less
+            SearchKey::new(k, Suffix::After).cmp_stored(&stored) == Ordering::Greater
         }
         Bound::Excluded(RingPosition::Key(k)) => {
-            SearchKey::new(k, Suffix::Header).cmp_stored(&stored) == std::cmp::Ordering::Greater
+            SearchKey::new(k, Suffix::Header).cmp_stored(&stored) == Ordering::Greater
         }
     })
 }
@@ -275,10 +282,12 @@ impl MemtableReader {
     /// The next entry after the resume point, reusing the cursor when the
     /// index has not changed.
     fn next_entry(&mut self, state: &State, view: &impl View) -> Result<Option<Entry>, Error> {
-        if self.cursor_version == Some(state.version)
-            && let Resume::After(_) = self.resume
-        {
-            return state.tree.advance(view, &mut self.cursor);
+        if self.cursor_version == Some(state.version) {
+            match self.resume {
+                Resume::After(_) => return state.tree.advance(view, &mut self.cursor),
+                Resume::From(_) => return state.tree.current(view, &self.cursor),
+                Resume::Start => {}
+            }
         }
         match &self.resume {
             Resume::Start => match range_start(&self.range) {
@@ -354,11 +363,9 @@ impl MemtableReader {
         let stored = view.managed(entry.key)?;
         let stored_bytes = stored.to_vec();
         let decoded = key::decode(&stored_bytes)?;
-        if decoded.row.is_some() {
-            return Err(Error::Corrupt {
-                detail: "a row without its partition header".into(),
-            });
-        }
+        // A partition whose header is empty may have no header entry: its
+        // first entry is then its first row.
+        let has_header = decoded.row.is_none();
         let dk = decoded.partition;
         let prefix = stored_bytes[..decoded.prefix_len].to_vec();
         let mut after = prefix.clone();
@@ -379,8 +386,12 @@ impl MemtableReader {
             self.cursor_version = None;
             return Ok(());
         }
-        let header = with_bytes(&view.managed(entry.value)?, codec::decode_header)?;
-        self.report(&state, &view, &entry);
+        let header = if has_header {
+            self.report(&state, &view, &entry);
+            with_bytes(&view.managed(entry.value)?, codec::decode_header)?
+        } else {
+            codec::Header::default()
+        };
         self.queue.push_back(Fragment::PartitionStart {
             key: dk.clone(),
             tombstone: header.tombstone,
@@ -407,8 +418,13 @@ impl MemtableReader {
             }
         }
         match self.slice.start() {
-            Bound::Unbounded => {
+            Bound::Unbounded if has_header => {
                 self.resume = Resume::After(stored_bytes);
+                self.cursor_version = Some(version);
+            }
+            Bound::Unbounded => {
+                // The cursor is at the first row: it comes next.
+                self.resume = Resume::From(stored_bytes);
                 self.cursor_version = Some(version);
             }
             Bound::Included(k) | Bound::Excluded(k) => {

@@ -676,6 +676,64 @@ impl Tree {
         }
     }
 
+    /// The entry at `cursor`'s position, or if that position is one past
+    /// its leaf's last entry (where [`locate`](Self::locate) may leave it),
+    /// the first entry of the next leaf; `cursor` is not moved.
+    pub(crate) fn peek(&self, view: &impl View, cursor: &Cursor) -> Result<Option<Entry>, Error> {
+        if cursor.depth == 0 {
+            return Ok(None);
+        }
+        let leaf = cursor.depth - 1;
+        let bytes = view.get(cursor.nodes[leaf].expect("positioned"))?;
+        if cursor.idx[leaf] < count(bytes) {
+            return Self::leaf_entry(bytes, cursor.idx[leaf]).map(Some);
+        }
+        self.climb(view, &mut cursor.clone())
+    }
+
+    /// The entry `cursor` is at (where [`seek`](Self::seek) or
+    /// [`advance`](Self::advance) left it), or `None` if it is exhausted.
+    pub(crate) fn current(
+        &self,
+        view: &impl View,
+        cursor: &Cursor,
+    ) -> Result<Option<Entry>, Error> {
+        if cursor.depth == 0 {
+            return Ok(None);
+        }
+        let leaf = cursor.depth - 1;
+        let bytes = view.get(cursor.nodes[leaf].expect("positioned"))?;
+        if cursor.idx[leaf] >= count(bytes) {
+            return Err(corrupt("cursor past its leaf"));
+        }
+        Self::leaf_entry(bytes, cursor.idx[leaf]).map(Some)
+    }
+
+    /// If the entry at `cursor`'s position in its leaf has exactly `key`,
+    /// returns it (no descent; `cursor` stays at it); otherwise `None`.
+    pub(crate) fn here_if(
+        &self,
+        view: &impl View,
+        key: &SearchKey<'_>,
+        cursor: &Cursor,
+    ) -> Result<Option<Entry>, Error> {
+        if cursor.depth == 0 {
+            return Ok(None);
+        }
+        let leaf = cursor.depth - 1;
+        let bytes = view.get(cursor.nodes[leaf].expect("positioned"))?;
+        let at = cursor.idx[leaf];
+        if at >= count(bytes) {
+            return Ok(None);
+        }
+        let o = HEADER + at * ENTRY;
+        let key_head = u64::from_be_bytes(key.head());
+        if cmp_key(view, key, key_head, bytes, o + 2 * MB, o)? != Ordering::Equal {
+            return Ok(None);
+        }
+        Self::leaf_entry(bytes, at).map(Some)
+    }
+
     /// If the entry just after `cursor`'s position in the same leaf has
     /// exactly `key`, moves `cursor` to it and returns it (no descent);
     /// otherwise `None`, `cursor` unchanged. `cursor` must be at an entry

@@ -124,72 +124,119 @@ fn failure_at_every_allocation_point_changes_nothing() {
     assert_eq!(scan(&mt), want);
 }
 
-/// Partitions with an empty header share one stored header value, which
-/// the first apply that needs it allocates. If that apply fails at any
-/// point, the memtable forgets the value with everything else; later
-/// partitions, and a header that stops being empty, leave the shared value
-/// to the others.
+/// A partition whose header is empty (no tombstone, static row or range
+/// tombstone) and that has rows stores no header entry: a single-row
+/// partition is two objects. A partition with nothing at all (an empty
+/// mutation) keeps a header entry, so that it is still there; those share
+/// one stored empty header value, which the first apply that needs it
+/// allocates. Whatever allocation of these applies fails, the memtable
+/// forgets everything the apply allocated (the shared value too); a header
+/// that stops being empty gets its own value and leaves the shared one to
+/// the others.
 #[test]
-fn the_shared_empty_header_survives_failures_and_header_changes() {
+fn headers_are_stored_only_when_needed_and_the_empty_one_is_shared() {
+    // 64 KiB segments: fanout 64, so the 30 entries below stay in one leaf
+    // and the object counts are exact.
     let pool = SegmentPool::new(
         PoolConfig::default()
-            .with_segment_size(4 << 10)
+            .with_segment_size(64 << 10)
             .with_memory_limit(16 << 20),
     )
     .unwrap();
     let group = RegionGroup::new("g", ReclaimConfig::default());
     let mt = Memtable::new(&group, &pool).unwrap();
+    let dk = |key: &str| DecoratedKey::from_bytes(key.to_string()).unwrap();
     let row = |key: &str, t: i64| {
-        Mutation::builder(DecoratedKey::from_bytes(key.to_string()).unwrap())
+        Mutation::builder(dk(key))
             .cell("c", 0, Cell::live(vec![7u8; 20], ts(t)))
             .build()
             .unwrap()
     };
-    // The first apply, failing at each of its allocations in turn.
-    let first = row("p0", 1);
-    let mut n = 1;
-    loop {
-        pool.fail_nth_allocation(n);
-        let result = mt.apply(&first);
-        pool.fail_nth_allocation(0);
-        match result {
-            Ok(()) => break,
-            Err(e) => {
-                assert!(matches!(e, Error::OutOfMemory { .. }), "point {n}: {e}");
-                assert_eq!(mt.stats().region.objects, 0, "point {n}");
-                assert!(scan(&mt).is_empty());
-                mt.check_invariants().unwrap();
+    let empty = |key: &str| Mutation::builder(dk(key)).build().unwrap();
+    // Applies `m` with a failure at each of its allocations in turn, then
+    // without; returns how many allocation points failed.
+    let apply_through_failures = |m: &Mutation| {
+        let mut n = 1;
+        loop {
+            let before_scan = scan(&mt);
+            let before = mt.stats();
+            pool.fail_nth_allocation(n);
+            let result = mt.apply(m);
+            pool.fail_nth_allocation(0);
+            match result {
+                Ok(()) => return n - 1,
+                Err(e) => {
+                    assert!(matches!(e, Error::OutOfMemory { .. }), "point {n}: {e}");
+                    let after = mt.stats();
+                    assert_eq!(after.region.objects, before.region.objects, "point {n}");
+                    assert_eq!(after.region.object_bytes, before.region.object_bytes);
+                    assert_eq!(after.partitions, before.partitions, "point {n}");
+                    assert_eq!(scan(&mt), before_scan, "point {n}");
+                    mt.check_invariants().unwrap();
+                }
             }
+            n += 1;
+            assert!(n < 100, "apply never succeeded");
         }
-        n += 1;
-        assert!(n < 100, "apply never succeeded");
-    }
-    assert!(n > 2, "the first apply allocates key, header and row");
+    };
+    // The first apply allocates the row's key and value and the first leaf.
+    let first = row("p0", 1);
+    assert_eq!(apply_through_failures(&first), 3);
     let mut applied = vec![first];
     for i in 1..20 {
         let m = row(&format!("p{i}"), 1);
         mt.apply(&m).unwrap();
         applied.push(m);
     }
-    // Three objects per partition (header key, row key, row value) plus
-    // the one shared header, and the index nodes.
-    let objects = mt.stats().region.objects;
-    let shared = 3 * 20 + 1;
-    assert!((shared..shared + 10).contains(&objects), "{objects}");
-    // A header that stops being empty gets its own value; the shared one
-    // stays for the others.
-    let delete = Mutation::builder(DecoratedKey::from_bytes("p3").unwrap())
+    // One leaf, and two objects per partition: no header entries.
+    assert_eq!(mt.stats().region.objects, 1 + 2 * 20);
+    assert_eq!(mt.stats().partitions, 20);
+
+    // An empty partition: a header key and the shared empty value.
+    let e0 = empty("e0");
+    assert_eq!(apply_through_failures(&e0), 2);
+    applied.push(e0);
+    assert_eq!(mt.stats().region.objects, 1 + 2 * 20 + 2);
+    // More empty partitions share the value: one object (the key) each.
+    for i in 1..5 {
+        let m = empty(&format!("e{i}"));
+        assert_eq!(apply_through_failures(&m), 1);
+        applied.push(m);
+    }
+    assert_eq!(mt.stats().region.objects, 1 + 2 * 20 + 2 + 4);
+    assert_eq!(mt.stats().partitions, 25);
+    // An empty mutation of a partition that is there changes nothing.
+    mt.apply(&empty("p1")).unwrap();
+    mt.apply(&empty("e1")).unwrap();
+    assert_eq!(mt.stats().region.objects, 1 + 2 * 20 + 2 + 4);
+
+    // A partition tombstone over a rows-only partition: its row goes (two
+    // objects), its header comes (key and value).
+    let delete = Mutation::builder(dk("p3"))
         .partition_tombstone(Tombstone::new(ts(5), 0))
         .build()
         .unwrap();
-    mt.apply(&delete).unwrap();
+    assert_eq!(apply_through_failures(&delete), 2);
     applied.push(delete);
+    assert_eq!(mt.stats().region.objects, 1 + 2 * 20 + 2 + 4);
+    // An empty header that stops being empty gets its own value; the
+    // shared one stays for the others.
+    let delete = Mutation::builder(dk("e2"))
+        .partition_tombstone(Tombstone::new(ts(5), 0))
+        .build()
+        .unwrap();
+    assert_eq!(apply_through_failures(&delete), 1);
+    applied.push(delete);
+    assert_eq!(mt.stats().region.objects, 1 + 2 * 20 + 2 + 4 + 1);
     mt.full_compaction().unwrap();
     mt.check_invariants().unwrap();
     assert_eq!(scan(&mt), Mutation::reconcile_all(applied.iter().cloned()));
     // New partitions still share it.
-    let more = row("p-late", 6);
-    mt.apply(&more).unwrap();
-    applied.push(more);
+    let late = empty("e-late");
+    mt.apply(&late).unwrap();
+    applied.push(late);
+    assert_eq!(mt.stats().region.objects, 1 + 2 * 20 + 2 + 4 + 1 + 1);
+    assert_eq!(mt.stats().partitions, 26);
+    assert_eq!(mt.stats().rows, 19);
     assert_eq!(scan(&mt), Mutation::reconcile_all(applied));
 }
