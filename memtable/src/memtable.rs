@@ -529,11 +529,14 @@ fn apply_partition(
     let mut cursor = Cursor::new();
     let existing = tree.locate(w, &header_key, &mut cursor)?;
     // A partition whose header is empty may have no header entry: it
-    // exists if its first row follows where the header would be.
+    // exists if its first row follows where the header would be (an entry
+    // of another token is told apart by the head the node holds).
     let rows_only = existing.is_none()
         && match tree.peek(w, &cursor)? {
-            Some(e) => with_bytes(&w.managed(e.key)?, |b| key::is_row_of(b, prefix)),
-            None => false,
+            Some(e) if e.head() == header_key.head() => {
+                with_bytes(&w.managed(e.key)?, |b| key::is_row_of(b, prefix))
+            }
+            _ => false,
         };
     if existing.is_none() && !rows_only {
         return insert_partition(

@@ -117,6 +117,11 @@ impl Entry {
             head: key.head(),
         }
     }
+
+    /// The key's first 8 bytes (its token), as the node holds them.
+    pub(crate) fn head(&self) -> [u8; HEAD] {
+        self.head
+    }
 }
 
 fn read_head(bytes: &[u8], at: usize) -> Result<[u8; HEAD], Error> {
