@@ -14,6 +14,11 @@
 //! bytes), the header first, then rows in clustering order. The escape keeps
 //! a key that is a prefix of another ordered first, whatever follows.
 //!
+//! The region stores a key without its token: the index node keeps the
+//! token next to the key's handle (as the key's head, which most
+//! comparisons stop at), so storing it again would cost 8 bytes a key.
+//! Two keys compare by their heads, then by the stored bytes.
+//!
 //! A partition's entries are exactly the keys from its header's key
 //! (`Suffix::Header`) up to, not including, its `Suffix::After` key, so a
 //! partition is found by that prefix whether or not it has a header entry:
@@ -27,6 +32,15 @@ use logalloc::ManagedRef;
 use mutation::{ClusteringKey, DecoratedKey, PartitionKey, Token};
 
 use crate::Error;
+
+/// The length of the token at the start of every encoded key. A stored
+/// key omits it: the index node holds it next to the key's handle.
+pub(crate) const TOKEN_LEN: usize = 8;
+
+/// What is stored of an encoded key: all but its token.
+pub(crate) fn tail(encoded: &[u8]) -> &[u8] {
+    encoded.get(TOKEN_LEN..).unwrap_or(&[])
+}
 
 pub(crate) const KIND_HEADER: u8 = 0;
 pub(crate) const KIND_ROW: u8 = 1;
@@ -85,7 +99,7 @@ impl<'a> SearchKey<'a> {
         }
     }
 
-    /// An encoded key, as stored.
+    /// An encoded key (all of it, token included).
     pub(crate) fn raw(bytes: &'a [u8]) -> Self {
         SearchKey {
             token: Token::MIN,
@@ -95,7 +109,13 @@ impl<'a> SearchKey<'a> {
         }
     }
 
+    #[cfg(test)]
     fn bytes(&self) -> impl Iterator<Item = u8> + 'a {
+        token_bytes(self.token).into_iter().chain(self.tail_bytes())
+    }
+
+    /// The encoded key after its token (not for raw keys).
+    fn tail_bytes(&self) -> impl Iterator<Item = u8> + 'a {
         let escaped = !matches!(self.suffix, Suffix::TokenOnly);
         let partition = self.partition;
         let part = escaped
@@ -116,11 +136,7 @@ impl<'a> SearchKey<'a> {
             Suffix::Row(ck) => (Some(KIND_ROW), ck),
             Suffix::After => (Some(KIND_AFTER), &[]),
         };
-        token_bytes(self.token)
-            .into_iter()
-            .chain(part)
-            .chain(kind)
-            .chain(ck.iter().copied())
+        part.chain(kind).chain(ck.iter().copied())
     }
 
     /// The first 8 bytes of the encoded key (every stored key has them:
@@ -173,15 +189,23 @@ impl<'a> SearchKey<'a> {
         out.extend_from_slice(ck);
     }
 
-    /// `self` compared with a stored key.
-    pub(crate) fn cmp_stored(&self, stored: &ManagedRef<'_>) -> Ordering {
+    /// `self` after its token compared with a stored key, which omits its
+    /// token (the node holds it): the order of the two keys when their
+    /// tokens, the heads, are equal.
+    pub(crate) fn cmp_tail(&self, stored: &ManagedRef<'_>) -> Ordering {
         if let Some(raw) = self.raw {
-            return stored.cmp_bytes(raw).reverse();
+            return stored.cmp_bytes(tail(raw)).reverse();
         }
         match stored.as_contiguous() {
-            Some(bytes) => self.bytes().cmp(bytes.iter().copied()),
-            None => self.bytes().cmp(stored.to_vec()),
+            Some(bytes) => self.tail_bytes().cmp(bytes.iter().copied()),
+            None => self.tail_bytes().cmp(stored.to_vec()),
         }
+    }
+
+    /// `self` compared with the key whose head (token) is `head` and whose
+    /// stored bytes are `stored`.
+    pub(crate) fn cmp_entry(&self, head: [u8; TOKEN_LEN], stored: &ManagedRef<'_>) -> Ordering {
+        self.head().cmp(&head).then_with(|| self.cmp_tail(stored))
     }
 }
 
@@ -313,6 +337,56 @@ mod tests {
         assert!(h.row.is_none());
         assert!(decode(&[1, 2, 3]).is_err());
         assert!(decode(&[0; 9]).is_err());
+    }
+
+    /// A key compares with a stored one (its head, then the stored bytes
+    /// without the token) as the whole encoded keys compare, for search
+    /// keys built from parts and raw ones, contiguous and chunked.
+    #[test]
+    fn comparing_with_stored_tails_agrees_with_whole_keys() {
+        use logalloc::{PoolConfig, Region, SegmentPool};
+        let pool = SegmentPool::new(
+            PoolConfig::default()
+                .with_segment_size(4 << 10)
+                .with_memory_limit(4 << 20),
+        )
+        .unwrap();
+        let mut region = Region::new(&pool);
+        let mut w = region.writer();
+        let long = vec![b'x'; 2000]; // chunked above the largest object
+        let pks: Vec<DecoratedKey> = [&b"a"[..], b"a\0", b"\0", b"b", &long]
+            .iter()
+            .map(|k| PartitionKey::new(k.to_vec()).unwrap().decorate())
+            .collect();
+        let suffixes = [
+            Suffix::TokenOnly,
+            Suffix::Header,
+            Suffix::Row(b""),
+            Suffix::Row(b"c\0"),
+            Suffix::Row(&long),
+            Suffix::After,
+        ];
+        let keys: Vec<SearchKey<'_>> = pks
+            .iter()
+            .flat_map(|pk| suffixes.iter().map(move |s| SearchKey::new(pk, *s)))
+            .collect();
+        let stored: Vec<([u8; TOKEN_LEN], logalloc::ManagedBytes)> = keys
+            .iter()
+            .map(|k| (k.head(), w.alloc_managed(tail(&k.encode())).unwrap()))
+            .collect();
+        for x in &keys {
+            let encoded = x.encode();
+            let raw = SearchKey::raw(&encoded);
+            for (y, (head, m)) in keys.iter().zip(&stored) {
+                let want = encoded.cmp(&y.encode());
+                let m = w.managed(*m).unwrap();
+                assert_eq!(x.cmp_entry(*head, &m), want, "{x:?} vs {y:?}");
+                assert_eq!(raw.cmp_entry(*head, &m), want, "raw {x:?} vs {y:?}");
+                if x.head() == *head {
+                    assert_eq!(x.cmp_tail(&m), want);
+                }
+            }
+        }
     }
 
     #[test]

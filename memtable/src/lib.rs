@@ -87,7 +87,8 @@
 //! array): its nodes are few and dense (up to 64 entries of 32 bytes: the
 //! key's and the value's handle and 32-bit length, and the key's first 8
 //! bytes, its token, so most comparisons in a descent are one integer
-//! comparison and never look the key up), there are no per-entry pointer
+//! comparison and never look the key up; the stored key omits them), there
+//! are no per-entry pointer
 //! towers, and compaction moves nodes like any object because nodes refer
 //! to each other by [`logalloc::Handle`], never by address. A node has a
 //! fixed size, so it is changed in place on its bytes under the region's
@@ -100,8 +101,8 @@
 //! keeps the code small; memtables mostly grow.
 //!
 //! **Objects per row.** A single-row partition with an empty header costs
-//! two region objects, the row's key and value, and one 32-byte leaf slot:
-//! no header entry. Partitions with a header entry but an empty header
+//! two region objects, the row's key (without its token) and value, and
+//! one 32-byte leaf slot: no header entry. Partitions with a header entry but an empty header
 //! (empty mutations) share one stored empty header value.
 //!
 //! **Keys and values** are [`logalloc::ManagedBytes`]: one object, or

@@ -403,6 +403,10 @@ struct Delta {
 /// The clustering key of `entry` if it is a row of the partition whose
 /// encoded prefix is `prefix`.
 fn row_of(view: &impl View, entry: &Entry, prefix: &[u8]) -> Result<Option<ClusteringKey>, Error> {
+    if entry.head()[..] != prefix[..key::TOKEN_LEN] {
+        return Ok(None);
+    }
+    let prefix = key::tail(prefix);
     let stored = view.managed(entry.key)?;
     with_bytes(&stored, |bytes| {
         if !key::is_row_of(bytes, prefix) {
@@ -534,7 +538,7 @@ fn apply_partition(
     let rows_only = existing.is_none()
         && match tree.peek(w, &cursor)? {
             Some(e) if e.head() == header_key.head() => {
-                with_bytes(&w.managed(e.key)?, |b| key::is_row_of(b, prefix))
+                with_bytes(&w.managed(e.key)?, |b| key::is_row_of(b, key::tail(prefix)))
             }
             _ => false,
         };
@@ -622,7 +626,7 @@ fn apply_partition(
             }
         }
         None => {
-            let key = undo.alloc_managed(w, header_bytes)?;
+            let key = undo.alloc_managed(w, key::tail(header_bytes))?;
             let value = header_value(w, undo, empty_header, &new_header, &mut scratch.encoded)?;
             tree.insert(w, undo, &header_key, key, value)?;
         }
@@ -664,7 +668,7 @@ fn apply_partition(
             (None, Some(new)) => {
                 encoded.clear();
                 codec::encode_row(&mut encoded, new);
-                let key = undo.alloc_managed(w, &k_bytes)?;
+                let key = undo.alloc_managed(w, key::tail(&k_bytes))?;
                 let value = undo.alloc_managed(w, &encoded)?;
                 tree.insert(w, undo, &k, key, value)?;
                 delta.rows_added += 1;
@@ -724,7 +728,7 @@ fn insert_partition(
     let rows = header_entry.into_iter().chain(m.rows().values().map(Some));
     for (i, row) in rows.enumerate() {
         let k = key_at(i);
-        let stored = undo.alloc_managed(w, k)?;
+        let stored = undo.alloc_managed(w, key::tail(k))?;
         let value = match row {
             None => header_value(w, undo, empty_header, &header, encoded)?,
             Some(row) => {
@@ -821,7 +825,7 @@ fn update_rows(
                 }
                 encoded.clear();
                 codec::encode_row(encoded, &new);
-                let stored = undo.alloc_managed(w, key)?;
+                let stored = undo.alloc_managed(w, key::tail(key))?;
                 let value = undo.alloc_managed(w, encoded)?;
                 if !tree.insert_at(w, undo, &cursor, &[Entry::new(&k, stored, value)])? {
                     tree.insert(w, undo, &k, stored, value)?;

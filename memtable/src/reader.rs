@@ -130,7 +130,8 @@ fn first_in_range(
             return Ok(false);
         };
         let stored = view.managed(entry.key)?;
-        return Ok(SearchKey::new(key, Suffix::After).cmp_stored(&stored) == Ordering::Greater);
+        let after = SearchKey::new(key, Suffix::After);
+        return Ok(after.cmp_entry(entry.head(), &stored) == Ordering::Greater);
     }
     let Some((start, strict)) = range_start(range) else {
         return Ok(false);
@@ -139,26 +140,30 @@ fn first_in_range(
         return Ok(false);
     };
     // Compare with the range's end without decoding the key (no allocation).
-    let stored = view.managed(entry.key)?;
-    let token = stored
-        .chunks()
-        .next()
-        .and_then(|c| c.get(..8))
-        .map(key::token_of)
-        .ok_or_else(|| Error::Corrupt {
-            detail: "entry key shorter than a token".into(),
-        })?;
+    let token = key::token_of(&entry.head());
+    let cmp = |k: &DecoratedKey, suffix| -> Result<Ordering, Error> {
+        let stored = view.managed(entry.key)?;
+        Ok(SearchKey::new(k, suffix).cmp_entry(entry.head(), &stored))
+    };
     Ok(match range.end() {
         Bound::Unbounded => true,
         Bound::Included(RingPosition::Token(t)) => token <= *t,
         Bound::Excluded(RingPosition::Token(t)) => token < *t,
-        Bound::Included(RingPosition::Key(k)) => {
-            SearchKey::new(k, Suffix::After).cmp_stored(&stored) == Ordering::Greater
-        }
-        Bound::Excluded(RingPosition::Key(k)) => {
-            SearchKey::new(k, Suffix::Header).cmp_stored(&stored) == Ordering::Greater
-        }
+        Bound::Included(RingPosition::Key(k)) => cmp(k, Suffix::After)? == Ordering::Greater,
+        Bound::Excluded(RingPosition::Key(k)) => cmp(k, Suffix::Header)? == Ordering::Greater,
     })
+}
+
+/// The whole encoded key of `entry`: the head the node holds (the token),
+/// then the stored bytes.
+fn full_key(view: &impl View, entry: &Entry) -> Result<Vec<u8>, Error> {
+    let stored = view.managed(entry.key)?;
+    let mut bytes = Vec::with_capacity(key::TOKEN_LEN + stored.len());
+    bytes.extend_from_slice(&entry.head());
+    for chunk in stored.chunks() {
+        bytes.extend_from_slice(chunk);
+    }
+    Ok(bytes)
 }
 
 impl Memtable {
@@ -360,8 +365,7 @@ impl MemtableReader {
             return Ok(());
         };
         let version = state.version;
-        let stored = view.managed(entry.key)?;
-        let stored_bytes = stored.to_vec();
+        let stored_bytes = full_key(&view, &entry)?;
         let decoded = key::decode(&stored_bytes)?;
         // A partition whose header is empty may have no header entry: its
         // first entry is then its first row.
@@ -474,8 +478,7 @@ impl MemtableReader {
         let prefix = &self.partition.as_ref().expect("in a partition").prefix;
         let row_key = match &entry {
             Some(e) => {
-                let stored = view.managed(e.key)?;
-                let bytes = stored.to_vec();
+                let bytes = full_key(&view, e)?;
                 if key::is_row_of(&bytes, prefix) {
                     let ck = mutation::ClusteringKey::new(bytes[prefix.len() + 1..].to_vec())?;
                     Some((ck, bytes))

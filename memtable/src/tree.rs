@@ -3,7 +3,9 @@
 //! A node is one fixed-size object (`8 + 32 * fanout` bytes, so it is
 //! changed in place): a leaf holds up to `fanout` entries of two
 //! [`ManagedBytes`] (key, value: handle and 32-bit length each) and the
-//! key's first 8 bytes; an internal node holds up to `fanout` child handles
+//! key's first 8 bytes, its token, which the stored key omits (see
+//! `key.rs`; a key is its head, then its stored bytes, and compares so);
+//! an internal node holds up to `fanout` child handles
 //! and one fewer separator keys. Inserts, value replacements, leaf splits
 //! and separator inserts work on the node's bytes; only a full internal
 //! node is decoded ([`Node`]) to split. Child `i` holds the keys in
@@ -57,7 +59,8 @@ const HEADER: usize = 8;
 /// longer, see [`Undo::alloc_managed`]).
 const MB: usize = 12;
 /// A key's first 8 bytes (its token), kept in the node next to the key's
-/// handle so that most comparisons need no lookup of the key itself.
+/// handle so that most comparisons need no lookup of the key itself; the
+/// stored key is the rest.
 const HEAD: usize = 8;
 /// A leaf entry: key, value, key head.
 const ENTRY: usize = 2 * MB + HEAD;
@@ -144,7 +147,7 @@ fn cmp_key(
     mb_at: usize,
 ) -> Result<Ordering, Error> {
     match key_head.cmp(&u64::from_be_bytes(read_head(bytes, head_at)?)) {
-        Ordering::Equal => Ok(key.cmp_stored(&view.managed(read_mb(bytes, mb_at)?)?)),
+        Ordering::Equal => Ok(key.cmp_tail(&view.managed(read_mb(bytes, mb_at)?)?)),
         unequal => Ok(unequal),
     }
 }
@@ -314,7 +317,7 @@ impl Tree {
                         .expect("8 bytes"),
                 );
                 let c = match key_head.cmp(&head) {
-                    Ordering::Equal => key.cmp_stored(&view.managed(read_mb(bytes, at)?)?),
+                    Ordering::Equal => key.cmp_tail(&view.managed(read_mb(bytes, at)?)?),
                     unequal => unequal,
                 };
                 let go_right = if below_or_equal {
@@ -412,7 +415,9 @@ impl Tree {
         cursor: &mut Cursor,
     ) -> Result<Option<Entry>, Error> {
         match self.seek(view, key, false, cursor)? {
-            Some(e) if key.cmp_stored(&view.managed(e.key)?) == Ordering::Equal => Ok(Some(e)),
+            Some(e) if key.cmp_entry(e.head, &view.managed(e.key)?) == Ordering::Equal => {
+                Ok(Some(e))
+            }
             _ => Ok(None),
         }
     }
@@ -820,9 +825,10 @@ impl Tree {
         let handle = cursor.nodes[leaf].expect("descended");
         let bytes = view.get(handle)?;
         let at = cursor.idx[leaf];
-        if at >= count(bytes)
-            || key.cmp_stored(&view.managed(Self::leaf_entry(bytes, at)?.key)?) != Ordering::Equal
-        {
+        if at >= count(bytes) || {
+            let e = Self::leaf_entry(bytes, at)?;
+            key.cmp_entry(e.head, &view.managed(e.key)?) != Ordering::Equal
+        } {
             return Err(corrupt("key not found"));
         }
         Ok((handle, at))
