@@ -28,7 +28,7 @@
 
 use std::cmp::Ordering;
 
-use logalloc::ManagedRef;
+use crate::tree::Part;
 use mutation::{ClusteringKey, DecoratedKey, PartitionKey, Token};
 
 use crate::Error;
@@ -192,19 +192,18 @@ impl<'a> SearchKey<'a> {
     /// `self` after its token compared with a stored key, which omits its
     /// token (the node holds it): the order of the two keys when their
     /// tokens, the heads, are equal.
-    pub(crate) fn cmp_tail(&self, stored: &ManagedRef<'_>) -> Ordering {
-        if let Some(raw) = self.raw {
-            return stored.cmp_bytes(tail(raw)).reverse();
-        }
-        match stored.as_contiguous() {
-            Some(bytes) => self.tail_bytes().cmp(bytes.iter().copied()),
-            None => self.tail_bytes().cmp(stored.to_vec()),
+    pub(crate) fn cmp_tail(&self, stored: &Part<'_>) -> Ordering {
+        match (self.raw, stored.as_contiguous()) {
+            (Some(raw), Some(bytes)) => tail(raw).cmp(bytes),
+            (None, Some(bytes)) => self.tail_bytes().cmp(bytes.iter().copied()),
+            (Some(raw), None) => tail(raw).cmp(&stored.to_vec()[..]),
+            (None, None) => self.tail_bytes().cmp(stored.to_vec()),
         }
     }
 
     /// `self` compared with the key whose head (token) is `head` and whose
     /// stored bytes are `stored`.
-    pub(crate) fn cmp_entry(&self, head: [u8; TOKEN_LEN], stored: &ManagedRef<'_>) -> Ordering {
+    pub(crate) fn cmp_entry(&self, head: [u8; TOKEN_LEN], stored: &Part<'_>) -> Ordering {
         self.head().cmp(&head).then_with(|| self.cmp_tail(stored))
     }
 }
@@ -340,11 +339,16 @@ mod tests {
     }
 
     /// A key compares with a stored one (its head, then the stored bytes
-    /// without the token) as the whole encoded keys compare, for search
-    /// keys built from parts and raw ones, contiguous and chunked.
+    /// without the token, the first part of an entry's string) as the
+    /// whole encoded keys compare, for search keys built from parts and raw
+    /// ones, in strings of one object and chunked ones; the key and value
+    /// parts read back as stored.
     #[test]
-    fn comparing_with_stored_tails_agrees_with_whole_keys() {
+    fn comparing_with_stored_keys_agrees_with_whole_keys() {
         use logalloc::{PoolConfig, Region, SegmentPool};
+
+        use crate::tree::Entry;
+
         let pool = SegmentPool::new(
             PoolConfig::default()
                 .with_segment_size(4 << 10)
@@ -370,20 +374,33 @@ mod tests {
             .iter()
             .flat_map(|pk| suffixes.iter().map(move |s| SearchKey::new(pk, *s)))
             .collect();
-        let stored: Vec<([u8; TOKEN_LEN], logalloc::ManagedBytes)> = keys
-            .iter()
-            .map(|k| (k.head(), w.alloc_managed(tail(&k.encode())).unwrap()))
+        let values: Vec<Vec<u8>> = (0..keys.len())
+            .map(|i| (0..[0, 5, 700, 3000][i % 4]).map(|b| b as u8).collect())
             .collect();
+        let entries: Vec<Entry> = keys
+            .iter()
+            .zip(&values)
+            .map(|(k, v)| {
+                let key_tail = tail(&k.encode()).to_vec();
+                let kv = w.alloc_managed(&[&key_tail[..], v].concat()).unwrap();
+                Entry::new(k, kv, key_tail.len())
+            })
+            .collect();
+        for ((k, v), e) in keys.iter().zip(&values).zip(&entries) {
+            assert_eq!(e.key(&w).unwrap().to_vec(), tail(&k.encode()));
+            assert_eq!(e.value(&w).unwrap().to_vec(), *v);
+            assert_eq!(e.value(&w).unwrap().with_bytes(|b| b.to_vec()), *v);
+        }
         for x in &keys {
             let encoded = x.encode();
             let raw = SearchKey::raw(&encoded);
-            for (y, (head, m)) in keys.iter().zip(&stored) {
+            for (y, e) in keys.iter().zip(&entries) {
                 let want = encoded.cmp(&y.encode());
-                let m = w.managed(*m).unwrap();
-                assert_eq!(x.cmp_entry(*head, &m), want, "{x:?} vs {y:?}");
-                assert_eq!(raw.cmp_entry(*head, &m), want, "raw {x:?} vs {y:?}");
-                if x.head() == *head {
-                    assert_eq!(x.cmp_tail(&m), want);
+                let stored = e.key(&w).unwrap();
+                assert_eq!(x.cmp_entry(e.head(), &stored), want, "{x:?} vs {y:?}");
+                assert_eq!(raw.cmp_entry(e.head(), &stored), want, "raw {x:?} vs {y:?}");
+                if x.head() == e.head() {
+                    assert_eq!(x.cmp_tail(&stored), want);
                 }
             }
         }

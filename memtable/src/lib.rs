@@ -84,16 +84,18 @@
 //! costs no more than many narrow ones.
 //!
 //! **Why a B+tree of region objects** (rather than a skip list or a sorted
-//! array): its nodes are few and dense (up to 64 entries of 32 bytes: the
-//! key's and the value's handle and 32-bit length, and the key's first 8
-//! bytes, its token, so most comparisons in a descent are one integer
-//! comparison and never look the key up; the stored key omits them), there
-//! are no per-entry pointer
-//! towers, and compaction moves nodes like any object because nodes refer
+//! array): its nodes are few and dense (a leaf holds up to 64 entries of
+//! 24 bytes: the handle and 32-bit length of the entry's one string, its
+//! key then its value, the key's length, and the key's first 8 bytes, its
+//! token, so most comparisons in a descent are one integer comparison and
+//! never look the key up; the stored key omits them), there are no
+//! per-entry pointer towers, and compaction moves nodes like any object
+//! because nodes refer
 //! to each other by [`logalloc::Handle`], never by address. A node has a
 //! fixed size, so it is changed in place on its bytes under the region's
 //! write lock ([`logalloc::RegionWriter`]): an insert shifts the entries
-//! after it, a new value overwrites 12 bytes, a full leaf splits by
+//! after it, a new value (a new string of the key and the value)
+//! overwrites 12 bytes, a full leaf splits by
 //! copying its upper half into a new node, and only a full internal node
 //! (once in tens of leaf splits) is decoded to split. A descent
 //! takes the region's shared lock once ([`logalloc::RegionReader`]).
@@ -101,9 +103,11 @@
 //! keeps the code small; memtables mostly grow.
 //!
 //! **Objects per row.** A single-row partition with an empty header costs
-//! two region objects, the row's key (without its token) and value, and
-//! one 32-byte leaf slot: no header entry. Partitions with a header entry but an empty header
-//! (empty mutations) share one stored empty header value.
+//! one region object, the row's key (without its token) and value in one
+//! string, and one 24-byte leaf slot: no header entry, and one object's
+//! overhead (12 bytes of handle table and slot list in logalloc) per entry
+//! rather than two. An overwrite writes the key again with the new value
+//! (a few tens of bytes).
 //!
 //! **Keys and values** are [`logalloc::ManagedBytes`]: one object, or
 //! chunks plus an index object above the largest object size, so a 1 MiB

@@ -3,7 +3,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
-use logalloc::{ManagedBytes, ManagedRef, RegionId, RegionStats, RegionWriter, SegmentPool};
+use logalloc::{ManagedBytes, RegionId, RegionStats, RegionWriter, SegmentPool};
 use mutation::{
     ClusteringKey, ClusteringRange, DecoratedKey, FragmentReader, Mutation, PartitionRange,
     Position, Row, Timestamp,
@@ -88,11 +88,6 @@ pub(crate) struct State {
     scratch: Scratch,
     /// String bytes applies freed since the region was last compacted.
     freed_since_compaction: usize,
-    /// The value every header entry of an empty header shares (a partition
-    /// with no rows and an empty header, from an empty mutation, keeps a
-    /// header entry; one with rows has none); never freed while the
-    /// memtable lives.
-    empty_header: Option<ManagedBytes>,
 }
 
 /// Heap buffers an apply reuses rather than allocating each time; bounded
@@ -106,7 +101,7 @@ struct Scratch {
     /// The end offset in `keys` of each key.
     ends: Vec<usize>,
     entries: Vec<Entry>,
-    /// An encoded row or header.
+    /// An entry's string: its stored key, then the encoded row or header.
     encoded: Vec<u8>,
 }
 
@@ -152,20 +147,29 @@ impl fmt::Debug for Memtable {
     }
 }
 
-/// The bytes of a stored string as one slice, copying only chunked ones.
-pub(crate) fn with_bytes<T>(m: &ManagedRef<'_>, f: impl FnOnce(&[u8]) -> T) -> T {
-    match m.as_contiguous() {
-        Some(b) => f(b),
-        None => f(&m.to_vec()),
-    }
-}
-
+/// Decodes the value of `entry`.
 fn decode_value<T>(
     view: &impl View,
-    value: logalloc::ManagedBytes,
+    entry: &Entry,
     decode: impl FnOnce(&[u8]) -> Result<T, Error>,
 ) -> Result<T, Error> {
-    with_bytes(&view.managed(value)?, decode)
+    entry.value(view)?.with_bytes(decode)
+}
+
+/// Stores an entry's string: `encoded`, the stored key (`key_tail`) and
+/// then the value `encode` appends. Returns the string and the key's
+/// length.
+fn alloc_entry(
+    w: &mut RegionWriter<'_>,
+    undo: &mut Undo,
+    encoded: &mut Vec<u8>,
+    key_tail: &[u8],
+    encode: impl FnOnce(&mut Vec<u8>),
+) -> Result<(ManagedBytes, usize), Error> {
+    encoded.clear();
+    encoded.extend_from_slice(key_tail);
+    encode(encoded);
+    Ok((undo.alloc_managed(w, encoded)?, key_tail.len()))
 }
 
 fn timestamps(m: &Mutation) -> Option<(Timestamp, Timestamp)> {
@@ -216,7 +220,6 @@ impl Memtable {
                 undo: Undo::default(),
                 scratch: Scratch::default(),
                 freed_since_compaction: 0,
-                empty_header: None,
             }),
             id,
         }))
@@ -255,9 +258,8 @@ impl Memtable {
         undo.clear();
         let scratch = &mut state.scratch;
         scratch.clear();
-        let empty_header = state.empty_header;
         let mut w = state.region.writer();
-        match apply_to(&mut w, &mut tree, undo, scratch, &mut state.empty_header, m) {
+        match apply_to(&mut w, &mut tree, undo, scratch, m) {
             Ok(delta) => {
                 let freed = undo.commit(&mut w)?;
                 drop(w);
@@ -288,7 +290,6 @@ impl Memtable {
             }
             Err(e) => {
                 undo.rollback(&mut w);
-                state.empty_header = empty_header;
                 Err(match e {
                     Error::Region(source) if source.is_out_of_memory() => Error::OutOfMemory {
                         partition: m.key().to_string(),
@@ -407,8 +408,7 @@ fn row_of(view: &impl View, entry: &Entry, prefix: &[u8]) -> Result<Option<Clust
         return Ok(None);
     }
     let prefix = key::tail(prefix);
-    let stored = view.managed(entry.key)?;
-    with_bytes(&stored, |bytes| {
+    entry.key(view)?.with_bytes(|bytes| {
         if !key::is_row_of(bytes, prefix) {
             return Ok(None);
         }
@@ -444,7 +444,7 @@ fn collect_rows(
             break;
         }
         if range.is_none_or(|r| r.contains(&ck)) && !rows.contains_key(&ck) {
-            let row = decode_value(w, entry.value, codec::decode_row)?;
+            let row = decode_value(w, &entry, codec::decode_row)?;
             rows.insert(ck, row);
         }
         next = tree.advance(w, &mut cursor)?;
@@ -481,14 +481,13 @@ fn apply_to(
     tree: &mut Tree,
     undo: &mut Undo,
     scratch: &mut Scratch,
-    empty_header: &mut Option<ManagedBytes>,
     m: &Mutation,
 ) -> Result<Delta, Error> {
     let dk: &DecoratedKey = m.key();
     // Keys are encoded once and compared with memcmp.
     let mut header_bytes = std::mem::take(&mut scratch.header_key);
     SearchKey::new(dk, Suffix::Header).encode_into(&mut header_bytes);
-    let delta = apply_partition(w, tree, undo, scratch, empty_header, m, &header_bytes);
+    let delta = apply_partition(w, tree, undo, scratch, m, &header_bytes);
     scratch.header_key = header_bytes;
     delta
 }
@@ -516,7 +515,6 @@ fn apply_partition(
     tree: &mut Tree,
     undo: &mut Undo,
     scratch: &mut Scratch,
-    empty_header: &mut Option<ManagedBytes>,
     m: &Mutation,
     header_bytes: &[u8],
 ) -> Result<Delta, Error> {
@@ -537,25 +535,16 @@ fn apply_partition(
     // of another token is told apart by the head the node holds).
     let rows_only = existing.is_none()
         && match tree.peek(w, &cursor)? {
-            Some(e) if e.head() == header_key.head() => {
-                with_bytes(&w.managed(e.key)?, |b| key::is_row_of(b, key::tail(prefix)))
-            }
+            Some(e) if e.head() == header_key.head() => e
+                .key(w)?
+                .with_bytes(|b| key::is_row_of(b, key::tail(prefix))),
             _ => false,
         };
     if existing.is_none() && !rows_only {
-        return insert_partition(
-            w,
-            tree,
-            undo,
-            scratch,
-            empty_header,
-            m,
-            header_bytes,
-            &cursor,
-        );
+        return insert_partition(w, tree, undo, scratch, m, header_bytes, &cursor);
     }
     let old_header = match existing {
-        Some(e) => decode_value(w, e.value, codec::decode_header)?,
+        Some(e) => decode_value(w, &e, codec::decode_header)?,
         None => Header::default(),
     };
     if m.partition_tombstone().is_none()
@@ -586,7 +575,7 @@ fn apply_partition(
     for ck in m.rows().keys() {
         let k = row_key(ck);
         if let Some(e) = tree.find(w, &SearchKey::raw(&k), &mut cursor)? {
-            old_rows.insert(ck.clone(), decode_value(w, e.value, codec::decode_row)?);
+            old_rows.insert(ck.clone(), decode_value(w, &e, codec::decode_row)?);
         }
     }
     if m.partition_tombstone() > old_header.tombstone {
@@ -616,19 +605,20 @@ fn apply_partition(
         range_tombstones: merged.range_tombstones().clone(),
     };
     delta.rts_after = codec::range_tombstone_count(&new_header.range_tombstones);
-    match existing {
-        _ if new_header == old_header => {}
-        Some(_) => {
-            let value = header_value(w, undo, empty_header, &new_header, &mut scratch.encoded)?;
-            let old = tree.set_value(w, undo, &header_key, value)?;
-            if Some(old) != *empty_header {
+    if new_header != old_header {
+        let (kv, key_len) = alloc_entry(
+            w,
+            undo,
+            &mut scratch.encoded,
+            key::tail(header_bytes),
+            |out| codec::encode_header_into(out, &new_header),
+        )?;
+        match existing {
+            Some(_) => {
+                let old = tree.set_value(w, undo, &header_key, kv)?;
                 undo.free_managed(old);
             }
-        }
-        None => {
-            let key = undo.alloc_managed(w, key::tail(header_bytes))?;
-            let value = header_value(w, undo, empty_header, &new_header, &mut scratch.encoded)?;
-            tree.insert(w, undo, &header_key, key, value)?;
+            None => tree.insert(w, undo, &header_key, kv, key_len)?,
         }
     }
     let merged = &merged;
@@ -638,7 +628,7 @@ fn apply_partition(
     // shadows them, and a tombstone makes the header non-empty).
     let deletes = m.partition_tombstone().is_some() || !m.range_tombstones().is_empty();
     let keys: BTreeSet<&ClusteringKey> = old_rows.keys().chain(m.rows().keys()).collect();
-    let mut encoded = Vec::new();
+    let encoded = &mut scratch.encoded;
     for ck in keys {
         let k_bytes = row_key(ck);
         let k = SearchKey::raw(&k_bytes);
@@ -646,31 +636,29 @@ fn apply_partition(
         match (old_rows.get(ck), merged.row(ck)) {
             (Some(_), None) => {
                 let e = tree.remove(w, undo, &k)?;
-                undo.free_managed(e.key);
-                undo.free_managed(e.value);
+                undo.free_managed(e.kv);
                 delta.rows_removed += 1;
                 if shadowing {
                     delta.rows_dropped += 1;
-                    delta.bytes_freed += (e.key.len() + e.value.len()) as u64;
+                    delta.bytes_freed += e.kv.len() as u64;
                 }
             }
             (Some(old), Some(new)) if old != new => {
                 check_row_size(m, ck, new)?;
-                encoded.clear();
-                codec::encode_row(&mut encoded, new);
-                let value = undo.alloc_managed(w, &encoded)?;
-                let old_value = tree.set_value(w, undo, &k, value)?;
-                undo.free_managed(old_value);
-                if shadowing && old_value.len() > value.len() {
-                    delta.bytes_freed += (old_value.len() - value.len()) as u64;
+                let (kv, _) = alloc_entry(w, undo, encoded, key::tail(&k_bytes), |out| {
+                    codec::encode_row(out, new)
+                })?;
+                let old_kv = tree.set_value(w, undo, &k, kv)?;
+                undo.free_managed(old_kv);
+                if shadowing && old_kv.len() > kv.len() {
+                    delta.bytes_freed += (old_kv.len() - kv.len()) as u64;
                 }
             }
             (None, Some(new)) => {
-                encoded.clear();
-                codec::encode_row(&mut encoded, new);
-                let key = undo.alloc_managed(w, key::tail(&k_bytes))?;
-                let value = undo.alloc_managed(w, &encoded)?;
-                tree.insert(w, undo, &k, key, value)?;
+                let (kv, key_len) = alloc_entry(w, undo, encoded, key::tail(&k_bytes), |out| {
+                    codec::encode_row(out, new)
+                })?;
+                tree.insert(w, undo, &k, kv, key_len)?;
                 delta.rows_added += 1;
             }
             _ => {}
@@ -690,7 +678,6 @@ fn insert_partition(
     tree: &mut Tree,
     undo: &mut Undo,
     scratch: &mut Scratch,
-    empty_header: &mut Option<ManagedBytes>,
     m: &Mutation,
     header_bytes: &[u8],
     cursor: &Cursor,
@@ -728,20 +715,15 @@ fn insert_partition(
     let rows = header_entry.into_iter().chain(m.rows().values().map(Some));
     for (i, row) in rows.enumerate() {
         let k = key_at(i);
-        let stored = undo.alloc_managed(w, key::tail(k))?;
-        let value = match row {
-            None => header_value(w, undo, empty_header, &header, encoded)?,
-            Some(row) => {
-                encoded.clear();
-                codec::encode_row(encoded, row);
-                undo.alloc_managed(w, encoded)?
-            }
-        };
-        entries.push(Entry::new(&SearchKey::raw(k), stored, value));
+        let (kv, key_len) = alloc_entry(w, undo, encoded, key::tail(k), |out| match row {
+            None => codec::encode_header_into(out, &header),
+            Some(row) => codec::encode_row(out, row),
+        })?;
+        entries.push(Entry::new(&SearchKey::raw(k), kv, key_len));
     }
     if !tree.insert_at(w, undo, cursor, entries)? {
         for (i, e) in entries.iter().enumerate() {
-            tree.insert(w, undo, &SearchKey::raw(key_at(i)), e.key, e.value)?;
+            tree.insert(w, undo, &SearchKey::raw(key_at(i)), e.kv, e.key_len())?;
         }
     }
     Ok(Delta {
@@ -823,69 +805,47 @@ fn update_rows(
                     at_entry = false; // where `k` would be
                     continue;
                 }
-                encoded.clear();
-                codec::encode_row(encoded, &new);
-                let stored = undo.alloc_managed(w, key::tail(key))?;
-                let value = undo.alloc_managed(w, encoded)?;
-                if !tree.insert_at(w, undo, &cursor, &[Entry::new(&k, stored, value)])? {
-                    tree.insert(w, undo, &k, stored, value)?;
+                let (kv, key_len) = alloc_entry(w, undo, encoded, key::tail(key), |out| {
+                    codec::encode_row(out, &new)
+                })?;
+                if !tree.insert_at(w, undo, &cursor, &[Entry::new(&k, kv, key_len)])? {
+                    tree.insert(w, undo, &k, kv, key_len)?;
                     positioned = false; // the index split
                 }
                 delta.rows_added += 1;
             }
             Some(e) => {
-                let mut new = decode_value(w, e.value, codec::decode_row)?;
+                let mut new = decode_value(w, &e, codec::decode_row)?;
                 new.apply(row.clone());
                 new.compact(covering);
                 if new.is_empty() {
                     let e = tree.remove(w, undo, &k)?;
                     positioned = false;
-                    undo.free_managed(e.key);
-                    undo.free_managed(e.value);
+                    undo.free_managed(e.kv);
                     delta.rows_removed += 1;
                     if shadowing {
                         delta.rows_dropped += 1;
-                        delta.bytes_freed += (e.key.len() + e.value.len()) as u64;
+                        delta.bytes_freed += e.kv.len() as u64;
                     }
                 } else {
                     check_row_size(m, ck, &new)?;
-                    // The encoding is canonical: the same bytes, the same row.
+                    // The encoding is canonical: the same bytes (key and
+                    // row), the same row.
                     encoded.clear();
+                    encoded.extend_from_slice(key::tail(key));
                     codec::encode_row(encoded, &new);
-                    if w.managed(e.value)?.cmp_bytes(encoded) == std::cmp::Ordering::Equal {
+                    if w.managed(e.kv)?.cmp_bytes(encoded) == std::cmp::Ordering::Equal {
                         continue;
                     }
-                    let value = undo.alloc_managed(w, encoded)?;
-                    let old_value = tree.set_value_here(w, undo, &cursor, value)?;
-                    undo.free_managed(old_value);
-                    if shadowing && old_value.len() > value.len() {
-                        delta.bytes_freed += (old_value.len() - value.len()) as u64;
+                    let kv = undo.alloc_managed(w, encoded)?;
+                    let old_kv = tree.set_value_here(w, undo, &cursor, kv)?;
+                    undo.free_managed(old_kv);
+                    if shadowing && old_kv.len() > kv.len() {
+                        delta.bytes_freed += (old_kv.len() - kv.len()) as u64;
                     }
                 }
             }
         }
     }
     Ok(delta)
-}
-
-/// The stored value of a partition header: the memtable's one shared empty
-/// header (allocated by the first apply that needs it), or a new string.
-fn header_value(
-    w: &mut RegionWriter<'_>,
-    undo: &mut Undo,
-    empty_header: &mut Option<ManagedBytes>,
-    header: &Header,
-    encoded: &mut Vec<u8>,
-) -> Result<ManagedBytes, Error> {
-    let empty = *header == Header::default();
-    if empty && let Some(shared) = *empty_header {
-        return Ok(shared);
-    }
-    encoded.clear();
-    codec::encode_header_into(encoded, header);
-    let value = undo.alloc_managed(w, encoded)?;
-    if empty {
-        *empty_header = Some(value);
-    }
-    Ok(value)
 }

@@ -13,7 +13,7 @@ use mutation::{
 use crate::Error;
 use crate::codec;
 use crate::key::{self, SearchKey, Suffix};
-use crate::memtable::{Memtable, State, with_bytes};
+use crate::memtable::{Memtable, State};
 use crate::sync::Arc;
 use crate::tree::{Cursor, Entry, View};
 
@@ -129,9 +129,8 @@ fn first_in_range(
         let Some(entry) = state.tree.seek(view, &header, false, cursor)? else {
             return Ok(false);
         };
-        let stored = view.managed(entry.key)?;
         let after = SearchKey::new(key, Suffix::After);
-        return Ok(after.cmp_entry(entry.head(), &stored) == Ordering::Greater);
+        return Ok(after.cmp_entry(entry.head(), &entry.key(view)?) == Ordering::Greater);
     }
     let Some((start, strict)) = range_start(range) else {
         return Ok(false);
@@ -142,8 +141,7 @@ fn first_in_range(
     // Compare with the range's end without decoding the key (no allocation).
     let token = key::token_of(&entry.head());
     let cmp = |k: &DecoratedKey, suffix| -> Result<Ordering, Error> {
-        let stored = view.managed(entry.key)?;
-        Ok(SearchKey::new(k, suffix).cmp_entry(entry.head(), &stored))
+        Ok(SearchKey::new(k, suffix).cmp_entry(entry.head(), &entry.key(view)?))
     };
     Ok(match range.end() {
         Bound::Unbounded => true,
@@ -157,12 +155,10 @@ fn first_in_range(
 /// The whole encoded key of `entry`: the head the node holds (the token),
 /// then the stored bytes.
 fn full_key(view: &impl View, entry: &Entry) -> Result<Vec<u8>, Error> {
-    let stored = view.managed(entry.key)?;
+    let stored = entry.key(view)?;
     let mut bytes = Vec::with_capacity(key::TOKEN_LEN + stored.len());
     bytes.extend_from_slice(&entry.head());
-    for chunk in stored.chunks() {
-        bytes.extend_from_slice(chunk);
-    }
+    stored.copy_to(&mut bytes);
     Ok(bytes)
 }
 
@@ -314,8 +310,7 @@ impl MemtableReader {
         }
         if let Some(progress) = &mut self.progress {
             let held = view.stats().used_bytes;
-            let bytes =
-                (entry.key.len() + entry.value.len()).min(held.saturating_sub(self.reported));
+            let bytes = entry.kv.len().min(held.saturating_sub(self.reported));
             if bytes > 0 {
                 self.reported += bytes;
                 progress(bytes);
@@ -392,7 +387,7 @@ impl MemtableReader {
         }
         let header = if has_header {
             self.report(&state, &view, &entry);
-            with_bytes(&view.managed(entry.value)?, codec::decode_header)?
+            entry.value(&view)?.with_bytes(codec::decode_header)?
         } else {
             codec::Header::default()
         };
@@ -508,7 +503,7 @@ impl MemtableReader {
             self.end_partition();
             return Ok(());
         }
-        let row = with_bytes(&view.managed(entry.value)?, codec::decode_row)?;
+        let row = entry.value(&view)?.with_bytes(codec::decode_row)?;
         self.report(&state, &view, &entry);
         let partition = self.partition.as_mut().expect("in a partition");
         while partition.changes.front().is_some_and(|(p, _)| *p < at) {

@@ -27,7 +27,7 @@ fn ts(t: i64) -> Timestamp {
 
 #[test]
 fn failure_at_every_allocation_point_changes_nothing() {
-    // 4 KiB segments: fanout 12 and a 409-byte largest object, so these
+    // 4 KiB segments: fanout 14 and a 409-byte largest object, so these
     // mutations split nodes and chunk values.
     let pool = SegmentPool::new(
         PoolConfig::default()
@@ -108,9 +108,9 @@ fn failure_at_every_allocation_point_changes_nothing() {
         total_points += n - 1;
         mt.check_invariants().unwrap();
     }
-    // The mutations above exercise many allocation points (keys, values,
-    // chunk indexes, node splits, separators, new roots).
-    assert!(total_points > 100, "only {total_points} allocation points");
+    // The mutations above exercise many allocation points (entries' key
+    // and value strings, chunk indexes, node splits, separators, new roots).
+    assert!(total_points > 60, "only {total_points} allocation points");
     let want = Mutation::reconcile_all(
         std::iter::once({
             let mut b = Mutation::builder(wide.clone());
@@ -126,17 +126,15 @@ fn failure_at_every_allocation_point_changes_nothing() {
 
 /// A partition whose header is empty (no tombstone, static row or range
 /// tombstone) and that has rows stores no header entry: a single-row
-/// partition is two objects. A partition with nothing at all (an empty
-/// mutation) keeps a header entry, so that it is still there; those share
-/// one stored empty header value, which the first apply that needs it
-/// allocates. Whatever allocation of these applies fails, the memtable
-/// forgets everything the apply allocated (the shared value too); a header
-/// that stops being empty gets its own value and leaves the shared one to
-/// the others.
+/// partition is one object (its key and value in one string). A partition
+/// with nothing at all (an empty mutation) keeps a header entry, so that it
+/// is still there. Whatever allocation of these applies fails, the memtable
+/// forgets everything the apply allocated; a header that becomes non-empty
+/// is stored as its partition's first entry.
 #[test]
-fn headers_are_stored_only_when_needed_and_the_empty_one_is_shared() {
-    // 64 KiB segments: fanout 64, so the 30 entries below stay in one leaf
-    // and the object counts are exact.
+fn headers_are_stored_only_when_needed() {
+    // 64 KiB segments: a fanout of 64, so the 30 entries below stay in one
+    // leaf and the object counts are exact.
     let pool = SegmentPool::new(
         PoolConfig::default()
             .with_segment_size(64 << 10)
@@ -179,64 +177,60 @@ fn headers_are_stored_only_when_needed_and_the_empty_one_is_shared() {
             assert!(n < 100, "apply never succeeded");
         }
     };
-    // The first apply allocates the row's key and value and the first leaf.
+    // The first apply allocates the row's entry and the first leaf.
     let first = row("p0", 1);
-    assert_eq!(apply_through_failures(&first), 3);
+    assert_eq!(apply_through_failures(&first), 2);
     let mut applied = vec![first];
     for i in 1..20 {
         let m = row(&format!("p{i}"), 1);
         mt.apply(&m).unwrap();
         applied.push(m);
     }
-    // One leaf, and two objects per partition: no header entries.
-    assert_eq!(mt.stats().region.objects, 1 + 2 * 20);
+    // One leaf, and one object per partition: no header entries.
+    assert_eq!(mt.stats().region.objects, 1 + 20);
     assert_eq!(mt.stats().partitions, 20);
 
-    // An empty partition: a header key and the shared empty value.
-    let e0 = empty("e0");
-    assert_eq!(apply_through_failures(&e0), 2);
-    applied.push(e0);
-    assert_eq!(mt.stats().region.objects, 1 + 2 * 20 + 2);
-    // More empty partitions share the value: one object (the key) each.
-    for i in 1..5 {
+    // Empty partitions: a header entry each.
+    for i in 0..5 {
         let m = empty(&format!("e{i}"));
         assert_eq!(apply_through_failures(&m), 1);
         applied.push(m);
     }
-    assert_eq!(mt.stats().region.objects, 1 + 2 * 20 + 2 + 4);
+    assert_eq!(mt.stats().region.objects, 1 + 20 + 5);
     assert_eq!(mt.stats().partitions, 25);
     // An empty mutation of a partition that is there changes nothing.
     mt.apply(&empty("p1")).unwrap();
     mt.apply(&empty("e1")).unwrap();
-    assert_eq!(mt.stats().region.objects, 1 + 2 * 20 + 2 + 4);
+    assert_eq!(mt.stats().region.objects, 1 + 20 + 5);
 
-    // A partition tombstone over a rows-only partition: its row goes (two
-    // objects), its header comes (key and value).
+    // A partition tombstone over a rows-only partition: its row goes, its
+    // header comes.
     let delete = Mutation::builder(dk("p3"))
         .partition_tombstone(Tombstone::new(ts(5), 0))
         .build()
         .unwrap();
-    assert_eq!(apply_through_failures(&delete), 2);
+    assert_eq!(apply_through_failures(&delete), 1);
     applied.push(delete);
-    assert_eq!(mt.stats().region.objects, 1 + 2 * 20 + 2 + 4);
-    // An empty header that stops being empty gets its own value; the
-    // shared one stays for the others.
+    assert_eq!(mt.stats().region.objects, 1 + 20 + 5);
+    // An empty header that stops being empty is replaced.
     let delete = Mutation::builder(dk("e2"))
         .partition_tombstone(Tombstone::new(ts(5), 0))
         .build()
         .unwrap();
     assert_eq!(apply_through_failures(&delete), 1);
     applied.push(delete);
-    assert_eq!(mt.stats().region.objects, 1 + 2 * 20 + 2 + 4 + 1);
+    assert_eq!(mt.stats().region.objects, 1 + 20 + 5);
+    // A static row added to a rows-only partition.
+    let stat = Mutation::builder(dk("p4"))
+        .static_cell(3, Cell::live("s", ts(6)))
+        .build()
+        .unwrap();
+    assert_eq!(apply_through_failures(&stat), 1);
+    applied.push(stat);
+    assert_eq!(mt.stats().region.objects, 1 + 20 + 5 + 1);
     mt.full_compaction().unwrap();
     mt.check_invariants().unwrap();
     assert_eq!(scan(&mt), Mutation::reconcile_all(applied.iter().cloned()));
-    // New partitions still share it.
-    let late = empty("e-late");
-    mt.apply(&late).unwrap();
-    applied.push(late);
-    assert_eq!(mt.stats().region.objects, 1 + 2 * 20 + 2 + 4 + 1 + 1);
-    assert_eq!(mt.stats().partitions, 26);
+    assert_eq!(mt.stats().partitions, 25);
     assert_eq!(mt.stats().rows, 19);
-    assert_eq!(scan(&mt), Mutation::reconcile_all(applied));
 }
