@@ -529,12 +529,12 @@ fn apply_partition(
         k
     };
     let mut cursor = Cursor::new();
-    let existing = tree.locate(w, &header_key, &mut cursor)?;
+    let (existing, next) = tree.locate_and_next(w, &header_key, &mut cursor)?;
     // A partition whose header is empty may have no header entry: it
     // exists if its first row follows where the header would be (an entry
     // of another token is told apart by the head the node holds).
     let rows_only = existing.is_none()
-        && match tree.peek(w, &cursor)? {
+        && match next {
             Some(e) if e.head() == header_key.head() => e
                 .key(w)?
                 .with_bytes(|b| key::is_row_of(b, key::tail(prefix))),

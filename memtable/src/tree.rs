@@ -822,19 +822,30 @@ impl Tree {
         }
     }
 
-    /// The entry at `cursor`'s position, or if that position is one past
-    /// its leaf's last entry (where [`locate`](Self::locate) may leave it),
-    /// the first entry of the next leaf; `cursor` is not moved.
-    pub(crate) fn peek(&self, view: &impl View, cursor: &Cursor) -> Result<Option<Entry>, Error> {
-        if cursor.depth == 0 {
-            return Ok(None);
+    /// [`locate`](Self::locate), also returning the first entry `>= key`
+    /// (the exact one if there is one): the entry at `cursor`'s position,
+    /// or the first of the next leaf if that position is one past its
+    /// leaf's last entry (`cursor` stays at the position either way).
+    pub(crate) fn locate_and_next(
+        &self,
+        view: &impl View,
+        key: &SearchKey<'_>,
+        cursor: &mut Cursor,
+    ) -> Result<(Option<Entry>, Option<Entry>), Error> {
+        if !self.descend(view, key, false, cursor)? {
+            return Ok((None, None));
         }
         let leaf = cursor.depth - 1;
-        let bytes = view.get(cursor.nodes[leaf].expect("positioned"))?;
-        if cursor.idx[leaf] < count(bytes) {
-            return Self::leaf_entry(bytes, cursor.idx[leaf]).map(Some);
+        let bytes = view.get(cursor.nodes[leaf].expect("descended"))?;
+        let at = cursor.idx[leaf];
+        if at >= count(bytes) {
+            return Ok((None, self.climb(view, &mut cursor.clone())?));
         }
-        self.climb(view, &mut cursor.clone())
+        let next = Self::leaf_entry(bytes, at)?;
+        let o = HEADER + at * ENTRY;
+        let key_head = u64::from_be_bytes(key.head());
+        let exact = cmp_key(view, key, key_head, bytes, o)? == Ordering::Equal;
+        Ok((exact.then_some(next), Some(next)))
     }
 
     /// The entry `cursor` is at (where [`seek`](Self::seek) or
