@@ -196,8 +196,11 @@ impl<'a> SearchKey<'a> {
         match (self.raw, stored.as_contiguous()) {
             (Some(raw), Some(bytes)) => tail(raw).cmp(bytes),
             (None, Some(bytes)) => self.tail_bytes().cmp(bytes.iter().copied()),
-            (Some(raw), None) => tail(raw).cmp(&stored.to_vec()[..]),
-            (None, None) => self.tail_bytes().cmp(stored.to_vec()),
+            // A chunked string, compared piece by piece.
+            (Some(raw), None) => stored.cmp_bytes(tail(raw)).reverse(),
+            (None, None) => self
+                .tail_bytes()
+                .cmp(stored.pieces().flat_map(|p| p.iter().copied())),
         }
     }
 

@@ -90,15 +90,14 @@
 //! token, so most comparisons in a descent are one integer comparison and
 //! never look the key up; the stored key omits them), there are no
 //! per-entry pointer towers, and compaction moves nodes like any object
-//! because nodes refer
-//! to each other by [`logalloc::Handle`], never by address. A node has a
-//! fixed size, so it is changed in place on its bytes under the region's
-//! write lock ([`logalloc::RegionWriter`]): an insert shifts the entries
-//! after it, a new value (a new string of the key and the value)
-//! overwrites 12 bytes, a full leaf splits by
-//! copying its upper half into a new node, and only a full internal node
-//! (once in tens of leaf splits) is decoded to split. A descent
-//! takes the region's shared lock once ([`logalloc::RegionReader`]).
+//! because nodes refer to each other by [`logalloc::Handle`], never by
+//! address. A node has a fixed size, so it is changed in place on its
+//! bytes under the region's write lock ([`logalloc::RegionWriter`]): an
+//! insert shifts the entries after it, a new value (a new string of the
+//! key and the value) overwrites 12 bytes, a full leaf splits by copying
+//! its upper half into a new node, and only a full internal node (once in
+//! tens of leaf splits) is decoded to split. A descent takes the region's
+//! shared lock once ([`logalloc::RegionReader`]).
 //! Deletion does not rebalance: an emptied leaf leaves its parent, which
 //! keeps the code small; memtables mostly grow.
 //!

@@ -192,18 +192,41 @@ impl<'a> Part<'a> {
             .and_then(|b| b.get(self.start..self.end))
     }
 
-    /// Appends the bytes to `out`.
-    pub(crate) fn copy_to(&self, out: &mut Vec<u8>) {
+    /// The bytes, in the pieces the string's chunks hold them.
+    pub(crate) fn pieces(&self) -> impl Iterator<Item = &'a [u8]> + '_ {
         let mut pos = 0;
-        for chunk in self.whole.chunks() {
+        self.whole.chunks().filter_map(move |chunk| {
             let (from, to) = (pos, pos + chunk.len());
             pos = to;
             if to <= self.start || from >= self.end {
-                continue;
+                return None;
             }
-            let lo = self.start.max(from) - from;
-            let hi = self.end.min(to) - from;
-            out.extend_from_slice(&chunk[lo..hi]);
+            Some(&chunk[self.start.max(from) - from..self.end.min(to) - from])
+        })
+    }
+
+    /// The bytes compared with `other`, piece by piece (no copy).
+    pub(crate) fn cmp_bytes(&self, other: &[u8]) -> Ordering {
+        let mut rest = other;
+        for piece in self.pieces() {
+            let n = piece.len().min(rest.len());
+            match piece[..n].cmp(&rest[..n]) {
+                Ordering::Equal if n < piece.len() => return Ordering::Greater,
+                Ordering::Equal => rest = &rest[n..],
+                unequal => return unequal,
+            }
+        }
+        if rest.is_empty() {
+            Ordering::Equal
+        } else {
+            Ordering::Less
+        }
+    }
+
+    /// Appends the bytes to `out`.
+    pub(crate) fn copy_to(&self, out: &mut Vec<u8>) {
+        for piece in self.pieces() {
+            out.extend_from_slice(piece);
         }
     }
 
