@@ -1,7 +1,7 @@
 //! Entry keys: one order-preserving byte string per index entry.
 //!
-//! A partition header and every row of the partition are entries of one
-//! B+tree, keyed by
+//! A partition's header (when it has an entry) and every row of the
+//! partition are entries of one B+tree, keyed by
 //!
 //! ```text
 //! token (8 bytes, big-endian, sign bit flipped)
@@ -13,13 +13,34 @@
 //! so that bytewise order is ring order of partitions (token, then key
 //! bytes), the header first, then rows in clustering order. The escape keeps
 //! a key that is a prefix of another ordered first, whatever follows.
+//!
+//! The region stores a key without its token: the index node keeps the
+//! token next to the key's handle (as the key's head, which most
+//! comparisons stop at), so storing it again would cost 8 bytes a key.
+//! Two keys compare by their heads, then by the stored bytes.
+//!
+//! A partition's entries are exactly the keys from its header's key
+//! (`Suffix::Header`) up to, not including, its `Suffix::After` key, so a
+//! partition is found by that prefix whether or not it has a header entry:
+//! one whose header is empty (no partition tombstone, static row or range
+//! tombstone) and that has rows is stored as its rows alone, and its first
+//! entry is its first row.
 
 use std::cmp::Ordering;
 
-use logalloc::ManagedRef;
+use crate::tree::Part;
 use mutation::{ClusteringKey, DecoratedKey, PartitionKey, Token};
 
 use crate::Error;
+
+/// The length of the token at the start of every encoded key. A stored
+/// key omits it: the index node holds it next to the key's handle.
+pub(crate) const TOKEN_LEN: usize = 8;
+
+/// What is stored of an encoded key: all but its token.
+pub(crate) fn tail(encoded: &[u8]) -> &[u8] {
+    encoded.get(TOKEN_LEN..).unwrap_or(&[])
+}
 
 pub(crate) const KIND_HEADER: u8 = 0;
 pub(crate) const KIND_ROW: u8 = 1;
@@ -78,7 +99,7 @@ impl<'a> SearchKey<'a> {
         }
     }
 
-    /// An encoded key, as stored.
+    /// An encoded key (all of it, token included).
     pub(crate) fn raw(bytes: &'a [u8]) -> Self {
         SearchKey {
             token: Token::MIN,
@@ -88,7 +109,13 @@ impl<'a> SearchKey<'a> {
         }
     }
 
+    #[cfg(test)]
     fn bytes(&self) -> impl Iterator<Item = u8> + 'a {
+        token_bytes(self.token).into_iter().chain(self.tail_bytes())
+    }
+
+    /// The encoded key after its token (not for raw keys).
+    fn tail_bytes(&self) -> impl Iterator<Item = u8> + 'a {
         let escaped = !matches!(self.suffix, Suffix::TokenOnly);
         let partition = self.partition;
         let part = escaped
@@ -109,11 +136,7 @@ impl<'a> SearchKey<'a> {
             Suffix::Row(ck) => (Some(KIND_ROW), ck),
             Suffix::After => (Some(KIND_AFTER), &[]),
         };
-        token_bytes(self.token)
-            .into_iter()
-            .chain(part)
-            .chain(kind)
-            .chain(ck.iter().copied())
+        part.chain(kind).chain(ck.iter().copied())
     }
 
     /// The first 8 bytes of the encoded key (every stored key has them:
@@ -166,15 +189,25 @@ impl<'a> SearchKey<'a> {
         out.extend_from_slice(ck);
     }
 
-    /// `self` compared with a stored key.
-    pub(crate) fn cmp_stored(&self, stored: &ManagedRef<'_>) -> Ordering {
-        if let Some(raw) = self.raw {
-            return stored.cmp_bytes(raw).reverse();
+    /// `self` after its token compared with a stored key, which omits its
+    /// token (the node holds it): the order of the two keys when their
+    /// tokens, the heads, are equal.
+    pub(crate) fn cmp_tail(&self, stored: &Part<'_>) -> Ordering {
+        match (self.raw, stored.as_contiguous()) {
+            (Some(raw), Some(bytes)) => tail(raw).cmp(bytes),
+            (None, Some(bytes)) => self.tail_bytes().cmp(bytes.iter().copied()),
+            // A chunked string, compared piece by piece.
+            (Some(raw), None) => stored.cmp_bytes(tail(raw)).reverse(),
+            (None, None) => self
+                .tail_bytes()
+                .cmp(stored.pieces().flat_map(|p| p.iter().copied())),
         }
-        match stored.as_contiguous() {
-            Some(bytes) => self.bytes().cmp(bytes.iter().copied()),
-            None => self.bytes().cmp(stored.to_vec()),
-        }
+    }
+
+    /// `self` compared with the key whose head (token) is `head` and whose
+    /// stored bytes are `stored`.
+    pub(crate) fn cmp_entry(&self, head: [u8; TOKEN_LEN], stored: &Part<'_>) -> Ordering {
+        self.head().cmp(&head).then_with(|| self.cmp_tail(stored))
     }
 }
 
@@ -306,6 +339,74 @@ mod tests {
         assert!(h.row.is_none());
         assert!(decode(&[1, 2, 3]).is_err());
         assert!(decode(&[0; 9]).is_err());
+    }
+
+    /// A key compares with a stored one (its head, then the stored bytes
+    /// without the token, the first part of an entry's string) as the
+    /// whole encoded keys compare, for search keys built from parts and raw
+    /// ones, in strings of one object and chunked ones; the key and value
+    /// parts read back as stored.
+    #[test]
+    fn comparing_with_stored_keys_agrees_with_whole_keys() {
+        use logalloc::{PoolConfig, Region, SegmentPool};
+
+        use crate::tree::Entry;
+
+        let pool = SegmentPool::new(
+            PoolConfig::default()
+                .with_segment_size(4 << 10)
+                .with_memory_limit(4 << 20),
+        )
+        .unwrap();
+        let mut region = Region::new(&pool);
+        let mut w = region.writer();
+        let long = vec![b'x'; 2000]; // chunked above the largest object
+        let pks: Vec<DecoratedKey> = [&b"a"[..], b"a\0", b"\0", b"b", &long]
+            .iter()
+            .map(|k| PartitionKey::new(k.to_vec()).unwrap().decorate())
+            .collect();
+        let suffixes = [
+            Suffix::TokenOnly,
+            Suffix::Header,
+            Suffix::Row(b""),
+            Suffix::Row(b"c\0"),
+            Suffix::Row(&long),
+            Suffix::After,
+        ];
+        let keys: Vec<SearchKey<'_>> = pks
+            .iter()
+            .flat_map(|pk| suffixes.iter().map(move |s| SearchKey::new(pk, *s)))
+            .collect();
+        let values: Vec<Vec<u8>> = (0..keys.len())
+            .map(|i| (0..[0, 5, 700, 3000][i % 4]).map(|b| b as u8).collect())
+            .collect();
+        let entries: Vec<Entry> = keys
+            .iter()
+            .zip(&values)
+            .map(|(k, v)| {
+                let key_tail = tail(&k.encode()).to_vec();
+                let kv = w.alloc_managed(&[&key_tail[..], v].concat()).unwrap();
+                Entry::new(k, kv, key_tail.len())
+            })
+            .collect();
+        for ((k, v), e) in keys.iter().zip(&values).zip(&entries) {
+            assert_eq!(e.key(&w).unwrap().to_vec(), tail(&k.encode()));
+            assert_eq!(e.value(&w).unwrap().to_vec(), *v);
+            assert_eq!(e.value(&w).unwrap().with_bytes(|b| b.to_vec()), *v);
+        }
+        for x in &keys {
+            let encoded = x.encode();
+            let raw = SearchKey::raw(&encoded);
+            for (y, e) in keys.iter().zip(&entries) {
+                let want = encoded.cmp(&y.encode());
+                let stored = e.key(&w).unwrap();
+                assert_eq!(x.cmp_entry(e.head(), &stored), want, "{x:?} vs {y:?}");
+                assert_eq!(raw.cmp_entry(e.head(), &stored), want, "raw {x:?} vs {y:?}");
+                if x.head() == e.head() {
+                    assert_eq!(x.cmp_tail(&stored), want);
+                }
+            }
+        }
     }
 
     #[test]

@@ -66,36 +66,54 @@
 //! clustering key. Bytewise order is ring order, then clustering order, so
 //! one ordered index serves partition lookups, row lookups, range scans and
 //! slices, and a reader's position is a single key to re-seek from.
+//!
+//! **The header entry is optional.** A partition whose header is empty (no
+//! partition tombstone, static row or range tombstone: most partitions)
+//! and that has rows is stored as its rows alone. A partition exists while
+//! it has an entry, so one with neither rows nor a non-empty header (an
+//! empty mutation) keeps a header entry. Every partition's entries lie
+//! between its header's key and the key just after its last row, so apply
+//! and the readers find it by that prefix either way: a reader that meets
+//! a row first starts the partition with an empty header, and an apply
+//! adds the header entry when a tombstone or a static row makes the header
+//! non-empty. Headers never become empty again (tombstones are kept), and
+//! rows go only when a tombstone shadows them, so a partition never loses
+//! its last entry.
 //! ScyllaDB nests a per-partition row B-tree inside a partition B+tree;
 //! one tree is less code with the same asymptotics, and a wide partition
 //! costs no more than many narrow ones.
 //!
 //! **Why a B+tree of region objects** (rather than a skip list or a sorted
-//! array): its nodes are few and dense (up to 64 entries of 32 bytes: the
-//! key's and the value's handle and 32-bit length, and the key's first 8
-//! bytes, its token, so most comparisons in a descent are one integer
-//! comparison and never look the key up), there are no per-entry pointer
-//! towers, and compaction moves nodes like any object because nodes refer
-//! to each other by [`logalloc::Handle`], never by address. A node has a
-//! fixed size, so it is changed in place on its bytes under the region's
-//! write lock ([`logalloc::RegionWriter`]): an insert shifts the entries
-//! after it, a new value overwrites 12 bytes, a full leaf splits by
-//! copying its upper half into a new node, and only a full internal node
-//! (once in tens of leaf splits) is decoded to split. A descent
-//! takes the region's shared lock once ([`logalloc::RegionReader`]).
+//! array): its nodes are few and dense (a leaf holds up to 64 entries of
+//! 24 bytes: the handle and 32-bit length of the entry's one string, its
+//! key then its value, the key's length, and the key's first 8 bytes, its
+//! token, so most comparisons in a descent are one integer comparison and
+//! never look the key up; the stored key omits them), there are no
+//! per-entry pointer towers, and compaction moves nodes like any object
+//! because nodes refer to each other by [`logalloc::Handle`], never by
+//! address. A node has a fixed size, so it is changed in place on its
+//! bytes under the region's write lock ([`logalloc::RegionWriter`]): an
+//! insert shifts the entries after it, a new value (a new string of the
+//! key and the value) overwrites 12 bytes, a full leaf splits by copying
+//! its upper half into a new node, and only a full internal node (once in
+//! tens of leaf splits) is decoded to split. A descent takes the region's
+//! shared lock once ([`logalloc::RegionReader`]).
 //! Deletion does not rebalance: an emptied leaf leaves its parent, which
 //! keeps the code small; memtables mostly grow.
 //!
-//! **Objects per row.** A single-row partition costs three region objects:
-//! the header's key, the row's key and the row's value. Every partition
-//! whose header is empty (no tombstone, static row or range tombstone,
-//! the common case) shares one stored empty header value.
+//! **Objects per row.** A single-row partition with an empty header costs
+//! one region object, the row's key (without its token) and value in one
+//! string, and one 24-byte leaf slot: no header entry, and one object's
+//! overhead (12 bytes of handle table and slot list in logalloc) per entry
+//! rather than two. An overwrite writes the key again with the new value
+//! (a few tens of bytes).
 //!
 //! **Keys and values** are [`logalloc::ManagedBytes`]: one object, or
 //! chunks plus an index object above the largest object size, so a 1 MiB
 //! value or a 64 KiB key is stored like any other and compared without
 //! being copied out. Rows are encoded by a small safe little-endian codec
-//! of this crate (`codec.rs`); the crate needs no `unsafe`, and neither
+//! of this crate (`codec.rs`; counts, column ids and lengths as varints);
+//! the crate needs no `unsafe`, and neither
 //! `zerocopy` nor `bytemuck`, because nothing is ever reinterpreted in
 //! place: node fields and rows are read with `from_le_bytes`.
 //!
@@ -103,22 +121,26 @@
 //!
 //! [`Memtable::apply`] runs under the memtable's write lock and the
 //! region's write lock, and starts with one descent for the partition's
-//! header, which leaves a cursor at the header or where it would go.
+//! header, which leaves a cursor at the header or where it would go; if
+//! the header has no entry, the entry at that position tells whether the
+//! partition is there (it is its first row) or not.
 //!
 //! - **A new partition** is the mutation itself (a `Mutation` is
-//!   canonical: nothing to reconcile). Its header and rows are written at
-//!   that cursor in one step when the leaf has room; no further descent.
+//!   canonical: nothing to reconcile). Its rows, and its header if that is
+//!   not empty or there are no rows, are written at that cursor in one step
+//!   when the leaf has room; no further descent.
 //! - **Rows only** (no partition or range tombstone, no static row) into an
 //!   existing partition: the header cannot change, so each row is
 //!   reconciled on its own, as `Mutation::apply` does when deletions are
 //!   unchanged (stored row plus incoming, compacted with the covering
-//!   tombstone). A row is looked for first just after the previous entry
-//!   in the same leaf, so an overwrite of a single-row partition needs no
-//!   second descent.
+//!   tombstone). A row is looked for first at or just after the previous
+//!   entry in the same leaf, so an overwrite of a single-row partition
+//!   needs no second descent.
 //! - **Otherwise** it reads the header and the rows the mutation can
 //!   change (the rows it writes, plus those its new deletions cover),
 //!   reconciles them with the mutation by [`mutation::Mutation`]'s rules,
-//!   and writes back the difference.
+//!   and writes back the difference (adding the header entry to a
+//!   partition that had rows only).
 //!
 //! Rows the result no longer holds are removed and freed at once (eager
 //! compaction), rows whose incoming data is shadowed are never stored,

@@ -3,7 +3,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
-use logalloc::{ManagedBytes, ManagedRef, RegionId, RegionStats, RegionWriter, SegmentPool};
+use logalloc::{ManagedBytes, RegionId, RegionStats, RegionWriter, SegmentPool};
 use mutation::{
     ClusteringKey, ClusteringRange, DecoratedKey, FragmentReader, Mutation, PartitionRange,
     Position, Row, Timestamp,
@@ -88,10 +88,6 @@ pub(crate) struct State {
     scratch: Scratch,
     /// String bytes applies freed since the region was last compacted.
     freed_since_compaction: usize,
-    /// The value every partition with an empty header (no tombstone,
-    /// static row or range tombstone: most partitions) shares; never freed
-    /// while the memtable lives.
-    empty_header: Option<ManagedBytes>,
 }
 
 /// Heap buffers an apply reuses rather than allocating each time; bounded
@@ -105,7 +101,7 @@ struct Scratch {
     /// The end offset in `keys` of each key.
     ends: Vec<usize>,
     entries: Vec<Entry>,
-    /// An encoded row or header.
+    /// An entry's string: its stored key, then the encoded row or header.
     encoded: Vec<u8>,
 }
 
@@ -151,20 +147,29 @@ impl fmt::Debug for Memtable {
     }
 }
 
-/// The bytes of a stored string as one slice, copying only chunked ones.
-pub(crate) fn with_bytes<T>(m: &ManagedRef<'_>, f: impl FnOnce(&[u8]) -> T) -> T {
-    match m.as_contiguous() {
-        Some(b) => f(b),
-        None => f(&m.to_vec()),
-    }
-}
-
+/// Decodes the value of `entry`.
 fn decode_value<T>(
     view: &impl View,
-    value: logalloc::ManagedBytes,
+    entry: &Entry,
     decode: impl FnOnce(&[u8]) -> Result<T, Error>,
 ) -> Result<T, Error> {
-    with_bytes(&view.managed(value)?, decode)
+    entry.value(view)?.with_bytes(decode)
+}
+
+/// Stores an entry's string: `encoded`, the stored key (`key_tail`) and
+/// then the value `encode` appends. Returns the string and the key's
+/// length.
+fn alloc_entry(
+    w: &mut RegionWriter<'_>,
+    undo: &mut Undo,
+    encoded: &mut Vec<u8>,
+    key_tail: &[u8],
+    encode: impl FnOnce(&mut Vec<u8>),
+) -> Result<(ManagedBytes, usize), Error> {
+    encoded.clear();
+    encoded.extend_from_slice(key_tail);
+    encode(encoded);
+    Ok((undo.alloc_managed(w, encoded)?, key_tail.len()))
 }
 
 fn timestamps(m: &Mutation) -> Option<(Timestamp, Timestamp)> {
@@ -215,7 +220,6 @@ impl Memtable {
                 undo: Undo::default(),
                 scratch: Scratch::default(),
                 freed_since_compaction: 0,
-                empty_header: None,
             }),
             id,
         }))
@@ -254,9 +258,8 @@ impl Memtable {
         undo.clear();
         let scratch = &mut state.scratch;
         scratch.clear();
-        let empty_header = state.empty_header;
         let mut w = state.region.writer();
-        match apply_to(&mut w, &mut tree, undo, scratch, &mut state.empty_header, m) {
+        match apply_to(&mut w, &mut tree, undo, scratch, m) {
             Ok(delta) => {
                 let freed = undo.commit(&mut w)?;
                 drop(w);
@@ -287,7 +290,6 @@ impl Memtable {
             }
             Err(e) => {
                 undo.rollback(&mut w);
-                state.empty_header = empty_header;
                 Err(match e {
                     Error::Region(source) if source.is_out_of_memory() => Error::OutOfMemory {
                         partition: m.key().to_string(),
@@ -402,8 +404,11 @@ struct Delta {
 /// The clustering key of `entry` if it is a row of the partition whose
 /// encoded prefix is `prefix`.
 fn row_of(view: &impl View, entry: &Entry, prefix: &[u8]) -> Result<Option<ClusteringKey>, Error> {
-    let stored = view.managed(entry.key)?;
-    with_bytes(&stored, |bytes| {
+    if entry.head()[..] != prefix[..key::TOKEN_LEN] {
+        return Ok(None);
+    }
+    let prefix = key::tail(prefix);
+    entry.key(view)?.with_bytes(|bytes| {
         if !key::is_row_of(bytes, prefix) {
             return Ok(None);
         }
@@ -439,7 +444,7 @@ fn collect_rows(
             break;
         }
         if range.is_none_or(|r| r.contains(&ck)) && !rows.contains_key(&ck) {
-            let row = decode_value(w, entry.value, codec::decode_row)?;
+            let row = decode_value(w, &entry, codec::decode_row)?;
             rows.insert(ck, row);
         }
         next = tree.advance(w, &mut cursor)?;
@@ -476,14 +481,13 @@ fn apply_to(
     tree: &mut Tree,
     undo: &mut Undo,
     scratch: &mut Scratch,
-    empty_header: &mut Option<ManagedBytes>,
     m: &Mutation,
 ) -> Result<Delta, Error> {
     let dk: &DecoratedKey = m.key();
     // Keys are encoded once and compared with memcmp.
     let mut header_bytes = std::mem::take(&mut scratch.header_key);
     SearchKey::new(dk, Suffix::Header).encode_into(&mut header_bytes);
-    let delta = apply_partition(w, tree, undo, scratch, empty_header, m, &header_bytes);
+    let delta = apply_partition(w, tree, undo, scratch, m, &header_bytes);
     scratch.header_key = header_bytes;
     delta
 }
@@ -504,13 +508,13 @@ fn check_row_size(m: &Mutation, ck: &ClusteringKey, row: &Row) -> Result<(), Err
     Ok(())
 }
 
-/// [`apply_to`] with the partition header's key encoded.
+/// [`apply_to`] with the partition header's key encoded. The partition
+/// may be stored with or without a header entry (see the crate docs).
 fn apply_partition(
     w: &mut RegionWriter<'_>,
     tree: &mut Tree,
     undo: &mut Undo,
     scratch: &mut Scratch,
-    empty_header: &mut Option<ManagedBytes>,
     m: &Mutation,
     header_bytes: &[u8],
 ) -> Result<Delta, Error> {
@@ -525,31 +529,42 @@ fn apply_partition(
         k
     };
     let mut cursor = Cursor::new();
-    let existing = tree.locate(w, &header_key, &mut cursor)?;
-    if existing.is_none() {
-        return insert_partition(
-            w,
-            tree,
-            undo,
-            scratch,
-            empty_header,
-            m,
-            header_bytes,
-            &cursor,
-        );
+    let (existing, next) = tree.locate_and_next(w, &header_key, &mut cursor)?;
+    // A partition whose header is empty may have no header entry: it
+    // exists if its first row follows where the header would be (an entry
+    // of another token is told apart by the head the node holds).
+    let rows_only = existing.is_none()
+        && match next {
+            Some(e) if e.head() == header_key.head() => e
+                .key(w)?
+                .with_bytes(|b| key::is_row_of(b, key::tail(prefix))),
+            _ => false,
+        };
+    if existing.is_none() && !rows_only {
+        return insert_partition(w, tree, undo, scratch, m, header_bytes, &cursor);
     }
     let old_header = match existing {
-        Some(e) => decode_value(w, e.value, codec::decode_header)?,
+        Some(e) => decode_value(w, &e, codec::decode_header)?,
         None => Header::default(),
     };
     if m.partition_tombstone().is_none()
         && m.range_tombstones().is_empty()
         && m.static_row().is_none_or(Row::is_empty)
     {
-        return update_rows(w, tree, undo, scratch, m, &old_header, prefix, cursor);
+        let at_header = existing.is_some();
+        return update_rows(
+            w,
+            tree,
+            undo,
+            scratch,
+            m,
+            &old_header,
+            prefix,
+            cursor,
+            at_header,
+        );
     }
     let mut delta = Delta {
-        new_partition: existing.is_none(),
         rts_before: codec::range_tombstone_count(&old_header.range_tombstones),
         ..Delta::default()
     };
@@ -557,66 +572,63 @@ fn apply_partition(
     // The stored rows the mutation can change: those it writes, and those
     // its new deletions cover.
     let mut old_rows: BTreeMap<ClusteringKey, Row> = BTreeMap::new();
-    if existing.is_some() {
-        for ck in m.rows().keys() {
-            let k = row_key(ck);
-            if let Some(e) = tree.find(w, &SearchKey::raw(&k), &mut cursor)? {
-                old_rows.insert(ck.clone(), decode_value(w, e.value, codec::decode_row)?);
-            }
+    for ck in m.rows().keys() {
+        let k = row_key(ck);
+        if let Some(e) = tree.find(w, &SearchKey::raw(&k), &mut cursor)? {
+            old_rows.insert(ck.clone(), decode_value(w, &e, codec::decode_row)?);
         }
-        if m.partition_tombstone() > old_header.tombstone {
-            collect_rows(w, tree, prefix, &[], None, &mut old_rows)?;
-        } else {
-            for rt in m.range_tombstones().to_range_tombstones() {
-                if Some(rt.tombstone) <= old_header.tombstone {
-                    continue;
-                }
-                let start = match rt.range.start() {
-                    std::ops::Bound::Included(k) | std::ops::Bound::Excluded(k) => k.as_bytes(),
-                    std::ops::Bound::Unbounded => &[],
-                };
-                collect_rows(w, tree, prefix, start, Some(&rt.range), &mut old_rows)?;
+    }
+    if m.partition_tombstone() > old_header.tombstone {
+        collect_rows(w, tree, prefix, &[], None, &mut old_rows)?;
+    } else {
+        for rt in m.range_tombstones().to_range_tombstones() {
+            if Some(rt.tombstone) <= old_header.tombstone {
+                continue;
             }
+            let start = match rt.range.start() {
+                std::ops::Bound::Included(k) | std::ops::Bound::Excluded(k) => k.as_bytes(),
+                std::ops::Bound::Unbounded => &[],
+            };
+            collect_rows(w, tree, prefix, start, Some(&rt.range), &mut old_rows)?;
         }
     }
 
-    // Reconcile by the mutation crate's rules. A new partition is the
-    // mutation itself (a `Mutation` is always canonical).
-    let reconciled;
-    let merged = if existing.is_none() {
-        m
-    } else {
-        reconciled = reconcile(dk, &old_header, &old_rows, m)?;
-        &reconciled
-    };
+    // Reconcile by the mutation crate's rules.
+    let merged = reconcile(dk, &old_header, &old_rows, m)?;
 
-    // The header.
+    // The header: its entry is written when the header changes, and
+    // added to a partition that had rows only (its header is no longer
+    // empty: a partition or range tombstone or a static row came).
     let new_header = Header {
         tombstone: merged.partition_tombstone(),
         static_row: merged.static_row().cloned().unwrap_or_default(),
         range_tombstones: merged.range_tombstones().clone(),
     };
     delta.rts_after = codec::range_tombstone_count(&new_header.range_tombstones);
-    match existing {
-        Some(_) if new_header == old_header => {}
-        Some(_) => {
-            let value = header_value(w, undo, empty_header, &new_header, &mut scratch.encoded)?;
-            let old = tree.set_value(w, undo, &header_key, value)?;
-            if Some(old) != *empty_header {
+    if new_header != old_header {
+        let (kv, key_len) = alloc_entry(
+            w,
+            undo,
+            &mut scratch.encoded,
+            key::tail(header_bytes),
+            |out| codec::encode_header_into(out, &new_header),
+        )?;
+        match existing {
+            Some(_) => {
+                let old = tree.set_value(w, undo, &header_key, kv)?;
                 undo.free_managed(old);
             }
-        }
-        None => {
-            let key = undo.alloc_managed(w, header_bytes)?;
-            let value = header_value(w, undo, empty_header, &new_header, &mut scratch.encoded)?;
-            tree.insert(w, undo, &header_key, key, value)?;
+            None => tree.insert(w, undo, &header_key, kv, key_len)?,
         }
     }
+    let merged = &merged;
 
-    // The rows.
+    // The rows. A partition without a header entry keeps a row: its header
+    // stayed empty, so nothing here deletes (rows go only when a tombstone
+    // shadows them, and a tombstone makes the header non-empty).
     let deletes = m.partition_tombstone().is_some() || !m.range_tombstones().is_empty();
     let keys: BTreeSet<&ClusteringKey> = old_rows.keys().chain(m.rows().keys()).collect();
-    let mut encoded = Vec::new();
+    let encoded = &mut scratch.encoded;
     for ck in keys {
         let k_bytes = row_key(ck);
         let k = SearchKey::raw(&k_bytes);
@@ -624,31 +636,29 @@ fn apply_partition(
         match (old_rows.get(ck), merged.row(ck)) {
             (Some(_), None) => {
                 let e = tree.remove(w, undo, &k)?;
-                undo.free_managed(e.key);
-                undo.free_managed(e.value);
+                undo.free_managed(e.kv);
                 delta.rows_removed += 1;
                 if shadowing {
                     delta.rows_dropped += 1;
-                    delta.bytes_freed += (e.key.len() + e.value.len()) as u64;
+                    delta.bytes_freed += e.kv.len() as u64;
                 }
             }
             (Some(old), Some(new)) if old != new => {
                 check_row_size(m, ck, new)?;
-                encoded.clear();
-                codec::encode_row(&mut encoded, new);
-                let value = undo.alloc_managed(w, &encoded)?;
-                let old_value = tree.set_value(w, undo, &k, value)?;
-                undo.free_managed(old_value);
-                if shadowing && old_value.len() > value.len() {
-                    delta.bytes_freed += (old_value.len() - value.len()) as u64;
+                let (kv, _) = alloc_entry(w, undo, encoded, key::tail(&k_bytes), |out| {
+                    codec::encode_row(out, new)
+                })?;
+                let old_kv = tree.set_value(w, undo, &k, kv)?;
+                undo.free_managed(old_kv);
+                if shadowing && old_kv.len() > kv.len() {
+                    delta.bytes_freed += (old_kv.len() - kv.len()) as u64;
                 }
             }
             (None, Some(new)) => {
-                encoded.clear();
-                codec::encode_row(&mut encoded, new);
-                let key = undo.alloc_managed(w, &k_bytes)?;
-                let value = undo.alloc_managed(w, &encoded)?;
-                tree.insert(w, undo, &k, key, value)?;
+                let (kv, key_len) = alloc_entry(w, undo, encoded, key::tail(&k_bytes), |out| {
+                    codec::encode_row(out, new)
+                })?;
+                tree.insert(w, undo, &k, kv, key_len)?;
                 delta.rows_added += 1;
             }
             _ => {}
@@ -660,14 +670,14 @@ fn apply_partition(
 /// A partition the memtable does not hold: its header and rows are `m`
 /// itself (a `Mutation` is canonical, so there is nothing to reconcile),
 /// stored as consecutive entries at the leaf position `cursor` came to in
-/// the search for the header, in one step when the leaf has room.
+/// the search for the header, in one step when the leaf has room. The
+/// header gets an entry only if it is not empty or there are no rows.
 #[allow(clippy::too_many_arguments)] // the apply's parts, passed on as they are
 fn insert_partition(
     w: &mut RegionWriter<'_>,
     tree: &mut Tree,
     undo: &mut Undo,
     scratch: &mut Scratch,
-    empty_header: &mut Option<ManagedBytes>,
     m: &Mutation,
     header_bytes: &[u8],
     cursor: &Cursor,
@@ -685,9 +695,15 @@ fn insert_partition(
         range_tombstones: m.range_tombstones().clone(),
     };
     let prefix = &header_bytes[..header_bytes.len() - 1];
+    // The header has an entry only if it is not empty, or if the partition
+    // has no row (it must still be there: a partition exists while it has
+    // an entry).
+    let with_header = header != Header::default() || m.rows().is_empty();
     // Every key, encoded into one buffer, with the end offset of each.
-    keys.extend_from_slice(header_bytes);
-    ends.push(keys.len());
+    if with_header {
+        keys.extend_from_slice(header_bytes);
+        ends.push(keys.len());
+    }
     for ck in m.rows().keys() {
         keys.extend_from_slice(prefix);
         keys.push(key::KIND_ROW);
@@ -695,23 +711,19 @@ fn insert_partition(
         ends.push(keys.len());
     }
     let key_at = |i: usize| &keys[if i == 0 { 0 } else { ends[i - 1] }..ends[i]];
-    let rows = std::iter::once(None).chain(m.rows().values().map(Some));
+    let header_entry = with_header.then_some(None);
+    let rows = header_entry.into_iter().chain(m.rows().values().map(Some));
     for (i, row) in rows.enumerate() {
         let k = key_at(i);
-        let stored = undo.alloc_managed(w, k)?;
-        let value = match row {
-            None => header_value(w, undo, empty_header, &header, encoded)?,
-            Some(row) => {
-                encoded.clear();
-                codec::encode_row(encoded, row);
-                undo.alloc_managed(w, encoded)?
-            }
-        };
-        entries.push(Entry::new(&SearchKey::raw(k), stored, value));
+        let (kv, key_len) = alloc_entry(w, undo, encoded, key::tail(k), |out| match row {
+            None => codec::encode_header_into(out, &header),
+            Some(row) => codec::encode_row(out, row),
+        })?;
+        entries.push(Entry::new(&SearchKey::raw(k), kv, key_len));
     }
     if !tree.insert_at(w, undo, cursor, entries)? {
         for (i, e) in entries.iter().enumerate() {
-            tree.insert(w, undo, &SearchKey::raw(key_at(i)), e.key, e.value)?;
+            tree.insert(w, undo, &SearchKey::raw(key_at(i)), e.kv, e.key_len())?;
         }
     }
     Ok(Delta {
@@ -728,6 +740,8 @@ fn insert_partition(
 /// own, as `Mutation::apply` does when deletions are unchanged (the
 /// stored row with the incoming one, compacted with the tombstone covering
 /// it), with one descent per row and no reconcile of the partition.
+/// `header_cursor` is at the header entry if `at_header`, else where the
+/// header would be (at the partition's first row).
 #[allow(clippy::too_many_arguments)] // the apply's parts, passed on as they are
 fn update_rows(
     w: &mut RegionWriter<'_>,
@@ -738,6 +752,7 @@ fn update_rows(
     header: &Header,
     prefix: &[u8],
     header_cursor: Cursor,
+    at_header: bool,
 ) -> Result<Delta, Error> {
     let Scratch {
         keys: key, encoded, ..
@@ -748,11 +763,13 @@ fn update_rows(
         rts_after: rts,
         ..Delta::default()
     };
-    // At the last entry looked at (the header, then each row) while the
-    // index keeps its structure: a row stored right after it is found
-    // without a descent.
+    // While the index keeps its structure, the cursor is at the last entry
+    // looked at (the header, then each row), or where the header would be
+    // in a partition without a header entry (at its first row): a row
+    // stored just after it, or at it, is found without a descent.
     let mut cursor = header_cursor;
     let mut positioned = true;
+    let mut at_entry = at_header;
     for (ck, row) in m.rows() {
         key.clear();
         key.extend_from_slice(prefix);
@@ -769,86 +786,66 @@ fn update_rows(
             )
         };
         let shadowing = row.tombstone.is_some();
-        let next = if positioned {
-            tree.next_if(w, &k, &mut cursor)?
-        } else {
-            None
+        let near = match (positioned, at_entry) {
+            (false, _) => None,
+            (true, true) => tree.next_if(w, &k, &mut cursor)?,
+            (true, false) => tree.here_if(w, &k, &cursor)?,
         };
-        let found = match next {
+        let found = match near {
             Some(e) => Some(e),
             None => tree.locate(w, &k, &mut cursor)?,
         };
         positioned = true;
+        at_entry = true;
         match found {
             None => {
                 let mut new = row.clone();
                 new.compact(covering);
                 if new.is_empty() {
+                    at_entry = false; // where `k` would be
                     continue;
                 }
-                encoded.clear();
-                codec::encode_row(encoded, &new);
-                let stored = undo.alloc_managed(w, key)?;
-                let value = undo.alloc_managed(w, encoded)?;
-                if !tree.insert_at(w, undo, &cursor, &[Entry::new(&k, stored, value)])? {
-                    tree.insert(w, undo, &k, stored, value)?;
+                let (kv, key_len) = alloc_entry(w, undo, encoded, key::tail(key), |out| {
+                    codec::encode_row(out, &new)
+                })?;
+                if !tree.insert_at(w, undo, &cursor, &[Entry::new(&k, kv, key_len)])? {
+                    tree.insert(w, undo, &k, kv, key_len)?;
                     positioned = false; // the index split
                 }
                 delta.rows_added += 1;
             }
             Some(e) => {
-                let mut new = decode_value(w, e.value, codec::decode_row)?;
+                let mut new = decode_value(w, &e, codec::decode_row)?;
                 new.apply(row.clone());
                 new.compact(covering);
                 if new.is_empty() {
                     let e = tree.remove(w, undo, &k)?;
                     positioned = false;
-                    undo.free_managed(e.key);
-                    undo.free_managed(e.value);
+                    undo.free_managed(e.kv);
                     delta.rows_removed += 1;
                     if shadowing {
                         delta.rows_dropped += 1;
-                        delta.bytes_freed += (e.key.len() + e.value.len()) as u64;
+                        delta.bytes_freed += e.kv.len() as u64;
                     }
                 } else {
                     check_row_size(m, ck, &new)?;
-                    // The encoding is canonical: the same bytes, the same row.
+                    // The encoding is canonical: the same bytes (key and
+                    // row), the same row.
                     encoded.clear();
+                    encoded.extend_from_slice(key::tail(key));
                     codec::encode_row(encoded, &new);
-                    if w.managed(e.value)?.cmp_bytes(encoded) == std::cmp::Ordering::Equal {
+                    if w.managed(e.kv)?.cmp_bytes(encoded) == std::cmp::Ordering::Equal {
                         continue;
                     }
-                    let value = undo.alloc_managed(w, encoded)?;
-                    let old_value = tree.set_value_here(w, undo, &cursor, value)?;
-                    undo.free_managed(old_value);
-                    if shadowing && old_value.len() > value.len() {
-                        delta.bytes_freed += (old_value.len() - value.len()) as u64;
+                    let kv = undo.alloc_managed(w, encoded)?;
+                    let old_kv = tree.set_value_here(w, undo, &cursor, kv)?;
+                    undo.free_managed(old_kv);
+                    if shadowing && old_kv.len() > kv.len() {
+                        delta.bytes_freed += (old_kv.len() - kv.len()) as u64;
                     }
                 }
             }
         }
     }
     Ok(delta)
-}
-
-/// The stored value of a partition header: the memtable's one shared empty
-/// header (allocated by the first apply that needs it), or a new string.
-fn header_value(
-    w: &mut RegionWriter<'_>,
-    undo: &mut Undo,
-    empty_header: &mut Option<ManagedBytes>,
-    header: &Header,
-    encoded: &mut Vec<u8>,
-) -> Result<ManagedBytes, Error> {
-    let empty = *header == Header::default();
-    if empty && let Some(shared) = *empty_header {
-        return Ok(shared);
-    }
-    encoded.clear();
-    codec::encode_header_into(encoded, header);
-    let value = undo.alloc_managed(w, encoded)?;
-    if empty {
-        *empty_header = Some(value);
-    }
-    Ok(value)
 }

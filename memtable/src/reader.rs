@@ -1,5 +1,6 @@
 //! Readers: range scans, single-partition slices, the flush stream.
 
+use std::cmp::Ordering;
 use std::collections::VecDeque;
 use std::fmt;
 use std::ops::Bound;
@@ -12,7 +13,7 @@ use mutation::{
 use crate::Error;
 use crate::codec;
 use crate::key::{self, SearchKey, Suffix};
-use crate::memtable::{Memtable, State, with_bytes};
+use crate::memtable::{Memtable, State};
 use crate::sync::Arc;
 use crate::tree::{Cursor, Entry, View};
 
@@ -23,7 +24,8 @@ enum Resume {
     Start,
     /// At the first entry after this encoded key.
     After(Vec<u8>),
-    /// At the first entry at or after this encoded key.
+    /// At the first entry at or after this encoded key (the entry the
+    /// cursor is at, if its version is current).
     From(Vec<u8>),
 }
 
@@ -111,8 +113,9 @@ fn range_start(range: &PartitionRange) -> Option<(SearchKey<'_>, bool)> {
     })
 }
 
-/// The first partition header at or after the range's start, if it lies
-/// in the range (the index only: no allocation for short keys).
+/// Whether the first entry at or after the range's start (a partition's
+/// header, or its first row if it has no header entry) lies in the range
+/// (the index only: no allocation for short keys).
 fn first_in_range(
     state: &State,
     view: &impl View,
@@ -120,10 +123,14 @@ fn first_in_range(
     cursor: &mut Cursor,
 ) -> Result<bool, Error> {
     if let Some(key) = is_single_key(range) {
-        return Ok(state
-            .tree
-            .locate(view, &SearchKey::new(key, Suffix::Header), cursor)?
-            .is_some());
+        // The partition's entries are those from its header's key to
+        // just before its `After` key.
+        let header = SearchKey::new(key, Suffix::Header);
+        let Some(entry) = state.tree.seek(view, &header, false, cursor)? else {
+            return Ok(false);
+        };
+        let after = SearchKey::new(key, Suffix::After);
+        return Ok(after.cmp_entry(entry.head(), &entry.key(view)?) == Ordering::Greater);
     }
     let Some((start, strict)) = range_start(range) else {
         return Ok(false);
@@ -132,26 +139,27 @@ fn first_in_range(
         return Ok(false);
     };
     // Compare with the range's end without decoding the key (no allocation).
-    let stored = view.managed(entry.key)?;
-    let token = stored
-        .chunks()
-        .next()
-        .and_then(|c| c.get(..8))
-        .map(key::token_of)
-        .ok_or_else(|| Error::Corrupt {
-            detail: "entry key shorter than a token".into(),
-        })?;
+    let token = key::token_of(&entry.head());
+    let cmp = |k: &DecoratedKey, suffix| -> Result<Ordering, Error> {
+        Ok(SearchKey::new(k, suffix).cmp_entry(entry.head(), &entry.key(view)?))
+    };
     Ok(match range.end() {
         Bound::Unbounded => true,
         Bound::Included(RingPosition::Token(t)) => token <= *t,
         Bound::Excluded(RingPosition::Token(t)) => token < *t,
-        Bound::Included(RingPosition::Key(k)) => {
-            SearchKey::new(k, Suffix::Header).cmp_stored(&stored) != std::cmp::Ordering::Less
-        }
-        Bound::Excluded(RingPosition::Key(k)) => {
-            SearchKey::new(k, Suffix::Header).cmp_stored(&stored) == std::cmp::Ordering::Greater
-        }
+        Bound::Included(RingPosition::Key(k)) => cmp(k, Suffix::After)? == Ordering::Greater,
+        Bound::Excluded(RingPosition::Key(k)) => cmp(k, Suffix::Header)? == Ordering::Greater,
     })
+}
+
+/// The whole encoded key of `entry`: the head the node holds (the token),
+/// then the stored bytes.
+fn full_key(view: &impl View, entry: &Entry) -> Result<Vec<u8>, Error> {
+    let stored = entry.key(view)?;
+    let mut bytes = Vec::with_capacity(key::TOKEN_LEN + stored.len());
+    bytes.extend_from_slice(&entry.head());
+    stored.copy_to(&mut bytes);
+    Ok(bytes)
 }
 
 impl Memtable {
@@ -275,10 +283,12 @@ impl MemtableReader {
     /// The next entry after the resume point, reusing the cursor when the
     /// index has not changed.
     fn next_entry(&mut self, state: &State, view: &impl View) -> Result<Option<Entry>, Error> {
-        if self.cursor_version == Some(state.version)
-            && let Resume::After(_) = self.resume
-        {
-            return state.tree.advance(view, &mut self.cursor);
+        if self.cursor_version == Some(state.version) {
+            match self.resume {
+                Resume::After(_) => return state.tree.advance(view, &mut self.cursor),
+                Resume::From(_) => return state.tree.current(view, &self.cursor),
+                Resume::Start => {}
+            }
         }
         match &self.resume {
             Resume::Start => match range_start(&self.range) {
@@ -300,8 +310,7 @@ impl MemtableReader {
         }
         if let Some(progress) = &mut self.progress {
             let held = view.stats().used_bytes;
-            let bytes =
-                (entry.key.len() + entry.value.len()).min(held.saturating_sub(self.reported));
+            let bytes = entry.kv.len().min(held.saturating_sub(self.reported));
             if bytes > 0 {
                 self.reported += bytes;
                 progress(bytes);
@@ -351,14 +360,11 @@ impl MemtableReader {
             return Ok(());
         };
         let version = state.version;
-        let stored = view.managed(entry.key)?;
-        let stored_bytes = stored.to_vec();
+        let stored_bytes = full_key(&view, &entry)?;
         let decoded = key::decode(&stored_bytes)?;
-        if decoded.row.is_some() {
-            return Err(Error::Corrupt {
-                detail: "a row without its partition header".into(),
-            });
-        }
+        // A partition whose header is empty may have no header entry: its
+        // first entry is then its first row.
+        let has_header = decoded.row.is_none();
         let dk = decoded.partition;
         let prefix = stored_bytes[..decoded.prefix_len].to_vec();
         let mut after = prefix.clone();
@@ -379,8 +385,12 @@ impl MemtableReader {
             self.cursor_version = None;
             return Ok(());
         }
-        let header = with_bytes(&view.managed(entry.value)?, codec::decode_header)?;
-        self.report(&state, &view, &entry);
+        let header = if has_header {
+            self.report(&state, &view, &entry);
+            entry.value(&view)?.with_bytes(codec::decode_header)?
+        } else {
+            codec::Header::default()
+        };
         self.queue.push_back(Fragment::PartitionStart {
             key: dk.clone(),
             tombstone: header.tombstone,
@@ -407,8 +417,13 @@ impl MemtableReader {
             }
         }
         match self.slice.start() {
-            Bound::Unbounded => {
+            Bound::Unbounded if has_header => {
                 self.resume = Resume::After(stored_bytes);
+                self.cursor_version = Some(version);
+            }
+            Bound::Unbounded => {
+                // The cursor is at the first row: it comes next.
+                self.resume = Resume::From(stored_bytes);
                 self.cursor_version = Some(version);
             }
             Bound::Included(k) | Bound::Excluded(k) => {
@@ -458,8 +473,7 @@ impl MemtableReader {
         let prefix = &self.partition.as_ref().expect("in a partition").prefix;
         let row_key = match &entry {
             Some(e) => {
-                let stored = view.managed(e.key)?;
-                let bytes = stored.to_vec();
+                let bytes = full_key(&view, e)?;
                 if key::is_row_of(&bytes, prefix) {
                     let ck = mutation::ClusteringKey::new(bytes[prefix.len() + 1..].to_vec())?;
                     Some((ck, bytes))
@@ -489,7 +503,7 @@ impl MemtableReader {
             self.end_partition();
             return Ok(());
         }
-        let row = with_bytes(&view.managed(entry.value)?, codec::decode_row)?;
+        let row = entry.value(&view)?.with_bytes(codec::decode_row)?;
         self.report(&state, &view, &entry);
         let partition = self.partition.as_mut().expect("in a partition");
         while partition.changes.front().is_some_and(|(p, _)| *p < at) {

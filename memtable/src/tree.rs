@@ -1,10 +1,13 @@
 //! The index: a B+tree whose nodes are region objects linked by handles.
 //!
-//! A node is one fixed-size object (`8 + 32 * fanout` bytes, so it is
-//! changed in place): a leaf holds up to `fanout` entries of two
-//! [`ManagedBytes`] (key, value: handle and 32-bit length each) and the
-//! key's first 8 bytes; an internal node holds up to `fanout` child handles
-//! and one fewer separator keys. Inserts, value replacements, leaf splits
+//! A node is one fixed-size object (so it is changed in place): a leaf
+//! (`8 + 24 * fanout` bytes) holds up to `fanout` entries of one
+//! [`ManagedBytes`] (handle and 32-bit length) holding the stored key then
+//! the value, the key's length, and the key's first 8 bytes, its token,
+//! which the stored key omits (see `key.rs`; a key is its head, then its
+//! stored bytes, and compares so); an internal node (`8 + 28 * fanout`
+//! bytes) holds up to `fanout` child handles and one fewer separator keys
+//! (a string each, and its head). Inserts, value replacements, leaf splits
 //! and separator inserts work on the node's bytes; only a full internal
 //! node is decoded ([`Node`]) to split. Child `i` holds the keys in
 //! `[sep[i-1], sep[i])`. A separator is a copy of the first key of the
@@ -57,12 +60,18 @@ const HEADER: usize = 8;
 /// longer, see [`Undo::alloc_managed`]).
 const MB: usize = 12;
 /// A key's first 8 bytes (its token), kept in the node next to the key's
-/// handle so that most comparisons need no lookup of the key itself.
+/// handle so that most comparisons need no lookup of the key itself; the
+/// stored key is the rest.
 const HEAD: usize = 8;
-/// A leaf entry: key, value, key head.
-const ENTRY: usize = 2 * MB + HEAD;
+/// The length of an entry's stored key, a `u32`.
+const KLEN: usize = 4;
+/// A leaf entry: its string (the stored key, then the value), the key's
+/// length, the key's head.
+const ENTRY: usize = MB + KLEN + HEAD;
 /// An internal node's separator: key, key head.
 const SEP: usize = MB + HEAD;
+/// An internal node's room per child: its handle and a separator.
+const SLOT: usize = 8 + SEP;
 const MAX_FANOUT: usize = 64;
 /// The smallest fanout a tree works with.
 pub(crate) const MIN_FANOUT: usize = 4;
@@ -99,22 +108,139 @@ fn count(bytes: &[u8]) -> usize {
     u16::from_le_bytes([bytes[2], bytes[3]]) as usize
 }
 
-/// A leaf entry: the key and the value.
+/// A leaf entry: one string holding the stored key and then the value
+/// (one region object, one handle: a key and its value are written,
+/// replaced and freed together).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Entry {
-    pub(crate) key: ManagedBytes,
-    pub(crate) value: ManagedBytes,
+    /// The stored key (the key without its head), then the value.
+    pub(crate) kv: ManagedBytes,
+    /// The stored key's length.
+    key_len: usize,
     /// The key's first 8 bytes.
     head: [u8; HEAD],
 }
 
 impl Entry {
-    /// An entry for `key` (as searched for), stored as `stored_key`.
-    pub(crate) fn new(key: &SearchKey<'_>, stored_key: ManagedBytes, value: ManagedBytes) -> Entry {
+    /// An entry for `key` (as searched for), stored as `kv`, whose first
+    /// `key_len` bytes are the stored key.
+    pub(crate) fn new(key: &SearchKey<'_>, kv: ManagedBytes, key_len: usize) -> Entry {
         Entry {
-            key: stored_key,
-            value,
+            kv,
+            key_len,
             head: key.head(),
+        }
+    }
+
+    /// The stored key's length.
+    pub(crate) fn key_len(&self) -> usize {
+        self.key_len
+    }
+
+    /// The stored key's part of the entry's string.
+    pub(crate) fn key<'v>(&self, view: &'v impl View) -> Result<Part<'v>, Error> {
+        Ok(Part {
+            whole: view.managed(self.kv)?,
+            start: 0,
+            end: self.key_len,
+        })
+    }
+
+    /// The value's part of the entry's string.
+    pub(crate) fn value<'v>(&self, view: &'v impl View) -> Result<Part<'v>, Error> {
+        Ok(Part {
+            whole: view.managed(self.kv)?,
+            start: self.key_len,
+            end: self.kv.len(),
+        })
+    }
+
+    /// The key's first 8 bytes (its token), as the node holds them.
+    pub(crate) fn head(&self) -> [u8; HEAD] {
+        self.head
+    }
+}
+
+/// A byte range of a stored string: an entry's key or value, or a whole
+/// separator. Compared and decoded without a copy when the string is one
+/// object; a chunked one is copied out.
+pub(crate) struct Part<'a> {
+    whole: ManagedRef<'a>,
+    start: usize,
+    end: usize,
+}
+
+impl<'a> Part<'a> {
+    /// All of a string.
+    fn whole(whole: ManagedRef<'a>) -> Part<'a> {
+        let end = whole.len();
+        Part {
+            whole,
+            start: 0,
+            end,
+        }
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.end - self.start
+    }
+
+    /// The bytes, if the string is one object.
+    pub(crate) fn as_contiguous(&self) -> Option<&'a [u8]> {
+        self.whole
+            .as_contiguous()
+            .and_then(|b| b.get(self.start..self.end))
+    }
+
+    /// The bytes, in the pieces the string's chunks hold them.
+    pub(crate) fn pieces(&self) -> impl Iterator<Item = &'a [u8]> + '_ {
+        let mut pos = 0;
+        self.whole.chunks().filter_map(move |chunk| {
+            let (from, to) = (pos, pos + chunk.len());
+            pos = to;
+            if to <= self.start || from >= self.end {
+                return None;
+            }
+            Some(&chunk[self.start.max(from) - from..self.end.min(to) - from])
+        })
+    }
+
+    /// The bytes compared with `other`, piece by piece (no copy).
+    pub(crate) fn cmp_bytes(&self, other: &[u8]) -> Ordering {
+        let mut rest = other;
+        for piece in self.pieces() {
+            let n = piece.len().min(rest.len());
+            match piece[..n].cmp(&rest[..n]) {
+                Ordering::Equal if n < piece.len() => return Ordering::Greater,
+                Ordering::Equal => rest = &rest[n..],
+                unequal => return unequal,
+            }
+        }
+        if rest.is_empty() {
+            Ordering::Equal
+        } else {
+            Ordering::Less
+        }
+    }
+
+    /// Appends the bytes to `out`.
+    pub(crate) fn copy_to(&self, out: &mut Vec<u8>) {
+        for piece in self.pieces() {
+            out.extend_from_slice(piece);
+        }
+    }
+
+    pub(crate) fn to_vec(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(self.len());
+        self.copy_to(&mut out);
+        out
+    }
+
+    /// `f` of the bytes as one slice, copying only a chunked string.
+    pub(crate) fn with_bytes<T>(&self, f: impl FnOnce(&[u8]) -> T) -> T {
+        match self.as_contiguous() {
+            Some(b) => f(b),
+            None => f(&self.to_vec()),
         }
     }
 }
@@ -127,21 +253,61 @@ fn read_head(bytes: &[u8], at: usize) -> Result<[u8; HEAD], Error> {
 }
 
 /// `key` (whose head, as a big-endian integer, is `key_head`) compared
-/// with the stored key whose head is at `head_at` in `bytes` and whose
-/// [`ManagedBytes`] is at `mb_at`: by the heads first (one integer
-/// comparison), looking the stored key up only if those are equal.
+/// with the key of the leaf entry at offset `at` of the node `bytes`: by
+/// the heads first (one integer comparison), looking the stored key up only
+/// if those are equal.
 fn cmp_key(
     view: &impl View,
     key: &SearchKey<'_>,
     key_head: u64,
     bytes: &[u8],
-    head_at: usize,
-    mb_at: usize,
+    at: usize,
 ) -> Result<Ordering, Error> {
-    match key_head.cmp(&u64::from_be_bytes(read_head(bytes, head_at)?)) {
-        Ordering::Equal => Ok(key.cmp_stored(&view.managed(read_mb(bytes, mb_at)?)?)),
+    match key_head.cmp(&u64::from_be_bytes(read_head(bytes, at + MB + KLEN)?)) {
+        Ordering::Equal => Ok(key.cmp_tail(&read_entry(bytes, at)?.key(view)?)),
         unequal => Ok(unequal),
     }
+}
+
+/// The stored key at offset `at` of a node of `kind`: a leaf entry's key,
+/// or a whole separator.
+fn stored_key_at<'v>(
+    view: &'v impl View,
+    bytes: &[u8],
+    at: usize,
+    kind: u8,
+) -> Result<Part<'v>, Error> {
+    if kind == LEAF {
+        read_entry(bytes, at)?.key(view)
+    } else {
+        Ok(Part::whole(view.managed(read_mb(bytes, at)?)?))
+    }
+}
+
+/// The leaf entry encoded at offset `at` of `bytes`.
+fn read_entry(bytes: &[u8], at: usize) -> Result<Entry, Error> {
+    let kv = read_mb(bytes, at)?;
+    let raw: [u8; KLEN] = bytes
+        .get(at + MB..at + MB + KLEN)
+        .and_then(|b| b.try_into().ok())
+        .ok_or_else(|| corrupt("truncated"))?;
+    let key_len = u32::from_le_bytes(raw) as usize;
+    if key_len > kv.len() {
+        return Err(corrupt("key longer than its entry"));
+    }
+    Ok(Entry {
+        kv,
+        key_len,
+        head: read_head(bytes, at + MB + KLEN)?,
+    })
+}
+
+/// Encodes a leaf entry at the start of `out`.
+fn write_entry(out: &mut [u8], e: &Entry) {
+    out[..MB].copy_from_slice(&mb_bytes(e.kv));
+    // A key is shorter than its entry's string, whose length fits a u32.
+    out[MB..MB + KLEN].copy_from_slice(&(e.key_len as u32).to_le_bytes());
+    out[MB + KLEN..ENTRY].copy_from_slice(&e.head);
 }
 
 /// A node, decoded for modification.
@@ -175,11 +341,12 @@ pub(crate) struct Tree {
 impl Tree {
     /// An empty tree whose nodes fit objects of `max_object` bytes.
     pub(crate) fn new(max_object: usize) -> Result<Tree, Error> {
-        let fanout = (max_object.saturating_sub(HEADER) / ENTRY).min(MAX_FANOUT);
+        // Internal nodes are the larger (SLOT > ENTRY).
+        let fanout = (max_object.saturating_sub(HEADER) / SLOT).min(MAX_FANOUT);
         if fanout < MIN_FANOUT {
             return Err(Error::SegmentTooSmall {
                 max_object,
-                min: HEADER + ENTRY * MIN_FANOUT,
+                min: HEADER + SLOT * MIN_FANOUT,
             });
         }
         Ok(Tree {
@@ -189,8 +356,19 @@ impl Tree {
         })
     }
 
-    fn node_size(&self) -> usize {
+    fn leaf_size(&self) -> usize {
         HEADER + ENTRY * self.fanout
+    }
+
+    fn internal_size(&self) -> usize {
+        HEADER + SLOT * self.fanout
+    }
+
+    fn node_size(&self, node: &Node) -> usize {
+        match node {
+            Node::Leaf(_) => self.leaf_size(),
+            Node::Internal { .. } => self.internal_size(),
+        }
     }
 
     fn decode(&self, bytes: &[u8]) -> Result<Node, Error> {
@@ -229,10 +407,7 @@ impl Tree {
             Node::Leaf(entries) => {
                 out[0] = LEAF;
                 for (i, e) in entries.iter().enumerate() {
-                    let at = HEADER + i * ENTRY;
-                    out[at..at + MB].copy_from_slice(&mb_bytes(e.key));
-                    out[at + MB..at + 2 * MB].copy_from_slice(&mb_bytes(e.value));
-                    out[at + 2 * MB..at + ENTRY].copy_from_slice(&e.head);
+                    write_entry(&mut out[HEADER + i * ENTRY..], e);
                 }
             }
             Node::Internal { children, seps } => {
@@ -272,9 +447,13 @@ impl Tree {
         };
         cursor.depth = self.height + 1;
         let key_head = u64::from_be_bytes(key.head());
-        let node_size = self.node_size();
         for level in 0..=self.height {
             let bytes = view.get(node)?;
+            let node_size = if level < self.height {
+                self.internal_size()
+            } else {
+                self.leaf_size()
+            };
             if bytes.len() < node_size {
                 return Err(corrupt("truncated"));
             }
@@ -290,7 +469,7 @@ impl Tree {
                 // Child i holds [sep[i-1], sep[i]): the number of seps <= key.
                 (INTERNAL, n.saturating_sub(1), self.sep_at(0), SEP, MB)
             } else {
-                (LEAF, n, HEADER, ENTRY, 2 * MB)
+                (LEAF, n, HEADER, ENTRY, MB + KLEN)
             };
             if bytes[0] != kind || (kind == INTERNAL && n == 0) {
                 return Err(corrupt("unexpected node kind"));
@@ -309,7 +488,7 @@ impl Tree {
                         .expect("8 bytes"),
                 );
                 let c = match key_head.cmp(&head) {
-                    Ordering::Equal => key.cmp_stored(&view.managed(read_mb(bytes, at)?)?),
+                    Ordering::Equal => key.cmp_tail(&stored_key_at(view, bytes, at, kind)?),
                     unequal => unequal,
                 };
                 let go_right = if below_or_equal {
@@ -407,7 +586,7 @@ impl Tree {
         cursor: &mut Cursor,
     ) -> Result<Option<Entry>, Error> {
         match self.seek(view, key, false, cursor)? {
-            Some(e) if key.cmp_stored(&view.managed(e.key)?) == Ordering::Equal => Ok(Some(e)),
+            Some(e) if key.cmp_entry(e.head, &e.key(view)?) == Ordering::Equal => Ok(Some(e)),
             _ => Ok(None),
         }
     }
@@ -423,14 +602,10 @@ impl Tree {
         w: &mut RegionWriter<'_>,
         undo: &mut Undo,
         key: &SearchKey<'_>,
-        stored_key: ManagedBytes,
-        value: ManagedBytes,
+        kv: ManagedBytes,
+        key_len: usize,
     ) -> Result<(), Error> {
-        let entry = Entry {
-            key: stored_key,
-            value,
-            head: key.head(),
-        };
+        let entry = Entry::new(key, kv, key_len);
         let mut cursor = Cursor::new();
         if !self.descend(w, key, false, &mut cursor)? {
             let leaf = undo.alloc_node(w, self, &Node::Leaf(vec![entry]))?;
@@ -471,14 +646,11 @@ impl Tree {
                 .copy_from_slice(&bytes[HEADER + at * ENTRY..HEADER + n * ENTRY]);
             n
         };
-        let o = at * ENTRY;
-        all[o..o + MB].copy_from_slice(&mb_bytes(entry.key));
-        all[o + MB..o + 2 * MB].copy_from_slice(&mb_bytes(entry.value));
-        all[o + 2 * MB..o + ENTRY].copy_from_slice(&entry.head);
+        write_entry(&mut all[at * ENTRY..], entry);
         let total = n + 1;
         let mid = total / 2;
         let first = Self::leaf_entry_of(&all, mid)?;
-        let first_key = w.managed(first.key)?.to_vec();
+        let first_key = first.key(w)?.to_vec();
         let sep = (undo.alloc_managed(w, &first_key)?, first.head);
         let write = |out: &mut [u8], entries: &[u8]| {
             out.fill(0);
@@ -486,7 +658,7 @@ impl Tree {
             out[2..4].copy_from_slice(&((entries.len() / ENTRY) as u16).to_le_bytes());
             out[HEADER..HEADER + entries.len()].copy_from_slice(entries);
         };
-        let right = w.alloc_with(self.node_size(), 8, |out| {
+        let right = w.alloc_with(self.leaf_size(), 8, |out| {
             write(out, &all[mid * ENTRY..total * ENTRY]);
         })?;
         undo.fresh.push(right);
@@ -497,12 +669,7 @@ impl Tree {
 
     /// Entry `i` of a run of encoded entries.
     fn leaf_entry_of(entries: &[u8], i: usize) -> Result<Entry, Error> {
-        let at = i * ENTRY;
-        Ok(Entry {
-            key: read_mb(entries, at)?,
-            value: read_mb(entries, at + MB)?,
-            head: read_head(entries, at + 2 * MB)?,
-        })
+        read_entry(entries, i * ENTRY)
     }
 
     /// Adds child `right` after child `at` of the internal node `handle`,
@@ -600,7 +767,9 @@ impl Tree {
         }
     }
 
-    /// Replaces the value of the entry with `key`; returns the old value.
+    /// Replaces the string of the entry with `key` by `value`, which starts
+    /// with the same stored key (a new value, the key copied with it);
+    /// returns the old string.
     pub(crate) fn set_value(
         &mut self,
         w: &mut RegionWriter<'_>,
@@ -614,8 +783,8 @@ impl Tree {
         self.set_value_at(w, undo, handle, at, value)
     }
 
-    /// Replaces the value of the entry [`locate`](Self::locate) found and
-    /// left `cursor` at; returns the old value.
+    /// As [`set_value`](Self::set_value), for the entry
+    /// [`locate`](Self::locate) found and left `cursor` at.
     pub(crate) fn set_value_here(
         &self,
         w: &mut RegionWriter<'_>,
@@ -631,8 +800,8 @@ impl Tree {
         self.set_value_at(w, undo, handle, cursor.idx[leaf], value)
     }
 
-    /// Replaces the value of entry `at` of leaf `handle` in place; returns
-    /// the old value.
+    /// Replaces the string of entry `at` of leaf `handle` in place (its key
+    /// length stays); returns the old string.
     fn set_value_at(
         &self,
         w: &mut RegionWriter<'_>,
@@ -643,7 +812,7 @@ impl Tree {
     ) -> Result<ManagedBytes, Error> {
         undo.save(w, handle)?;
         let bytes = w.get_mut(handle)?;
-        let offset = HEADER + at * ENTRY + MB;
+        let offset = HEADER + at * ENTRY;
         let old = read_mb(bytes, offset)?;
         bytes[offset..offset + MB].copy_from_slice(&mb_bytes(value));
         Ok(old)
@@ -669,11 +838,80 @@ impl Tree {
         }
         let o = HEADER + at * ENTRY;
         let key_head = u64::from_be_bytes(key.head());
-        if cmp_key(view, key, key_head, bytes, o + 2 * MB, o)? == Ordering::Equal {
+        if cmp_key(view, key, key_head, bytes, o)? == Ordering::Equal {
             Self::leaf_entry(bytes, at).map(Some)
         } else {
             Ok(None)
         }
+    }
+
+    /// [`locate`](Self::locate), also returning the first entry `>= key`
+    /// (the exact one if there is one): the entry at `cursor`'s position,
+    /// or the first of the next leaf if that position is one past its
+    /// leaf's last entry (`cursor` stays at the position either way).
+    pub(crate) fn locate_and_next(
+        &self,
+        view: &impl View,
+        key: &SearchKey<'_>,
+        cursor: &mut Cursor,
+    ) -> Result<(Option<Entry>, Option<Entry>), Error> {
+        if !self.descend(view, key, false, cursor)? {
+            return Ok((None, None));
+        }
+        let leaf = cursor.depth - 1;
+        let bytes = view.get(cursor.nodes[leaf].expect("descended"))?;
+        let at = cursor.idx[leaf];
+        if at >= count(bytes) {
+            return Ok((None, self.climb(view, &mut cursor.clone())?));
+        }
+        let next = Self::leaf_entry(bytes, at)?;
+        let o = HEADER + at * ENTRY;
+        let key_head = u64::from_be_bytes(key.head());
+        let exact = cmp_key(view, key, key_head, bytes, o)? == Ordering::Equal;
+        Ok((exact.then_some(next), Some(next)))
+    }
+
+    /// The entry `cursor` is at (where [`seek`](Self::seek) or
+    /// [`advance`](Self::advance) left it), or `None` if it is exhausted.
+    pub(crate) fn current(
+        &self,
+        view: &impl View,
+        cursor: &Cursor,
+    ) -> Result<Option<Entry>, Error> {
+        if cursor.depth == 0 {
+            return Ok(None);
+        }
+        let leaf = cursor.depth - 1;
+        let bytes = view.get(cursor.nodes[leaf].expect("positioned"))?;
+        if cursor.idx[leaf] >= count(bytes) {
+            return Err(corrupt("cursor past its leaf"));
+        }
+        Self::leaf_entry(bytes, cursor.idx[leaf]).map(Some)
+    }
+
+    /// If the entry at `cursor`'s position in its leaf has exactly `key`,
+    /// returns it (no descent; `cursor` stays at it); otherwise `None`.
+    pub(crate) fn here_if(
+        &self,
+        view: &impl View,
+        key: &SearchKey<'_>,
+        cursor: &Cursor,
+    ) -> Result<Option<Entry>, Error> {
+        if cursor.depth == 0 {
+            return Ok(None);
+        }
+        let leaf = cursor.depth - 1;
+        let bytes = view.get(cursor.nodes[leaf].expect("positioned"))?;
+        let at = cursor.idx[leaf];
+        if at >= count(bytes) {
+            return Ok(None);
+        }
+        let o = HEADER + at * ENTRY;
+        let key_head = u64::from_be_bytes(key.head());
+        if cmp_key(view, key, key_head, bytes, o)? != Ordering::Equal {
+            return Ok(None);
+        }
+        Self::leaf_entry(bytes, at).map(Some)
     }
 
     /// If the entry just after `cursor`'s position in the same leaf has
@@ -697,7 +935,7 @@ impl Tree {
         }
         let o = HEADER + at * ENTRY;
         let key_head = u64::from_be_bytes(key.head());
-        if cmp_key(view, key, key_head, bytes, o + 2 * MB, o)? != Ordering::Equal {
+        if cmp_key(view, key, key_head, bytes, o)? != Ordering::Equal {
             return Ok(None);
         }
         cursor.idx[leaf] = at;
@@ -735,10 +973,7 @@ impl Tree {
         let shift = entries.len() * ENTRY;
         bytes.copy_within(start..end, start + shift);
         for (i, e) in entries.iter().enumerate() {
-            let o = start + i * ENTRY;
-            bytes[o..o + MB].copy_from_slice(&mb_bytes(e.key));
-            bytes[o + MB..o + 2 * MB].copy_from_slice(&mb_bytes(e.value));
-            bytes[o + 2 * MB..o + ENTRY].copy_from_slice(&e.head);
+            write_entry(&mut bytes[start + i * ENTRY..], e);
         }
         bytes[2..4].copy_from_slice(&((n + entries.len()) as u16).to_le_bytes());
         Ok(true)
@@ -757,9 +992,10 @@ impl Tree {
         let handle = cursor.nodes[leaf].expect("descended");
         let bytes = view.get(handle)?;
         let at = cursor.idx[leaf];
-        if at >= count(bytes)
-            || key.cmp_stored(&view.managed(Self::leaf_entry(bytes, at)?.key)?) != Ordering::Equal
-        {
+        if at >= count(bytes) || {
+            let e = Self::leaf_entry(bytes, at)?;
+            key.cmp_entry(e.head, &e.key(view)?) != Ordering::Equal
+        } {
             return Err(corrupt("key not found"));
         }
         Ok((handle, at))
@@ -879,7 +1115,7 @@ impl Undo {
         tree: &Tree,
         node: &Node,
     ) -> Result<Handle, Error> {
-        let h = w.alloc_with(tree.node_size(), 8, |bytes| tree.encode(node, bytes))?;
+        let h = w.alloc_with(tree.node_size(node), 8, |bytes| tree.encode(node, bytes))?;
         self.fresh.push(h);
         Ok(h)
     }

@@ -27,7 +27,7 @@ fn ts(t: i64) -> Timestamp {
 
 #[test]
 fn failure_at_every_allocation_point_changes_nothing() {
-    // 4 KiB segments: fanout 12 and a 409-byte largest object, so these
+    // 4 KiB segments: fanout 14 and a 409-byte largest object, so these
     // mutations split nodes and chunk values.
     let pool = SegmentPool::new(
         PoolConfig::default()
@@ -108,9 +108,9 @@ fn failure_at_every_allocation_point_changes_nothing() {
         total_points += n - 1;
         mt.check_invariants().unwrap();
     }
-    // The mutations above exercise many allocation points (keys, values,
-    // chunk indexes, node splits, separators, new roots).
-    assert!(total_points > 100, "only {total_points} allocation points");
+    // The mutations above exercise many allocation points (entries' key
+    // and value strings, chunk indexes, node splits, separators, new roots).
+    assert!(total_points > 60, "only {total_points} allocation points");
     let want = Mutation::reconcile_all(
         std::iter::once({
             let mut b = Mutation::builder(wide.clone());
@@ -124,72 +124,113 @@ fn failure_at_every_allocation_point_changes_nothing() {
     assert_eq!(scan(&mt), want);
 }
 
-/// Partitions with an empty header share one stored header value, which
-/// the first apply that needs it allocates. If that apply fails at any
-/// point, the memtable forgets the value with everything else; later
-/// partitions, and a header that stops being empty, leave the shared value
-/// to the others.
+/// A partition whose header is empty (no tombstone, static row or range
+/// tombstone) and that has rows stores no header entry: a single-row
+/// partition is one object (its key and value in one string). A partition
+/// with nothing at all (an empty mutation) keeps a header entry, so that it
+/// is still there. Whatever allocation of these applies fails, the memtable
+/// forgets everything the apply allocated; a header that becomes non-empty
+/// is stored as its partition's first entry.
 #[test]
-fn the_shared_empty_header_survives_failures_and_header_changes() {
+fn headers_are_stored_only_when_needed() {
+    // 64 KiB segments: a fanout of 64, so the 30 entries below stay in one
+    // leaf and the object counts are exact.
     let pool = SegmentPool::new(
         PoolConfig::default()
-            .with_segment_size(4 << 10)
+            .with_segment_size(64 << 10)
             .with_memory_limit(16 << 20),
     )
     .unwrap();
     let group = RegionGroup::new("g", ReclaimConfig::default());
     let mt = Memtable::new(&group, &pool).unwrap();
+    let dk = |key: &str| DecoratedKey::from_bytes(key.to_string()).unwrap();
     let row = |key: &str, t: i64| {
-        Mutation::builder(DecoratedKey::from_bytes(key.to_string()).unwrap())
+        Mutation::builder(dk(key))
             .cell("c", 0, Cell::live(vec![7u8; 20], ts(t)))
             .build()
             .unwrap()
     };
-    // The first apply, failing at each of its allocations in turn.
-    let first = row("p0", 1);
-    let mut n = 1;
-    loop {
-        pool.fail_nth_allocation(n);
-        let result = mt.apply(&first);
-        pool.fail_nth_allocation(0);
-        match result {
-            Ok(()) => break,
-            Err(e) => {
-                assert!(matches!(e, Error::OutOfMemory { .. }), "point {n}: {e}");
-                assert_eq!(mt.stats().region.objects, 0, "point {n}");
-                assert!(scan(&mt).is_empty());
-                mt.check_invariants().unwrap();
+    let empty = |key: &str| Mutation::builder(dk(key)).build().unwrap();
+    // Applies `m` with a failure at each of its allocations in turn, then
+    // without; returns how many allocation points failed.
+    let apply_through_failures = |m: &Mutation| {
+        let mut n = 1;
+        loop {
+            let before_scan = scan(&mt);
+            let before = mt.stats();
+            pool.fail_nth_allocation(n);
+            let result = mt.apply(m);
+            pool.fail_nth_allocation(0);
+            match result {
+                Ok(()) => return n - 1,
+                Err(e) => {
+                    assert!(matches!(e, Error::OutOfMemory { .. }), "point {n}: {e}");
+                    let after = mt.stats();
+                    assert_eq!(after.region.objects, before.region.objects, "point {n}");
+                    assert_eq!(after.region.object_bytes, before.region.object_bytes);
+                    assert_eq!(after.partitions, before.partitions, "point {n}");
+                    assert_eq!(scan(&mt), before_scan, "point {n}");
+                    mt.check_invariants().unwrap();
+                }
             }
+            n += 1;
+            assert!(n < 100, "apply never succeeded");
         }
-        n += 1;
-        assert!(n < 100, "apply never succeeded");
-    }
-    assert!(n > 2, "the first apply allocates key, header and row");
+    };
+    // The first apply allocates the row's entry and the first leaf.
+    let first = row("p0", 1);
+    assert_eq!(apply_through_failures(&first), 2);
     let mut applied = vec![first];
     for i in 1..20 {
         let m = row(&format!("p{i}"), 1);
         mt.apply(&m).unwrap();
         applied.push(m);
     }
-    // Three objects per partition (header key, row key, row value) plus
-    // the one shared header, and the index nodes.
-    let objects = mt.stats().region.objects;
-    let shared = 3 * 20 + 1;
-    assert!((shared..shared + 10).contains(&objects), "{objects}");
-    // A header that stops being empty gets its own value; the shared one
-    // stays for the others.
-    let delete = Mutation::builder(DecoratedKey::from_bytes("p3").unwrap())
+    // One leaf, and one object per partition: no header entries.
+    assert_eq!(mt.stats().region.objects, 1 + 20);
+    assert_eq!(mt.stats().partitions, 20);
+
+    // Empty partitions: a header entry each.
+    for i in 0..5 {
+        let m = empty(&format!("e{i}"));
+        assert_eq!(apply_through_failures(&m), 1);
+        applied.push(m);
+    }
+    assert_eq!(mt.stats().region.objects, 1 + 20 + 5);
+    assert_eq!(mt.stats().partitions, 25);
+    // An empty mutation of a partition that is there changes nothing.
+    mt.apply(&empty("p1")).unwrap();
+    mt.apply(&empty("e1")).unwrap();
+    assert_eq!(mt.stats().region.objects, 1 + 20 + 5);
+
+    // A partition tombstone over a rows-only partition: its row goes, its
+    // header comes.
+    let delete = Mutation::builder(dk("p3"))
         .partition_tombstone(Tombstone::new(ts(5), 0))
         .build()
         .unwrap();
-    mt.apply(&delete).unwrap();
+    assert_eq!(apply_through_failures(&delete), 1);
     applied.push(delete);
+    assert_eq!(mt.stats().region.objects, 1 + 20 + 5);
+    // An empty header that stops being empty is replaced.
+    let delete = Mutation::builder(dk("e2"))
+        .partition_tombstone(Tombstone::new(ts(5), 0))
+        .build()
+        .unwrap();
+    assert_eq!(apply_through_failures(&delete), 1);
+    applied.push(delete);
+    assert_eq!(mt.stats().region.objects, 1 + 20 + 5);
+    // A static row added to a rows-only partition.
+    let stat = Mutation::builder(dk("p4"))
+        .static_cell(3, Cell::live("s", ts(6)))
+        .build()
+        .unwrap();
+    assert_eq!(apply_through_failures(&stat), 1);
+    applied.push(stat);
+    assert_eq!(mt.stats().region.objects, 1 + 20 + 5 + 1);
     mt.full_compaction().unwrap();
     mt.check_invariants().unwrap();
     assert_eq!(scan(&mt), Mutation::reconcile_all(applied.iter().cloned()));
-    // New partitions still share it.
-    let more = row("p-late", 6);
-    mt.apply(&more).unwrap();
-    applied.push(more);
-    assert_eq!(scan(&mt), Mutation::reconcile_all(applied));
+    assert_eq!(mt.stats().partitions, 25);
+    assert_eq!(mt.stats().rows, 19);
 }

@@ -67,7 +67,7 @@ fn empty_reader_for_an_empty_memtable() {
 #[test]
 fn the_smallest_segments_logalloc_accepts_are_enough() {
     // 4 KiB segments: a 409-byte largest object still holds an index node
-    // of fanout 12; keys and values are chunked.
+    // of fanout 14; keys and values are chunked.
     let pool = SegmentPool::new(
         PoolConfig::default()
             .with_segment_size(logalloc::MIN_SEGMENT_SIZE)

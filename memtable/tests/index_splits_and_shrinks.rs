@@ -1,4 +1,4 @@
-//! With 4 KiB segments the index fanout is 12, so a few thousand rows build
+//! With 4 KiB segments the index fanout is 14, so a few thousand rows build
 //! a tree several levels deep; range tombstones then empty whole leaves,
 //! which leave their parents, until the tree collapses. Reads match a model
 //! throughout, and the region holds nothing but the remaining entries'
