@@ -15,7 +15,12 @@ pub const MAX_SEGMENT_SIZE: u32 = 1 << 31;
 pub enum SyncMode {
     /// `add` returns as soon as the entry is in the log's buffer; the log
     /// writes buffers out at once and fdatasyncs at most once per interval.
-    /// A crash of the machine loses at most about one interval of writes.
+    /// A crash of the machine loses at most about one interval of writes
+    /// while the disk keeps up. When it does not (the oldest entry not yet
+    /// durable is more than two intervals old), `add` waits until a sync
+    /// covers its entry, so the loss stays bounded by about two intervals
+    /// (Cassandra's periodic sync lag block); [`crate::LogStats`] counts
+    /// these waits.
     Periodic(Duration),
     /// `add` returns only once an fdatasync has covered the entry.
     /// Concurrent writers share one fdatasync (group commit): entries added

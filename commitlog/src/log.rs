@@ -81,6 +81,10 @@ pub struct LogStats {
     pub disk_bytes: u64,
     /// Flush request rounds sent to the owner.
     pub flush_requests: u64,
+    /// Periodic-mode appends held until a sync covered them because the
+    /// oldest unsynced entry was more than two intervals old (the disk was
+    /// not keeping up with the interval).
+    pub sync_lag_waits: u64,
 }
 
 /// One segment on disk.
@@ -133,6 +137,9 @@ struct State {
     unsynced: BTreeMap<u64, PlainArc<dyn SegmentFile>>,
     /// Entries written since the last sync.
     unsynced_entries: u64,
+    /// When the oldest entry not yet durable was appended (or an earlier
+    /// instant); `None` while everything appended is durable.
+    unsynced_since: Option<Instant>,
     flusher_busy: bool,
     /// The number the next cycle will get; an entry in `pending` is
     /// covered by that cycle (cycles run one at a time, in order).
@@ -317,6 +324,7 @@ impl CommitLog {
             written: ReplayPosition::new(0, 0),
             unsynced: BTreeMap::new(),
             unsynced_entries: 0,
+            unsynced_since: None,
             flusher_busy: false,
             next_cycle: 1,
             rotating: false,
@@ -462,6 +470,18 @@ impl CommitLog {
                     <= self.shared.config.total_size_limit)
         {
             self.shared.progress.wait(&mut st);
+        }
+    }
+
+    /// Waits until `n` appends have been held for a lagging sync; panics
+    /// after 20 s.
+    #[cfg(test)]
+    pub(crate) fn wait_sync_lag_waits(&self, n: u64) {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        let mut st = self.shared.state.lock();
+        while st.stats.sync_lag_waits < n {
+            assert!(Instant::now() < deadline, "no append was held in 20 s");
+            self.shared.progress.wait_until(&mut st, deadline);
         }
     }
 
@@ -729,6 +749,8 @@ impl Shared {
         // The next cycle to start takes this entry with the rest of
         // `pending`.
         let cycle_no = st.next_cycle;
+        let now = Instant::now();
+        let oldest_unsynced = *st.unsynced_since.get_or_insert(now);
         let pos = ReplayPosition::new(id, offset);
         let end = ReplayPosition::new(id, offset + framed as u32);
         if wait_sync && kind == KIND_DROP {
@@ -753,6 +775,18 @@ impl Shared {
             return self.wait_batch(st, cycle_no, end).map(|()| pos);
         }
         if wait_sync {
+            self.wait_synced(&mut st, end)?;
+        } else if let SyncMode::Periodic(interval) = self.config.sync
+            && now.saturating_duration_since(oldest_unsynced) > interval.saturating_mul(2)
+        {
+            // The disk is not keeping up with the interval: hold this
+            // writer until a sync covers its entry, so that what a crash
+            // can lose stays about two intervals of writes (Cassandra's
+            // periodic sync lag block) instead of growing without bound.
+            st.stats.sync_lag_waits += 1;
+            st.sync_requested = true;
+            self.work.notify_one();
+            self.progress.notify_all();
             self.wait_synced(&mut st, end)?;
         }
         if kind == KIND_DROP {
@@ -1151,6 +1185,9 @@ impl Shared {
                 st.failed = Some(e);
             }
             Ok(()) if sync_now => {
+                // Entries appended since this cycle took `pending` are not
+                // covered; they are no older than its start.
+                st.unsynced_since = (!st.pending.is_empty()).then_some(now);
                 st.synced = st.synced.max(written);
                 st.stats.syncs += 1;
                 st.stats.synced_entries += std::mem::take(&mut st.unsynced_entries);
@@ -1448,6 +1485,52 @@ pub(crate) mod tests {
         assert!(in_durable(&storage));
         let stats = log.stats();
         assert_eq!((stats.entries, stats.synced_entries), (2, 2));
+    }
+
+    #[test]
+    fn periodic_writers_wait_for_a_sync_that_lags_two_intervals() {
+        use std::sync::atomic::{AtomicBool, Ordering as O};
+        let config = Config {
+            segment_size: 1 << 20,
+            total_size_limit: 64 << 20,
+            buffer_budget: Some(64 << 20),
+            ..small(SyncMode::Periodic(Duration::from_millis(1)))
+        };
+        let (log, storage) = mem_log(config);
+        let log = std::sync::Arc::new(log);
+        // The disk stops: nothing is written, so nothing is synced.
+        storage.0.lock().stall = true;
+        let stop = std::sync::Arc::new(AtomicBool::new(false));
+        let writer = {
+            let (log, storage, stop) = (log.clone(), storage.clone(), stop.clone());
+            std::thread::spawn(move || {
+                let mut appended = 0u64;
+                loop {
+                    let pos = log.add(1, &mutation("k", 10)).unwrap();
+                    appended += 1;
+                    if stop.load(O::SeqCst) {
+                        // The one append in flight when the test stopped
+                        // the writer was the held one: durable on return.
+                        let s = storage.0.lock();
+                        let d = &s.durable[&pos.segment];
+                        let at = pos.offset as usize;
+                        let h = format::parse_entry_header(&d[at..at + format::ENTRY_HEADER_LEN]);
+                        assert!(h.is_some_and(|h| h.segment == pos.segment));
+                        return appended;
+                    }
+                }
+            })
+        };
+        // Appends return at once until the oldest unsynced one is two
+        // intervals old; then the writer is held.
+        log.wait_sync_lag_waits(1);
+        stop.store(true, O::SeqCst);
+        storage.unstall();
+        let appended = writer.join().unwrap();
+        assert!(appended >= 2, "earlier appends returned at once");
+        let stats = log.stats();
+        assert_eq!(stats.sync_lag_waits, 1);
+        assert_eq!(stats.entries, appended);
     }
 
     #[test]

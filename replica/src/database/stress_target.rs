@@ -38,6 +38,7 @@ impl Target for Database {
             commitlog_bytes: log.map_or(0, |l| l.bytes),
             commitlog_syncs: log.map_or(0, |l| l.syncs),
             commitlog_synced_entries: log.map_or(0, |l| l.synced_entries),
+            commitlog_lag_waits: log.map_or(0, |l| l.sync_lag_waits),
         }
     }
 }

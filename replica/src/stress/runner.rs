@@ -386,6 +386,7 @@ fn control<T: Target>(
         commitlog_bytes: stats.commitlog_bytes,
         commitlog_syncs: stats.commitlog_syncs,
         commitlog_synced_entries: stats.commitlog_synced_entries,
+        commitlog_lag_waits: stats.commitlog_lag_waits,
         longest_pause: Duration::from_nanos(shared.longest_pause.load(Ordering::Relaxed)),
         idle_intervals,
         first_error,

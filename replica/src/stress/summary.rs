@@ -75,6 +75,9 @@ pub struct Summary {
     pub commitlog_syncs: u64,
     /// Log entries those syncs covered.
     pub commitlog_synced_entries: u64,
+    /// Writes held until a sync covered them because periodic syncs lagged
+    /// two intervals behind.
+    pub commitlog_lag_waits: u64,
     /// The longest time during which no operation completed.
     pub longest_pause: Duration,
     /// Intervals (seconds), the last one aside, in which no operation
@@ -190,6 +193,11 @@ impl Summary {
             ),
             f("Commit log syncs", "", self.commitlog_syncs as f64),
             f("Mean sync group", "writes", self.mean_sync_group()),
+            f(
+                "Writes held for a lagging sync",
+                "",
+                self.commitlog_lag_waits as f64,
+            ),
         ]
     }
 
@@ -230,6 +238,7 @@ impl Summary {
                 "syncs": self.commitlog_syncs,
                 "synced_entries": self.commitlog_synced_entries,
                 "mean_sync_group": self.mean_sync_group(),
+                "lag_waits": self.commitlog_lag_waits,
             },
             "longest_pause_ms": self.longest_pause.as_secs_f64() * 1000.0,
             "idle_intervals": self.idle_intervals,
@@ -335,6 +344,13 @@ impl fmt::Display for Summary {
                 thousands(self.commitlog_syncs as f64),
                 self.mean_sync_group()
             )?;
+            if self.commitlog_lag_waits > 0 {
+                writeln!(
+                    f,
+                    "Held for a lagging sync   : {:>10} writes (the disk fell two intervals behind)",
+                    thousands(self.commitlog_lag_waits as f64)
+                )?;
+            }
         }
         Ok(())
     }
@@ -433,6 +449,7 @@ mod tests {
             commitlog_bytes: 64 << 20,
             commitlog_syncs: 10,
             commitlog_synced_entries: 250,
+            commitlog_lag_waits: 0,
             longest_pause: Duration::from_millis(250),
             idle_intervals: 0,
             first_error: None,
@@ -481,6 +498,17 @@ mod tests {
         ] {
             assert!(text.contains(line), "missing {line:?} in\n{text}");
         }
+        assert!(
+            !text.contains("lagging sync"),
+            "shown only when it happened"
+        );
+        let mut lagging = s.clone();
+        lagging.commitlog_lag_waits = 1234;
+        assert!(
+            lagging
+                .to_string()
+                .contains("Held for a lagging sync   :      1,234 writes")
+        );
         let mut no_log = s.clone();
         no_log.commitlog_bytes = 0;
         assert!(!no_log.to_string().contains("Commit log"));

@@ -34,6 +34,10 @@ pub struct TargetStats {
     /// Log entries those syncs covered: over `commitlog_syncs`, the mean
     /// group size of group commit.
     pub commitlog_synced_entries: u64,
+    /// Periodic-mode writes the commit log held until a sync covered them,
+    /// because its syncs lagged two intervals behind (a disk slower than
+    /// the load).
+    pub commitlog_lag_waits: u64,
 }
 
 /// A store the load runs against. The `Database` implements it; tables are

@@ -62,6 +62,7 @@ impl Target for MemTarget {
             commitlog_bytes: n * 100,
             commitlog_syncs: n / 10,
             commitlog_synced_entries: n,
+            commitlog_lag_waits: 0,
         }
     }
 }
