@@ -137,8 +137,9 @@ struct State {
     unsynced: BTreeMap<u64, PlainArc<dyn SegmentFile>>,
     /// Entries written since the last sync.
     unsynced_entries: u64,
-    /// When the oldest entry not yet durable was appended (or an earlier
-    /// instant); `None` while everything appended is durable.
+    /// Periodic mode: when the oldest entry not yet durable was appended
+    /// (or an earlier instant); `None` while everything appended is
+    /// durable.
     unsynced_since: Option<Instant>,
     flusher_busy: bool,
     /// The number the next cycle will get; an entry in `pending` is
@@ -749,8 +750,16 @@ impl Shared {
         // The next cycle to start takes this entry with the rest of
         // `pending`.
         let cycle_no = st.next_cycle;
-        let now = Instant::now();
-        let oldest_unsynced = *st.unsynced_since.get_or_insert(now);
+        // Periodic mode bounds how long an entry may stay unsynced (below);
+        // batch mode waits for every sync anyway and reads no clock here.
+        let lagging = match self.config.sync {
+            SyncMode::Periodic(interval) => {
+                let now = Instant::now();
+                let oldest = *st.unsynced_since.get_or_insert(now);
+                now.saturating_duration_since(oldest) > interval.saturating_mul(2)
+            }
+            SyncMode::Batch(_) => false,
+        };
         let pos = ReplayPosition::new(id, offset);
         let end = ReplayPosition::new(id, offset + framed as u32);
         if wait_sync && kind == KIND_DROP {
@@ -776,16 +785,16 @@ impl Shared {
         }
         if wait_sync {
             self.wait_synced(&mut st, end)?;
-        } else if let SyncMode::Periodic(interval) = self.config.sync
-            && now.saturating_duration_since(oldest_unsynced) > interval.saturating_mul(2)
-        {
-            // The disk is not keeping up with the interval: hold this
-            // writer until a sync covers its entry, so that what a crash
-            // can lose stays about two intervals of writes (Cassandra's
-            // periodic sync lag block) instead of growing without bound.
+        } else if lagging {
+            // The oldest unsynced entry is over two intervals old: the disk
+            // is not keeping up. Hold this writer until a sync covers its
+            // entry, so that what a crash can lose stays about two
+            // intervals of writes (Cassandra's periodic sync lag block)
+            // instead of growing without bound.
             st.stats.sync_lag_waits += 1;
             st.sync_requested = true;
             self.work.notify_one();
+            // (Also wakes whoever waits on the stats, as tests do.)
             self.progress.notify_all();
             self.wait_synced(&mut st, end)?;
         }
