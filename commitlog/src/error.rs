@@ -27,6 +27,19 @@ pub enum Error {
         /// Bytes of framing per entry.
         framing: usize,
     },
+    /// [`CommitLog::add_batch`](crate::CommitLog::add_batch) stopped
+    /// part-way: its first `appended` entries are in the log, the rest are
+    /// not.
+    #[error("commit log batch stopped after {appended} of {total} entries")]
+    BatchIncomplete {
+        /// Entries appended, the first ones of the batch.
+        appended: usize,
+        /// Entries in the batch.
+        total: usize,
+        /// Why appending stopped.
+        #[source]
+        source: Box<Error>,
+    },
     /// A configuration value outside its allowed range.
     #[error("invalid commit log configuration: {0}")]
     InvalidConfig(String),

@@ -18,7 +18,9 @@
 //!   wait on a slot of their cycle number's parity, not on the log's lock),
 //!   so a sync does not wake the writers queued for the next one.
 //!   [`SyncMode::Periodic`] returns at once and syncs at most once per
-//!   interval.
+//!   interval. [`CommitLog::add_batch`] appends several mutations, each its
+//!   own entry, for one wait: a writer with many mutations pays one wakeup
+//!   rather than one per mutation.
 //! * In batch mode, segments are made ahead of need ([`Preallocate`]): a
 //!   background thread keeps one segment zero-filled at its full size and
 //!   synced, so a segment switch is a rename and the group-commit

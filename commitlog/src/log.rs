@@ -167,6 +167,26 @@ struct State {
     pool: Vec<Vec<u8>>,
 }
 
+/// The payload of `table`'s entry for `mutation`: kind, table, encoding.
+fn mutation_payload(table: TableId, mutation: &Mutation) -> Vec<u8> {
+    let mut payload = Vec::with_capacity(format::PAYLOAD_PREFIX + mutation.encoded_len());
+    payload.extend_from_slice(&format::payload_prefix(KIND_MUTATION, table));
+    mutation.encode_into(&mut payload);
+    payload
+}
+
+/// Where [`Shared::place`] put an entry.
+#[derive(Debug, Clone, Copy)]
+struct Placed {
+    pos: ReplayPosition,
+    /// Just past the entry: durable once `synced` reaches it.
+    end: ReplayPosition,
+    /// The cycle that will write (and in batch mode sync) it.
+    cycle_no: u64,
+    /// Periodic mode: the oldest unsynced entry is over two intervals old.
+    lagging: bool,
+}
+
 /// Completed batch cycles of one parity (see [`Shared::done`]).
 #[derive(Debug)]
 struct GenSlot {
@@ -409,12 +429,88 @@ impl CommitLog {
     /// error, [`Error::Closed`], [`Error::Io`] if a new segment cannot be
     /// created.
     pub fn add(&self, table: TableId, mutation: &Mutation) -> Result<ReplayPosition, Error> {
-        let mut payload = Vec::with_capacity(format::PAYLOAD_PREFIX + mutation.encoded_len());
-        payload.extend_from_slice(&format::payload_prefix(KIND_MUTATION, table));
-        mutation.encode_into(&mut payload);
+        let payload = mutation_payload(table, mutation);
         let wait_sync = matches!(self.shared.config.sync, SyncMode::Batch(_));
         self.shared
             .append(table, KIND_MUTATION, &payload, wait_sync)
+    }
+
+    /// Appends several mutations, in order, and returns their positions.
+    ///
+    /// Each is its own entry, exactly as if added by [`CommitLog::add`] one
+    /// after the other (replay yields them one by one; a crash may keep any
+    /// prefix of the batch), but the caller waits once: in
+    /// [`SyncMode::Batch`] until one fdatasync covered them all, so a writer
+    /// with many mutations pays one wakeup rather than one per mutation.
+    ///
+    /// # Errors
+    /// [`Error::EntryTooLarge`] for any of them before anything is written.
+    /// If appending stops part-way (the log full, the buffer wait timed out,
+    /// a segment that could not be created, the log failed or closed),
+    /// [`Error::BatchIncomplete`] says how many entries were appended, the
+    /// first ones of the batch, with the cause as its source; those stand as
+    /// entries of the log (durable once a later sync covers them:
+    /// [`CommitLog::sync`]). The errors of [`CommitLog::add`] otherwise.
+    pub fn add_batch(
+        &self,
+        entries: &[(TableId, &Mutation)],
+    ) -> Result<Vec<ReplayPosition>, Error> {
+        let limit = self.shared.config.max_payload();
+        let mut payloads = Vec::with_capacity(entries.len());
+        for &(table, mutation) in entries {
+            let payload = mutation_payload(table, mutation);
+            if payload.len() > limit {
+                return Err(Error::EntryTooLarge {
+                    table,
+                    size: payload.len(),
+                    limit,
+                    segment_size: self.shared.config.segment_size,
+                    framing: FRAMING,
+                });
+            }
+            payloads.push((table, payload));
+        }
+        let batch = matches!(self.shared.config.sync, SyncMode::Batch(_));
+        // In `Batch(0)` this writer runs the covering cycle itself unless
+        // one is running: entries are left for it rather than handed to the
+        // flusher one by one.
+        let notify = self.shared.config.sync != SyncMode::Batch(Duration::ZERO);
+        let mut positions = Vec::with_capacity(payloads.len());
+        let mut last = None;
+        for (table, payload) in &payloads {
+            // The previous entry's guard goes before the next entry locks.
+            drop(last.take());
+            match self
+                .shared
+                .place(*table, KIND_MUTATION, payload, false, notify)
+            {
+                Ok((st, placed)) => {
+                    positions.push(placed.pos);
+                    last = Some((st, placed));
+                }
+                Err(source) if positions.is_empty() => return Err(source),
+                Err(source) => {
+                    return Err(Error::BatchIncomplete {
+                        appended: positions.len(),
+                        total: payloads.len(),
+                        source: Box::new(source),
+                    });
+                }
+            }
+        }
+        let Some((mut st, placed)) = last else {
+            return Ok(positions);
+        };
+        if batch {
+            self.shared
+                .wait_batch(st, placed.cycle_no, placed.end)
+                .map(|()| positions)
+        } else {
+            if placed.lagging {
+                self.shared.hold_for_lagging_sync(&mut st, placed.end)?;
+            }
+            Ok(positions)
+        }
     }
 
     /// Logs that `table` was dropped and forgets its unflushed entries:
@@ -582,6 +678,64 @@ impl Shared {
         payload: &[u8],
         wait_sync: bool,
     ) -> Result<ReplayPosition, Error> {
+        // In `Batch(0)` a waiting writer runs the cycle itself: no need to
+        // wake the flusher.
+        let writer_leads = wait_sync && self.config.sync == SyncMode::Batch(Duration::ZERO);
+        let (mut st, placed) = self.place(table, kind, payload, wait_sync, !writer_leads)?;
+        let Placed {
+            pos,
+            end,
+            cycle_no,
+            lagging,
+        } = placed;
+        if wait_sync && kind == KIND_MUTATION {
+            // Only batch mode waits for a mutation's sync.
+            return self.wait_batch(st, cycle_no, end).map(|()| pos);
+        }
+        if wait_sync {
+            self.wait_synced(&mut st, end)?;
+        } else if lagging {
+            self.hold_for_lagging_sync(&mut st, end)?;
+        }
+        if kind == KIND_DROP {
+            // Entries of `table` written after the record (a new table
+            // with the same id) stay.
+            self.discard(&mut st, table, pos);
+        }
+        Ok(pos)
+    }
+
+    /// The oldest unsynced entry is over two intervals old: the disk is not
+    /// keeping up. Holds the writer until a sync covers its entry (ending
+    /// at `end`), so that what a crash can lose stays about two intervals
+    /// of writes (Cassandra's periodic sync lag block) instead of growing
+    /// without bound.
+    fn hold_for_lagging_sync<'a>(
+        &'a self,
+        st: &mut MutexGuard<'a, State>,
+        end: ReplayPosition,
+    ) -> Result<(), Error> {
+        st.stats.sync_lag_waits += 1;
+        st.sync_requested = true;
+        self.work.notify_one();
+        // (Also wakes whoever waits on the stats, as tests do.)
+        self.progress.notify_all();
+        self.wait_synced(st, end)
+    }
+
+    /// Checks, frames and copies one entry (`payload` = kind, table, body)
+    /// into the pending buffer, waiting for buffer space and for a segment
+    /// with room as needed, and returns with the state lock held. Wakes the
+    /// flusher if `notify_flusher` and no cycle runs; a drop record that
+    /// will be waited for (`wait_sync`) requests a sync.
+    fn place<'a>(
+        &'a self,
+        table: TableId,
+        kind: u8,
+        payload: &[u8],
+        wait_sync: bool,
+        notify_flusher: bool,
+    ) -> Result<(MutexGuard<'a, State>, Placed), Error> {
         let limit = self.config.max_payload();
         if payload.len() > limit {
             return Err(Error::EntryTooLarge {
@@ -765,8 +919,7 @@ impl Shared {
         if wait_sync && kind == KIND_DROP {
             st.sync_requested = true;
         }
-        let writer_leads = wait_sync && self.config.sync == SyncMode::Batch(Duration::ZERO);
-        if !st.flusher_busy && !writer_leads {
+        if !st.flusher_busy && notify_flusher {
             self.work.notify_one();
         }
         if rotated {
@@ -779,31 +932,15 @@ impl Shared {
                 st = self.state.lock();
             }
         }
-        if wait_sync && kind == KIND_MUTATION {
-            // Only batch mode waits for a mutation's sync.
-            return self.wait_batch(st, cycle_no, end).map(|()| pos);
-        }
-        if wait_sync {
-            self.wait_synced(&mut st, end)?;
-        } else if lagging {
-            // The oldest unsynced entry is over two intervals old: the disk
-            // is not keeping up. Hold this writer until a sync covers its
-            // entry, so that what a crash can lose stays about two
-            // intervals of writes (Cassandra's periodic sync lag block)
-            // instead of growing without bound.
-            st.stats.sync_lag_waits += 1;
-            st.sync_requested = true;
-            self.work.notify_one();
-            // (Also wakes whoever waits on the stats, as tests do.)
-            self.progress.notify_all();
-            self.wait_synced(&mut st, end)?;
-        }
-        if kind == KIND_DROP {
-            // Entries of `table` written after the record (a new table
-            // with the same id) stay.
-            self.discard(&mut st, table, pos);
-        }
-        Ok(pos)
+        Ok((
+            st,
+            Placed {
+                pos,
+                end,
+                cycle_no,
+                lagging,
+            },
+        ))
     }
 
     /// Forgets `table`'s entries up to `up_to` and retires what that frees.
@@ -1543,6 +1680,93 @@ pub(crate) mod tests {
     }
 
     #[test]
+    fn a_batch_is_durable_on_return_with_one_sync() {
+        let (log, storage) = mem_log(small(SyncMode::Batch(Duration::ZERO)));
+        assert_eq!(log.add_batch(&[]).unwrap(), vec![]);
+        let ms: Vec<Mutation> = (0..5).map(|i| mutation(&format!("k{i}"), 100)).collect();
+        let entries: Vec<(TableId, &Mutation)> = ms
+            .iter()
+            .enumerate()
+            .map(|(i, m)| (i as TableId, m))
+            .collect();
+        let positions = log.add_batch(&entries).unwrap();
+        assert_eq!(positions.len(), 5);
+        assert!(positions.windows(2).all(|w| w[0] < w[1]));
+        let s = storage.0.lock();
+        for p in &positions {
+            let d = &s.durable[&p.segment];
+            let at = p.offset as usize;
+            let h = format::parse_entry_header(&d[at..at + format::ENTRY_HEADER_LEN]);
+            assert!(
+                h.is_some_and(|h| h.segment == p.segment),
+                "{p:?} not durable"
+            );
+        }
+        drop(s);
+        let stats = log.stats();
+        assert_eq!(
+            (stats.entries, stats.synced_entries, stats.syncs),
+            (5, 5, 1)
+        );
+    }
+
+    #[test]
+    fn a_batch_with_an_oversized_entry_writes_nothing() {
+        let (log, _) = mem_log(small(SyncMode::Batch(Duration::ZERO)));
+        let (ok, big) = (mutation("a", 10), mutation("b", 3000));
+        let e = log.add_batch(&[(1, &ok), (2, &ok), (3, &big)]).unwrap_err();
+        assert!(matches!(e, Error::EntryTooLarge { table: 3, .. }), "{e}");
+        assert_eq!(log.stats().entries, 0);
+    }
+
+    #[test]
+    fn a_batch_stopped_by_a_full_log_says_how_many_entries_went_in() {
+        let config = Config {
+            write_timeout: Duration::from_millis(20),
+            ..small(SyncMode::Batch(Duration::ZERO))
+        };
+        let (log, _) = mem_log(config);
+        let m = mutation("k", 500);
+        let entries = vec![(1, &m); 40];
+        match log.add_batch(&entries) {
+            Err(Error::BatchIncomplete {
+                appended,
+                total,
+                source,
+            }) => {
+                assert_eq!(total, 40);
+                assert!(appended > 0 && appended < 40, "{appended}");
+                assert!(matches!(*source, Error::LogFull { .. }), "{source}");
+                assert_eq!(log.stats().entries, appended as u64);
+                // What went in stands: a sync makes it durable.
+                log.sync().unwrap();
+                assert_eq!(log.stats().synced_entries, appended as u64);
+            }
+            other => panic!("{other:?}"),
+        }
+        // Nothing appended at all: the cause itself.
+        let e = log.add_batch(&entries).unwrap_err();
+        assert!(matches!(e, Error::LogFull { .. }), "{e}");
+    }
+
+    #[test]
+    fn a_periodic_batch_returns_before_the_sync() {
+        let (log, _) = mem_log(small(SyncMode::Periodic(Duration::from_secs(3600))));
+        log.add(1, &mutation("a", 10)).unwrap();
+        log.sync().unwrap();
+        let m = mutation("b", 10);
+        let positions = log.add_batch(&[(1, &m), (2, &m)]).unwrap();
+        assert!(positions[0] < positions[1]);
+        assert_eq!(
+            log.stats().synced_entries,
+            1,
+            "not synced before the interval"
+        );
+        log.sync().unwrap();
+        assert_eq!(log.stats().synced_entries, 3);
+    }
+
+    #[test]
     fn batch_with_a_window_groups_writers() {
         let (log, _) = mem_log(small(SyncMode::Batch(Duration::from_millis(5))));
         let log = PlainArc::new(log);
@@ -1644,6 +1868,38 @@ mod loom_tests {
         })
     }
 
+    /// A `Batch(0)` log over `storage`.
+    fn batch_log(storage: &MemStorage) -> PlainArc<CommitLog> {
+        PlainArc::new(
+            CommitLog::with_storage(
+                Box::new(storage.clone()),
+                config(SyncMode::Batch(Duration::ZERO)),
+                BTreeMap::new(),
+                0,
+            )
+            .unwrap(),
+        )
+    }
+
+    /// A `Batch(0)` log over a fresh in-memory store, and a thread adding
+    /// one entry of table 1 to it, which checks that the entry is durable
+    /// when `add` returns and returns its position.
+    fn batch_log_and_another_writer() -> (
+        PlainArc<CommitLog>,
+        MemStorage,
+        loom::thread::JoinHandle<ReplayPosition>,
+    ) {
+        let storage = MemStorage::default();
+        let log = batch_log(&storage);
+        let (l2, s2) = (PlainArc::clone(&log), storage.clone());
+        let other = loom::thread::spawn(move || {
+            let pos = l2.add(1, &mutation("a", 10)).unwrap();
+            assert!(durable(&s2, pos), "returned before its sync");
+            pos
+        });
+        (log, storage, other)
+    }
+
     /// Two writers in batch mode: each returns only once a sync covered its
     /// entry (whether it ran the cycle itself, the other writer did, or the
     /// flusher), the two entries get distinct positions, and at most one
@@ -1651,22 +1907,7 @@ mod loom_tests {
     #[test]
     fn loom_batch_writers_return_only_after_a_covering_sync() {
         model(|| {
-            let storage = MemStorage::default();
-            let log = PlainArc::new(
-                CommitLog::with_storage(
-                    Box::new(storage.clone()),
-                    config(SyncMode::Batch(Duration::ZERO)),
-                    BTreeMap::new(),
-                    0,
-                )
-                .unwrap(),
-            );
-            let (l2, s2) = (PlainArc::clone(&log), storage.clone());
-            let other = loom::thread::spawn(move || {
-                let pos = l2.add(1, &mutation("a", 10)).unwrap();
-                assert!(durable(&s2, pos), "returned before its sync");
-                pos
-            });
+            let (log, storage, other) = batch_log_and_another_writer();
             let mine = log.add(2, &mutation("b", 10)).unwrap();
             assert!(durable(&storage, mine), "returned before its sync");
             let theirs = other.join().unwrap();
@@ -1685,15 +1926,7 @@ mod loom_tests {
         model(|| {
             let storage = MemStorage::default();
             storage.0.lock().fail_writes = true;
-            let log = PlainArc::new(
-                CommitLog::with_storage(
-                    Box::new(storage.clone()),
-                    config(SyncMode::Batch(Duration::ZERO)),
-                    BTreeMap::new(),
-                    0,
-                )
-                .unwrap(),
-            );
+            let log = batch_log(&storage);
             let l2 = PlainArc::clone(&log);
             let other = loom::thread::spawn(move || l2.add(1, &mutation("a", 10)));
             let mine = log.add(2, &mutation("b", 10));
@@ -1713,15 +1946,7 @@ mod loom_tests {
     fn loom_discard_racing_a_segment_switch_keeps_other_tables_entries() {
         model(|| {
             let storage = MemStorage::default();
-            let log = PlainArc::new(
-                CommitLog::with_storage(
-                    Box::new(storage.clone()),
-                    config(SyncMode::Batch(Duration::ZERO)),
-                    BTreeMap::new(),
-                    0,
-                )
-                .unwrap(),
-            );
+            let log = batch_log(&storage);
             let l2 = PlainArc::clone(&log);
             let flusher = loom::thread::spawn(move || {
                 l2.discard_completed(1, ReplayPosition::new(u64::MAX, u32::MAX));
@@ -1795,6 +2020,25 @@ mod loom_tests {
             let files: Vec<u64> = storage.0.lock().files.keys().copied().collect();
             let used: Vec<u64> = positions.iter().map(|p| p.segment).collect();
             assert_eq!(files, used, "an unused reserve was left behind");
+        });
+    }
+
+    /// A batch of two entries and a single entry, from two threads in
+    /// `Batch(0)`: each call returns only once all its entries are durable,
+    /// whoever ran the covering cycle, and every position is distinct.
+    #[test]
+    fn loom_a_batch_and_a_single_add_return_only_when_durable() {
+        model(|| {
+            let (log, storage, other) = batch_log_and_another_writer();
+            let (x, y) = (mutation("b", 10), mutation("c", 10));
+            let mine = log.add_batch(&[(2, &x), (3, &y)]).unwrap();
+            for &p in &mine {
+                assert!(durable(&storage, p), "batch returned before its sync");
+            }
+            let theirs = other.join().unwrap();
+            assert!(!mine.contains(&theirs) && mine[0] < mine[1]);
+            assert_eq!(log.stats().synced_entries, 3);
+            PlainArc::try_unwrap(log).unwrap().close().unwrap();
         });
     }
 }
