@@ -142,6 +142,8 @@ struct State {
     /// durable.
     unsynced_since: Option<Instant>,
     flusher_busy: bool,
+    /// A periodic sync runs (the lock released, writing free meanwhile).
+    syncing: bool,
     /// The number the next cycle will get; an entry in `pending` is
     /// covered by that cycle (cycles run one at a time, in order).
     next_cycle: u64,
@@ -347,6 +349,7 @@ impl CommitLog {
             unsynced_entries: 0,
             unsynced_since: None,
             flusher_busy: false,
+            syncing: false,
             next_cycle: 1,
             rotating: false,
             reserve: None,
@@ -755,6 +758,12 @@ impl Shared {
         loop {
             Self::check_usable(&st)?;
             if st.unwritten > 0 && st.unwritten + framed > self.budget {
+                if st.syncing && !st.flusher_busy {
+                    // The flusher is in a periodic fdatasync: write the
+                    // buffers out here rather than wait for it to end.
+                    self.cycle(&mut st, false, Instant::now());
+                    continue;
+                }
                 if !st.flusher_busy {
                     self.work.notify_one();
                 }
@@ -1284,6 +1293,16 @@ impl Shared {
     /// wake every waiter. The lock is released during the I/O.
     fn cycle<'a>(&'a self, st: &mut MutexGuard<'a, State>, sync_now: bool, now: Instant) {
         debug_assert!(!st.flusher_busy, "one cycle at a time");
+        if sync_now && matches!(self.config.sync, SyncMode::Periodic(_)) {
+            // Write, then sync without holding up writes (see
+            // `sync_phase`). The write-only cycle returns with the lock
+            // held throughout, so no other cycle starts in between.
+            self.cycle(st, false, now);
+            if st.failed.is_none() {
+                self.sync_phase(st, now);
+            }
+            return;
+        }
         let chunks = std::mem::take(&mut st.pending);
         st.unsynced_entries += std::mem::take(&mut st.pending_entries);
         // The files written since the last sync travel with the cycle; no
@@ -1331,23 +1350,8 @@ impl Shared {
                 st.failed = Some(e);
             }
             Ok(()) if sync_now => {
-                // Entries appended since this cycle took `pending` are not
-                // covered; they are no older than its start.
-                st.unsynced_since = (!st.pending.is_empty()).then_some(now);
-                st.synced = st.synced.max(written);
-                st.stats.syncs += 1;
-                st.stats.synced_entries += std::mem::take(&mut st.unsynced_entries);
-                let upto = st.synced;
-                for (&id, seg) in st.segments.range_mut(..=upto.segment) {
-                    if seg.file.is_none() {
-                        continue;
-                    }
-                    seg.synced_end = if id < upto.segment {
-                        seg.end
-                    } else {
-                        seg.synced_end.max(upto.offset)
-                    };
-                }
+                let entries = std::mem::take(&mut st.unsynced_entries);
+                self.note_synced(st, written, entries, now);
                 self.publish(cycle_no, None);
                 self.retire(st);
             }
@@ -1355,6 +1359,64 @@ impl Shared {
         }
         self.progress.notify_all();
         self.work.notify_one();
+    }
+
+    /// A periodic sync: everything written so far (the flusher has just
+    /// written `pending` out) is fdatasynced with the writing slot
+    /// (`flusher_busy`) free, so that while a long sync runs (seconds, when
+    /// gigabytes wait in the page cache) writers at the buffer budget write
+    /// the buffers out themselves instead of waiting for it. Entries
+    /// written meanwhile are left to the next sync.
+    fn sync_phase<'a>(&'a self, st: &mut MutexGuard<'a, State>, now: Instant) {
+        debug_assert!(!st.syncing, "one sync at a time");
+        st.syncing = true;
+        st.sync_requested = false;
+        st.last_sync_start = Some(now);
+        let target = st.written;
+        let files = std::mem::take(&mut st.unsynced);
+        let entries = std::mem::take(&mut st.unsynced_entries);
+        let sync_dir = std::mem::take(&mut st.dir_dirty);
+        let result = MutexGuard::unlocked(st, || {
+            if sync_dir {
+                self.storage.sync_dir()?;
+            }
+            for f in files.values() {
+                f.sync_data()?;
+            }
+            Ok::<(), io::Error>(())
+        });
+        st.syncing = false;
+        match result {
+            Err(e) => st.failed = Some(PlainArc::new(e)),
+            Ok(()) => {
+                self.note_synced(st, target, entries, now);
+                self.retire(st);
+            }
+        }
+        self.progress.notify_all();
+        self.work.notify_one();
+    }
+
+    /// Records that a sync started at `now` made everything up to `upto`
+    /// (`entries` entries) durable.
+    fn note_synced(&self, st: &mut State, upto: ReplayPosition, entries: u64, now: Instant) {
+        st.synced = st.synced.max(upto);
+        st.stats.syncs += 1;
+        st.stats.synced_entries += entries;
+        // Anything appended or written after the sync started is not
+        // covered, and no older than its start.
+        st.unsynced_since = (!st.pending.is_empty() || !st.unsynced.is_empty()).then_some(now);
+        let upto = st.synced;
+        for (&id, seg) in st.segments.range_mut(..=upto.segment) {
+            if seg.file.is_none() {
+                continue;
+            }
+            seg.synced_end = if id < upto.segment {
+                seg.end
+            } else {
+                seg.synced_end.max(upto.offset)
+            };
+        }
     }
 }
 
@@ -1767,6 +1829,45 @@ pub(crate) mod tests {
     }
 
     #[test]
+    fn periodic_writers_write_their_buffers_out_while_a_long_sync_runs() {
+        let config = Config {
+            segment_size: 1 << 20,
+            total_size_limit: 64 << 20,
+            buffer_budget: Some(1 << 19),
+            ..small(SyncMode::Periodic(Duration::from_secs(3600)))
+        };
+        let (log, storage) = mem_log(config);
+        let log = std::sync::Arc::new(log);
+        log.add(1, &mutation("a", 1000)).unwrap();
+        storage.0.lock().stall_syncs = true;
+        let syncer = {
+            let log = log.clone();
+            std::thread::spawn(move || log.sync())
+        };
+        storage.wait_for_a_stalled_sync();
+        // The fdatasync is stuck; appends of twice the buffer budget still
+        // go through: the writers write the buffers out themselves.
+        let positions: Vec<ReplayPosition> = (0..1000)
+            .map(|_| log.add(1, &mutation("b", 1000)).unwrap())
+            .collect();
+        // Early ones were written out (the last ones may still wait in the
+        // buffer, below the budget).
+        let early = positions[100];
+        let written = storage.0.lock().files[&early.segment].clone();
+        let at = early.offset as usize;
+        let h = format::parse_entry_header(&written[at..at + format::ENTRY_HEADER_LEN]);
+        assert!(h.is_some_and(|h| h.segment == early.segment), "written");
+        assert!(
+            log.stats().synced_entries <= 1,
+            "the stuck sync covers none of them"
+        );
+        storage.unstall();
+        syncer.join().unwrap().unwrap();
+        log.sync().unwrap();
+        assert_eq!(log.stats().synced_entries, 1001);
+    }
+
+    #[test]
     fn batch_with_a_window_groups_writers() {
         let (log, _) = mem_log(small(SyncMode::Batch(Duration::from_millis(5))));
         let log = PlainArc::new(log);
@@ -2039,6 +2140,47 @@ mod loom_tests {
             assert!(!mine.contains(&theirs) && mine[0] < mine[1]);
             assert_eq!(log.stats().synced_entries, 3);
             PlainArc::try_unwrap(log).unwrap().close().unwrap();
+        });
+    }
+
+    /// A periodic sync racing a writer at the buffer budget: while the
+    /// flusher's fdatasync runs with the writing slot free, the writer may
+    /// write the buffers out itself. Whatever the interleaving, the sync
+    /// caller returns once everything before its call is durable, nobody
+    /// hangs, and every entry is durable after close.
+    #[test]
+    fn loom_a_periodic_sync_does_not_hold_up_writers_at_the_budget() {
+        model(|| {
+            let storage = MemStorage::default();
+            let mut c = config(SyncMode::Periodic(Duration::from_secs(3600)));
+            c.buffer_budget = Some(2048);
+            let log = PlainArc::new(
+                CommitLog::with_storage(Box::new(storage.clone()), c, BTreeMap::new(), 0).unwrap(),
+            );
+            let first = log.add(1, &mutation("a", 1200)).unwrap();
+            let (l2, s2) = (PlainArc::clone(&log), storage.clone());
+            let syncer = loom::thread::spawn(move || {
+                l2.sync().unwrap();
+                assert!(
+                    durable(&s2, first),
+                    "sync returned before the entry was durable"
+                );
+            });
+            let second = log.add(2, &mutation("b", 1200)).unwrap();
+            let third = log.add(3, &mutation("c", 1200)).unwrap();
+            syncer.join().unwrap();
+            // What the log counts as synced is durable, no more: entries
+            // written during the sync are left to the next one.
+            let synced = log.shared.state.lock().synced;
+            for p in [first, second, third] {
+                if p < synced {
+                    assert!(durable(&storage, p), "{p:?} counted as synced");
+                }
+            }
+            PlainArc::try_unwrap(log).unwrap().close().unwrap();
+            for p in [first, second, third] {
+                assert!(durable(&storage, p), "{p:?} lost");
+            }
         });
     }
 }

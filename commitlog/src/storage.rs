@@ -151,6 +151,10 @@ pub(crate) mod mem {
         pub(crate) fail_creates: bool,
         /// Writes block while set: a disk that does not keep up.
         pub(crate) stall: bool,
+        /// Syncs block while set (a long fdatasync).
+        pub(crate) stall_syncs: bool,
+        /// Syncs blocked now.
+        syncs_stalled: u32,
         /// Segments created, with whether each was prefilled.
         pub(crate) created: BTreeMap<u64, bool>,
         /// The key of the reserve segment's file, while there is one.
@@ -182,10 +186,21 @@ pub(crate) mod mem {
     }
 
     impl MemStorage {
-        /// Lets stalled writes go on.
+        /// Lets stalled writes and syncs go on.
         pub(crate) fn unstall(&self) {
-            self.0.lock().stall = false;
+            let mut s = self.0.lock();
+            s.stall = false;
+            s.stall_syncs = false;
+            drop(s);
             self.1.notify_all();
+        }
+
+        /// Waits until a sync is blocked by `stall_syncs`.
+        pub(crate) fn wait_for_a_stalled_sync(&self) {
+            let mut s = self.0.lock();
+            while s.syncs_stalled == 0 {
+                self.1.wait(&mut s);
+            }
         }
     }
 
@@ -218,8 +233,19 @@ pub(crate) mod mem {
         fn sync_data(&self) -> io::Result<()> {
             let mut s = self.state.lock();
             s.syncs += 1;
+            // What was written when the sync began becomes durable.
             let name = s.name_of(self.id);
-            if let Some(f) = s.files.get(&name).cloned() {
+            let image = s.files.get(&name).cloned();
+            if s.stall_syncs {
+                s.syncs_stalled += 1;
+                self.unstalled.notify_all();
+                while s.stall_syncs {
+                    self.unstalled.wait(&mut s);
+                }
+                s.syncs_stalled -= 1;
+            }
+            if let Some(f) = image {
+                let name = s.name_of(self.id);
                 s.durable.insert(name, f);
             }
             Ok(())
