@@ -1695,15 +1695,21 @@ pub(crate) mod tests {
         assert_eq!((stats.entries, stats.synced_entries), (2, 2));
     }
 
+    /// Periodic mode with 1 MiB segments, room for 64 of them and a
+    /// buffer budget of `budget` bytes.
+    fn roomy_periodic(interval: Duration, budget: usize) -> Config {
+        Config {
+            segment_size: 1 << 20,
+            total_size_limit: 64 << 20,
+            buffer_budget: Some(budget),
+            ..small(SyncMode::Periodic(interval))
+        }
+    }
+
     #[test]
     fn periodic_writers_wait_for_a_sync_that_lags_two_intervals() {
         use std::sync::atomic::{AtomicBool, Ordering as O};
-        let config = Config {
-            segment_size: 1 << 20,
-            total_size_limit: 64 << 20,
-            buffer_budget: Some(64 << 20),
-            ..small(SyncMode::Periodic(Duration::from_millis(1)))
-        };
+        let config = roomy_periodic(Duration::from_millis(1), 64 << 20);
         let (log, storage) = mem_log(config);
         let log = std::sync::Arc::new(log);
         // The disk stops: nothing is written, so nothing is synced.
@@ -1830,12 +1836,7 @@ pub(crate) mod tests {
 
     #[test]
     fn periodic_writers_write_their_buffers_out_while_a_long_sync_runs() {
-        let config = Config {
-            segment_size: 1 << 20,
-            total_size_limit: 64 << 20,
-            buffer_budget: Some(1 << 19),
-            ..small(SyncMode::Periodic(Duration::from_secs(3600)))
-        };
+        let config = roomy_periodic(Duration::from_secs(3600), 1 << 19);
         let (log, storage) = mem_log(config);
         let log = std::sync::Arc::new(log);
         log.add(1, &mutation("a", 1000)).unwrap();

@@ -830,19 +830,7 @@ impl Tree {
         if !self.descend(view, key, false, cursor)? {
             return Ok(None);
         }
-        let leaf = cursor.depth - 1;
-        let bytes = view.get(cursor.nodes[leaf].expect("descended"))?;
-        let at = cursor.idx[leaf];
-        if at >= count(bytes) {
-            return Ok(None);
-        }
-        let o = HEADER + at * ENTRY;
-        let key_head = u64::from_be_bytes(key.head());
-        if cmp_key(view, key, key_head, bytes, o)? == Ordering::Equal {
-            Self::leaf_entry(bytes, at).map(Some)
-        } else {
-            Ok(None)
-        }
+        self.here_if(view, key, cursor)
     }
 
     /// [`locate`](Self::locate), also returning the first entry `>= key`
