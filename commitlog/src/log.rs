@@ -1484,6 +1484,17 @@ pub(crate) mod tests {
         log.add(3, &m).unwrap();
     }
 
+    /// Adds entries of table 0 until one lands beyond segment `first`;
+    /// returns that entry's segment.
+    fn add_until_the_segment_switches(log: &CommitLog, first: u64) -> u64 {
+        loop {
+            let segment = log.add(0, &mutation("k", 500)).unwrap().segment;
+            if segment != first {
+                return segment;
+            }
+        }
+    }
+
     #[test]
     fn switches_take_the_prefilled_reserve_and_close_removes_an_unused_one() {
         let config = Config {
@@ -1503,10 +1514,7 @@ pub(crate) mod tests {
         assert!(storage.0.lock().reserve_key.is_some());
         assert_eq!(log.stats().segments_on_disk, 2);
         assert_eq!(log.stats().disk_bytes, 2 * 4096);
-        let mut last = first;
-        while last == first {
-            last = log.add(0, &mutation("k", 500)).unwrap().segment;
-        }
+        let last = add_until_the_segment_switches(&log, first);
         // The switch renamed the reserve to the next id.
         assert_eq!(last, first + 1);
         assert_eq!(storage.0.lock().created.get(&last), Some(&true));
@@ -1535,10 +1543,7 @@ pub(crate) mod tests {
         log.wait_reserve_settled();
         // Two segments fill the limit: the reserve is the second.
         assert!(storage.0.lock().reserve_key.is_some());
-        let mut last = first;
-        while last == first {
-            last = log.add(0, &mutation("k", 500)).unwrap().segment;
-        }
+        add_until_the_segment_switches(&log, first);
         log.wait_reserve_settled();
         assert_eq!(storage.0.lock().reserve_key, None, "no third: at the limit");
         drop(log);

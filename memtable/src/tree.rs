@@ -866,15 +866,25 @@ impl Tree {
         view: &impl View,
         cursor: &Cursor,
     ) -> Result<Option<Entry>, Error> {
+        match Self::at_cursor(view, cursor)? {
+            None => Ok(None),
+            Some((bytes, at)) if at < count(bytes) => Self::leaf_entry(bytes, at).map(Some),
+            Some(_) => Err(corrupt("cursor past its leaf")),
+        }
+    }
+
+    /// The bytes of `cursor`'s leaf and its position there, or `None` if
+    /// the cursor is not positioned.
+    fn at_cursor<'v>(
+        view: &'v impl View,
+        cursor: &Cursor,
+    ) -> Result<Option<(&'v [u8], usize)>, Error> {
         if cursor.depth == 0 {
             return Ok(None);
         }
         let leaf = cursor.depth - 1;
         let bytes = view.get(cursor.nodes[leaf].expect("positioned"))?;
-        if cursor.idx[leaf] >= count(bytes) {
-            return Err(corrupt("cursor past its leaf"));
-        }
-        Self::leaf_entry(bytes, cursor.idx[leaf]).map(Some)
+        Ok(Some((bytes, cursor.idx[leaf])))
     }
 
     /// If the entry at `cursor`'s position in its leaf has exactly `key`,
@@ -885,12 +895,9 @@ impl Tree {
         key: &SearchKey<'_>,
         cursor: &Cursor,
     ) -> Result<Option<Entry>, Error> {
-        if cursor.depth == 0 {
+        let Some((bytes, at)) = Self::at_cursor(view, cursor)? else {
             return Ok(None);
-        }
-        let leaf = cursor.depth - 1;
-        let bytes = view.get(cursor.nodes[leaf].expect("positioned"))?;
-        let at = cursor.idx[leaf];
+        };
         if at >= count(bytes) {
             return Ok(None);
         }

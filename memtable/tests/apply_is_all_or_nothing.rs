@@ -21,6 +21,14 @@ fn scan(mt: &Arc<Memtable>) -> Vec<Mutation> {
     to_mutations(&mut r).unwrap()
 }
 
+/// A partition tombstone at timestamp 5 for partition `key`.
+fn partition_delete(key: &str) -> Mutation {
+    Mutation::builder(DecoratedKey::from_bytes(key.to_string()).unwrap())
+        .partition_tombstone(Tombstone::new(ts(5), 0))
+        .build()
+        .unwrap()
+}
+
 fn ts(t: i64) -> Timestamp {
     Timestamp::from_micros(t)
 }
@@ -145,7 +153,7 @@ fn headers_are_stored_only_when_needed() {
     let mt = Memtable::new(&group, &pool).unwrap();
     let dk = |key: &str| DecoratedKey::from_bytes(key.to_string()).unwrap();
     let row = |key: &str, t: i64| {
-        Mutation::builder(dk(key))
+        Mutation::builder(DecoratedKey::from_bytes(key.to_string()).unwrap())
             .cell("c", 0, Cell::live(vec![7u8; 20], ts(t)))
             .build()
             .unwrap()
@@ -205,18 +213,12 @@ fn headers_are_stored_only_when_needed() {
 
     // A partition tombstone over a rows-only partition: its row goes, its
     // header comes.
-    let delete = Mutation::builder(dk("p3"))
-        .partition_tombstone(Tombstone::new(ts(5), 0))
-        .build()
-        .unwrap();
+    let delete = partition_delete("p3");
     assert_eq!(apply_through_failures(&delete), 1);
     applied.push(delete);
     assert_eq!(mt.stats().region.objects, 1 + 20 + 5);
     // An empty header that stops being empty is replaced.
-    let delete = Mutation::builder(dk("e2"))
-        .partition_tombstone(Tombstone::new(ts(5), 0))
-        .build()
-        .unwrap();
+    let delete = partition_delete("e2");
     assert_eq!(apply_through_failures(&delete), 1);
     applied.push(delete);
     assert_eq!(mt.stats().region.objects, 1 + 20 + 5);
