@@ -30,8 +30,12 @@
 //!   and asks the owner, through [`CommitLog::set_flush_handler`], to flush
 //!   the tables that hold the oldest segments, repeating the request until
 //!   the segments are freed.
-//! * Retirement by [`CommitLog::discard_completed`]; [`CommitLog::drop_table`]
-//!   logs a drop so replay cannot resurrect a dropped table.
+//! * Retirement by [`CommitLog::discard_flushed`]: each appended entry pins
+//!   its segment until the memtable holding it hands it back with its
+//!   [`ReplayPositionSet`], whatever order entries reached memtables in
+//!   (replayed entries are released by [`CommitLog::discard_completed`]);
+//!   [`CommitLog::drop_table`] logs a drop so replay cannot resurrect a
+//!   dropped table.
 //! * [`replay`] (and [`CommitLog::open`]) read every segment in order; a torn
 //!   last entry ends its segment cleanly, damage is reported with the
 //!   segment, offset and bytes skipped, and replay goes on. No input makes
@@ -64,10 +68,13 @@
 //!
 //! let mut replayed = Vec::new();
 //! let (log, report) = CommitLog::open(dir.path(), config, |table, m, p| replayed.push((table, m, p)))?;
-//! assert_eq!(replayed, vec![(7, m, pos)]);
+//! assert_eq!(replayed, vec![(7, m.clone(), pos)]);
 //! assert_eq!((report.entries, report.corrupt_segments), (1, 0));
 //! // The owner flushed table 7's replayed memtable: its segment may go.
 //! log.discard_completed(7, pos);
+//! // Entries of this run are handed back exactly, by the memtable holding them.
+//! let held: commitlog::ReplayPositionSet = [log.add(7, &m)?].into_iter().collect();
+//! log.discard_flushed(7, &held);
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
@@ -103,6 +110,7 @@ mod config;
 mod error;
 mod format;
 mod log;
+mod positions;
 mod replay;
 mod storage;
 mod sync;
@@ -110,6 +118,7 @@ mod sync;
 pub use crate::config::{Config, MAX_SEGMENT_SIZE, MIN_SEGMENT_SIZE, Preallocate, SyncMode};
 pub use crate::error::Error;
 pub use crate::log::{CommitLog, FlushHandler, FlushRequest, LogStats};
+pub use crate::positions::ReplayPositionSet;
 pub use crate::replay::{Damage, ReplayReport, TornTail, replay};
 
 /// Identifies a table in the log. The owner assigns ids; the log only

@@ -41,13 +41,15 @@ use crate::format::{self, FRAMING, HEADER_LEN, KIND_DROP, KIND_MUTATION};
 use crate::replay::{self, ReplayReport};
 use crate::storage::{DirStorage, SegmentFile, Storage};
 use crate::sync::{self, Arc, Condvar, Mutex, MutexGuard, PlainArc};
-use crate::{Error, ReplayPosition, TableId};
+use crate::{Error, ReplayPosition, ReplayPositionSet, TableId};
 
-/// A request from the log to its owner: flush `table`'s memtable holding
-/// entries up to `up_to`, then call [`CommitLog::discard_completed`]. If the
-/// table holds nothing in memory up to `up_to` (its memtable is empty, or it
-/// was flushed already), the owner lets go at once by calling
-/// `discard_completed(table, up_to)` without a flush.
+/// A request from the log to its owner: flush `table`'s memtables holding
+/// entries up to `up_to`; each flush then hands its entries back with
+/// [`CommitLog::discard_flushed`]. Entries appended and not yet in a
+/// memtable (a writer between its append and its apply) free their
+/// segments when that writer hands them on or back, not before; a table
+/// the owner no longer has (dropped) may be let go at once with
+/// [`CommitLog::discard_completed`]`(table, up_to)`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct FlushRequest {
     /// The table to flush.
@@ -92,9 +94,8 @@ pub struct LogStats {
 pub(crate) struct Segment {
     /// Open for writing (segments of this run); `None` for replayed ones.
     file: Option<PlainArc<dyn SegmentFile>>,
-    /// Tables with entries here not yet flushed: table → highest entry
-    /// offset.
-    dirty: HashMap<TableId, u32>,
+    /// Tables with entries here not yet flushed.
+    dirty: HashMap<TableId, Dirty>,
     /// Holds a table drop record: it may go only once no older segment is
     /// left, or replay could bring the dropped data back.
     has_drop: bool,
@@ -108,6 +109,34 @@ pub(crate) struct Segment {
     damaged: bool,
     /// Bytes this file takes on disk.
     disk_size: u64,
+}
+
+/// What one table still needs of one segment.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Dirty {
+    /// Entries appended in this run and not yet handed back by
+    /// [`CommitLog::discard_flushed`].
+    entries: u64,
+    /// Holds entries found by replay, not yet released by
+    /// [`CommitLog::discard_completed`].
+    replayed: bool,
+    /// The highest entry offset (for flush requests).
+    newest: u32,
+}
+
+impl Dirty {
+    /// Replayed entries up to `newest`.
+    pub(crate) fn replayed(newest: u32) -> Self {
+        Dirty {
+            entries: 0,
+            replayed: true,
+            newest,
+        }
+    }
+
+    fn is_clean(&self) -> bool {
+        self.entries == 0 && !self.replayed
+    }
 }
 
 /// Bytes waiting to be written at `offset` of `segment`.
@@ -288,7 +317,11 @@ impl CommitLog {
                 id,
                 Segment {
                     file: None,
-                    dirty: s.tables,
+                    dirty: s
+                        .tables
+                        .into_iter()
+                        .map(|(t, newest)| (t, Dirty::replayed(newest)))
+                        .collect(),
                     has_drop: s.has_drop,
                     end: len,
                     synced_end: len,
@@ -528,14 +561,37 @@ impl CommitLog {
         self.shared.append(table, KIND_DROP, &payload, true)
     }
 
-    /// Records that `table`'s memtable holding every entry up to `up_to`
-    /// has been flushed (or that the table holds nothing in memory up to
-    /// it). Segments left with no unflushed table, fully synced and no
+    /// Hands back `table`'s entries in `set`: they are durable elsewhere
+    /// (the memtable that held them is flushed), or they reached no
+    /// memtable at all (a write that failed after its append). Segments
+    /// left with no entry of any table, fully synced and no longer active
+    /// are deleted.
+    ///
+    /// Each entry [`CommitLog::add`] appends pins its segment for its table
+    /// until it is handed back, so a flush releases exactly what its
+    /// memtable holds, whatever order entries reached memtables in. An
+    /// entry handed back twice (or after [`discard_completed`](Self::discard_completed)
+    /// or [`drop_table`](Self::drop_table) forgot it) is not counted
+    /// again.
+    pub fn discard_flushed(&self, table: TableId, set: &ReplayPositionSet) {
+        if set.is_empty() {
+            return;
+        }
+        let mut st = self.shared.state.lock();
+        self.shared.discard_set(&mut st, table, set);
+    }
+
+    /// Forgets every entry of `table` at or before `up_to`, whichever
+    /// memtable holds it: for entries found by replay (once the memtables
+    /// they were replayed into are flushed), and for a table the owner
+    /// dropped. Segments left with no unflushed table, fully synced and no
     /// longer active are deleted.
     ///
-    /// The caller must not pass a position beyond an entry that is not yet
-    /// in a flushed (or flushing) memtable: entries of `table` at or before
-    /// `up_to` are considered safe elsewhere.
+    /// The caller must know that no entry of `table` at or before `up_to`
+    /// is still needed: one in a memtable that is not flushed, or in flight
+    /// between a writer's append and its apply, is lost at a crash. While
+    /// writers run, release their entries with
+    /// [`discard_flushed`](Self::discard_flushed) instead.
     pub fn discard_completed(&self, table: TableId, up_to: ReplayPosition) {
         let mut st = self.shared.state.lock();
         self.shared.discard(&mut st, table, up_to);
@@ -882,8 +938,9 @@ impl Shared {
         seg.end += framed as u32;
         let file = PlainArc::clone(seg.file.as_ref().expect("the active segment is open"));
         if kind == KIND_MUTATION {
-            let e = seg.dirty.entry(table).or_insert(offset);
-            *e = (*e).max(offset);
+            let e = seg.dirty.entry(table).or_default();
+            e.entries += 1;
+            e.newest = e.newest.max(offset);
         } else {
             // The table's entries are released only once the drop record
             // is durable (below): retiring a segment earlier could leave a
@@ -955,8 +1012,30 @@ impl Shared {
     /// Forgets `table`'s entries up to `up_to` and retires what that frees.
     fn discard(&self, st: &mut State, table: TableId, up_to: ReplayPosition) {
         for (&id, seg) in st.segments.range_mut(..=up_to.segment) {
-            if id < up_to.segment || seg.dirty.get(&table).is_some_and(|&o| o <= up_to.offset) {
+            if id < up_to.segment
+                || seg
+                    .dirty
+                    .get(&table)
+                    .is_some_and(|d| d.newest <= up_to.offset)
+            {
                 seg.dirty.remove(&table);
+            }
+        }
+        self.retire(st);
+    }
+
+    /// Hands back `table`'s entries in `set` and retires what that frees.
+    fn discard_set(&self, st: &mut State, table: TableId, set: &ReplayPositionSet) {
+        for (segment, n) in set.segments() {
+            if let Some(seg) = st.segments.get_mut(&segment)
+                && let Some(d) = seg.dirty.get_mut(&table)
+            {
+                // Saturating: entries already forgotten by a drop (or by
+                // `discard_completed`) are not counted twice.
+                d.entries = d.entries.saturating_sub(n);
+                if d.is_clean() {
+                    seg.dirty.remove(&table);
+                }
             }
         }
         self.retire(st);
@@ -1155,8 +1234,8 @@ impl Shared {
                 break;
             }
             covered += seg.disk_size;
-            for (&table, &offset) in &seg.dirty {
-                let pos = ReplayPosition::new(id, offset);
+            for (&table, d) in &seg.dirty {
+                let pos = ReplayPosition::new(id, d.newest);
                 let e = wanted.entry(table).or_insert(pos);
                 *e = (*e).max(pos);
             }
@@ -1625,6 +1704,48 @@ pub(crate) mod tests {
         let files: Vec<u64> = storage.0.lock().files.keys().copied().collect();
         assert_eq!(files, vec![last[17].segment]);
         assert_eq!(log.stats().segments_on_disk, 1);
+    }
+
+    /// The lost-write race of issue 18, at the log's level: an entry
+    /// appended before another can land in a newer memtable. The older
+    /// memtable's flush hands back exactly its own entries, so the segment
+    /// holding the newer memtable's older entry stays.
+    #[test]
+    fn a_flush_releases_exactly_the_entries_its_memtable_holds() {
+        let (log, storage) = mem_log(small(SyncMode::Batch(Duration::ZERO)));
+        // Writer B's entry p2 and the rest of the first segment go to the
+        // newer memtable M2; writer A's later entry p3 to the older M1.
+        let p2 = log.add(0, &mutation("k", 500)).unwrap();
+        let mut m2 = ReplayPositionSet::from(p2);
+        let p3 = loop {
+            let p = log.add(0, &mutation("k", 500)).unwrap();
+            if p.segment != p2.segment {
+                break p;
+            }
+            m2.insert(p);
+        };
+        let m1 = ReplayPositionSet::from(p3);
+        // The second segment closes too.
+        let mut m3 = ReplayPositionSet::new();
+        loop {
+            let p = log.add(1, &mutation("k", 500)).unwrap();
+            m3.insert(p);
+            if p.segment != p3.segment {
+                break;
+            }
+        }
+        log.discard_flushed(1, &m3);
+        // M1 is flushed: it holds the newest entry of table 0 in log order,
+        // yet p2 is still needed.
+        log.discard_flushed(0, &m1);
+        assert!(storage.0.lock().files.contains_key(&p2.segment));
+        assert_eq!(log.dirty_tables()[0], (p2.segment, vec![0]));
+        // A set handed back twice counts once.
+        log.discard_flushed(0, &m1);
+        assert!(storage.0.lock().files.contains_key(&p2.segment));
+        // M2 flushed: its segment goes.
+        log.discard_flushed(0, &m2);
+        assert!(!storage.0.lock().files.contains_key(&p2.segment));
     }
 
     #[test]
