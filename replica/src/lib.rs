@@ -74,10 +74,13 @@
 //! every 10 s; or batch, acknowledged once synced; or off), `apply`
 //! appends the mutation to the commit log (`commitlog`, in the first data
 //! directory's [`COMMITLOG_DIR_NAME`]) before it reaches the memtable.
-//! Each table's memtables remember the highest log position they hold; a
-//! committed flush tells the log to discard the table's entries up to the
-//! highest position every memtable sealed before it has flushed too, so
-//! segments are retired as flushes complete. [`Database::open`] replays
+//! Each memtable remembers exactly which log entries it holds (a
+//! `commitlog::ReplayPositionSet`); a committed flush hands that set back
+//! to the log, so segments are retired as flushes complete, whatever order
+//! writers reached memtables in (a writer that took the old memtable just
+//! before a flush installed a new one may append after the new one's
+//! writers). A write that fails after its append hands its entry back
+//! itself. [`Database::open`] replays
 //! the log into the memtables, flushes them, and only then serves;
 //! dropping a table logs the drop, so replay never resurrects it. With the
 //! commit log off, writes not yet flushed are lost if the process crashes.
@@ -99,6 +102,9 @@
 //!   same directories, from this process or another.
 //! * [`TokenBucket`]: the flush bandwidth limit.
 //! * [`units`]: parsing of sizes, counts and durations with clear errors.
+//! * Feature `testing`: [`Database::set_test_hook`] and `Database::crash`,
+//!   for tests that pause a thread at a chosen point of the write or flush
+//!   path, or stop the database as a crash would.
 //! * `stress` (feature `stress`, on by default): the load generator's
 //!   engine; the `replica-stress` binary is `main` around
 //!   [`stress::execute`] with a [`stress::DatabaseFactory`].
@@ -108,6 +114,8 @@ mod catalog;
 mod config;
 mod database;
 mod error;
+#[cfg(feature = "testing")]
+mod hooks;
 mod layout;
 mod lock;
 #[cfg(feature = "stress")]
@@ -127,6 +135,8 @@ pub use config::{
 };
 pub use database::{COMMITLOG_DIR_NAME, Database, DatabaseMetrics, TableMetrics, TableReader};
 pub use error::{Error, Result};
+#[cfg(feature = "testing")]
+pub use hooks::{HookPoint, TestHook};
 pub use layout::{
     SstableId, TableFiles, open_table_dirs, orphan_table_dirs, remove_table_dirs, table_dir,
 };

@@ -28,18 +28,18 @@ use std::fmt;
 use commitlog::CommitLog;
 use dirty_memory::{Flush, FlushTarget};
 use flush_scheduler::{FlushContext, FlushJob, FlushScheduler};
-use memtable::{Memtable, ReplacementSource};
+use memtable::ReplacementSource;
 use mutation::FragmentReader;
 use region_group::{RegionId, RegionListener};
 use sstable::{Sstable, Writer, WriterOptions};
 
-use crate::database::table::{Table, TableSstable};
+use crate::database::table::{Table, TableMemtable, TableSstable};
 use crate::layout::table_dir;
 use crate::sync::{Arc, AtomicU64, Mutex, Ordering};
 use crate::throttle::{TokenBucket, WriteThrottle};
 
 /// A registered memtable: its table (while open) and itself.
-type Entry = (std::sync::Weak<Table>, Arc<Memtable>);
+type Entry = (std::sync::Weak<Table>, Arc<TableMemtable>);
 
 /// Which table and memtable each region of the dirty-memory groups is.
 #[derive(Debug, Default)]
@@ -49,7 +49,7 @@ pub(crate) struct Registry {
 
 impl Registry {
     /// Records `memtable` as a memtable of `table`.
-    pub(crate) fn add(&self, table: &Arc<Table>, memtable: &Arc<Memtable>) {
+    pub(crate) fn add(&self, table: &Arc<Table>, memtable: &Arc<TableMemtable>) {
         self.entries.lock().insert(
             memtable.region_id(),
             (Arc::downgrade(table), Arc::clone(memtable)),
@@ -62,7 +62,7 @@ impl Registry {
     }
 
     /// The table and memtable of `region`, while the table is open.
-    pub(crate) fn get(&self, region: RegionId) -> Option<(Arc<Table>, Arc<Memtable>)> {
+    pub(crate) fn get(&self, region: RegionId) -> Option<(Arc<Table>, Arc<TableMemtable>)> {
         let entries = self.entries.lock();
         let (table, memtable) = entries.get(&region)?;
         Some((table.upgrade()?, Arc::clone(memtable)))
@@ -111,6 +111,8 @@ pub(crate) struct FlushRouter {
     options: WriterOptions,
     bandwidth: Option<Arc<TokenBucket>>,
     pub(crate) faults: FlushFaults,
+    #[cfg(feature = "testing")]
+    pub(crate) hooks: crate::hooks::Hooks,
     /// Memtables whose flush failed permanently, with the error.
     pub(crate) failed_permanently: Mutex<Vec<(RegionId, String)>>,
 }
@@ -136,6 +138,8 @@ impl FlushRouter {
             options,
             bandwidth,
             faults: FlushFaults::default(),
+            #[cfg(feature = "testing")]
+            hooks: crate::hooks::Hooks::default(),
             failed_permanently: Mutex::new(Vec::new()),
         }
     }
@@ -156,14 +160,17 @@ impl FlushTarget for FlushRouter {
             self.registry.add(&table, &fresh);
             Ok::<_, crate::error::Error>(fresh)
         };
-        match table.list.begin_flush(&memtable, fresh) {
+        let installed = || {
+            #[cfg(feature = "testing")]
+            self.hooks
+                .fire(crate::hooks::HookPoint::FlushInstalledFresh);
+        };
+        match table.list.begin_flush(&memtable, fresh, installed) {
             Ok(unused) => {
                 if let Some(unused) = unused {
                     self.registry.remove(unused.region_id());
                     unused.on_detach_from_region_group();
                 }
-                // Flushes start on one thread per manager: seal order.
-                table.log_state.lock().sealed(memtable.region_id());
             }
             Err(e) => {
                 // Not sealed: writes continue in it. Grounded, as the
@@ -202,7 +209,7 @@ impl FlushTarget for FlushRouter {
 struct FlushMemtable {
     flush: Flush,
     table: Arc<Table>,
-    memtable: Arc<Memtable>,
+    memtable: Arc<TableMemtable>,
     registry: Arc<Registry>,
     log: Arc<LogSlot>,
     options: WriterOptions,
@@ -245,7 +252,7 @@ impl FlushJob for FlushMemtable {
                 throttle.bytes_written(p.bytes_written);
             });
         }
-        let mut reader = self.memtable.make_flush_reader(|_| {});
+        let mut reader = self.memtable.memtable().make_flush_reader(|_| {});
         let mut reported = 0;
         loop {
             let fragment = reader.next().map_err(flush_scheduler::Error::job_failed)?;
@@ -316,12 +323,13 @@ impl FlushJob for FlushMemtable {
                 c.flushed_memtable_bytes
                     .fetch_add(size as u64, Ordering::Relaxed);
                 registry.remove(memtable.region_id());
-                // The log may let go of what this flush (and every older
-                // one of the table) made durable.
-                let up_to = table.log_state.lock().flushed(memtable.region_id());
+                // The log lets go of exactly the entries this memtable
+                // held; writers still applying to it hand theirs back
+                // themselves (see `TableMemtable`).
+                let positions = memtable.take_positions();
                 let log = log.lock().clone();
-                if let (Some(log), Some(up_to)) = (log, up_to) {
-                    log.discard_completed(table.id, up_to);
+                if let Some(log) = log {
+                    log.discard_flushed(table.id, &positions);
                 }
                 flush.finish_releasing(|| memtable.on_detach_from_region_group());
             }

@@ -64,7 +64,11 @@ fn write(list: &List, value: u32) {
 fn flush_active(list: &List) {
     let memtable = list.active();
     let unused = list
-        .begin_flush(&memtable, || Ok::<_, ()>(Arc::new(FakeMemtable::default())))
+        .begin_flush(
+            &memtable,
+            || Ok::<_, ()>(Arc::new(FakeMemtable::default())),
+            || {},
+        )
         .expect("the stand-in's fresh memtable never fails");
     assert!(unused.is_none(), "only this thread flushes");
     let sstable = Arc::new(memtable.values());

@@ -124,7 +124,8 @@ impl<M, S> MemtableList<M, S> {
     }
 
     /// The first step of a flush of `memtable`: if it is the active one,
-    /// installs `fresh()` in its place, then seals it. Returns a fresh
+    /// installs `fresh()` in its place, calls `installed`, then seals it.
+    /// Returns a fresh
     /// memtable that `fresh` made but that was not installed (the caller
     /// discards it); an error of `fresh` leaves everything as it was, the
     /// memtable unsealed.
@@ -132,6 +133,7 @@ impl<M, S> MemtableList<M, S> {
         &self,
         memtable: &Arc<M>,
         fresh: impl FnOnce() -> Result<Arc<M>, E>,
+        installed: impl FnOnce(),
     ) -> Result<Option<Arc<M>>, E>
     where
         M: Seal,
@@ -142,6 +144,7 @@ impl<M, S> MemtableList<M, S> {
         {
             unused = Some(fresh);
         }
+        installed();
         memtable.seal();
         Ok(unused)
     }

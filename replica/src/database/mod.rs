@@ -38,7 +38,7 @@ mod tests;
 
 use flush::{FlushRouter, Registry};
 use gate::Gate;
-use table::{LogState, Table, TableSstable, table_id};
+use table::{Table, TableMemtable, TableSstable, table_id};
 pub use table::{TableMetrics, TableReader};
 
 #[cfg(feature = "stress")]
@@ -270,8 +270,11 @@ impl Database {
 
     /// Serves the log's requests, at its size limit, to flush the tables
     /// that hold its oldest segments: starts the flushes without waiting
-    /// (the handler runs on a writer's thread), or lets the log go at once
-    /// for a table with nothing in memory.
+    /// (the handler runs on a writer's thread); each flush hands its
+    /// memtable's entries back when it commits. A table no longer open
+    /// (dropped) needs none of its entries: the log lets them go at once.
+    /// An open table's entries are never let go without a flush: one may
+    /// be in flight between a writer's append and its apply.
     fn set_flush_handler(&self, log: &CommitLog) {
         let by_id = Arc::clone(&self.router.by_id);
         let slot = Arc::clone(&self.router.log);
@@ -290,7 +293,7 @@ impl Database {
                         user.upgrade()
                     }
                 });
-                let mut flushing = false;
+                let open = table.is_some();
                 if let (Some(table), Some(manager)) = (table, manager) {
                     for memtable in table.list.sources().memtables {
                         if memtable.is_empty() && !memtable.is_sealed() {
@@ -298,10 +301,10 @@ impl Database {
                         }
                         // Not waited for: the flush's completion tells
                         // the log what it may retire.
-                        flushing |= manager.request_flush(memtable.region_id()).is_ok();
+                        let _ = manager.request_flush(memtable.region_id());
                     }
                 }
-                if !flushing {
+                if !open {
                     let log = slot.lock().clone();
                     if let Some(log) = log {
                         log.discard_completed(request.table, request.up_to);
@@ -350,17 +353,18 @@ impl Database {
                 table: name.clone(),
                 source,
             })?;
+        let memtable = TableMemtable::new(memtable);
         let table = Arc::new(Table {
             id: table_id(&name),
-            log_state: Mutex::new(LogState::default()),
             schema,
             list: memtable_list::MemtableList::new(Arc::clone(&memtable), sstables),
             group,
             pool: Arc::clone(&self.pool),
             dropped: crate::sync::AtomicBool::new(false),
             counters: table::TableCounters::default(),
+            #[cfg(feature = "testing")]
+            hooks: self.router.hooks.clone(),
         });
-        table.log_state.lock().track(memtable.region_id());
         self.router
             .by_id
             .lock()
@@ -640,10 +644,18 @@ impl Database {
         self.gate.is_closed()
     }
 
-    /// Test hook: stops the database as a crash would, flushing nothing:
-    /// memtables are dropped, the commit log keeps what it was given.
-    #[cfg(all(test, not(loom)))]
-    pub(crate) fn crash(self) {
+    /// Installs (or, with `None`, removes) the test hook, called at each
+    /// [`HookPoint`](crate::HookPoint) of every table (feature `testing`).
+    #[cfg(feature = "testing")]
+    pub fn set_test_hook(&self, hook: Option<Arc<crate::TestHook>>) {
+        self.router.hooks.set(hook);
+    }
+
+    /// Stops the database as a crash would, flushing nothing: memtables
+    /// are dropped, the commit log keeps what it was given (feature
+    /// `testing`).
+    #[cfg(feature = "testing")]
+    pub fn crash(self) {
         self.gate.close();
         self.user.shutdown();
         self.system.shutdown();

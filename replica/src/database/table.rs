@@ -1,11 +1,10 @@
 //! One open table: its memtable list over its sstables, how a write reaches
 //! the active memtable, how a read merges every source, and its counters.
 
-use std::collections::{HashMap, VecDeque};
 use std::fmt;
 use std::time::{Duration, Instant};
 
-use commitlog::{CommitLog, ReplayPosition, TableId};
+use commitlog::{CommitLog, ReplayPosition, ReplayPositionSet, TableId};
 
 use dirty_memory::DirtyMemoryManager;
 use logalloc::SegmentPool;
@@ -13,11 +12,11 @@ use memtable::{Memtable, ReplacementSource};
 use mutation::{
     ClusteringRange, Fragment, FragmentReader, MergingReader, Mutation, PartitionRange,
 };
-use region_group::{RegionGroup, RegionId};
+use region_group::RegionGroup;
 use sstable::Sstable;
 
 use crate::catalog::TableSchema;
-use crate::database::memtable_list::{Attempt, MemtableList};
+use crate::database::memtable_list::{Attempt, MemtableList, Seal};
 use crate::error::Error;
 use crate::sync::{Arc, AtomicBool, AtomicU64, Mutex, Ordering};
 
@@ -29,55 +28,68 @@ pub(crate) fn table_id(name: &str) -> TableId {
     })
 }
 
-/// What the commit log needs to know of a table's memtables: the highest
-/// position each holds, and which sealed ones are flushed, so the log is
-/// told to discard only up to positions every older memtable has flushed.
+/// A memtable of a table, with the commit-log entries it holds.
 ///
-/// A writer takes the active memtable before it appends to the log, so a
-/// memtable installed later only holds later positions: the memtables'
-/// positions are ordered by the order they were sealed in.
-#[derive(Debug, Default)]
-pub(crate) struct LogState {
-    /// The highest position each live memtable holds (by region).
-    positions: HashMap<RegionId, Option<ReplayPosition>>,
-    /// Sealed memtables, in seal order: region, highest position, flushed.
-    sealed: VecDeque<(RegionId, Option<ReplayPosition>, bool)>,
+/// Each entry a writer appended pins its log segment until it is handed
+/// back: by the flush of the memtable the write was applied to (its whole
+/// [`ReplayPositionSet`], once the sstable is committed), or by the writer
+/// itself if the write reached no memtable, or reached one whose set was
+/// already handed back. Nothing is assumed about the order in which
+/// entries reach memtables: a writer that took the old memtable before a
+/// flush installed the new one may append after writers of the new one
+/// (issue 18's lost write came from assuming otherwise).
+pub(crate) struct TableMemtable {
+    memtable: Arc<Memtable>,
+    /// The entries applied to the memtable; `None` once a committed flush
+    /// handed them to the log.
+    positions: Mutex<Option<ReplayPositionSet>>,
 }
 
-impl LogState {
-    /// A new memtable of the table.
-    pub(crate) fn track(&mut self, region: RegionId) {
-        self.positions.insert(region, None);
+impl TableMemtable {
+    pub(crate) fn new(memtable: Arc<Memtable>) -> Arc<TableMemtable> {
+        Arc::new(TableMemtable {
+            memtable,
+            positions: Mutex::new(Some(ReplayPositionSet::new())),
+        })
     }
 
-    /// The memtable of `region` holds the entry at `position`.
-    fn record(&mut self, region: RegionId, position: ReplayPosition) {
-        if let Some(slot) = self.positions.get_mut(&region) {
-            *slot = (*slot).max(Some(position));
+    /// The memtable itself (what its readers and its flush hold).
+    pub(crate) fn memtable(&self) -> &Arc<Memtable> {
+        &self.memtable
+    }
+
+    /// Records that the entry at `position` was applied to the memtable.
+    /// Returns false if the memtable's flush already handed its entries
+    /// back: the write was applied before the seal, so it is in the
+    /// flushed sstable, and the caller hands the entry back itself.
+    fn record(&self, position: ReplayPosition) -> bool {
+        match &mut *self.positions.lock() {
+            Some(set) => {
+                set.insert(position);
+                true
+            }
+            None => false,
         }
     }
 
-    /// The memtable of `region` was sealed for a flush (again, on a retry).
-    pub(crate) fn sealed(&mut self, region: RegionId) {
-        if !self.sealed.iter().any(|e| e.0 == region) {
-            self.sealed.push_back((region, None, false));
-        }
+    /// The entries the memtable holds, for its committed flush to hand to
+    /// the log; every later [`record`](Self::record) is refused.
+    pub(crate) fn take_positions(&self) -> ReplayPositionSet {
+        self.positions.lock().take().unwrap_or_default()
     }
+}
 
-    /// The memtable of `region` is flushed: returns the position up to
-    /// which the log may discard the table's entries (every memtable
-    /// sealed before it is flushed too), if any.
-    pub(crate) fn flushed(&mut self, region: RegionId) -> Option<ReplayPosition> {
-        let max = self.positions.remove(&region).flatten();
-        let entry = self.sealed.iter_mut().find(|e| e.0 == region)?;
-        entry.1 = max;
-        entry.2 = true;
-        let mut up_to = None;
-        while let Some(&(_, p, true)) = self.sealed.front() {
-            up_to = up_to.max(p);
-            self.sealed.pop_front();
-        }
-        up_to
+impl std::ops::Deref for TableMemtable {
+    type Target = Memtable;
+
+    fn deref(&self) -> &Memtable {
+        &self.memtable
+    }
+}
+
+impl Seal for TableMemtable {
+    fn seal(&self) {
+        self.memtable.seal();
     }
 }
 
@@ -117,13 +129,14 @@ pub(crate) struct Table {
     pub(crate) schema: TableSchema,
     /// The table's id in the commit log.
     pub(crate) id: TableId,
-    pub(crate) log_state: Mutex<LogState>,
-    pub(crate) list: MemtableList<Memtable, TableSstable>,
+    pub(crate) list: MemtableList<TableMemtable, TableSstable>,
     /// The region group of the dirty-memory manager its memtables join.
     pub(crate) group: Arc<RegionGroup>,
     pub(crate) pool: Arc<SegmentPool>,
     pub(crate) dropped: AtomicBool,
     pub(crate) counters: TableCounters,
+    #[cfg(feature = "testing")]
+    pub(crate) hooks: crate::hooks::Hooks,
 }
 
 impl fmt::Debug for Table {
@@ -170,26 +183,25 @@ impl Table {
     }
 
     /// A new, empty memtable in the table's group.
-    pub(crate) fn new_memtable(&self) -> Result<Arc<Memtable>, Error> {
+    pub(crate) fn new_memtable(&self) -> Result<Arc<TableMemtable>, Error> {
         let memtable =
             Memtable::new(&self.group, &self.pool).map_err(|source| Error::Memtable {
                 table: self.name().to_owned(),
                 source,
             })?;
-        self.log_state.lock().track(memtable.region_id());
-        Ok(memtable)
+        Ok(TableMemtable::new(memtable))
     }
 
     /// Appends `m` to the commit log (if there is one), then applies it to
     /// the active memtable once `manager` admits the write (waiting at
     /// most `timeout` at the hard limit). A write that raced a flush's seal
-    /// goes to the new active memtable (and to the log again: replaying a
-    /// mutation twice is harmless).
+    /// goes to the new active memtable, with the same log entry.
     ///
     /// The log append comes before the admission wait so that writers
     /// share its syncs (group commit) instead of taking turns; a write
-    /// that then times out is in the log, and may come back at replay,
-    /// as a timed-out write may in Cassandra.
+    /// that then fails (times out, the database closes) hands its entry
+    /// back to the log at once. It is still in the log, and may come back
+    /// at replay, as a timed-out write may in Cassandra.
     pub(crate) fn apply(
         &self,
         manager: &DirtyMemoryManager,
@@ -198,23 +210,28 @@ impl Table {
         log: Option<&CommitLog>,
     ) -> Result<(), Error> {
         let entered = Instant::now();
+        let position = match log {
+            Some(log) => Some(
+                log.add(self.id, m)
+                    .map_err(|source| Error::CommitLog { source })?,
+            ),
+            None => None,
+        };
         let mut blocked = Duration::ZERO;
         let result = self.list.with_active(|memtable| {
             // `memtable` is weak: waiting below keeps no flushed memtable
-            // alive. Taken before the log append, so the memtables' log
-            // positions follow their order (see `LogState`).
-            let position = match log {
-                Some(log) => Some(
-                    log.add(self.id, m)
-                        .map_err(|source| Attempt::Failed(Error::CommitLog { source }))?,
-                ),
-                None => None,
-            };
+            // alive.
+            #[cfg(feature = "testing")]
+            self.hooks.fire(crate::hooks::HookPoint::WriterTookActive);
             let admitted = manager.run_when_memory_available(
                 || {
-                    let applied = memtable
-                        .upgrade()
-                        .map(|memtable| memtable.apply(m).map(|()| memtable.region_id()));
+                    let applied = memtable.upgrade().map(|memtable| {
+                        memtable.apply(m)?;
+                        // Applied, so before any seal: the memtable's flush
+                        // carries the write, and the entry with it (or, if
+                        // that flush is already done, the entry is free).
+                        Ok(position.is_some_and(|p| !memtable.record(p)))
+                    });
                     (entered.elapsed(), applied)
                 },
                 Some(timeout),
@@ -223,12 +240,7 @@ impl Table {
                 Ok((waited, applied)) => {
                     blocked = waited;
                     match applied {
-                        Some(Ok(region)) => {
-                            if let Some(p) = position {
-                                self.log_state.lock().record(region, p);
-                            }
-                            Ok(())
-                        }
+                        Some(Ok(already_flushed)) => Ok(already_flushed),
                         // Flushed and freed while this writer waited.
                         None => Err(Attempt::Sealed),
                         Some(Err(memtable::Error::Sealed { .. })) => Err(Attempt::Sealed),
@@ -253,10 +265,16 @@ impl Table {
         self.counters
             .blocked_nanos
             .fetch_add(nanos, Ordering::Relaxed);
+        // The entry is needed no more if the write failed, or if it reached
+        // a memtable whose flush had already handed its entries back.
+        let release = !matches!(result, Ok(false));
+        if let (true, Some(log), Some(p)) = (release, log, position) {
+            log.discard_flushed(self.id, &ReplayPositionSet::from(p));
+        }
         if result.is_ok() {
             self.counters.writes.fetch_add(1, Ordering::Relaxed);
         }
-        result
+        result.map(drop)
     }
 
     /// A reader merging every memtable and sstable that has something in
@@ -270,6 +288,7 @@ impl Table {
         let mut readers: Vec<Box<dyn FragmentReader + Send>> = Vec::new();
         for memtable in &sources.memtables {
             let reader = memtable
+                .memtable()
                 .make_reader_opt(range.clone(), slice.clone())
                 .map_err(|source| Error::Memtable {
                     table: self.name().to_owned(),

@@ -1,0 +1,53 @@
+//! Test hooks (feature `testing`): a callback the database calls at chosen
+//! points of its write and flush paths, so a test can pause a thread there
+//! and build an interleaving deterministically (or a crash test can kill
+//! the process at that point).
+//!
+//! Without the feature nothing of this exists and the call sites compile
+//! to nothing.
+
+use std::fmt;
+
+use crate::sync::{Arc, Mutex};
+
+/// Where the database calls the test hook.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum HookPoint {
+    /// A flush installed a fresh active memtable and has not sealed the
+    /// memtable it flushes yet (runs on the dirty-memory manager's thread).
+    FlushInstalledFresh,
+    /// A writer holds the table's active memtable (weakly) and has not
+    /// applied its mutation to it yet (runs on the writer's thread).
+    WriterTookActive,
+}
+
+/// The callback; see [`Database::set_test_hook`](crate::Database::set_test_hook).
+pub type TestHook = dyn Fn(HookPoint) + Send + Sync;
+
+/// Where the database keeps its hook: shared by the tables and the flush
+/// path.
+#[derive(Clone, Default)]
+pub(crate) struct Hooks(Arc<Mutex<Option<Arc<TestHook>>>>);
+
+impl fmt::Debug for Hooks {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Hooks").finish_non_exhaustive()
+    }
+}
+
+impl Hooks {
+    /// Installs `hook` (or removes it).
+    pub(crate) fn set(&self, hook: Option<Arc<TestHook>>) {
+        *self.0.lock() = hook;
+    }
+
+    /// Calls the hook, if one is installed, at `point` (without holding
+    /// the slot's lock, so the hook may block).
+    pub(crate) fn fire(&self, point: HookPoint) {
+        let hook = self.0.lock().clone();
+        if let Some(hook) = hook {
+            hook(point);
+        }
+    }
+}
