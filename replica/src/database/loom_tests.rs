@@ -1,5 +1,6 @@
-//! Loom models of the table's memtable-list swap and of `close()`, running
-//! the real [`MemtableList`] and [`Gate`] through the sync facade, with a
+//! Loom models of the table's memtable-list swap, of `close()`, and of the
+//! write/seal/discard interplay with log positions, running the real
+//! [`MemtableList`], [`Logged`] and [`Gate`] through the sync facade, with a
 //! small memtable stand-in (a sealable list of values) and sstables as the
 //! values a flush wrote.
 //!
@@ -12,7 +13,9 @@ use std::collections::BTreeSet;
 use loom::thread;
 
 use crate::database::gate::Gate;
-use crate::database::memtable_list::{Attempt, MemtableList, Seal};
+use commitlog::{ReplayPosition, ReplayPositionSet};
+
+use crate::database::memtable_list::{Attempt, Logged, MemtableList, Seal};
 use crate::sync::{Arc, Mutex};
 
 /// A memtable stand-in: values, refused once sealed, as `Memtable::apply`
@@ -156,4 +159,138 @@ fn loom_close_against_a_write_and_a_flush_keeps_every_acknowledged_write() {
         assert_once(&flushed);
         assert_eq!(flushed.contains(&7), acknowledged, "{flushed:?}");
     });
+}
+
+/// The commit log as the write path sees it: every append is its own
+/// segment (so "pinned" is exact per entry), pinned until handed back.
+#[derive(Debug, Default)]
+struct FakeLog {
+    /// (last segment id, entries still pinned per segment).
+    state: Mutex<(u64, std::collections::BTreeMap<u64, u64>)>,
+}
+
+impl FakeLog {
+    fn append(&self) -> ReplayPosition {
+        let mut st = self.state.lock();
+        st.0 += 1;
+        let id = st.0;
+        st.1.insert(id, 1);
+        ReplayPosition::new(id, 0)
+    }
+
+    /// `CommitLog::discard_flushed`: exactly the entries of `set`.
+    fn discard_flushed(&self, set: &ReplayPositionSet) {
+        let mut st = self.state.lock();
+        for (segment, n) in set.segments() {
+            if let Some(c) = st.1.get_mut(&segment) {
+                *c = c.saturating_sub(n);
+            }
+        }
+    }
+
+    /// The rule issue 18 replaced: everything up to the flushed memtable's
+    /// newest entry.
+    fn discard_up_to_newest(&self, set: &ReplayPositionSet) {
+        let Some((newest, _)) = set.segments().last() else {
+            return;
+        };
+        for (_, c) in self.state.lock().1.range_mut(..=newest) {
+            *c = 0;
+        }
+    }
+
+    fn pinned(&self, segment: u64) -> bool {
+        self.state.lock().1.get(&segment).is_some_and(|&c| c > 0)
+    }
+
+    fn all_released(&self) -> bool {
+        self.state.lock().1.values().all(|&c| c == 0)
+    }
+}
+
+type LoggedList = MemtableList<Logged<FakeMemtable>, Vec<u32>>;
+
+/// A write as `Table::apply` makes it: append, then apply to the active
+/// memtable (recording the entry), handing the entry back if the
+/// memtable's flush already did. The value written is its segment id.
+fn logged_write(list: &LoggedList, log: &FakeLog) {
+    let position = log.append();
+    let release = list
+        .with_active(|m| {
+            m.upgrade().map_or(Err(Attempt::Sealed), |m| {
+                m.apply_recorded(Some(position), |fake| fake.apply(position.segment as u32))
+            })
+        })
+        .expect("the stand-in fails only as sealed");
+    if release {
+        log.discard_flushed(&ReplayPositionSet::from(position));
+    }
+}
+
+/// A flush of the active memtable as the flush target and job make it,
+/// handing the log what the memtable holds by `discard`.
+fn logged_flush(list: &LoggedList, log: &FakeLog, discard: fn(&FakeLog, &ReplayPositionSet)) {
+    let memtable = list.active();
+    let unused = list
+        .begin_flush(
+            &memtable,
+            || Ok::<_, ()>(Logged::new(Arc::new(FakeMemtable::default()))),
+            || {},
+        )
+        .expect("the stand-in's fresh memtable never fails");
+    assert!(unused.is_none(), "only this thread flushes");
+    let sstable = Arc::new(memtable.values());
+    assert!(list.commit(&memtable, Some(sstable)));
+    discard(log, &memtable.take_positions());
+}
+
+/// Two writers race a flush; afterwards every write still only in memory
+/// must still pin its log entry (or a crash would lose it), and once
+/// everything is flushed no entry stays pinned.
+fn writers_racing_a_flush(discard: fn(&FakeLog, &ReplayPositionSet)) {
+    let list: Arc<LoggedList> = Arc::new(MemtableList::new(
+        Logged::new(Arc::new(FakeMemtable::default())),
+        Vec::new(),
+    ));
+    let log = Arc::new(FakeLog::default());
+    let writers: Vec<_> = (0..2)
+        .map(|_| {
+            let (list, log) = (Arc::clone(&list), Arc::clone(&log));
+            thread::spawn(move || logged_write(&list, &log))
+        })
+        .collect();
+    logged_flush(&list, &log, discard);
+    for w in writers {
+        w.join().unwrap();
+    }
+    for memtable in list.sources().memtables {
+        for value in memtable.values() {
+            assert!(
+                log.pinned(u64::from(value)),
+                "write {value} is only in memory, but its log entry was released"
+            );
+        }
+    }
+    logged_flush(&list, &log, discard);
+    assert!(
+        log.all_released(),
+        "an entry stays pinned after every flush"
+    );
+}
+
+#[test]
+fn loom_a_flush_releases_only_the_log_entries_its_memtable_holds() {
+    let mut builder = loom::model::Builder::new();
+    builder.preemption_bound = Some(2);
+    builder.check(|| writers_racing_a_flush(FakeLog::discard_flushed));
+}
+
+/// The model catches the rule issue 18 replaced: with it, a writer that
+/// appended first but applied to the fresh memtable loses its entry.
+#[test]
+#[should_panic(expected = "its log entry was released")]
+fn loom_the_up_to_newest_rule_releases_a_newer_memtables_entry() {
+    let mut builder = loom::model::Builder::new();
+    builder.preemption_bound = Some(2);
+    builder.check(|| writers_racing_a_flush(FakeLog::discard_up_to_newest));
 }

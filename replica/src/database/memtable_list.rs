@@ -21,7 +21,9 @@
 //!    read lock, holds either the memtable or the sstable, never both and
 //!    never neither.
 
-use crate::sync::{Arc, RwLock, Weak};
+use commitlog::{ReplayPosition, ReplayPositionSet};
+
+use crate::sync::{Arc, Mutex, RwLock, Weak};
 
 /// A memtable as the list's flush protocol needs it: something to seal.
 pub(crate) trait Seal {
@@ -32,6 +34,83 @@ pub(crate) trait Seal {
 impl Seal for memtable::Memtable {
     fn seal(&self) {
         memtable::Memtable::seal(self);
+    }
+}
+
+/// A memtable with the commit-log entries applied to it.
+///
+/// Each entry a writer appended pins its log segment until it is handed
+/// back: by the flush of the memtable the write was applied to (its whole
+/// [`ReplayPositionSet`], once the sstable is committed:
+/// [`take_positions`](Self::take_positions)), or by the writer itself if
+/// the write reached no memtable, or reached one whose set was already
+/// handed back. Nothing is assumed about the order in which entries reach
+/// memtables: a writer that took the old memtable before a flush installed
+/// the new one may append after writers of the new one (issue 18's lost
+/// write came from assuming otherwise).
+#[derive(Debug)]
+pub(crate) struct Logged<M> {
+    memtable: Arc<M>,
+    /// The entries applied to the memtable; `None` once a committed flush
+    /// handed them to the log.
+    positions: Mutex<Option<ReplayPositionSet>>,
+}
+
+impl<M> Logged<M> {
+    pub(crate) fn new(memtable: Arc<M>) -> Arc<Self> {
+        Arc::new(Logged {
+            memtable,
+            positions: Mutex::new(Some(ReplayPositionSet::new())),
+        })
+    }
+
+    /// The memtable itself (what its readers and its flush hold).
+    pub(crate) fn memtable(&self) -> &Arc<M> {
+        &self.memtable
+    }
+
+    /// Applies a write through `apply`; once it succeeded (so before any
+    /// seal: the memtable's flush carries the write), records its log
+    /// entry at `position`. Returns whether the caller must hand the entry
+    /// back itself: the memtable's flush already handed its entries back,
+    /// and the write, applied before the seal, is in that flush's sstable.
+    pub(crate) fn apply_recorded<E>(
+        &self,
+        position: Option<ReplayPosition>,
+        apply: impl FnOnce(&M) -> Result<(), E>,
+    ) -> Result<bool, E> {
+        apply(&self.memtable)?;
+        let Some(position) = position else {
+            return Ok(false);
+        };
+        Ok(match &mut *self.positions.lock() {
+            Some(set) => {
+                set.insert(position);
+                false
+            }
+            None => true,
+        })
+    }
+
+    /// The entries the memtable holds, for its committed flush to hand to
+    /// the log; from now on [`apply_recorded`](Self::apply_recorded)
+    /// leaves entries to their writers.
+    pub(crate) fn take_positions(&self) -> ReplayPositionSet {
+        self.positions.lock().take().unwrap_or_default()
+    }
+}
+
+impl<M> std::ops::Deref for Logged<M> {
+    type Target = M;
+
+    fn deref(&self) -> &M {
+        &self.memtable
+    }
+}
+
+impl<M: Seal> Seal for Logged<M> {
+    fn seal(&self) {
+        self.memtable.seal();
     }
 }
 

@@ -295,14 +295,10 @@ impl Database {
                 });
                 let open = table.is_some();
                 if let (Some(table), Some(manager)) = (table, manager) {
-                    for memtable in table.list.sources().memtables {
-                        if memtable.is_empty() && !memtable.is_sealed() {
-                            continue;
-                        }
-                        // Not waited for: the flush's completion tells
-                        // the log what it may retire.
-                        let _ = manager.request_flush(memtable.region_id());
-                    }
+                    // Not waited for: each flush's completion tells the log
+                    // what it may retire. A failure to start one is seen
+                    // again at the next request.
+                    drop(table.request_flushes(&manager));
                 }
                 if !open {
                     let log = slot.lock().clone();
@@ -540,22 +536,8 @@ impl Database {
     fn flush_tables(&self, tables: &[Arc<Table>]) -> Result<(), Error> {
         let mut waits: Vec<(&str, FlushCompletion)> = Vec::new();
         for table in tables {
-            let manager = self.manager(table);
-            for memtable in table.list.sources().memtables {
-                if memtable.is_empty() && !memtable.is_sealed() {
-                    continue;
-                }
-                match manager.request_flush(memtable.region_id()) {
-                    Ok(completion) => waits.push((table.name(), completion)),
-                    // Flushed and gone since the snapshot.
-                    Err(dirty_memory::Error::UnknownRegion { .. }) => {}
-                    Err(source) => {
-                        return Err(Error::Flush {
-                            table: table.name().to_owned(),
-                            source,
-                        });
-                    }
-                }
+            for completion in table.request_flushes(self.manager(table))? {
+                waits.push((table.name(), completion));
             }
         }
         let mut first = None;

@@ -4,9 +4,9 @@
 use std::fmt;
 use std::time::{Duration, Instant};
 
-use commitlog::{CommitLog, ReplayPosition, ReplayPositionSet, TableId};
+use commitlog::{CommitLog, ReplayPositionSet, TableId};
 
-use dirty_memory::DirtyMemoryManager;
+use dirty_memory::{DirtyMemoryManager, FlushCompletion};
 use logalloc::SegmentPool;
 use memtable::{Memtable, ReplacementSource};
 use mutation::{
@@ -16,9 +16,9 @@ use region_group::RegionGroup;
 use sstable::Sstable;
 
 use crate::catalog::TableSchema;
-use crate::database::memtable_list::{Attempt, MemtableList, Seal};
+use crate::database::memtable_list::{Attempt, Logged, MemtableList};
 use crate::error::Error;
-use crate::sync::{Arc, AtomicBool, AtomicU64, Mutex, Ordering};
+use crate::sync::{Arc, AtomicBool, AtomicU64, Ordering};
 
 /// The commit log's id of the table `name`: a 64-bit FNV-1a hash of the
 /// name, stable across restarts (the catalog stores names only).
@@ -29,69 +29,7 @@ pub(crate) fn table_id(name: &str) -> TableId {
 }
 
 /// A memtable of a table, with the commit-log entries it holds.
-///
-/// Each entry a writer appended pins its log segment until it is handed
-/// back: by the flush of the memtable the write was applied to (its whole
-/// [`ReplayPositionSet`], once the sstable is committed), or by the writer
-/// itself if the write reached no memtable, or reached one whose set was
-/// already handed back. Nothing is assumed about the order in which
-/// entries reach memtables: a writer that took the old memtable before a
-/// flush installed the new one may append after writers of the new one
-/// (issue 18's lost write came from assuming otherwise).
-pub(crate) struct TableMemtable {
-    memtable: Arc<Memtable>,
-    /// The entries applied to the memtable; `None` once a committed flush
-    /// handed them to the log.
-    positions: Mutex<Option<ReplayPositionSet>>,
-}
-
-impl TableMemtable {
-    pub(crate) fn new(memtable: Arc<Memtable>) -> Arc<TableMemtable> {
-        Arc::new(TableMemtable {
-            memtable,
-            positions: Mutex::new(Some(ReplayPositionSet::new())),
-        })
-    }
-
-    /// The memtable itself (what its readers and its flush hold).
-    pub(crate) fn memtable(&self) -> &Arc<Memtable> {
-        &self.memtable
-    }
-
-    /// Records that the entry at `position` was applied to the memtable.
-    /// Returns false if the memtable's flush already handed its entries
-    /// back: the write was applied before the seal, so it is in the
-    /// flushed sstable, and the caller hands the entry back itself.
-    fn record(&self, position: ReplayPosition) -> bool {
-        match &mut *self.positions.lock() {
-            Some(set) => {
-                set.insert(position);
-                true
-            }
-            None => false,
-        }
-    }
-
-    /// The entries the memtable holds, for its committed flush to hand to
-    /// the log; every later [`record`](Self::record) is refused.
-    pub(crate) fn take_positions(&self) -> ReplayPositionSet {
-        self.positions.lock().take().unwrap_or_default()
-    }
-}
-
-impl std::ops::Deref for TableMemtable {
-    type Target = Memtable;
-
-    fn deref(&self) -> &Memtable {
-        &self.memtable
-    }
-}
-
-impl Seal for TableMemtable {
-    fn seal(&self) {
-        self.memtable.seal();
-    }
-}
+pub(crate) type TableMemtable = Logged<Memtable>;
 
 /// An open sstable of a table. It is also the replacement source that
 /// readers of the memtable it was flushed from continue in.
@@ -189,7 +127,7 @@ impl Table {
                 table: self.name().to_owned(),
                 source,
             })?;
-        Ok(TableMemtable::new(memtable))
+        Ok(Logged::new(memtable))
     }
 
     /// Appends `m` to the commit log (if there is one), then applies it to
@@ -225,13 +163,9 @@ impl Table {
             self.hooks.fire(crate::hooks::HookPoint::WriterTookActive);
             let admitted = manager.run_when_memory_available(
                 || {
-                    let applied = memtable.upgrade().map(|memtable| {
-                        memtable.apply(m)?;
-                        // Applied, so before any seal: the memtable's flush
-                        // carries the write, and the entry with it (or, if
-                        // that flush is already done, the entry is free).
-                        Ok(position.is_some_and(|p| !memtable.record(p)))
-                    });
+                    let applied = memtable
+                        .upgrade()
+                        .map(|memtable| memtable.apply_recorded(position, |mt| mt.apply(m)));
                     (entered.elapsed(), applied)
                 },
                 Some(timeout),
@@ -275,6 +209,37 @@ impl Table {
             self.counters.writes.fetch_add(1, Ordering::Relaxed);
         }
         result.map(drop)
+    }
+
+    /// Asks `manager` to flush each memtable of the table that holds data
+    /// (or is sealed, being flushed already), and returns the completions
+    /// to wait for: the one place that knows which memtables a flush of the
+    /// table covers.
+    ///
+    /// # Errors
+    /// [`Error::Flush`] if the manager refuses a request (it is shutting
+    /// down); a memtable flushed and gone since the snapshot is skipped.
+    pub(crate) fn request_flushes(
+        &self,
+        manager: &DirtyMemoryManager,
+    ) -> Result<Vec<FlushCompletion>, Error> {
+        let mut completions = Vec::new();
+        for memtable in self.list.sources().memtables {
+            if memtable.is_empty() && !memtable.is_sealed() {
+                continue;
+            }
+            match manager.request_flush(memtable.region_id()) {
+                Ok(completion) => completions.push(completion),
+                Err(dirty_memory::Error::UnknownRegion { .. }) => {}
+                Err(source) => {
+                    return Err(Error::Flush {
+                        table: self.name().to_owned(),
+                        source,
+                    });
+                }
+            }
+        }
+        Ok(completions)
     }
 
     /// A reader merging every memtable and sstable that has something in
