@@ -137,6 +137,20 @@ impl Flush {
         self.region
     }
 
+    /// What the memtable's owner attached to its region
+    /// ([`RegionGroup::set_region_owner`](region_group::RegionGroup::set_region_owner)),
+    /// as `T`: so a flush carries what it flushes (the memtable and its
+    /// table) and the target needs no registry from region ids back to
+    /// memtables. `None` if nothing of type `T` is attached, or the region
+    /// left the group (a memtable flushed or dropped since the request).
+    pub fn owner<T: std::any::Any + Send + Sync>(&self) -> Option<Arc<T>> {
+        self.inner
+            .group()
+            .region_owner(self.region)?
+            .downcast::<T>()
+            .ok()
+    }
+
     /// The manager's region group, through which a target (or a simulated
     /// memtable) can ground and remove the region.
     pub fn group(&self) -> &Arc<region_group::RegionGroup> {

@@ -501,6 +501,45 @@ impl RegionGroup {
             .map(|e| (e.total, e.grounded))
     }
 
+    /// Attaches `owner` to `region`: whatever the region's owner wants to
+    /// get back from the region's id, such as a flush picked by
+    /// [`largest_flushable_region`](Self::largest_flushable_region) getting
+    /// back the memtable and table it flushes, without a registry of its
+    /// own. The owner stays attached while the region reports to the group,
+    /// and is dropped when it leaves (or is merged into another); attach
+    /// something that does not keep the region alive (a `Weak`) to avoid a
+    /// cycle. Returns false, dropping `owner`, if `region` does not report
+    /// to this group.
+    ///
+    /// ```
+    /// use logalloc::SegmentPool;
+    /// use region_group::{ReclaimConfig, RegionGroup, SizeTrackedRegion};
+    /// use std::sync::Arc;
+    ///
+    /// let pool = SegmentPool::new(Default::default())?;
+    /// let group = RegionGroup::new("memtables", ReclaimConfig::default());
+    /// let region = SizeTrackedRegion::new(&group, &pool);
+    /// assert!(group.set_region_owner(region.id(), Arc::new("table t")));
+    /// let owner = group.region_owner(region.id()).unwrap();
+    /// assert_eq!(owner.downcast_ref::<&str>(), Some(&"table t"));
+    /// drop(region); // leaves the group, with its owner
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn set_region_owner(
+        &self,
+        region: RegionId,
+        owner: Arc<dyn std::any::Any + Send + Sync>,
+    ) -> bool {
+        self.lock().regions.set_owner(region, owner)
+    }
+
+    /// The owner attached to `region` with
+    /// [`set_region_owner`](Self::set_region_owner), while it reports to
+    /// this group.
+    pub fn region_owner(&self, region: RegionId) -> Option<Arc<dyn std::any::Any + Send + Sync>> {
+        self.lock().regions.owner(region)
+    }
+
     /// Number of regions reporting to this group.
     pub fn region_count(&self) -> usize {
         self.lock().regions.len()
@@ -654,6 +693,33 @@ mod tests {
         assert_eq!((g.real_usage(), g.region_count()), (0, 0));
         let m = g.metrics();
         assert_eq!((m.peak_real_usage, m.peak_unspooled_usage), (150, 150));
+    }
+
+    #[test]
+    fn an_owner_stays_while_its_region_reports_and_leaves_with_it() {
+        let g = RegionGroup::new("g", ReclaimConfig::default());
+        let owned = |n: u64| Arc::new(n) as Arc<dyn std::any::Any + Send + Sync>;
+        let of = |r: u64| {
+            g.region_owner(id(r))
+                .and_then(|o| o.downcast_ref::<u64>().copied())
+        };
+        assert!(!g.set_region_owner(id(1), owned(10)), "not in the group");
+        g.add(id(1), 100);
+        g.add(id(2), 100);
+        assert!(g.set_region_owner(id(1), owned(10)));
+        assert!(g.set_region_owner(id(2), owned(20)));
+        g.increase_usage(id(1), 50);
+        g.ground_evictable(id(1));
+        assert_eq!((of(1), of(2)), (Some(10), Some(20)));
+        g.del(id(1), 150);
+        assert_eq!(of(1), None);
+        g.add(id(3), 10);
+        g.merged(id(3), id(2), 100);
+        assert_eq!(
+            (of(2), of(3)),
+            (None, None),
+            "a merged-away region's owner goes"
+        );
     }
 
     #[test]

@@ -7,6 +7,7 @@
 //! updates it and reinserts it: O(log n), no allocation. The largest region
 //! is the tree's last node.
 
+use std::any::Any;
 use std::collections::HashMap;
 
 use intrusive_collections::{KeyAdapter, RBTree, RBTreeLink, intrusive_adapter};
@@ -47,10 +48,15 @@ impl RegionEntry {
     }
 }
 
+/// What a region's owner attached to it ([`RegionGroup::set_region_owner`](crate::RegionGroup::set_region_owner)).
+pub(crate) type Owner = crate::sync::Arc<dyn Any + Send + Sync>;
+
 /// The regions of a group, ordered by size.
 pub(crate) struct RegionTracker {
     tree: RBTree<NodeAdapter>,
     entries: HashMap<RegionId, RegionEntry>,
+    /// Owners attached to tracked regions; an owner leaves with its region.
+    owners: HashMap<RegionId, Owner>,
 }
 
 impl std::fmt::Debug for RegionTracker {
@@ -66,6 +72,7 @@ impl Default for RegionTracker {
         RegionTracker {
             tree: RBTree::new(NodeAdapter::new()),
             entries: HashMap::new(),
+            owners: HashMap::new(),
         }
     }
 }
@@ -99,8 +106,25 @@ impl RegionTracker {
         old
     }
 
-    /// Stops tracking `id`; returns what was known of it.
+    /// Attaches `owner` to the tracked region `id`; false (dropping
+    /// `owner`) if `id` is not tracked.
+    pub(crate) fn set_owner(&mut self, id: RegionId, owner: Owner) -> bool {
+        if !self.entries.contains_key(&id) {
+            return false;
+        }
+        self.owners.insert(id, owner);
+        true
+    }
+
+    /// The owner attached to `id`.
+    pub(crate) fn owner(&self, id: RegionId) -> Option<Owner> {
+        self.owners.get(&id).cloned()
+    }
+
+    /// Stops tracking `id` (its owner goes with it); returns what was known
+    /// of it.
     pub(crate) fn remove(&mut self, id: RegionId) -> Option<RegionEntry> {
+        self.owners.remove(&id);
         let entry = self.entries.remove(&id)?;
         let node = self.tree.find_mut(&(entry.ordering_size(), id)).remove();
         debug_assert!(node.is_some(), "tree and map disagree about {id}");

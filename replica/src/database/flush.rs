@@ -5,9 +5,10 @@
 //! that retries (with a doubling back-off); the flush scheduler only runs
 //! the job's phases; this module does the table's part:
 //!
-//! * [`FlushRouter::start_flush`] finds the memtable of the flush's region,
-//!   installs a fresh active memtable in its table, seals the old one, and
-//!   submits a [`FlushMemtable`] job.
+//! * [`FlushRouter::start_flush`] gets the memtable and its table from the
+//!   flush itself ([`FlushSubject`], attached to the memtable's region when
+//!   the memtable was made), installs a fresh active memtable in the table,
+//!   seals the old one, and submits a [`FlushMemtable`] job.
 //! * Its data phase streams the sealed memtable into an sstable writer in
 //!   the table's directory under the flush directory the scheduler chose,
 //!   reports the region bytes emitted to `Flush::account_written` as it
@@ -38,34 +39,20 @@ use crate::layout::table_dir;
 use crate::sync::{Arc, AtomicU64, Mutex, Ordering};
 use crate::throttle::{TokenBucket, WriteThrottle};
 
-/// A registered memtable: its table (while open) and itself.
-type Entry = (std::sync::Weak<Table>, Arc<TableMemtable>);
-
-/// Which table and memtable each region of the dirty-memory groups is.
-#[derive(Debug, Default)]
-pub(crate) struct Registry {
-    entries: Mutex<HashMap<RegionId, Entry>>,
+/// What a memtable's region carries for its flush
+/// ([`Flush::owner`](dirty_memory::Flush::owner)): the memtable and its
+/// table, weakly, so the region group holds neither alive (the table's
+/// memtable list is what holds a memtable).
+#[derive(Debug)]
+pub(crate) struct FlushSubject {
+    pub(crate) table: std::sync::Weak<Table>,
+    pub(crate) memtable: std::sync::Weak<TableMemtable>,
 }
 
-impl Registry {
-    /// Records `memtable` as a memtable of `table`.
-    pub(crate) fn add(&self, table: &Arc<Table>, memtable: &Arc<TableMemtable>) {
-        self.entries.lock().insert(
-            memtable.region_id(),
-            (Arc::downgrade(table), Arc::clone(memtable)),
-        );
-    }
-
-    /// Forgets the memtable of `region`.
-    pub(crate) fn remove(&self, region: RegionId) {
-        self.entries.lock().remove(&region);
-    }
-
-    /// The table and memtable of `region`, while the table is open.
-    pub(crate) fn get(&self, region: RegionId) -> Option<(Arc<Table>, Arc<TableMemtable>)> {
-        let entries = self.entries.lock();
-        let (table, memtable) = entries.get(&region)?;
-        Some((table.upgrade()?, Arc::clone(memtable)))
+impl FlushSubject {
+    /// The table and memtable, while both are still there.
+    fn upgrade(&self) -> Option<(Arc<Table>, Arc<TableMemtable>)> {
+        Some((self.table.upgrade()?, self.memtable.upgrade()?))
     }
 }
 
@@ -103,7 +90,6 @@ struct InjectedFailure;
 /// The `FlushTarget` of both dirty-memory managers (user and system
 /// tables).
 pub(crate) struct FlushRouter {
-    pub(crate) registry: Arc<Registry>,
     /// The open tables by commit log id, for the log's flush requests.
     pub(crate) by_id: Arc<Mutex<HashMap<commitlog::TableId, std::sync::Weak<Table>>>>,
     pub(crate) log: Arc<LogSlot>,
@@ -125,13 +111,11 @@ impl fmt::Debug for FlushRouter {
 
 impl FlushRouter {
     pub(crate) fn new(
-        registry: Arc<Registry>,
         scheduler: Arc<FlushScheduler>,
         options: WriterOptions,
         bandwidth: Option<Arc<TokenBucket>>,
     ) -> Self {
         FlushRouter {
-            registry,
             by_id: Arc::new(Mutex::new(HashMap::new())),
             log: Arc::new(Mutex::new(None)),
             scheduler,
@@ -147,7 +131,10 @@ impl FlushRouter {
 
 impl FlushTarget for FlushRouter {
     fn start_flush(&self, flush: Flush) {
-        let Some((table, memtable)) = self.registry.get(flush.region()) else {
+        // The flush carries its memtable and table (attached to the
+        // memtable's region when it was made: `Table::new_memtable`).
+        let subject = flush.owner::<FlushSubject>();
+        let Some((table, memtable)) = subject.as_deref().and_then(FlushSubject::upgrade) else {
             // The memtable left (its table was dropped, or it was flushed
             // already): nothing to write.
             flush.finish();
@@ -155,11 +142,7 @@ impl FlushTarget for FlushRouter {
         };
         // Install the fresh memtable before sealing the old one, so a writer
         // refused by the seal finds it (see `memtable_list`).
-        let fresh = || {
-            let fresh = table.new_memtable()?;
-            self.registry.add(&table, &fresh);
-            Ok::<_, crate::error::Error>(fresh)
-        };
+        let fresh = || table.new_memtable();
         let installed = || {
             #[cfg(feature = "testing")]
             self.hooks
@@ -168,7 +151,6 @@ impl FlushTarget for FlushRouter {
         match table.list.begin_flush(&memtable, fresh, installed) {
             Ok(unused) => {
                 if let Some(unused) = unused {
-                    self.registry.remove(unused.region_id());
                     unused.on_detach_from_region_group();
                 }
             }
@@ -184,7 +166,6 @@ impl FlushTarget for FlushRouter {
             flush,
             table,
             memtable,
-            registry: Arc::clone(&self.registry),
             log: Arc::clone(&self.log),
             options: self.options.clone(),
             bandwidth: self.bandwidth.clone(),
@@ -210,7 +191,6 @@ struct FlushMemtable {
     flush: Flush,
     table: Arc<Table>,
     memtable: Arc<TableMemtable>,
-    registry: Arc<Registry>,
     log: Arc<LogSlot>,
     options: WriterOptions,
     bandwidth: Option<Arc<TokenBucket>>,
@@ -302,7 +282,6 @@ impl FlushJob for FlushMemtable {
             flush,
             table,
             memtable,
-            registry,
             log,
             committed,
             permanent,
@@ -322,7 +301,6 @@ impl FlushJob for FlushMemtable {
                 c.flushes.fetch_add(1, Ordering::Relaxed);
                 c.flushed_memtable_bytes
                     .fetch_add(size as u64, Ordering::Relaxed);
-                registry.remove(memtable.region_id());
                 // The log lets go of exactly the entries this memtable
                 // held; writers still applying to it hand theirs back
                 // themselves (see `TableMemtable`).

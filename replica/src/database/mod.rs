@@ -36,7 +36,7 @@ mod table;
 #[cfg(all(test, not(loom)))]
 mod tests;
 
-use flush::{FlushRouter, Registry};
+use flush::FlushRouter;
 use gate::Gate;
 use table::{Table, TableMemtable, TableSstable, table_id};
 pub use table::{TableMetrics, TableReader};
@@ -169,9 +169,7 @@ impl Database {
             )?)),
             None => None,
         };
-        let registry = Arc::new(Registry::default());
         let router = Arc::new(FlushRouter::new(
-            Arc::clone(&registry),
             Arc::clone(&scheduler),
             config.sstable_writer_options.clone(),
             bandwidth.clone(),
@@ -365,7 +363,7 @@ impl Database {
             .by_id
             .lock()
             .insert(table.id, Arc::downgrade(&table));
-        self.router.registry.add(&table, &memtable);
+        table.attach_flush_subject(&memtable);
         self.tables.write().insert(name, Arc::clone(&table));
         Ok(table)
     }
@@ -429,7 +427,6 @@ impl Database {
         self.router.by_id.lock().remove(&table.id);
         table.dropped.store(true, crate::sync::Ordering::Relaxed);
         for memtable in table.list.sources().memtables {
-            self.router.registry.remove(memtable.region_id());
             memtable.on_detach_from_region_group();
         }
         // Replay must not bring the dropped data back.

@@ -16,6 +16,7 @@ use region_group::RegionGroup;
 use sstable::Sstable;
 
 use crate::catalog::TableSchema;
+use crate::database::flush::FlushSubject;
 use crate::database::memtable_list::{Attempt, Logged, MemtableList};
 use crate::error::Error;
 use crate::sync::{Arc, AtomicBool, AtomicU64, Ordering};
@@ -120,14 +121,31 @@ impl Table {
         self.schema.name()
     }
 
-    /// A new, empty memtable in the table's group.
-    pub(crate) fn new_memtable(&self) -> Result<Arc<TableMemtable>, Error> {
+    /// A new, empty memtable in the table's group, whose flushes carry it
+    /// and the table.
+    pub(crate) fn new_memtable(self: &Arc<Self>) -> Result<Arc<TableMemtable>, Error> {
         let memtable =
             Memtable::new(&self.group, &self.pool).map_err(|source| Error::Memtable {
                 table: self.name().to_owned(),
                 source,
             })?;
-        Ok(Logged::new(memtable))
+        let memtable = Logged::new(memtable);
+        self.attach_flush_subject(&memtable);
+        Ok(memtable)
+    }
+
+    /// Attaches the table and `memtable` to the memtable's region, for its
+    /// flushes to carry ([`FlushSubject`]).
+    pub(crate) fn attach_flush_subject(self: &Arc<Self>, memtable: &Arc<TableMemtable>) {
+        let subject = FlushSubject {
+            table: Arc::downgrade(self),
+            memtable: Arc::downgrade(memtable),
+        };
+        // The memtable's region was created in the group: it is there.
+        let attached = self
+            .group
+            .set_region_owner(memtable.region_id(), Arc::new(subject));
+        debug_assert!(attached, "a new memtable's region reports to its group");
     }
 
     /// Appends `m` to the commit log (if there is one), then applies it to
