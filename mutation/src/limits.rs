@@ -143,8 +143,15 @@ pub fn size_bound(mutation: &Mutation) -> usize {
     size
 }
 
-/// Checks `mutation` against [`MAX_CELL_VALUE_LEN`] and [`MAX_MUTATION_SIZE`].
-pub(crate) fn check(mutation: &Mutation) -> Result<(), Error> {
+/// Checks `mutation` against [`MAX_CELL_VALUE_LEN`] and [`MAX_MUTATION_SIZE`]
+/// (its sstable size bound and its [`encoded_len`](Mutation::encoded_len)).
+/// The builder runs it on every mutation it builds; a write path runs it
+/// again only on mutations it did not build itself or that it merged (a
+/// merge can grow one past the limits).
+///
+/// # Errors
+/// [`Error::CellValueTooLarge`] or [`Error::MutationTooLarge`].
+pub fn check(mutation: &Mutation) -> Result<(), Error> {
     let rows = mutation
         .static_row()
         .into_iter()

@@ -7,10 +7,12 @@ use std::time::Duration;
 
 use crate::error::Error;
 
-/// The smallest dirty-memory budget accepted, for user and system tables
-/// alike: the hard limit (half the budget) must leave room for a memtable
-/// to hold a few segments while another one flushes.
-pub const MIN_BUDGET: usize = 1 << 20;
+/// The smallest dirty-memory budget a database accepts, for user and
+/// system tables alike: the hard limit (half the budget) must leave room
+/// for a memtable to hold a few segments while another one flushes. (The
+/// dirty-memory manager alone accepts far less, `dirty_memory::MIN_BUDGET`:
+/// enough for its limits to be non-zero.)
+pub const MIN_DATABASE_BUDGET: usize = 1 << 20;
 
 /// The default dirty-memory budget of user tables.
 pub const DEFAULT_BUDGET: usize = 256 << 20;
@@ -20,8 +22,8 @@ pub const DEFAULT_BUDGET: usize = 256 << 20;
 pub const DEFAULT_SYSTEM_BUDGET: usize = 10 << 20;
 
 /// The default soft limit as a fraction of the budget (ScyllaDB's "flush
-/// when a quarter of the budget is dirty").
-pub const DEFAULT_SOFT_LIMIT_RATIO: f64 = 0.25;
+/// when a quarter of the budget is dirty"): the dirty-memory manager's.
+pub use dirty_memory::DEFAULT_SOFT_LIMIT_RATIO;
 
 /// The default [`DatabaseConfig::write_timeout`]: how long a write may wait
 /// for dirty memory before it fails.
@@ -123,13 +125,15 @@ impl FlushPolicy {
     }
 }
 
-/// Checks a soft-limit ratio: a fraction of the budget in `(0, 0.5]`, since
-/// the soft limit must lie below the hard limit (half the budget).
+/// Checks a soft-limit ratio as the dirty-memory manager does
+/// (`dirty_memory::limits_for_budget`): a fraction of the budget in
+/// `(0, dirty_memory::MAX_SOFT_LIMIT_RATIO]`, since the soft limit must lie
+/// below the hard limit (half the budget); the error names the option.
 ///
 /// # Errors
 /// [`Error::InvalidOption`] for a ratio outside `(0, 0.5]` (or NaN).
 pub fn check_soft_limit_ratio(ratio: f64) -> Result<(), Error> {
-    if ratio > 0.0 && ratio <= 0.5 {
+    if dirty_memory::limits_for_budget(MIN_DATABASE_BUDGET, ratio).is_ok() {
         Ok(())
     } else {
         Err(Error::InvalidOption {
@@ -244,7 +248,7 @@ impl DatabaseConfig {
     /// # Errors
     /// [`Error::InvalidOption`] naming the first field out of range: no
     /// data directory, an empty or repeated directory, a budget below
-    /// [`MIN_BUDGET`], a soft-limit ratio outside `(0, 0.5]`, or a zero
+    /// [`MIN_DATABASE_BUDGET`], a soft-limit ratio outside `(0, 0.5]`, or a zero
     /// bandwidth limit, or a zero write timeout.
     pub fn validate(&self) -> Result<(), Error> {
         let invalid = |name, value: String, expected: String| Error::InvalidOption {
@@ -284,11 +288,11 @@ impl DatabaseConfig {
                 self.system_dirty_memory_budget,
             ),
         ] {
-            if budget < MIN_BUDGET {
+            if budget < MIN_DATABASE_BUDGET {
                 return Err(invalid(
                     name,
                     budget.to_string(),
-                    format!("at least {MIN_BUDGET} bytes"),
+                    format!("at least {MIN_DATABASE_BUDGET} bytes"),
                 ));
             }
         }

@@ -12,9 +12,7 @@ use commitlog::{CommitLog, LogStats, ReplayPosition, ReplayReport, SyncMode, Tab
 use dirty_memory::{DirtyMemoryConfig, DirtyMemoryManager, DirtyMemoryMetrics, FlushCompletion};
 use flush_scheduler::{FlushScheduler, SchedulerConfig};
 use logalloc::{PoolConfig, SegmentPool};
-use mutation::{
-    Cell, ClusteringRange, DecoratedKey, Mutation, PartitionRange, limits, to_mutations,
-};
+use mutation::{ClusteringRange, DecoratedKey, Mutation, PartitionRange, limits, to_mutations};
 use sstable::Sstable;
 
 use crate::catalog::{Catalog, TableSchema};
@@ -668,31 +666,20 @@ fn check_mutation(table: &str, m: &Mutation) -> Result<(), Error> {
             reason: "it holds nothing to write (no tombstone, row or cell)",
         });
     }
-    let rows = m.static_row().into_iter().chain(m.rows().values());
-    for row in rows {
-        for cell in row.cells.values() {
-            if let Cell::Live { value, .. } = cell
-                && value.len() > limits::MAX_CELL_VALUE_LEN
-            {
-                return Err(Error::MutationTooLarge {
-                    table: table.to_owned(),
-                    key: m.key().to_string(),
-                    what: "cell value",
-                    size: value.len(),
-                    limit: limits::MAX_CELL_VALUE_LEN,
-                });
-            }
-        }
-    }
-    let size = limits::size_bound(m).max(m.encoded_len());
-    if size > limits::MAX_MUTATION_SIZE {
-        return Err(Error::MutationTooLarge {
+    // The one size check of `mutation` (the builder's), again: a mutation
+    // may have been merged past the limits since it was built.
+    limits::check(m).map_err(|e| {
+        let (what, size, limit) = match e {
+            mutation::Error::CellValueTooLarge { len, limit } => ("cell value", len, limit),
+            mutation::Error::MutationTooLarge { size, limit, .. } => ("mutation", size, limit),
+            _ => ("mutation", limits::size_bound(m), limits::MAX_MUTATION_SIZE),
+        };
+        Error::MutationTooLarge {
             table: table.to_owned(),
             key: m.key().to_string(),
-            what: "mutation",
+            what,
             size,
-            limit: limits::MAX_MUTATION_SIZE,
-        });
-    }
-    Ok(())
+            limit,
+        }
+    })
 }

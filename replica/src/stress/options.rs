@@ -404,12 +404,12 @@ impl StressOptions {
         self.stop_condition()?;
         check_soft_limit_ratio(self.soft_limit_ratio)?;
         if let Some(b) = self.budget
-            && b < crate::config::MIN_BUDGET as u64
+            && b < crate::config::MIN_DATABASE_BUDGET as u64
         {
             return Err(invalid(
                 "--budget",
                 b,
-                format!("at least {} bytes", crate::config::MIN_BUDGET),
+                format!("at least {} bytes", crate::config::MIN_DATABASE_BUDGET),
             ));
         }
         if self.flush_bandwidth == Some(0) {
