@@ -43,9 +43,10 @@
 //!
 //! The largest entry is half a segment less 20 bytes of framing; larger
 //! mutations are refused with [`Error::EntryTooLarge`] before anything is
-//! written. `mutation` itself sets no limit on a mutation's total size, so
-//! this is the bound a write path must respect before applying to a
-//! memtable.
+//! written. With the default 32 MiB segments this admits every mutation
+//! `mutation` accepts (`mutation::limits::MAX_MUTATION_SIZE`, which leaves
+//! room for the framing); a smaller segment size lowers it, and a write
+//! path then meets it here, before anything reaches a memtable.
 //!
 //! ```
 //! use commitlog::{CommitLog, Config, SyncMode};

@@ -180,7 +180,7 @@
 //! region bytes it emitted (for dirty-memory's `Flush::account_written`);
 //! [`Memtable::mark_flushed`] hands open readers over to a
 //! [`ReplacementSource`] at their next partition;
-//! [`Memtable::on_detach_from_region_group`] takes the region out of the
+//! [`Memtable::detach_from_region_group`] takes the region out of the
 //! group.
 //!
 //! # For the `replica` crate
@@ -190,39 +190,21 @@
 //!
 //! ```text
 //! Memtable::new(&group, &pool) -> Result<Arc<Memtable>, Error>   // group = the dirty manager's
-//! memtable.region_id() -> RegionId                               // maps the group's choice back
+//! memtable.region_id() -> RegionId                               // the group's name for it
 //! memtable.apply(&Mutation) -> Result<(), Error>                 // inside the group's admission
 //! memtable.make_reader_opt(range, slice) -> Result<Option<MemtableReader>, Error>
 //! memtable.seal()                                                // when picked for flush
 //! memtable.make_flush_reader(|bytes| ...) -> MemtableReader      // or poll progress_bytes()
 //! memtable.mark_flushed(Arc<dyn ReplacementSource>)              // the new sstable's source
-//! memtable.on_detach_from_region_group()
+//! memtable.detach_from_region_group()
 //! memtable.stats() -> MemtableStats
 //! ```
 //!
-//! A sketch of the replica side, for its issue to refine:
-//!
-//! ```text
-//! pub struct Database { tables: HashMap<String, Arc<Table>>, dirty: DirtyMemoryManager, .. }
-//! pub struct Table {
-//!     memtables: RwLock<Vec<Arc<Memtable>>>,   // last = active; sealed ones until flushed
-//!     sstables: RwLock<Vec<Arc<SstableSource>>>,
-//! }
-//! impl Table {
-//!     pub fn apply(&self, m: &Mutation) -> Result<(), Error>;
-//!         // dirty.group().run_when_memory_available(|| active.apply(m)); on Error::Sealed
-//!         // (raced a seal) retry on the new active memtable
-//!     pub fn make_reader(&self, range: PartitionRange, slice: ClusteringRange)
-//!         -> Result<MergingReader<Box<dyn FragmentReader + Send>>, Error>;
-//!         // make_reader_opt on every memtable (skip None) + every sstable, merged
-//!     fn flush(&self, flush: &mut dirty_memory::Flush) -> Result<(), Error>;
-//!         // push a new active memtable; old.seal(); write
-//!         // old.make_flush_reader(..) into an sstable, calling
-//!         // flush.account_written(bytes) as progress comes; then
-//!         // old.mark_flushed(sstable), old.on_detach_from_region_group(),
-//!         // remove old from the list
-//! }
-//! ```
+//! `replica` (its `database::table` and `database::flush` modules) is the
+//! composition that uses exactly this surface: writes under the group's
+//! admission, the seal after a fresh memtable is installed, the flush
+//! stream into an sstable writer, `mark_flushed` with the sstable, then
+//! `detach_from_region_group`.
 #![forbid(unsafe_code)]
 
 mod codec;

@@ -330,12 +330,14 @@ impl Memtable {
         self.state.read().replacement.is_some()
     }
 
-    /// Detaches the memtable from its region group: the group stops
+    /// Detaches the memtable from its region group (ScyllaDB's
+    /// `memtable::on_detach_from_region_group`, named here for what it
+    /// does, as a command): the group stops
     /// counting it (its region is unlistened) and flush readers stop
     /// reporting progress. Its memory is freed when the last
     /// [`Arc<Memtable>`] goes (open readers let go at their next partition
     /// once [`mark_flushed`](Self::mark_flushed) was called). Idempotent.
-    pub fn on_detach_from_region_group(&self) {
+    pub fn detach_from_region_group(&self) {
         let mut state = self.state.write();
         if !state.detached {
             state.detached = true;
@@ -343,7 +345,7 @@ impl Memtable {
         }
     }
 
-    /// Whether [`on_detach_from_region_group`](Self::on_detach_from_region_group) was called.
+    /// Whether [`detach_from_region_group`](Self::detach_from_region_group) was called.
     pub fn is_detached(&self) -> bool {
         self.state.read().detached
     }

@@ -225,7 +225,7 @@ impl Memtable {
     /// (keys and values) of each entry it emitted, and at the end with the
     /// rest of what the region holds (index nodes); the sum never exceeds
     /// what the region holds, and reaches it when the stream ends. After
-    /// [`on_detach_from_region_group`](Self::on_detach_from_region_group)
+    /// [`detach_from_region_group`](Self::detach_from_region_group)
     /// no progress is reported. A flush stream is never handed off.
     pub fn make_flush_reader(
         self: &Arc<Self>,

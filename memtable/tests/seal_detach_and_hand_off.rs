@@ -98,7 +98,7 @@ fn open_scan_continues_in_the_replacement_and_lets_go() {
         asked: Mutex::new(Vec::new()),
     });
     mt.mark_flushed(source.clone());
-    mt.on_detach_from_region_group();
+    mt.detach_from_region_group();
     assert!(mt.is_flushed() && mt.is_detached());
     assert_eq!(
         group.real_usage(),
@@ -155,7 +155,7 @@ fn flush_reader_reports_progress_until_detached() {
     assert_eq!(total, held);
 
     // After detaching, a flush reader reports nothing (and is a plain scan).
-    mt.on_detach_from_region_group();
+    mt.detach_from_region_group();
     let silent = Arc::new(Mutex::new(0usize));
     let sink = silent.clone();
     let mut flush = mt.make_flush_reader(move |b| *sink.lock().unwrap() += b);

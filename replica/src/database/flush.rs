@@ -151,7 +151,7 @@ impl FlushTarget for FlushRouter {
         match table.list.begin_flush(&memtable, fresh, installed) {
             Ok(unused) => {
                 if let Some(unused) = unused {
-                    unused.on_detach_from_region_group();
+                    unused.detach_from_region_group();
                 }
             }
             Err(e) => {
@@ -309,7 +309,7 @@ impl FlushJob for FlushMemtable {
                 if let Some(log) = log {
                     log.discard_flushed(table.id, &positions);
                 }
-                flush.finish_releasing(|| memtable.on_detach_from_region_group());
+                flush.finish_releasing(|| memtable.detach_from_region_group());
             }
             Err(e) if permanent => flush.fail_permanently(e),
             Err(e) => flush.fail(e),

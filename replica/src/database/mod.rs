@@ -425,7 +425,7 @@ impl Database {
         self.router.by_id.lock().remove(&table.id);
         table.dropped.store(true, crate::sync::Ordering::Relaxed);
         for memtable in table.list.sources().memtables {
-            memtable.on_detach_from_region_group();
+            memtable.detach_from_region_group();
         }
         // Replay must not bring the dropped data back.
         let logged = match self.log() {
