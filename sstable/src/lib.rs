@@ -99,7 +99,7 @@ mod varint;
 mod verify;
 mod writer;
 
-pub use directory::{SstableDirectory, component_path, parse_component_path};
+pub use directory::{SstableDirectory, component_path, is_sstable_file_name, parse_component_path};
 pub use error::{Component, Error, Result};
 pub use file_cache::{DEFAULT_MAX_OPEN_FILES, max_open_files, open_files, set_max_open_files};
 pub use reader::{Sstable, SstableReader};

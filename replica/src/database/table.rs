@@ -21,14 +21,6 @@ use crate::database::memtable_list::{Attempt, MemtableList};
 use crate::error::Error;
 use crate::sync::{Arc, AtomicBool, AtomicU64, Mutex, Ordering};
 
-/// The commit log's id of the table `name`: a 64-bit FNV-1a hash of the
-/// name, stable across restarts (the catalog stores names only).
-pub(crate) fn table_id(name: &str) -> TableId {
-    name.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
-        (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
-    })
-}
-
 /// What the commit log needs to know of a table's memtables: the highest
 /// position each holds, and which sealed ones are flushed, so the log is
 /// told to discard only up to positions every older memtable has flushed.
