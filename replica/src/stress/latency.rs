@@ -69,6 +69,8 @@ pub struct IntervalReport {
     pub latency: Histogram<u64>,
     /// The target's figures at its end.
     pub stats: TargetStats,
+    /// The process's memory at its end.
+    pub memory: crate::stress::ProcessMemory,
 }
 
 impl IntervalReport {

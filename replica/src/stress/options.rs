@@ -264,6 +264,10 @@ pub struct StressOptions {
     /// Seed of the workload generator: equal seeds give equal operations.
     #[arg(long, default_value_t = 0x5eed)]
     pub seed: u64,
+    /// What the reports say of the process's memory: not a flag; the
+    /// program sets it (`replica-stress` counts its heap allocations).
+    #[arg(skip)]
+    pub memory: crate::stress::MemoryProbe,
 }
 
 /// The validated shape of a load: what the generator produces.
