@@ -305,9 +305,9 @@ fn remove_owned_dir(dir: &Path) -> Result<(), Error> {
 }
 
 /// Removes the directories of `schema`'s incarnation from each of `bases`
-/// (see [`remove_owned_dir`]'s rules: only its marker and sstable files
-/// go; a directory whose marker is missing or names another incarnation is
-/// left alone; missing directories are skipped). For `drop_table`, after
+/// (only its marker and sstable files go, then the directory if nothing
+/// else is left in it; a directory whose marker is missing or names another
+/// incarnation is left alone; missing directories are skipped). For `drop_table`, after
 /// the catalog has forgotten the table.
 ///
 /// # Errors
