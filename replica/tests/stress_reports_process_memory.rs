@@ -39,6 +39,9 @@ fn the_json_summary_holds_peak_resident_set_and_live_heap() {
     // 2000 writes of 4 KiB went through the heap: the peak is at least
     // one partition's worth, and the live heap at the end is below it.
     assert!(peak_heap >= 4096 && live <= peak_heap, "{m}");
+    // The memtable pool's segments come from the heap the program counts.
+    let pool = m["memtable_pool_bytes"].as_u64().unwrap();
+    assert!(pool > 0 && pool <= live, "{m}");
     if cfg!(target_os = "linux") {
         let rss = m["peak_resident_bytes"].as_u64().unwrap();
         assert!(rss >= 1 << 20, "{m}");

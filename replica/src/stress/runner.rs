@@ -398,5 +398,6 @@ fn control<T: Target>(
         idle_intervals,
         first_error,
         memory: memory.merge_peaks(config.memory.sample()),
+        memtable_pool_bytes: stats.memtable_pool_bytes,
     })
 }

@@ -89,6 +89,9 @@ pub struct Summary {
     /// The process's memory: peaks over the run (resident set and, where
     /// counted, live heap) and the live heap at its end.
     pub memory: ProcessMemory,
+    /// Bytes the memtable pool held from the system at the end (its peak:
+    /// it keeps what it took), part of the live heap.
+    pub memtable_pool_bytes: u64,
 }
 
 /// One figure of a summary, for comparisons.
@@ -259,6 +262,7 @@ impl Summary {
                 "live_heap_bytes": self.memory.live_heap,
                 "peak_live_heap_bytes": self.memory.peak_live_heap,
                 "dirty_budget_bytes": self.dirty_budget,
+                "memtable_pool_bytes": self.memtable_pool_bytes,
             },
             "longest_pause_ms": self.longest_pause.as_secs_f64() * 1000.0,
             "idle_intervals": self.idle_intervals,
@@ -365,10 +369,15 @@ impl fmt::Display for Summary {
         match (m.live_heap, m.peak_live_heap) {
             (Some(live), Some(peak)) => writeln!(
                 f,
-                "Live heap                 : {:>10} at the end, peak {}{}",
+                "Live heap                 : {:>10} at the end, peak {}{}{}",
                 format_bytes(live),
                 format_bytes(peak),
-                of_budget(peak)
+                of_budget(peak),
+                if self.memtable_pool_bytes > 0 {
+                    format!("; memtable pool {}", format_bytes(self.memtable_pool_bytes))
+                } else {
+                    String::new()
+                }
             )?,
             _ => writeln!(f, "Live heap                 :    not counted")?,
         }
@@ -512,6 +521,7 @@ mod tests {
                 live_heap: Some(120 << 20),
                 peak_live_heap: Some(150 << 20),
             },
+            memtable_pool_bytes: 100 << 20,
         }
     }
 
@@ -555,7 +565,8 @@ mod tests {
             "Longest pause, no op done :      250.0 ms (0 idle seconds)",
             "Commit log                :   64.0 MiB, 10 syncs, mean group 25.0 writes",
             "Peak resident set         :  300.0 MiB (150% of the budget)",
-            "Live heap                 :  120.0 MiB at the end, peak 150.0 MiB (75% of the budget)",
+            "Live heap                 :  120.0 MiB at the end, peak 150.0 MiB (75% of the budget); \
+             memtable pool 100.0 MiB",
         ] {
             assert!(text.contains(line), "missing {line:?} in\n{text}");
         }
@@ -590,6 +601,7 @@ mod tests {
         assert_eq!(m["live_heap_bytes"], 120 << 20);
         assert_eq!(m["peak_live_heap_bytes"], 150 << 20);
         assert_eq!(m["dirty_budget_bytes"], 200 << 20);
+        assert_eq!(m["memtable_pool_bytes"], 100 << 20);
         // Unknown figures are null, never 0.
         let mut unknown = sample("x", 1, 1.0);
         unknown.memory = ProcessMemory::default();
