@@ -329,6 +329,11 @@ impl Database {
     /// (the directories are locked while this runs); open it afterwards.
     /// Returns the tables of the new catalog.
     ///
+    /// The markers know nothing of drops: a table whose `drop_table` was
+    /// cut short by a crash before its files were removed, with no open
+    /// since (an open finishes the removal), comes back with its sstables
+    /// (its commit-log entries stay refused by the log's drop record).
+    ///
     /// ```
     /// use replica::{CommitLogMode, Database, DatabaseConfig, Error, TableSchema};
     ///
