@@ -5,22 +5,41 @@
 //! crc32c of everything before it:
 //!
 //! ```text
-//! replica-catalog 1
-//! table users system=0
-//! table peers system=1
+//! replica-catalog 2
+//! next-generation 4
+//! table users system=0 generation=1
+//! table peers system=1 generation=3
 //! crc32c 5f3a09c1
 //! ```
+//!
+//! Each table incarnation has a generation, unique in the database: a
+//! `create_table` takes the catalog's next generation, so a table dropped
+//! and created again under the same name is a different table. Its
+//! commit-log id ([`TableSchema::log_id`]) hashes name and generation, so
+//! replay refuses a dropped incarnation's entries even if the log's drop
+//! record were lost. Catalogs of version 1 (no generations, written before
+//! this) are read with generation 0 for every table, whose log id is the
+//! name's hash alone, as it was then.
 //!
 //! Every change writes `replica.catalog.tmp`, fsyncs it, renames it over
 //! the catalog and fsyncs the directory: a crash leaves either the old
 //! catalog or the new one, never a mix. A leftover `.tmp` (a crash before
 //! the rename) is removed at load. A change that fails to persist leaves
 //! the catalog in memory unchanged.
+//!
+//! A missing catalog is an error ([`Error::CatalogMissing`]), never an
+//! empty database: [`Catalog::create`] makes a new one, which
+//! [`Database::open`](crate::Database::open) does only for directories
+//! holding no table data, and
+//! [`Database::rebuild_catalog`](crate::Database::rebuild_catalog) rebuilds
+//! a lost one from the tables' directory markers.
 
 use std::collections::BTreeMap;
 use std::fs::{self, File, OpenOptions};
 use std::io::{ErrorKind, Write};
 use std::path::{Path, PathBuf};
+
+use commitlog::TableId;
 
 use crate::error::{Error, io_err};
 
@@ -28,7 +47,8 @@ use crate::error::{Error, io_err};
 /// apart from table directories, whose names cannot contain one.
 pub const CATALOG_FILE_NAME: &str = "replica.catalog";
 const TMP_SUFFIX: &str = ".tmp";
-const HEADER: &str = "replica-catalog 1";
+const HEADER_V1: &str = "replica-catalog 1";
+const HEADER: &str = "replica-catalog 2";
 
 /// The longest table name (Cassandra's limit).
 pub const MAX_TABLE_NAME_LEN: usize = 48;
@@ -77,12 +97,13 @@ pub struct TableOptions {
     pub system: bool,
 }
 
-/// A table's schema: its name and options. Keys and values are the
-/// `mutation` crate's bytes, so there are no columns to declare.
+/// A table's schema: its name, options and generation. Keys and values
+/// are the `mutation` crate's bytes, so there are no columns to declare.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TableSchema {
     name: String,
     options: TableOptions,
+    generation: u64,
 }
 
 impl TableSchema {
@@ -101,7 +122,11 @@ impl TableSchema {
     pub fn with_options(name: impl Into<String>, options: TableOptions) -> Result<Self, Error> {
         let name = name.into();
         validate_table_name(&name)?;
-        Ok(TableSchema { name, options })
+        Ok(TableSchema {
+            name,
+            options,
+            generation: 0,
+        })
     }
 
     /// The table's name.
@@ -113,6 +138,83 @@ impl TableSchema {
     pub fn options(&self) -> TableOptions {
         self.options
     }
+
+    /// The table incarnation's generation: the catalog gives each
+    /// `create_table` a new one (0 for a schema not yet created, and for
+    /// tables of a version-1 catalog).
+    pub fn generation(&self) -> u64 {
+        self.generation
+    }
+
+    /// The table incarnation's commit-log id: a 64-bit FNV-1a hash of the
+    /// name and, for generations above 0, a `0xff` byte (no name holds
+    /// one) and the generation's little-endian bytes. Generation 0 hashes
+    /// the name alone, the id version-1 catalogs' tables were logged under.
+    pub fn log_id(&self) -> TableId {
+        let fnv = |h: u64, b: u8| (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3);
+        let h = self.name.bytes().fold(0xcbf2_9ce4_8422_2325, fnv);
+        if self.generation == 0 {
+            return h;
+        }
+        std::iter::once(0xff)
+            .chain(self.generation.to_le_bytes())
+            .fold(h, fnv)
+    }
+
+    /// `self` with generation `generation`.
+    pub(crate) fn at_generation(mut self, generation: u64) -> Self {
+        self.generation = generation;
+        self
+    }
+
+    /// The schema as a catalog or marker line:
+    /// `table <name> system=<0|1> generation=<n>`.
+    pub(crate) fn to_line(&self) -> String {
+        format!(
+            "table {} system={} generation={}",
+            self.name,
+            u8::from(self.options.system),
+            self.generation
+        )
+    }
+
+    /// Parses [`to_line`](Self::to_line)'s output; without a generation
+    /// field only if `generation_optional` (version-1 catalogs), which
+    /// gives generation 0.
+    pub(crate) fn from_line(line: &str, generation_optional: bool) -> Result<Self, String> {
+        let mut fields = line.split(' ');
+        let expected = if generation_optional {
+            "expected `table <name> system=<0|1>`"
+        } else {
+            "expected `table <name> system=<0|1> generation=<n>`"
+        };
+        let (Some("table"), Some(name), Some(system), generation, None) = (
+            fields.next(),
+            fields.next(),
+            fields.next(),
+            fields.next(),
+            fields.next(),
+        ) else {
+            return Err(expected.to_owned());
+        };
+        let system = match system {
+            "system=0" => false,
+            "system=1" => true,
+            _ => return Err("expected system=0 or system=1".to_owned()),
+        };
+        let generation = match (generation, generation_optional) {
+            (None, true) => 0,
+            (Some(g), false) => g
+                .strip_prefix("generation=")
+                .filter(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+                .and_then(|n| n.parse().ok())
+                .ok_or("expected generation=<decimal number>")?,
+            _ => return Err(expected.to_owned()),
+        };
+        let schema =
+            TableSchema::with_options(name, TableOptions { system }).map_err(|e| e.to_string())?;
+        Ok(schema.at_generation(generation))
+    }
 }
 
 /// The tables of a database, persisted atomically.
@@ -121,8 +223,9 @@ impl TableSchema {
 /// use replica::{Catalog, TableSchema};
 ///
 /// let dir = tempfile::tempdir()?;
-/// let mut catalog = Catalog::load(dir.path())?;
-/// catalog.create_table(TableSchema::new("users")?)?;
+/// let mut catalog = Catalog::create(dir.path())?;
+/// let users = catalog.create_table(TableSchema::new("users")?)?;
+/// assert_eq!(users.generation(), 1);
 /// drop(catalog);
 /// let catalog = Catalog::load(dir.path())?;
 /// assert_eq!(catalog.names().collect::<Vec<_>>(), ["users"]);
@@ -131,7 +234,15 @@ impl TableSchema {
 #[derive(Debug)]
 pub struct Catalog {
     path: PathBuf,
+    state: State,
+}
+
+/// What the catalog file holds.
+#[derive(Debug, Clone)]
+struct State {
     tables: BTreeMap<String, TableSchema>,
+    /// The generation the next `create_table` takes.
+    next_generation: u64,
 }
 
 fn tmp_path(path: &Path) -> PathBuf {
@@ -140,37 +251,68 @@ fn tmp_path(path: &Path) -> PathBuf {
     PathBuf::from(p)
 }
 
+/// Removes the leftover temporary file of an interrupted change.
+fn remove_tmp(dir: &Path, path: &Path) -> Result<(), Error> {
+    let tmp = tmp_path(path);
+    match fs::remove_file(&tmp) {
+        Ok(()) => sync_dir(dir),
+        Err(e) if e.kind() == ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(io_err("remove", &tmp)(e)),
+    }
+}
+
 impl Catalog {
-    /// Loads the catalog of the data directory `dir` (an empty one if the
-    /// directory has none yet), removing a leftover temporary file of an
-    /// interrupted change.
+    /// Loads the catalog of the data directory `dir`, removing a leftover
+    /// temporary file of an interrupted change.
     ///
     /// # Errors
-    /// [`Error::Corrupt`] if the file is damaged (the detail names the
-    /// line or the checksums); [`Error::Io`] if it cannot be read.
+    /// [`Error::CatalogMissing`] if there is none (a missing catalog is
+    /// never taken for an empty one); [`Error::Corrupt`] if the file is
+    /// damaged (the detail names the line or the checksums);
+    /// [`Error::Io`] if it cannot be read.
     pub fn load(dir: &Path) -> Result<Self, Error> {
         let path = dir.join(CATALOG_FILE_NAME);
-        let tmp = tmp_path(&path);
-        match fs::remove_file(&tmp) {
-            Ok(()) => sync_dir(dir)?,
-            Err(e) if e.kind() == ErrorKind::NotFound => {}
-            Err(e) => return Err(io_err("remove", &tmp)(e)),
-        }
+        remove_tmp(dir, &path)?;
         let bytes = match fs::read(&path) {
             Ok(bytes) => bytes,
             Err(e) if e.kind() == ErrorKind::NotFound => {
-                return Ok(Catalog {
-                    path,
-                    tables: BTreeMap::new(),
-                });
+                return Err(Error::CatalogMissing { path, found: None });
             }
             Err(e) => return Err(io_err("read", &path)(e)),
         };
-        let tables = decode(&bytes).map_err(|detail| Error::Corrupt {
+        let state = decode(&bytes).map_err(|detail| Error::Corrupt {
             path: path.clone(),
             detail,
         })?;
-        Ok(Catalog { path, tables })
+        Ok(Catalog { path, state })
+    }
+
+    /// Creates and persists an empty catalog in the data directory `dir`.
+    ///
+    /// # Errors
+    /// [`Error::CatalogExists`] if `dir` has one already (it is left as it
+    /// is); [`Error::Io`] if it cannot be written.
+    pub fn create(dir: &Path) -> Result<Self, Error> {
+        Self::create_with(dir, Vec::new())
+    }
+
+    /// Creates and persists a catalog of `tables` (their generations kept;
+    /// the next generation above them all).
+    pub(crate) fn create_with(dir: &Path, tables: Vec<TableSchema>) -> Result<Self, Error> {
+        let path = dir.join(CATALOG_FILE_NAME);
+        match fs::symlink_metadata(&path) {
+            Ok(_) => return Err(Error::CatalogExists { path }),
+            Err(e) if e.kind() == ErrorKind::NotFound => {}
+            Err(e) => return Err(io_err("read", &path)(e)),
+        }
+        remove_tmp(dir, &path)?;
+        let state = State {
+            next_generation: tables.iter().map(|t| t.generation).max().unwrap_or(0) + 1,
+            tables: tables.into_iter().map(|t| (t.name.clone(), t)).collect(),
+        };
+        let catalog = Catalog { path, state };
+        catalog.persist(&catalog.state)?;
+        Ok(catalog)
     }
 
     /// The catalog file's path.
@@ -180,22 +322,22 @@ impl Catalog {
 
     /// The tables, by name.
     pub fn tables(&self) -> impl Iterator<Item = &TableSchema> {
-        self.tables.values()
+        self.state.tables.values()
     }
 
     /// The table names, sorted.
     pub fn names(&self) -> impl Iterator<Item = &str> {
-        self.tables.keys().map(String::as_str)
+        self.state.tables.keys().map(String::as_str)
     }
 
     /// The number of tables.
     pub fn len(&self) -> usize {
-        self.tables.len()
+        self.state.tables.len()
     }
 
     /// True without tables.
     pub fn is_empty(&self) -> bool {
-        self.tables.is_empty()
+        self.state.tables.is_empty()
     }
 
     /// The table `name`.
@@ -203,94 +345,111 @@ impl Catalog {
     /// # Errors
     /// [`Error::UnknownTable`] if there is none.
     pub fn get(&self, name: &str) -> Result<&TableSchema, Error> {
-        self.tables.get(name).ok_or_else(|| Error::UnknownTable {
-            name: name.to_owned(),
-        })
+        self.state
+            .tables
+            .get(name)
+            .ok_or_else(|| Error::UnknownTable {
+                name: name.to_owned(),
+            })
     }
 
-    /// Adds `schema` and persists the catalog.
+    /// Adds `schema` as a new table incarnation and persists the catalog;
+    /// returns the schema with the generation it was given (the catalog's
+    /// next one; `schema`'s own is ignored).
     ///
     /// # Errors
     /// [`Error::TableExists`], [`Error::TooManyTables`], or the I/O error
     /// of persisting; the catalog is then unchanged.
-    pub fn create_table(&mut self, schema: TableSchema) -> Result<(), Error> {
+    pub fn create_table(&mut self, schema: TableSchema) -> Result<TableSchema, Error> {
         validate_table_name(&schema.name)?;
-        if self.tables.contains_key(&schema.name) {
+        if self.state.tables.contains_key(&schema.name) {
             return Err(Error::TableExists { name: schema.name });
         }
-        if self.tables.len() >= MAX_TABLES {
+        if self.state.tables.len() >= MAX_TABLES {
             return Err(Error::TooManyTables {
                 name: schema.name,
                 limit: MAX_TABLES,
             });
         }
-        let mut next = self.tables.clone();
-        next.insert(schema.name.clone(), schema);
+        let mut next = self.state.clone();
+        // Skip the (astronomically unlikely) generations whose log id
+        // another live table has: ids must be unique among live tables.
+        let mut schema = schema.at_generation(next.next_generation);
+        while next.tables.values().any(|t| t.log_id() == schema.log_id()) {
+            schema.generation += 1;
+        }
+        next.next_generation = schema.generation + 1;
+        next.tables.insert(schema.name.clone(), schema.clone());
         self.persist(&next)?;
-        self.tables = next;
-        Ok(())
+        self.state = next;
+        Ok(schema)
     }
 
     /// Removes the table `name` and persists the catalog; returns its
-    /// schema. Removing the table's files is the caller's next step.
+    /// schema. Removing the table's files is the caller's next step. The
+    /// generation counter is kept, so the name's next incarnation gets a
+    /// new one.
     ///
     /// # Errors
     /// [`Error::UnknownTable`], or the I/O error of persisting; the catalog
     /// is then unchanged.
     pub fn drop_table(&mut self, name: &str) -> Result<TableSchema, Error> {
-        let mut next = self.tables.clone();
-        let schema = next.remove(name).ok_or_else(|| Error::UnknownTable {
-            name: name.to_owned(),
-        })?;
+        let mut next = self.state.clone();
+        let schema = next
+            .tables
+            .remove(name)
+            .ok_or_else(|| Error::UnknownTable {
+                name: name.to_owned(),
+            })?;
         self.persist(&next)?;
-        self.tables = next;
+        self.state = next;
         Ok(schema)
     }
 
-    /// Writes `tables` to the temporary file, then renames it over the
+    /// Writes `state` to the temporary file, then renames it over the
     /// catalog, with the fsyncs that make the change atomic and durable.
-    fn persist(&self, tables: &BTreeMap<String, TableSchema>) -> Result<(), Error> {
+    fn persist(&self, state: &State) -> Result<(), Error> {
         let tmp = tmp_path(&self.path);
-        let bytes = encode(tables);
-        let mut file = OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .open(&tmp)
-            .map_err(io_err("create", &tmp))?;
-        file.write_all(&bytes)
-            .and_then(|()| file.sync_all())
-            .map_err(io_err("write", &tmp))?;
-        drop(file);
-        fs::rename(&tmp, &self.path).map_err(io_err("rename", &tmp))?;
-        match self.path.parent() {
-            Some(dir) => sync_dir(dir),
-            None => Ok(()),
-        }
+        let bytes = encode(state);
+        write_durably(&tmp, &self.path, &bytes)
     }
 }
 
-fn sync_dir(dir: &Path) -> Result<(), Error> {
+/// Writes `bytes` to `tmp`, fsyncs it, renames it to `path` and fsyncs the
+/// directory: `path` then holds either its old contents or `bytes`.
+pub(crate) fn write_durably(tmp: &Path, path: &Path, bytes: &[u8]) -> Result<(), Error> {
+    let mut file = OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(tmp)
+        .map_err(io_err("create", tmp))?;
+    file.write_all(bytes)
+        .and_then(|()| file.sync_all())
+        .map_err(io_err("write", tmp))?;
+    drop(file);
+    fs::rename(tmp, path).map_err(io_err("rename", tmp))?;
+    match path.parent() {
+        Some(dir) => sync_dir(dir),
+        None => Ok(()),
+    }
+}
+
+pub(crate) fn sync_dir(dir: &Path) -> Result<(), Error> {
     File::open(dir)
         .and_then(|d| d.sync_all())
         .map_err(io_err("fsync directory", dir))
 }
 
-fn encode(tables: &BTreeMap<String, TableSchema>) -> Vec<u8> {
-    let mut text = format!("{HEADER}\n");
-    for t in tables.values() {
-        text.push_str(&format!(
-            "table {} system={}\n",
-            t.name,
-            u8::from(t.options.system)
-        ));
-    }
-    let crc = crc32c::crc32c(text.as_bytes());
-    text.push_str(&format!("crc32c {crc:08x}\n"));
-    text.into_bytes()
+/// `body` followed by its crc32c line.
+pub(crate) fn seal(mut body: String) -> Vec<u8> {
+    let crc = crc32c::crc32c(body.as_bytes());
+    body.push_str(&format!("crc32c {crc:08x}\n"));
+    body.into_bytes()
 }
 
-fn decode(bytes: &[u8]) -> Result<BTreeMap<String, TableSchema>, String> {
+/// The body of [`seal`]'s output, its checksum verified.
+pub(crate) fn unseal(bytes: &[u8]) -> Result<&str, String> {
     let text = std::str::from_utf8(bytes).map_err(|e| {
         format!(
             "not UTF-8 text (invalid byte at offset {})",
@@ -315,37 +474,57 @@ fn decode(bytes: &[u8]) -> Result<BTreeMap<String, TableSchema>, String> {
             "checksum mismatch: stored crc32c {stored:08x}, contents have {actual:08x}"
         ));
     }
-    let mut lines = body.lines().enumerate();
-    match lines.next() {
-        Some((_, HEADER)) => {}
+    Ok(body)
+}
+
+fn encode(state: &State) -> Vec<u8> {
+    let mut text = format!("{HEADER}\nnext-generation {}\n", state.next_generation);
+    for t in state.tables.values() {
+        text.push_str(&t.to_line());
+        text.push('\n');
+    }
+    seal(text)
+}
+
+fn decode(bytes: &[u8]) -> Result<State, String> {
+    let body = unseal(bytes)?;
+    let mut lines = body.lines().enumerate().peekable();
+    let v1 = match lines.next() {
+        Some((_, HEADER)) => false,
+        Some((_, HEADER_V1)) => true,
         other => {
             return Err(format!(
-                "line 1 is {:?}, expected {HEADER:?}",
+                "line 1 is {:?}, expected {HEADER:?} or {HEADER_V1:?}",
                 other.map_or("", |(_, l)| l)
             ));
         }
+    };
+    let mut next_generation = 1;
+    if !v1 {
+        let (i, line) = lines.next().unwrap_or((1, ""));
+        next_generation = line
+            .strip_prefix("next-generation ")
+            .filter(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+            .and_then(|n| n.parse().ok())
+            .ok_or_else(|| format!("line {}: expected `next-generation <n>`: {line:?}", i + 1))?;
     }
     let mut tables = BTreeMap::new();
     for (i, line) in lines {
         let bad = |what: &str| format!("line {}: {what}: {line:?}", i + 1);
-        let mut fields = line.split(' ');
-        let (Some("table"), Some(name), Some(system), None) =
-            (fields.next(), fields.next(), fields.next(), fields.next())
-        else {
-            return Err(bad("expected `table <name> system=<0|1>`"));
-        };
-        let system = match system {
-            "system=0" => false,
-            "system=1" => true,
-            _ => return Err(bad("expected system=0 or system=1")),
-        };
-        let schema = TableSchema::with_options(name, TableOptions { system })
-            .map_err(|e| bad(&e.to_string()))?;
-        if tables.insert(name.to_owned(), schema).is_some() {
+        let schema = TableSchema::from_line(line, v1).map_err(|e| bad(&e))?;
+        if !v1 && schema.generation >= next_generation {
+            return Err(bad(&format!(
+                "generation not below the next generation {next_generation}"
+            )));
+        }
+        if tables.insert(schema.name.clone(), schema).is_some() {
             return Err(bad("table listed twice"));
         }
     }
-    Ok(tables)
+    Ok(State {
+        tables,
+        next_generation,
+    })
 }
 
 #[cfg(test)]
@@ -359,7 +538,11 @@ mod tests {
     #[test]
     fn tables_survive_a_reload() {
         let dir = tempfile::tempdir().unwrap();
-        let mut c = Catalog::load(dir.path()).unwrap();
+        assert!(matches!(
+            Catalog::load(dir.path()),
+            Err(Error::CatalogMissing { found: None, .. })
+        ));
+        let mut c = Catalog::create(dir.path()).unwrap();
         assert!(c.is_empty());
         c.create_table(TableSchema::new("users").unwrap()).unwrap();
         c.create_table(system("peers")).unwrap();
@@ -376,7 +559,7 @@ mod tests {
     #[test]
     fn duplicates_and_unknown_tables_are_refused_and_change_nothing() {
         let dir = tempfile::tempdir().unwrap();
-        let mut c = Catalog::load(dir.path()).unwrap();
+        let mut c = Catalog::create(dir.path()).unwrap();
         c.create_table(TableSchema::new("t").unwrap()).unwrap();
         let before = fs::read(c.path()).unwrap();
         let e = c.create_table(system("t")).unwrap_err();
@@ -411,14 +594,18 @@ mod tests {
     #[test]
     fn the_table_limit_is_enforced() {
         let dir = tempfile::tempdir().unwrap();
-        let c = Catalog::load(dir.path()).unwrap();
+        let c = Catalog::create(dir.path()).unwrap();
         // Fill in memory, then persist once, to keep the test fast.
         let mut many = BTreeMap::new();
         for i in 0..MAX_TABLES {
             let s = TableSchema::new(format!("t{i}")).unwrap();
             many.insert(s.name.clone(), s);
         }
-        c.persist(&many).unwrap();
+        c.persist(&State {
+            tables: many,
+            next_generation: 1,
+        })
+        .unwrap();
         let mut c = Catalog::load(dir.path()).unwrap();
         assert_eq!(c.len(), MAX_TABLES);
         let e = c
@@ -433,7 +620,7 @@ mod tests {
     #[test]
     fn corruption_is_detected_and_located() {
         let dir = tempfile::tempdir().unwrap();
-        let mut c = Catalog::load(dir.path()).unwrap();
+        let mut c = Catalog::create(dir.path()).unwrap();
         c.create_table(TableSchema::new("users").unwrap()).unwrap();
         let path = c.path().to_path_buf();
         let good = fs::read(&path).unwrap();
@@ -457,7 +644,20 @@ mod tests {
         assert!(corrupt(&[0xff, 0xfe, b'\n', b'\n']).contains("not UTF-8"));
         // Well checksummed but malformed bodies.
         for (body, what) in [
-            ("replica-catalog 2\n", "line 1"),
+            ("replica-catalog 3\n", "line 1"),
+            ("replica-catalog 2\n", "line 2: expected `next-generation"),
+            (
+                "replica-catalog 2\nnext-generation 2\ntable a system=0\n",
+                "line 3: expected `table <name> system=<0|1> generation=<n>`",
+            ),
+            (
+                "replica-catalog 2\nnext-generation 2\ntable a system=0 generation=x\n",
+                "expected generation=<decimal number>",
+            ),
+            (
+                "replica-catalog 2\nnext-generation 2\ntable a system=0 generation=2\n",
+                "not below the next generation 2",
+            ),
             (
                 "replica-catalog 1\ntable users\n",
                 "line 2: expected `table",
@@ -481,7 +681,7 @@ mod tests {
     #[test]
     fn a_leftover_temporary_file_is_removed_and_the_old_catalog_kept() {
         let dir = tempfile::tempdir().unwrap();
-        let mut c = Catalog::load(dir.path()).unwrap();
+        let mut c = Catalog::create(dir.path()).unwrap();
         c.create_table(TableSchema::new("kept").unwrap()).unwrap();
         let tmp = tmp_path(c.path());
         fs::write(&tmp, b"half a catalog").unwrap();
@@ -493,7 +693,7 @@ mod tests {
     #[test]
     fn a_failed_persist_leaves_the_catalog_unchanged() {
         let dir = tempfile::tempdir().unwrap();
-        let mut c = Catalog::load(dir.path()).unwrap();
+        let mut c = Catalog::create(dir.path()).unwrap();
         c.create_table(TableSchema::new("a").unwrap()).unwrap();
         // A directory where the temporary file goes makes the write fail.
         fs::create_dir(tmp_path(c.path())).unwrap();
@@ -502,5 +702,69 @@ mod tests {
         let e = c.drop_table("a").unwrap_err();
         assert!(matches!(e, Error::Io { .. }), "{e}");
         assert_eq!(c.names().collect::<Vec<_>>(), ["a"]);
+    }
+
+    #[test]
+    fn each_incarnation_gets_a_new_generation_and_log_id() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut c = Catalog::create(dir.path()).unwrap();
+        let first = c.create_table(TableSchema::new("t").unwrap()).unwrap();
+        let other = c.create_table(TableSchema::new("u").unwrap()).unwrap();
+        c.drop_table("t").unwrap();
+        // The counter survives a reload, so the next incarnation is new.
+        let mut c = Catalog::load(dir.path()).unwrap();
+        let second = c.create_table(TableSchema::new("t").unwrap()).unwrap();
+        assert_eq!(
+            (first.generation(), other.generation(), second.generation()),
+            (1, 2, 3)
+        );
+        assert_ne!(first.log_id(), second.log_id());
+        assert_ne!(first.log_id(), other.log_id());
+        let c = Catalog::load(dir.path()).unwrap();
+        assert_eq!(c.get("t").unwrap(), &second);
+        // Generation 0 keeps the id version-1 catalogs' tables had: the
+        // FNV-1a hash of the name alone.
+        let legacy = TableSchema::new("t").unwrap();
+        assert_eq!(legacy.log_id(), 0xaf63_e94c_8602_02a3);
+    }
+
+    #[test]
+    fn a_version_1_catalog_is_read_with_generation_0() {
+        let dir = tempfile::tempdir().unwrap();
+        let body = "replica-catalog 1\ntable users system=0\ntable peers system=1\n";
+        let crc = crc32c::crc32c(body.as_bytes());
+        fs::write(
+            dir.path().join(CATALOG_FILE_NAME),
+            format!("{body}crc32c {crc:08x}\n"),
+        )
+        .unwrap();
+        let mut c = Catalog::load(dir.path()).unwrap();
+        assert!(c.tables().all(|t| t.generation() == 0));
+        assert!(c.get("peers").unwrap().options().system);
+        // A change writes version 2, keeping generation 0 for the old.
+        let new = c.create_table(TableSchema::new("events").unwrap()).unwrap();
+        assert_eq!(new.generation(), 1);
+        let text = fs::read_to_string(c.path()).unwrap();
+        assert!(
+            text.starts_with("replica-catalog 2\nnext-generation 2\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("table users system=0 generation=0\n"),
+            "{text}"
+        );
+        let c = Catalog::load(dir.path()).unwrap();
+        assert_eq!(c.names().collect::<Vec<_>>(), ["events", "peers", "users"]);
+    }
+
+    #[test]
+    fn create_refuses_an_existing_catalog() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut c = Catalog::create(dir.path()).unwrap();
+        c.create_table(TableSchema::new("t").unwrap()).unwrap();
+        let before = fs::read(c.path()).unwrap();
+        let e = Catalog::create(dir.path()).unwrap_err();
+        assert!(matches!(e, Error::CatalogExists { .. }), "{e}");
+        assert_eq!(fs::read(c.path()).unwrap(), before);
     }
 }

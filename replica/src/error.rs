@@ -65,6 +65,44 @@ pub enum Error {
         /// The holder's process id, as its lock file records it.
         holder: Option<String>,
     },
+    /// The catalog file is missing. A missing catalog is never taken for
+    /// an empty database: if the directories hold table data, the catalog
+    /// was lost, and rebuilding it is an explicit step
+    /// ([`Database::rebuild_catalog`](crate::Database::rebuild_catalog)).
+    #[error(
+        "the catalog {} is missing{}; restore it, or rebuild it from the table directories \
+         with Database::rebuild_catalog",
+        path.display(),
+        found.as_ref().map(|f| format!(" but {} holds table data", f.display())).unwrap_or_default()
+    )]
+    CatalogMissing {
+        /// The catalog file.
+        path: PathBuf,
+        /// Table data found without it (a table directory or the commit
+        /// log), if any was looked for and found.
+        found: Option<PathBuf>,
+    },
+    /// A catalog was to be created (or rebuilt) where one exists.
+    #[error("the catalog {} already exists; it is left as it is", path.display())]
+    CatalogExists {
+        /// The catalog file.
+        path: PathBuf,
+    },
+    /// A table's directory exists but was not created by this database
+    /// (it has no table marker, or one of another table): it is left
+    /// alone, and the table is not created over it.
+    #[error(
+        "cannot use {} for table {table:?}: {reason}; move it away first",
+        dir.display()
+    )]
+    ForeignTableDirectory {
+        /// The table.
+        table: String,
+        /// The directory.
+        dir: PathBuf,
+        /// What is wrong with it.
+        reason: &'static str,
+    },
     /// A file whose contents are not what this crate wrote.
     #[error("{} is corrupt: {detail}", path.display())]
     Corrupt {

@@ -90,6 +90,29 @@
 //! database starts those flushes (through the dirty-memory manager, like
 //! any explicit flush) and writers wait until segments are retired.
 //!
+//! Each table incarnation has its own commit-log id: the catalog gives
+//! every `create_table` a new generation ([`TableSchema::generation`]),
+//! and the id hashes name and generation ([`TableSchema::log_id`]). Replay
+//! applies only the entries of the ids the catalog lists, so a dropped
+//! table's rows never return, not even into a table created again under
+//! its name, and not even if the log's drop record were lost.
+//!
+//! # Ownership: what open removes
+//!
+//! [`Database::open`] removes only what the database created and can
+//! identify: the leftovers of its unfinished flushes, and the directories
+//! of dropped tables whose marker file ([`TABLE_MARKER_FILE_NAME`], written
+//! when a table directory is created) names them, and in those only the
+//! marker and the sstable files. Anything else in a data or flush
+//! directory is left alone. A missing catalog in directories that hold
+//! table data (a marked or sstable-holding table directory, or a commit
+//! log) is an error, [`Error::CatalogMissing`], and opening changes
+//! nothing; [`Database::rebuild_catalog`] is the explicit recovery step.
+//! Directories of new databases (no table data) get a new, empty catalog.
+//! Table directories without a marker (made before markers existed) are
+//! adopted by the table the catalog lists under their name, and otherwise
+//! never removed; see the `layout` rules in [`open_table_dirs`].
+//!
 //! # Also here
 //!
 //! * [`DatabaseConfig`]: directories, budgets, soft-limit ratio, flush
@@ -138,7 +161,8 @@ pub use error::{Error, Result};
 #[cfg(feature = "testing")]
 pub use hooks::{HookPoint, TestHook};
 pub use layout::{
-    SstableId, TableFiles, open_table_dirs, orphan_table_dirs, remove_table_dirs, table_dir,
+    SstableId, TABLE_MARKER_FILE_NAME, TableFiles, open_table_dirs, orphan_table_dirs,
+    read_table_marker, remove_table_dirs, table_dir,
 };
 pub use lock::{DirectoryLock, LOCK_FILE_NAME};
 pub use throttle::{Clock, ManualClock, SystemClock, TokenBucket, WriteThrottle};

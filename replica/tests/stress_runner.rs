@@ -41,6 +41,7 @@ fn config(workload: WorkloadSpec, threads: usize, stop: StopCondition) -> RunCon
         threads,
         stop,
         interval: Duration::from_millis(20),
+        memory: replica::stress::MemoryProbe::default(),
     }
 }
 

@@ -1,6 +1,7 @@
 //! Benchmark: sstable write bandwidth against plain buffered writes of the
 //! same number of bytes (both ending with one fdatasync), with and without
-//! LZ4, and point-lookup latency against a raw positional read of one block.
+//! LZ4, each with incremental write-back on and off (in the same run), and
+//! point-lookup latency against a raw positional read of one block.
 //!
 //! ```text
 //! cargo bench -p sstable --bench sstable_io -- [--scale F] [--dir PATH] [--runs N] [--only write|commit|lookup]
@@ -118,9 +119,11 @@ fn write_sstable(
     dir: &Path,
     partitions: &[Mutation],
     compression: bool,
+    bytes_per_sync: u64,
 ) -> (Duration, u64, u64, Duration) {
     let mut o = WriterOptions::default();
     o.compression = compression;
+    o.bytes_per_sync = bytes_per_sync;
     let start = Instant::now();
     let mut w = Writer::create(dir, o).unwrap();
     let mut elapsed = start.elapsed();
@@ -187,28 +190,41 @@ fn bench_write(args: &Args, dir: &Path, incompressible: bool) {
         args.runs
     );
     println!();
-    println!("Each run writes the three variants back to back, rotating their order; the ratio is");
-    println!("taken within each run (same machine state), then the median over runs.");
+    println!("Each run writes the five variants back to back, rotating their order; the ratio is");
+    println!(
+        "taken within each run (same machine state), then the median over runs. Write-back is"
+    );
+    println!("`WriterOptions::bytes_per_sync`: on (the 1 MiB default) or off (0).");
     println!();
     println!(
         "| variant | median time (s) | of which commit (s) | logical MiB/s | file MiB | median ratio vs plain |"
     );
     println!("|---|---|---|---|---|---|");
-    let mut times: [Vec<f64>; 3] = [Vec::new(), Vec::new(), Vec::new()];
-    let mut ratios: [Vec<f64>; 3] = [Vec::new(), Vec::new(), Vec::new()];
-    let mut sizes = [0u64; 3];
-    let mut commits: [Vec<f64>; 3] = [Vec::new(), Vec::new(), Vec::new()];
+    // (name, compression, bytes_per_sync); variant 0 is the plain baseline.
+    let on = WriterOptions::default().bytes_per_sync;
+    let variants: [(&str, bool, u64); 5] = [
+        ("plain BufWriter + 1 fdatasync", false, 0),
+        ("sstable writer, no compression, write-back on", false, on),
+        ("sstable writer, LZ4, write-back on", true, on),
+        ("sstable writer, no compression, write-back off", false, 0),
+        ("sstable writer, LZ4, write-back off", true, 0),
+    ];
+    let n = variants.len();
+    let mut times: Vec<Vec<f64>> = vec![Vec::new(); n];
+    let mut ratios: Vec<Vec<f64>> = vec![Vec::new(); n];
+    let mut sizes = vec![0u64; n];
+    let mut commits: Vec<Vec<f64>> = vec![Vec::new(); n];
     let mut raw = 0;
     for run in 0..args.runs {
-        let mut t = [0f64; 3];
-        for k in 0..3 {
-            let variant = (run + k) % 3;
+        let mut t = vec![0f64; n];
+        for k in 0..n {
+            let variant = (run + k) % n;
             match variant {
                 0 => {
                     // The plain baseline writes the same number of bytes as the
                     // uncompressed sstable's Data file holds raw data.
                     let bytes = if raw == 0 {
-                        write_sstable(dir, &partitions, false).1
+                        write_sstable(dir, &partitions, false, on).1
                     } else {
                         raw
                     };
@@ -217,7 +233,8 @@ fn bench_write(args: &Args, dir: &Path, incompressible: bool) {
                     sizes[0] = bytes;
                 }
                 v => {
-                    let r = write_sstable(dir, &partitions, v == 2);
+                    let (_, compression, bytes_per_sync) = variants[v];
+                    let r = write_sstable(dir, &partitions, compression, bytes_per_sync);
                     raw = r.1;
                     t[v] = r.0.as_secs_f64();
                     sizes[v] = r.2;
@@ -225,17 +242,12 @@ fn bench_write(args: &Args, dir: &Path, incompressible: bool) {
                 }
             }
         }
-        for v in 0..3 {
+        for v in 0..n {
             times[v].push(t[v]);
             ratios[v].push(t[0] / t[v]);
         }
     }
-    let names = [
-        "plain BufWriter + 1 fdatasync",
-        "sstable writer, no compression",
-        "sstable writer, LZ4",
-    ];
-    for v in 0..3 {
+    for v in 0..n {
         let t = median(times[v].clone());
         let commit = if v == 0 {
             "-".to_owned()
@@ -244,7 +256,7 @@ fn bench_write(args: &Args, dir: &Path, incompressible: bool) {
         };
         println!(
             "| {} | {:.3} | {commit} | {:.1} | {} | {:.2} |",
-            names[v],
+            variants[v].0,
             t,
             raw as f64 / (1 << 20) as f64 / t,
             sizes[v] >> 20,
@@ -252,17 +264,31 @@ fn bench_write(args: &Args, dir: &Path, incompressible: bool) {
         );
     }
     println!();
-    println!(
-        "per-run ratios, no compression: {:?}; LZ4: {:?}",
-        ratios[1]
-            .iter()
-            .map(|r| (r * 100.0).round() / 100.0)
-            .collect::<Vec<_>>(),
-        ratios[2]
-            .iter()
+    let rounded = |v: &[f64]| {
+        v.iter()
             .map(|r| (r * 100.0).round() / 100.0)
             .collect::<Vec<_>>()
-    );
+    };
+    for v in 1..n {
+        println!(
+            "per-run ratios, {}: {:?}",
+            variants[v].0,
+            rounded(&ratios[v])
+        );
+    }
+    // Write-back on against off, within each run.
+    for (on_v, off_v) in [(1, 3), (2, 4)] {
+        let within: Vec<f64> = times[off_v]
+            .iter()
+            .zip(&times[on_v])
+            .map(|(off, on)| off / on)
+            .collect();
+        println!(
+            "median speed of write-back on vs off ({}): {:.2}",
+            if on_v == 1 { "no compression" } else { "LZ4" },
+            median(within)
+        );
+    }
     println!();
 }
 

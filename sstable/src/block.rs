@@ -176,11 +176,14 @@ pub(crate) struct ComponentFile {
     out: std::io::BufWriter<std::fs::File>,
     path: std::path::PathBuf,
     len: u64,
+    /// Incremental write-back of what reached the file.
+    pub(crate) writeback: crate::writeback::WriteBack,
 }
 
 impl ComponentFile {
-    /// Creates `path` (which must not exist) with an I/O buffer of `buffer` bytes.
-    pub(crate) fn create(path: &Path, buffer: usize) -> Result<Self, Error> {
+    /// Creates `path` (which must not exist) with an I/O buffer of `buffer`
+    /// bytes, starting write-back every `bytes_per_sync` bytes (0: never).
+    pub(crate) fn create(path: &Path, buffer: usize, bytes_per_sync: u64) -> Result<Self, Error> {
         let file = std::fs::OpenOptions::new()
             .write(true)
             .create_new(true)
@@ -190,6 +193,7 @@ impl ComponentFile {
             out: std::io::BufWriter::with_capacity(buffer, file),
             path: path.to_path_buf(),
             len: 0,
+            writeback: crate::writeback::WriteBack::new(bytes_per_sync),
         })
     }
 
@@ -199,7 +203,10 @@ impl ComponentFile {
             .write_all(bytes)
             .map_err(io_err("write", &self.path))?;
         self.len += bytes.len() as u64;
-        Ok(())
+        // What left the buffer is in the file.
+        let in_file = self.len - self.out.buffer().len() as u64;
+        self.writeback
+            .after_write(self.out.get_ref(), &self.path, in_file)
     }
 
     /// Bytes written so far.

@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 
 use crate::block::{HEADER_LEN, TRAILER_LEN};
 use crate::error::{Error, io_err};
+use crate::writeback::WriteBack;
 
 /// Streaming writer of checksummed Data blocks.
 #[derive(Debug)]
@@ -31,6 +32,8 @@ pub(crate) struct DataWriter {
     /// Blocks to store raw without trying LZ4, after one did not shrink.
     skip_compression: u32,
     scratch: Vec<u8>,
+    /// Incremental write-back of what was written.
+    pub(crate) writeback: WriteBack,
     /// Finished blocks.
     pub(crate) blocks: u64,
     /// Raw payload bytes of finished blocks.
@@ -44,6 +47,7 @@ impl DataWriter {
         io_buffer: usize,
         block_size: usize,
         compress: bool,
+        bytes_per_sync: u64,
         preamble: &[u8],
     ) -> Result<Self, Error> {
         let file = OpenOptions::new()
@@ -66,6 +70,7 @@ impl DataWriter {
             compress,
             skip_compression: 0,
             scratch: Vec::new(),
+            writeback: WriteBack::new(bytes_per_sync),
             blocks: 0,
             raw_bytes: 0,
         })
@@ -143,7 +148,8 @@ impl DataWriter {
             .map_err(io_err("write", &self.path))?;
         self.flushed += self.out.len() as u64;
         self.out.clear();
-        Ok(())
+        self.writeback
+            .after_write(&self.file, &self.path, self.flushed)
     }
 
     /// Closes the last block, writes everything and fdatasyncs. Returns the
@@ -173,7 +179,7 @@ mod tests {
         for compress in [false, true] {
             let dir = tempfile::tempdir().unwrap();
             let path = dir.path().join("d");
-            let mut w = DataWriter::create(&path, 4096, 512, compress, b"PREAMBLE").unwrap();
+            let mut w = DataWriter::create(&path, 4096, 512, compress, 8192, b"PREAMBLE").unwrap();
             let mut x = 12345u32;
             for i in 0..100u32 {
                 if i < 30 {
@@ -189,6 +195,7 @@ mod tests {
                     w.close_block().unwrap();
                 }
             }
+            assert!(w.writeback.requests > 0);
             let (len, crc) = w.finish().unwrap();
             let bytes = std::fs::read(&path).unwrap();
             assert_eq!(bytes.len() as u64, len);

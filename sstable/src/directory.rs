@@ -65,6 +65,22 @@ fn parse_name(name: &str) -> Option<(u64, FileKind)> {
     Some((generation, kind))
 }
 
+/// Whether `name` is the name of a file an sstable writer creates in its
+/// directory: a component (`sst-7-Data.db`), a component being written
+/// (`sst-7-Data.db.tmp`) or the marker of an unfinished write
+/// (`sst-7-TemporaryTOC.txt`). Owners of a directory use it to remove
+/// only the sstables' files and leave anything else alone.
+///
+/// ```
+/// assert!(sstable::is_sstable_file_name("sst-7-Data.db"));
+/// assert!(sstable::is_sstable_file_name("sst-7-TemporaryTOC.txt"));
+/// assert!(!sstable::is_sstable_file_name("sst-x-Data.db"));
+/// assert!(!sstable::is_sstable_file_name("notes.txt"));
+/// ```
+pub fn is_sstable_file_name(name: &str) -> bool {
+    parse_name(name).is_some()
+}
+
 /// Parses the generation and component out of a committed component's path
 /// (`.../sst-7-Data.db` gives `(7, Data)`).
 pub fn parse_component_path(path: &Path) -> Result<(u64, Component), Error> {

@@ -43,6 +43,8 @@ pub(crate) const ALLOWED_DEPENDENCIES: &[(&str, &[&str])] = &[
             "bytes",
             "crc32c",
             "lz4_flex",
+            // sync_file_range (Linux only): no safe wrapper in rustix or nix.
+            "libc",
         ],
     ),
     (

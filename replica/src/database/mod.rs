@@ -18,7 +18,10 @@ use sstable::Sstable;
 use crate::catalog::{Catalog, TableSchema};
 use crate::config::{CommitLogMode, DatabaseConfig, FlushPolicy};
 use crate::error::{Error, io_err};
-use crate::layout::{open_table_dirs, orphan_table_dirs, remove_table_dirs};
+use crate::layout::{
+    create_table_dirs, find_table_data, open_table_dirs, orphan_table_dirs,
+    remove_orphan_table_dir, remove_table_dirs, tables_in_dirs,
+};
 use crate::lock::DirectoryLock;
 use crate::sync::{Arc, Mutex, RwLock};
 use crate::throttle::TokenBucket;
@@ -36,7 +39,7 @@ mod tests;
 
 use flush::FlushRouter;
 use gate::Gate;
-use table::{Table, TableMemtable, TableSstable, table_id};
+use table::{Table, TableMemtable, TableSstable};
 pub use table::{TableMetrics, TableReader};
 
 #[cfg(feature = "stress")]
@@ -105,15 +108,21 @@ fn start_error(what: &'static str) -> impl FnOnce(String) -> Error {
 impl Database {
     /// Opens (or creates) the database `config` describes: checks the
     /// configuration, creates and locks its directories, loads the catalog
-    /// and every table's sstables (removing what unfinished flushes and
-    /// dropped tables left behind), starts the dirty-memory managers (user
+    /// (or creates it, in directories holding no table data) and every
+    /// table's sstables (removing what unfinished flushes and dropped
+    /// tables left behind, and only that: see the
+    /// [ownership rules](crate#ownership-what-open-removes)), starts the dirty-memory managers (user
     /// and system tables) and the flush scheduler, and replays the commit
     /// log (if configured) into memtables, which it then flushes.
     ///
     /// # Errors
     /// [`Error::InvalidOption`] for a bad configuration;
     /// [`Error::DirectoryLocked`] if another open database holds a
-    /// directory; [`Error::Io`] if a directory cannot be created or is not
+    /// directory; [`Error::CatalogMissing`] if the catalog is missing but
+    /// the directories hold table data (nothing is changed then: see
+    /// [`rebuild_catalog`](Self::rebuild_catalog));
+    /// [`Error::ForeignTableDirectory`] if a listed table's directory is
+    /// marked as another table's; [`Error::Io`] if a directory cannot be created or is not
     /// writable; [`Error::Corrupt`] or [`Error::Sstable`] for damaged files;
     /// [`Error::Start`] if a background thread cannot start;
     /// [`Error::CommitLog`] if the commit log cannot be opened (damage in
@@ -124,10 +133,9 @@ impl Database {
             fs::create_dir_all(dir).map_err(io_err("create directory", dir))?;
         }
         let locks = DirectoryLock::acquire_all(config.all_dirs())?;
-        let catalog = Catalog::load(&config.data_dirs[0])?;
+        let catalog = open_catalog(&config)?;
         for orphan in orphan_table_dirs(config.all_dirs(), |name| catalog.get(name).is_ok())? {
-            fs::remove_dir_all(&orphan)
-                .map_err(io_err("remove dropped table directory", &orphan))?;
+            remove_orphan_table_dir(&orphan)?;
         }
         // Real dirty memory is held to the budgets by admission; the pool
         // leaves room above them so an admitted write never runs dry.
@@ -306,6 +314,55 @@ impl Database {
         });
     }
 
+    /// Rebuilds a lost catalog from the table directories' markers, the
+    /// explicit recovery step after [`Error::CatalogMissing`]: each marked
+    /// table directory gives its table (name, options and generation, so
+    /// its commit-log entries replay), at the highest generation found for
+    /// its name; a table-named directory without a marker but with sstable
+    /// files (written before markers existed) gives a user table of
+    /// generation 0. Nothing is removed. The database must not be open
+    /// (the directories are locked while this runs); open it afterwards.
+    /// Returns the tables of the new catalog.
+    ///
+    /// The markers know nothing of drops: a table whose `drop_table` was
+    /// cut short by a crash before its files were removed, with no open
+    /// since (an open finishes the removal), comes back with its sstables
+    /// (its commit-log entries stay refused by the log's drop record).
+    ///
+    /// ```
+    /// use replica::{CommitLogMode, Database, DatabaseConfig, Error, TableSchema};
+    ///
+    /// let dir = tempfile::tempdir()?;
+    /// let mut config = DatabaseConfig::new(dir.path());
+    /// config.commitlog = CommitLogMode::Off;
+    /// let db = Database::open(config.clone())?;
+    /// db.create_table(TableSchema::new("users")?)?;
+    /// db.close()?;
+    /// drop(db);
+    /// std::fs::remove_file(dir.path().join(replica::CATALOG_FILE_NAME))?;
+    /// assert!(matches!(Database::open(config.clone()), Err(Error::CatalogMissing { .. })));
+    /// let tables = Database::rebuild_catalog(&config)?;
+    /// assert_eq!(tables[0].name(), "users");
+    /// let db = Database::open(config)?;
+    /// assert_eq!(db.tables(), tables);
+    /// # db.close()?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::InvalidOption`] for a bad configuration;
+    /// [`Error::DirectoryLocked`] if the database is open;
+    /// [`Error::CatalogExists`] if there is a catalog (it is left as it
+    /// is); [`Error::Corrupt`] for a damaged marker; [`Error::Io`] if a
+    /// directory cannot be read or the catalog written.
+    pub fn rebuild_catalog(config: &DatabaseConfig) -> Result<Vec<TableSchema>, Error> {
+        config.validate()?;
+        let _locks = DirectoryLock::acquire_all(config.all_dirs())?;
+        let tables = tables_in_dirs(config.all_dirs())?;
+        let catalog = Catalog::create_with(&config.data_dirs[0], tables)?;
+        Ok(catalog.tables().cloned().collect())
+    }
+
     /// What replaying the commit log at open found (entries replayed,
     /// damage skipped and reported), if there is a commit log.
     pub fn replay_report(&self) -> Option<&ReplayReport> {
@@ -324,7 +381,7 @@ impl Database {
     /// Opens the files of the table `schema` names and adds it.
     fn load_table(&self, schema: TableSchema) -> Result<Arc<Table>, Error> {
         let name = schema.name().to_owned();
-        let files = open_table_dirs(&name, self.config.all_dirs())?;
+        let files = open_table_dirs(&schema, self.config.all_dirs())?;
         let mut sstables = Vec::new();
         for id in files.sstables() {
             let sstable =
@@ -347,7 +404,7 @@ impl Database {
             })?;
         let memtable = TableMemtable::new(memtable);
         let table = Arc::new(Table {
-            id: table_id(&name),
+            id: schema.log_id(),
             schema,
             list: memtable_list::MemtableList::new(Arc::clone(&memtable), sstables),
             group,
@@ -388,22 +445,27 @@ impl Database {
         self.gate.enter().ok_or(Error::Closed { operation })
     }
 
-    /// Creates the table `schema` names. The catalog change is durable
-    /// before this returns, so the table survives a reopen.
+    /// Creates the table `schema` names, as a new incarnation with the
+    /// catalog's next generation (its own is ignored). The catalog change
+    /// is durable before this returns, so the table survives a reopen.
     ///
     /// # Errors
     /// [`Error::TableExists`], [`Error::TooManyTables`], [`Error::Closed`],
-    /// or the I/O error of persisting the catalog or creating the table's
+    /// [`Error::ForeignTableDirectory`] if a directory of the table's name
+    /// exists that this database did not create (it is left alone), or the
+    /// I/O error of persisting the catalog or creating the table's
     /// directories; nothing is changed then.
     pub fn create_table(&self, schema: TableSchema) -> Result<(), Error> {
         let _pass = self.enter("create_table")?;
         let mut catalog = self.catalog.lock();
-        let name = schema.name().to_owned();
-        catalog.create_table(schema.clone())?;
-        if let Err(e) = self.load_table(schema) {
-            // Leave nothing behind: the catalog forgets the table again.
-            let _ = catalog.drop_table(&name);
-            let _ = remove_table_dirs(&name, self.config.all_dirs());
+        let schema = catalog.create_table(schema)?;
+        let loaded = create_table_dirs(&schema, self.config.all_dirs())
+            .and_then(|_| self.load_table(schema.clone()));
+        if let Err(e) = loaded {
+            // Leave nothing behind: the catalog forgets the table again,
+            // and only the directories it marked as its own go.
+            let _ = catalog.drop_table(schema.name());
+            let _ = remove_table_dirs(&schema, self.config.all_dirs());
             return Err(e);
         }
         Ok(())
@@ -435,7 +497,7 @@ impl Database {
                 .map_err(|source| Error::CommitLog { source }),
             None => Ok(()),
         };
-        remove_table_dirs(name, self.config.all_dirs())?;
+        remove_table_dirs(&table.schema, self.config.all_dirs())?;
         logged
     }
 
@@ -646,6 +708,25 @@ impl Database {
     #[cfg(all(test, not(loom)))]
     pub(crate) fn fail_next_flushes(&self, n: u64) {
         self.router.faults.fail_next(n);
+    }
+}
+
+/// Loads the catalog of `config`'s first data directory, or creates an
+/// empty one if it is missing and no directory holds table data.
+fn open_catalog(config: &DatabaseConfig) -> Result<Catalog, Error> {
+    let dir = &config.data_dirs[0];
+    match Catalog::load(dir) {
+        Err(Error::CatalogMissing { path, .. }) => {
+            let commitlog = dir.join(COMMITLOG_DIR_NAME);
+            match find_table_data(config.all_dirs(), &commitlog)? {
+                Some(found) => Err(Error::CatalogMissing {
+                    path,
+                    found: Some(found),
+                }),
+                None => Catalog::create(dir),
+            }
+        }
+        other => other,
     }
 }
 

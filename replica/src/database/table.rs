@@ -21,14 +21,6 @@ use crate::database::memtable_list::{Attempt, Logged, MemtableList};
 use crate::error::Error;
 use crate::sync::{Arc, AtomicBool, AtomicU64, Ordering};
 
-/// The commit log's id of the table `name`: a 64-bit FNV-1a hash of the
-/// name, stable across restarts (the catalog stores names only).
-pub(crate) fn table_id(name: &str) -> TableId {
-    name.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
-        (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
-    })
-}
-
 /// A memtable of a table, with the commit-log entries it holds.
 pub(crate) type TableMemtable = Logged<Memtable>;
 

@@ -94,6 +94,7 @@ impl RunDirs {
         config.soft_limit_ratio = options.soft_limit_ratio;
         config.flush_policy = policy;
         config.flush_bandwidth_limit = options.flush_bandwidth;
+        config.sstable_writer_options.bytes_per_sync = options.sstable_bytes_per_sync;
         config.commitlog = options.commitlog;
         config.validate()?;
         Ok(config)
@@ -121,6 +122,7 @@ mod tests {
         let c = dirs.database_config(&o, FlushPolicy::SoftLimit).unwrap();
         assert_eq!(c.dirty_memory_budget, 64 << 20);
         assert_eq!(c.flush_bandwidth_limit, Some(8 << 20));
+        assert_eq!(c.sstable_writer_options.bytes_per_sync, 1 << 20);
         assert_eq!(c.flush_policy, FlushPolicy::SoftLimit);
         assert_eq!(c.effective_flush_dirs(), dirs.data_dirs());
         drop(dirs);
@@ -134,6 +136,7 @@ mod tests {
         let flush = base.path().join("flush");
         let o = options(&[
             "--compare",
+            "--sstable-bytes-per-sync=0",
             &format!("--data-dir={}", data.display()),
             &format!("--flush-dir={}", flush.display()),
         ]);
@@ -144,6 +147,7 @@ mod tests {
             assert_eq!(dirs.flush_dirs(), [flush.join(policy.name())]);
             let c = dirs.database_config(&o, policy).unwrap();
             assert_eq!(c.flush_policy, policy);
+            assert_eq!(c.sstable_writer_options.bytes_per_sync, 0);
             assert_eq!(c.effective_flush_dirs(), dirs.flush_dirs());
             drop(dirs);
             assert!(

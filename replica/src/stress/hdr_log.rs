@@ -127,6 +127,7 @@ mod tests {
             counts: Counts::default(),
             latency,
             stats: TargetStats::default(),
+            memory: crate::stress::ProcessMemory::default(),
         }
     }
 

@@ -2,7 +2,8 @@
 //! ([`StressOptions`]), the deterministic workload ([`OpGenerator`]), the
 //! runner that drives any [`Target`] ([`run`]), per-thread latency
 //! histograms merged every interval ([`IntervalReport`]), the progress
-//! line ([`ProgressPrinter`]), and the reports: cassandra-stress's summary
+//! line ([`ProgressPrinter`]), the process's memory ([`MemoryProbe`]:
+//! peak resident set and, where the program counts, live heap), and the reports: cassandra-stress's summary
 //! ([`Summary`]), JSON ([`write_json`]), HdrHistogram interval logs
 //! ([`HdrLog`]) and side-by-side comparison ([`compare`]); and the program
 //! itself, one run or a `--compare` pair, given a [`TargetFactory`]
@@ -14,6 +15,7 @@
 mod dirs;
 mod hdr_log;
 mod latency;
+mod memory;
 mod options;
 mod program;
 mod progress;
@@ -26,6 +28,7 @@ pub use crate::database::DatabaseFactory;
 pub use dirs::RunDirs;
 pub use hdr_log::HdrLog;
 pub use latency::{Counts, IntervalReport, LATENCY_UNIT};
+pub use memory::{HeapCounter, HeapFigures, MemoryProbe, ProcessMemory, parse_status};
 pub use options::{
     DEFAULT_DURATION, Distribution, MAX_MACHINE_BUDGET, MAX_PARTITION_SIZE, MAX_ROW_SIZE,
     MAX_TABLES, MAX_THREADS, MIN_MACHINE_BUDGET, Mode, Ratio, StopCondition, StressOptions,

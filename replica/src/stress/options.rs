@@ -120,6 +120,9 @@ fn budget(s: &str) -> Result<u64, Error> {
 fn flush_bandwidth(s: &str) -> Result<u64, Error> {
     parse_size("--flush-bandwidth", s)
 }
+fn sstable_bytes_per_sync(s: &str) -> Result<u64, Error> {
+    parse_size("--sstable-bytes-per-sync", s)
+}
 fn commitlog(s: &str) -> Result<CommitLogMode, Error> {
     CommitLogMode::parse(s)
 }
@@ -238,6 +241,11 @@ pub struct StressOptions {
     /// (default: unlimited).
     #[arg(long, value_parser = flush_bandwidth)]
     pub flush_bandwidth: Option<u64>,
+    /// Flushes start write-back of the sstable they write every this many
+    /// bytes, e.g. 1MiB (the default); 0 turns it off
+    /// (`sstable::WriterOptions::bytes_per_sync`).
+    #[arg(long, value_name = "SIZE", value_parser = sstable_bytes_per_sync, default_value = "1MiB")]
+    pub sstable_bytes_per_sync: u64,
     /// The commit log: off, periodic (synced every 10 s), periodic:INTERVAL,
     /// batch (a write returns once synced; concurrent writes share a sync)
     /// or batch:WINDOW.
@@ -264,6 +272,10 @@ pub struct StressOptions {
     /// Seed of the workload generator: equal seeds give equal operations.
     #[arg(long, default_value_t = 0x5eed)]
     pub seed: u64,
+    /// What the reports say of the process's memory: not a flag; the
+    /// program sets it (`replica-stress` counts its heap allocations).
+    #[arg(skip)]
+    pub memory: crate::stress::MemoryProbe,
 }
 
 /// The validated shape of a load: what the generator produces.
@@ -412,6 +424,13 @@ impl StressOptions {
                 format!("at least {} bytes", crate::config::MIN_DATABASE_BUDGET),
             ));
         }
+        if self.sstable_bytes_per_sync > 0 && self.sstable_bytes_per_sync < 4096 {
+            return Err(invalid(
+                "--sstable-bytes-per-sync",
+                self.sstable_bytes_per_sync,
+                "0 (off) or at least 4096 bytes",
+            ));
+        }
         if self.flush_bandwidth == Some(0) {
             return Err(invalid(
                 "--flush-bandwidth",
@@ -440,6 +459,7 @@ mod tests {
         assert_eq!(o.tables, 1);
         assert_eq!(o.flush_policy, FlushPolicy::SoftLimit);
         assert_eq!(o.flush_bandwidth, None);
+        assert_eq!(o.sstable_bytes_per_sync, 1 << 20);
         assert!(!o.compare);
         let w = o.workload().unwrap();
         assert_eq!((w.rows_per_partition, w.row_size), (1, 128 << 10));
@@ -466,6 +486,7 @@ mod tests {
             "--soft-limit-ratio=0.4",
             "--flush-policy=per-memtable",
             "--flush-bandwidth=32MiB",
+            "--sstable-bytes-per-sync=0",
             "--data-dir=/a",
             "--data-dir=/b",
             "--flush-dir=/f",
@@ -479,6 +500,7 @@ mod tests {
         assert_eq!(o.budget, Some(256 << 20));
         assert_eq!(o.flush_policy, FlushPolicy::PerMemtable);
         assert_eq!(o.flush_bandwidth, Some(32 << 20));
+        assert_eq!(o.sstable_bytes_per_sync, 0);
         assert_eq!(o.data_dir.len(), 2);
         assert_eq!(
             o.ratio,
@@ -573,6 +595,10 @@ mod tests {
             (&["--soft-limit-ratio=0.6"], "soft-limit ratio"),
             (&["--soft-limit-ratio=0"], "soft-limit ratio"),
             (&["--flush-bandwidth=0"], "--flush-bandwidth"),
+            (
+                &["--sstable-bytes-per-sync=100"],
+                "--sstable-bytes-per-sync",
+            ),
             (&["--budget=1000"], "--budget"),
         ];
         for (args, name) in cases {

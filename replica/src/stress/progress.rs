@@ -1,5 +1,6 @@
 //! The progress line printed once per interval: ops/s, p99 latency, real
-//! and unspooled dirty memory, flushes.
+//! and unspooled dirty memory, flushes, and the process's peak resident
+//! set and live heap (`-` where unknown).
 
 use std::io::Write;
 
@@ -9,13 +10,16 @@ use crate::stress::runner::Observer;
 use crate::units::format_bytes;
 
 /// The header above the progress lines.
-pub const PROGRESS_HEADER: &str =
-    "    time       op/s    p99 ms   errors     real dirty  unspooled dirty   flushes";
+pub const PROGRESS_HEADER: &str = "    time       op/s    p99 ms   errors     real dirty  unspooled dirty   flushes     peak RSS    live heap";
+
+fn bytes_or_dash(bytes: Option<u64>) -> String {
+    bytes.map_or_else(|| "-".to_owned(), format_bytes)
+}
 
 /// One interval's progress line (the time is the interval's end).
 pub fn progress_line(r: &IntervalReport) -> String {
     format!(
-        "{:>7.1}s {:>10.0} {:>9.2} {:>8} {:>14} {:>16} {:>9}",
+        "{:>7.1}s {:>10.0} {:>9.2} {:>8} {:>14} {:>16} {:>9} {:>12} {:>12}",
         (r.start + r.length).as_secs_f64(),
         r.ops_per_second(),
         r.p99_ms(),
@@ -23,6 +27,8 @@ pub fn progress_line(r: &IntervalReport) -> String {
         format_bytes(r.stats.real_dirty),
         format_bytes(r.stats.unspooled_dirty),
         r.stats.flushes,
+        bytes_or_dash(r.memory.peak_resident),
+        bytes_or_dash(r.memory.live_heap),
     )
 }
 
@@ -97,6 +103,11 @@ mod tests {
                 flushes: 7,
                 ..TargetStats::default()
             },
+            memory: crate::stress::ProcessMemory {
+                peak_resident: Some(600 << 20),
+                live_heap: Some(300 << 20),
+                ..Default::default()
+            },
         };
         let mut p = ProgressPrinter::new(Vec::new());
         p.on_interval(&report).unwrap();
@@ -108,7 +119,21 @@ mod tests {
         let fields: Vec<&str> = lines[1].split_whitespace().collect();
         assert_eq!(
             fields,
-            ["2.5s", "200", "1.00", "0", "3.0", "MiB", "1.0", "MiB", "7"]
+            [
+                "2.5s", "200", "1.00", "0", "3.0", "MiB", "1.0", "MiB", "7", "600.0", "MiB",
+                "300.0", "MiB"
+            ]
         );
+        let unknown = IntervalReport {
+            memory: crate::stress::ProcessMemory::default(),
+            ..report
+        };
+        let fields: Vec<String> = progress_line(&unknown)
+            .split_whitespace()
+            .map(str::to_owned)
+            .collect();
+        assert_eq!(fields[fields.len() - 2..], ["-", "-"]);
+        // The header's columns end where the lines' do.
+        assert_eq!(PROGRESS_HEADER.len(), lines[1].len());
     }
 }

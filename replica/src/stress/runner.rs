@@ -33,6 +33,8 @@ pub struct RunConfig {
     /// How often records are harvested and reported (one second in
     /// `replica-stress`).
     pub interval: Duration,
+    /// What is sampled of the process's memory at each interval.
+    pub memory: crate::stress::MemoryProbe,
 }
 
 impl RunConfig {
@@ -48,6 +50,7 @@ impl RunConfig {
             threads: options.threads,
             stop: options.stop_condition()?,
             interval: Duration::from_secs(1),
+            memory: options.memory,
         })
     }
 }
@@ -298,6 +301,7 @@ fn control<T: Target>(
     let mut idle_intervals = 0u64;
     let mut failure: Option<Error> = None;
     let mut stats = target.stats();
+    let mut memory = config.memory.sample();
     let mut running = shared.running.lock();
     loop {
         let stopping = shared.stop.load(Ordering::Relaxed);
@@ -322,6 +326,8 @@ fn control<T: Target>(
             interval_histogram.reset();
             let c = shared.recorder.harvest(&mut interval_histogram)?;
             stats = target.stats();
+            let now_memory = config.memory.sample();
+            memory = memory.merge_peaks(now_memory);
             let report = IntervalReport {
                 index,
                 start: interval_start,
@@ -329,6 +335,7 @@ fn control<T: Target>(
                 counts: c,
                 latency: interval_histogram.clone(),
                 stats,
+                memory: now_memory,
             };
             total.add(&interval_histogram).map_err(|e| Error::Report {
                 what: "latency histogram",
@@ -390,5 +397,7 @@ fn control<T: Target>(
         longest_pause: Duration::from_nanos(shared.longest_pause.load(Ordering::Relaxed)),
         idle_intervals,
         first_error,
+        memory: memory.merge_peaks(config.memory.sample()),
+        memtable_pool_bytes: stats.memtable_pool_bytes,
     })
 }

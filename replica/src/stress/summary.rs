@@ -9,6 +9,7 @@ use hdrhistogram::Histogram;
 use serde_json::{Value, json};
 
 use crate::error::{Error, io_err};
+use crate::stress::ProcessMemory;
 use crate::stress::latency::{Counts, micros_to_ms, per_second};
 use crate::units::format_bytes;
 
@@ -85,6 +86,12 @@ pub struct Summary {
     pub idle_intervals: u64,
     /// The first error a target returned, if any.
     pub first_error: Option<String>,
+    /// The process's memory: peaks over the run (resident set and, where
+    /// counted, live heap) and the live heap at its end.
+    pub memory: ProcessMemory,
+    /// Bytes the memtable pool held from the system at the end (its peak:
+    /// it keeps what it took), part of the live heap.
+    pub memtable_pool_bytes: u64,
 }
 
 /// One figure of a summary, for comparisons.
@@ -198,6 +205,16 @@ impl Summary {
                 "",
                 self.commitlog_lag_waits as f64,
             ),
+            f(
+                "Peak resident set",
+                "MiB",
+                self.memory.peak_resident.unwrap_or(0) as f64 / 1048576.0,
+            ),
+            f(
+                "Peak live heap",
+                "MiB",
+                self.memory.peak_live_heap.unwrap_or(0) as f64 / 1048576.0,
+            ),
         ]
     }
 
@@ -239,6 +256,13 @@ impl Summary {
                 "synced_entries": self.commitlog_synced_entries,
                 "mean_sync_group": self.mean_sync_group(),
                 "lag_waits": self.commitlog_lag_waits,
+            },
+            "process_memory": {
+                "peak_resident_bytes": self.memory.peak_resident,
+                "live_heap_bytes": self.memory.live_heap,
+                "peak_live_heap_bytes": self.memory.peak_live_heap,
+                "dirty_budget_bytes": self.dirty_budget,
+                "memtable_pool_bytes": self.memtable_pool_bytes,
             },
             "longest_pause_ms": self.longest_pause.as_secs_f64() * 1000.0,
             "idle_intervals": self.idle_intervals,
@@ -319,6 +343,44 @@ impl fmt::Display for Summary {
             format_bytes(self.peak_real_dirty),
             format_bytes(self.dirty_budget)
         )?;
+        let of_budget = |bytes: u64| {
+            if self.dirty_budget > 0 {
+                format!(
+                    " ({:.0}% of the budget)",
+                    bytes as f64 * 100.0 / self.dirty_budget as f64
+                )
+            } else {
+                String::new()
+            }
+        };
+        let m = &self.memory;
+        match m.peak_resident {
+            Some(peak) => writeln!(
+                f,
+                "Peak resident set         : {:>10}{}",
+                format_bytes(peak),
+                of_budget(peak)
+            )?,
+            None => writeln!(
+                f,
+                "Peak resident set         :    unknown (no /proc/self/status)"
+            )?,
+        }
+        match (m.live_heap, m.peak_live_heap) {
+            (Some(live), Some(peak)) => writeln!(
+                f,
+                "Live heap                 : {:>10} at the end, peak {}{}{}",
+                format_bytes(live),
+                format_bytes(peak),
+                of_budget(peak),
+                if self.memtable_pool_bytes > 0 {
+                    format!("; memtable pool {}", format_bytes(self.memtable_pool_bytes))
+                } else {
+                    String::new()
+                }
+            )?,
+            _ => writeln!(f, "Live heap                 :    not counted")?,
+        }
         writeln!(
             f,
             "Flushes                   : {:>10}, mean size {}",
@@ -453,6 +515,13 @@ mod tests {
             longest_pause: Duration::from_millis(250),
             idle_intervals: 0,
             first_error: None,
+            memory: ProcessMemory {
+                peak_resident: Some(300 << 20),
+                resident: Some(250 << 20),
+                live_heap: Some(120 << 20),
+                peak_live_heap: Some(150 << 20),
+            },
+            memtable_pool_bytes: 100 << 20,
         }
     }
 
@@ -495,6 +564,9 @@ mod tests {
             "Time writers blocked      :      1.500 s",
             "Longest pause, no op done :      250.0 ms (0 idle seconds)",
             "Commit log                :   64.0 MiB, 10 syncs, mean group 25.0 writes",
+            "Peak resident set         :  300.0 MiB (150% of the budget)",
+            "Live heap                 :  120.0 MiB at the end, peak 150.0 MiB (75% of the budget); \
+             memtable pool 100.0 MiB",
         ] {
             assert!(text.contains(line), "missing {line:?} in\n{text}");
         }
@@ -524,6 +596,23 @@ mod tests {
         assert_eq!(v["dirty_memory"]["mean_flush_bytes"], 100 << 20);
         assert_eq!(v["longest_pause_ms"], 250.0);
         assert!(v["first_error"].is_null());
+        let m = &v["process_memory"];
+        assert_eq!(m["peak_resident_bytes"], 300 << 20);
+        assert_eq!(m["live_heap_bytes"], 120 << 20);
+        assert_eq!(m["peak_live_heap_bytes"], 150 << 20);
+        assert_eq!(m["dirty_budget_bytes"], 200 << 20);
+        assert_eq!(m["memtable_pool_bytes"], 100 << 20);
+        // Unknown figures are null, never 0.
+        let mut unknown = sample("x", 1, 1.0);
+        unknown.memory = ProcessMemory::default();
+        let v = unknown.to_json();
+        assert!(v["process_memory"]["peak_resident_bytes"].is_null());
+        assert!(v["process_memory"]["live_heap_bytes"].is_null());
+        let text = unknown.to_string();
+        assert!(
+            text.contains("Live heap                 :    not counted"),
+            "{text}"
+        );
     }
 
     #[test]

@@ -38,6 +38,10 @@ pub struct TargetStats {
     /// because its syncs lagged two intervals behind (a disk slower than
     /// the load).
     pub commitlog_lag_waits: u64,
+    /// Bytes the memtables' memory pool holds from the system allocator
+    /// (it grows to its peak and keeps it): the part of the heap that is
+    /// the pool, for telling it from the rest (0 if the target has none).
+    pub memtable_pool_bytes: u64,
 }
 
 /// A store the load runs against. The `Database` implements it; tables are

@@ -63,6 +63,7 @@ impl Target for MemTarget {
             commitlog_syncs: n / 10,
             commitlog_synced_entries: n,
             commitlog_lag_waits: 0,
+            memtable_pool_bytes: 0,
         }
     }
 }
