@@ -1,0 +1,455 @@
+//! The cache: construction, population, update at flush, eviction,
+//! statistics.
+
+use std::fmt;
+
+use logalloc::{Eviction, Region, RegionId, RegionListener, SegmentPool};
+use mutation::{ClusteringRange, DecoratedKey, FragmentReader, Mutation, PartitionRange};
+
+use crate::Error;
+use crate::index::{Data, Index};
+use crate::point::{AFTER, Point};
+use crate::reader::CacheReader;
+use crate::slice::next_partition;
+use crate::source::UnderlyingSource;
+use crate::stats::{CacheStats, Counters, UpdateStats};
+use crate::sync::{Arc, Mutex, RwLock};
+
+/// How a [`RowCache`] is set up.
+#[derive(Debug, Clone, Default)]
+#[non_exhaustive]
+pub struct CacheConfig {
+    /// The most bytes of encoded partitions the cache keeps on its own
+    /// (least recently used partitions are evicted beyond it); `None`: no
+    /// budget of its own, the cache grows until the pool runs dry and
+    /// logalloc evicts it. Between one segment and the pool's memory limit.
+    pub max_bytes: Option<usize>,
+}
+
+impl CacheConfig {
+    /// The default (no budget of its own) with `max_bytes`.
+    pub fn with_max_bytes(mut self, max_bytes: usize) -> Self {
+        self.max_bytes = Some(max_bytes);
+        self
+    }
+}
+
+/// What the cache's reader and the eviction callback share.
+pub(crate) struct Shared {
+    /// The leaf lock (see `index.rs`); an `Arc` because the eviction
+    /// callback, owned by the region, holds it too.
+    pub(crate) index: Arc<Mutex<Index>>,
+    pub(crate) region: RwLock<Region>,
+    /// Serialises updates at flush.
+    updating: Mutex<()>,
+    pub(crate) source: Arc<dyn UnderlyingSource>,
+    pub(crate) counters: Arc<Counters>,
+    max_bytes: Option<usize>,
+}
+
+/// A populated partition, or the news that a range holds none.
+pub(crate) struct Population<'a> {
+    /// The partition read, restricted to `covered`.
+    pub(crate) partition: Option<&'a Mutation>,
+    pub(crate) covered: &'a ClusteringRange,
+    /// A range of the ring the read showed complete.
+    pub(crate) continuous: Option<(Point, Point)>,
+    /// The phase the source was opened in.
+    pub(crate) phase: u64,
+}
+
+impl Shared {
+    /// Inserts what a read learned, unless an update at flush began since
+    /// the read opened its source (the population-phase rule). Returns
+    /// whether it was taken.
+    pub(crate) fn populate(&self, p: Population<'_>) -> bool {
+        let stored = match p.partition {
+            Some(m) => {
+                let bytes = m.encode();
+                match Data::store(&mut self.region.write(), &bytes) {
+                    Ok(d) => Some((m.key().clone(), d, bytes.len())),
+                    Err(_) => {
+                        Counters::add(&self.counters.population_failures, 1);
+                        return false;
+                    }
+                }
+            }
+            None => None,
+        };
+        let mut to_free = Vec::new();
+        let taken = {
+            let mut idx = self.index.lock();
+            if idx.phase != p.phase {
+                if let Some((_, d, _)) = stored {
+                    to_free.push(d);
+                }
+                false
+            } else {
+                if let Some((key, data, len)) = stored {
+                    match idx.find(&key) {
+                        Some(i) if crate::slice::slice_covers(&idx.entry(i).covered, p.covered) => {
+                            idx.touch(i);
+                            to_free.push(data);
+                        }
+                        Some(i) => to_free.push(idx.replace(i, data, len, p.covered.clone())),
+                        None => idx.insert(key, data, len, p.covered.clone()),
+                    }
+                }
+                if let Some((s, e)) = p.continuous {
+                    idx.continuity.insert(s, e);
+                }
+                true
+            }
+        };
+        Counters::add(
+            if taken {
+                &self.counters.populations
+            } else {
+                &self.counters.population_refusals
+            },
+            1,
+        );
+        self.free(to_free);
+        if taken {
+            self.shrink_to_budget();
+        }
+        taken
+    }
+
+    /// Frees data already unlinked from the index.
+    fn free(&self, data: Vec<Data>) {
+        if data.is_empty() {
+            return;
+        }
+        let mut region = self.region.write();
+        for d in data {
+            d.free(&mut region);
+        }
+    }
+
+    /// Evicts least recently used partitions while over the budget.
+    fn shrink_to_budget(&self) {
+        let Some(max) = self.max_bytes else { return };
+        loop {
+            let victim = {
+                let mut idx = self.index.lock();
+                if idx.stored_bytes <= max {
+                    return;
+                }
+                idx.evict_oldest()
+            };
+            let Some(d) = victim else { return };
+            Counters::add(&self.counters.evictions, 1);
+            self.free(vec![d]);
+        }
+    }
+
+    /// Loads `data` of `key`; `Ok(None)` if it was evicted meanwhile.
+    pub(crate) fn load(
+        &self,
+        key: &DecoratedKey,
+        data: &Data,
+        len: usize,
+    ) -> Result<Option<Mutation>, Error> {
+        let region = self.region.read();
+        let reader = region.reader();
+        data.load(&reader, len).map_err(|source| Error::Corrupt {
+            key: key.to_string(),
+            source,
+        })
+    }
+}
+
+/// A cache of partitions in a logalloc region, in front of an
+/// [`UnderlyingSource`]; see the [crate documentation](crate).
+pub struct RowCache {
+    shared: Arc<Shared>,
+}
+
+impl fmt::Debug for RowCache {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RowCache")
+            .field("stats", &self.stats())
+            .finish()
+    }
+}
+
+impl RowCache {
+    /// A cache in a new region of `pool` (the memtables' pool), in front
+    /// of `source`. The region is evictable: when an allocation anywhere
+    /// in the pool finds no free segment, logalloc calls the cache, which
+    /// evicts its least recently used partition.
+    ///
+    /// # Errors
+    /// [`Error::BudgetOutOfRange`] for a `max_bytes` below one segment or
+    /// above the pool's memory limit.
+    pub fn new(
+        pool: &Arc<SegmentPool>,
+        source: Arc<dyn UnderlyingSource>,
+        config: CacheConfig,
+    ) -> Result<RowCache, Error> {
+        if let Some(bytes) = config.max_bytes {
+            let (min, max) = (pool.segment_size(), pool.memory_limit());
+            if bytes < min || bytes > max {
+                return Err(Error::BudgetOutOfRange { bytes, min, max });
+            }
+        }
+        let index = Arc::new(Mutex::new(Index::default()));
+        let counters = Arc::new(Counters::default());
+        let mut region = Region::new(pool);
+        {
+            let index = Arc::clone(&index);
+            let counters = Arc::clone(&counters);
+            region.set_eviction_fn(move |evictor| {
+                // The index lock is a leaf: whoever holds it holds no
+                // region, so waiting for it here cannot deadlock.
+                let Some(data) = index.lock().evict_oldest() else {
+                    return Eviction::Nothing;
+                };
+                for h in data.handles() {
+                    let _ = evictor.free(*h);
+                }
+                Counters::add(&counters.evictions, 1);
+                Eviction::Evicted
+            });
+        }
+        Ok(RowCache {
+            shared: Arc::new(Shared {
+                index,
+                region: RwLock::new(region),
+                updating: Mutex::new(()),
+                source,
+                counters,
+                max_bytes: config.max_bytes,
+            }),
+        })
+    }
+
+    /// A reader of `range` with each partition restricted to `slice`:
+    /// cached partitions come from the cache, the rest from the underlying
+    /// source (and populate the cache).
+    pub fn make_reader(&self, range: PartitionRange, slice: ClusteringRange) -> CacheReader {
+        CacheReader::new(Arc::clone(&self.shared), range, slice)
+    }
+
+    /// As [`make_reader`](Self::make_reader), but `None`, without
+    /// allocating and without touching the source, when the cache knows the
+    /// range holds nothing (it is continuous and has no entry).
+    pub fn make_reader_opt(
+        &self,
+        range: PartitionRange,
+        slice: ClusteringRange,
+    ) -> Option<CacheReader> {
+        if CacheReader::known_empty(&self.shared, &range) {
+            Counters::add(&self.shared.counters.hits, 1);
+            return None;
+        }
+        Some(self.make_reader(range, slice))
+    }
+
+    /// Brings a flushed memtable's data into the cache. Call it after the
+    /// memtable's sstable is committed to the underlying source, with a
+    /// reader of the whole memtable, and keep the memtable's memory
+    /// accounted (its region in the dirty group) until this returns.
+    ///
+    /// Each flushed partition is merged into its cached entry (restricted
+    /// to the rows the entry holds), or inserted whole where its key is in
+    /// a continuous range; elsewhere the cache holds nothing of it and
+    /// stays so. Population that read the source before this call began is
+    /// refused from now on. A partition that cannot be stored (the pool is
+    /// out of memory even after eviction) is invalidated instead: its
+    /// entry is dropped and its neighbourhood made discontinuous.
+    ///
+    /// The data is copied (encoded into the cache's region), not moved by
+    /// a region merge: see the crate documentation for why.
+    ///
+    /// # Errors
+    /// [`Error::UpdateStream`] if `flushed` fails; everything from the
+    /// failed partition on is invalidated first.
+    pub fn update_from(&self, flushed: &mut dyn FragmentReader) -> Result<UpdateStats, Error> {
+        let shared = &*self.shared;
+        let _serial = shared.updating.lock();
+        shared.index.lock().phase += 1;
+        let mut stats = UpdateStats::default();
+        let mut last: Option<DecoratedKey> = None;
+        loop {
+            let p = match next_partition(flushed) {
+                Ok(Some(p)) => p,
+                Ok(None) => break,
+                Err(source) => {
+                    let from = match &last {
+                        Some(k) => Point::Key(k.clone(), AFTER),
+                        None => Point::Min,
+                    };
+                    let doomed = shared.index.lock().invalidate_range(from, Point::Max);
+                    shared.free(doomed);
+                    return Err(Error::UpdateStream {
+                        partitions: stats.partitions,
+                        source,
+                    });
+                }
+            };
+            stats.partitions += 1;
+            let key = p.key().clone();
+            self.update_one(p, &mut stats)?;
+            last = Some(key);
+        }
+        Counters::add(&shared.counters.update_merged, stats.merged as u64);
+        Counters::add(&shared.counters.update_inserted, stats.inserted as u64);
+        Counters::add(
+            &shared.counters.update_invalidated,
+            stats.invalidated as u64,
+        );
+        Counters::add(&shared.counters.update_bytes, stats.bytes_copied as u64);
+        shared.shrink_to_budget();
+        Ok(stats)
+    }
+
+    fn update_one(&self, p: Mutation, stats: &mut UpdateStats) -> Result<(), Error> {
+        let shared = &*self.shared;
+        let key = p.key().clone();
+        let (cached, continuous) = {
+            let idx = shared.index.lock();
+            match idx.find(&key) {
+                Some(i) => (Some(idx.snapshot(i)), false),
+                None => (None, idx.continuity.contains_key(&key)),
+            }
+        };
+        if let Some(snap) = cached {
+            let Some(mut old) = shared.load(&key, &snap.data, snap.len)? else {
+                // Evicted meanwhile: its neighbourhood is discontinuous.
+                return Ok(());
+            };
+            let flushed = crate::reader::restrict(p, &snap.covered);
+            if old.apply(flushed).is_err() {
+                return Ok(()); // the same key: cannot happen
+            }
+            let bytes = old.encode();
+            let stored = Data::store(&mut shared.region.write(), &bytes);
+            let to_free = {
+                let mut idx = shared.index.lock();
+                match (stored, idx.find(&key)) {
+                    (Ok(data), Some(i)) if idx.entry(i).version == snap.version => {
+                        stats.merged += 1;
+                        stats.bytes_copied += bytes.len();
+                        Some(idx.replace(i, data, bytes.len(), snap.covered.clone()))
+                    }
+                    // Replaced by a population that read the new sstable
+                    // (complete), or evicted: ours is not needed.
+                    (Ok(data), _) => Some(data),
+                    (Err(_), _) => {
+                        stats.invalidated += 1;
+                        idx.invalidate_key(&key)
+                    }
+                }
+            };
+            shared.free(to_free.into_iter().collect());
+        } else if continuous {
+            let bytes = p.encode();
+            let stored = Data::store(&mut shared.region.write(), &bytes);
+            let to_free = {
+                let mut idx = shared.index.lock();
+                match stored {
+                    Ok(data) if idx.find(&key).is_none() && idx.continuity.contains_key(&key) => {
+                        stats.inserted += 1;
+                        stats.bytes_copied += bytes.len();
+                        idx.insert(key, data, bytes.len(), ClusteringRange::full());
+                        None
+                    }
+                    Ok(data) => Some(data),
+                    Err(_) => {
+                        stats.invalidated += 1;
+                        idx.invalidate_key(&key)
+                    }
+                }
+            };
+            shared.free(to_free.into_iter().collect());
+        }
+        Ok(())
+    }
+
+    /// Drops every cached partition in `range` and makes the range
+    /// discontinuous (for a truncate, or data that changed behind the
+    /// cache's back).
+    pub fn invalidate(&self, range: &PartitionRange) {
+        let shared = &*self.shared;
+        let doomed = {
+            let mut idx = shared.index.lock();
+            // A population that read the range before this must not
+            // bring it back.
+            idx.phase += 1;
+            idx.invalidate_range(Point::start(range.start()), Point::end(range.end()))
+        };
+        shared.free(doomed);
+    }
+
+    /// Evicts up to `n` least recently used partitions, as logalloc's
+    /// eviction does; returns how many went.
+    pub fn evict(&self, n: usize) -> usize {
+        let shared = &*self.shared;
+        let mut done = 0;
+        while done < n {
+            let Some(d) = shared.index.lock().evict_oldest() else {
+                break;
+            };
+            Counters::add(&shared.counters.evictions, 1);
+            shared.free(vec![d]);
+            done += 1;
+        }
+        done
+    }
+
+    /// Evicts everything and forgets all continuity.
+    pub fn clear(&self) {
+        let shared = &*self.shared;
+        let doomed = {
+            let mut idx = shared.index.lock();
+            idx.phase += 1;
+            idx.invalidate_range(Point::Min, Point::Max)
+        };
+        shared.free(doomed);
+    }
+
+    /// The cache region's id (to recognise it in a listener).
+    pub fn region_id(&self) -> RegionId {
+        self.shared.region.read().id()
+    }
+
+    /// Reports the cache region's memory to `listener` (for example a
+    /// region group that shows the cache's share of the pool; it should
+    /// not be the dirty-memory group, which the cache is not part of).
+    pub fn listen(&self, listener: std::sync::Arc<dyn RegionListener>) {
+        self.shared.region.write().listen(listener);
+    }
+
+    /// A snapshot of the cache's counters and sizes.
+    pub fn stats(&self) -> CacheStats {
+        let shared = &*self.shared;
+        let (partitions, stored_bytes, continuous_ranges) = {
+            let idx = shared.index.lock();
+            (idx.len(), idx.stored_bytes, idx.continuity.len())
+        };
+        let region = shared.region.read().stats();
+        shared
+            .counters
+            .snapshot(partitions, stored_bytes, continuous_ranges, region)
+    }
+
+    /// Recounts the index and checks that the region holds exactly the
+    /// entries' objects (for tests; call it with no operation running).
+    ///
+    /// # Errors
+    /// A description of the first inconsistency.
+    pub fn check_invariants(&self) -> Result<(), String> {
+        let objects = self.shared.index.lock().check()?;
+        let region = self.shared.region.read();
+        region.check_invariants()?;
+        let held = region.stats().objects;
+        if held != objects {
+            return Err(format!(
+                "the region holds {held} objects, the entries {objects}"
+            ));
+        }
+        Ok(())
+    }
+}

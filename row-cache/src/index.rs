@@ -1,0 +1,342 @@
+//! The cache's index: entries in ring order, the LRU list, the continuity
+//! set and the population phase. It lives on the heap behind one mutex
+//! (bounded: one small entry per cached partition); the partitions' bytes
+//! live in the region.
+//!
+//! **The index lock is a leaf.** Nothing else is locked while it is held:
+//! no region access, no other lock. That is what lets the eviction callback,
+//! which runs with the region locked, take it and wait for it.
+
+use std::collections::BTreeMap;
+use std::ops::Bound;
+
+use logalloc::{Error as AllocError, Handle, Region, RegionReader};
+use mutation::{ClusteringRange, DecoratedKey, Mutation};
+use slab::Slab;
+
+use crate::point::{AT, Continuity, Point, Probe, RingKey};
+
+/// Where a partition's encoded bytes are: one object, or chunks of at most
+/// the pool's largest object size, in order.
+#[derive(Debug, Clone)]
+pub(crate) enum Data {
+    One(Handle),
+    Many(Box<[Handle]>),
+}
+
+impl Data {
+    pub(crate) fn handles(&self) -> &[Handle] {
+        match self {
+            Data::One(h) => std::slice::from_ref(h),
+            Data::Many(hs) => hs,
+        }
+    }
+
+    /// Stores `bytes` (all or nothing).
+    pub(crate) fn store(region: &mut Region, bytes: &[u8]) -> Result<Data, AllocError> {
+        let max = region.pool().max_object_size();
+        if bytes.len() <= max {
+            return region.alloc_bytes(bytes).map(Data::One);
+        }
+        let mut w = region.writer();
+        let mut handles = Vec::with_capacity(bytes.len().div_ceil(max));
+        for chunk in bytes.chunks(max) {
+            match w.alloc_bytes(chunk) {
+                Ok(h) => handles.push(h),
+                Err(e) => {
+                    for h in handles {
+                        let _ = w.free(h);
+                    }
+                    return Err(e);
+                }
+            }
+        }
+        Ok(Data::Many(handles.into_boxed_slice()))
+    }
+
+    /// Frees the objects (ignoring any already gone).
+    pub(crate) fn free(&self, region: &mut Region) {
+        for h in self.handles() {
+            let _ = region.free(*h);
+        }
+    }
+
+    /// Reads the partition back. `Ok(None)` if an object is gone (the
+    /// entry was evicted or replaced after the handles were copied).
+    pub(crate) fn load(
+        &self,
+        reader: &RegionReader<'_>,
+        len: usize,
+    ) -> Result<Option<Mutation>, mutation::Error> {
+        match self {
+            Data::One(h) => match reader.get(*h) {
+                Ok(bytes) => Mutation::decode(bytes).map(Some),
+                Err(_) => Ok(None),
+            },
+            Data::Many(hs) => {
+                let mut buf = Vec::with_capacity(len);
+                for h in hs.iter() {
+                    match reader.get(*h) {
+                        Ok(bytes) => buf.extend_from_slice(bytes),
+                        Err(_) => return Ok(None),
+                    }
+                }
+                Mutation::decode(&buf).map(Some)
+            }
+        }
+    }
+}
+
+/// One cached partition.
+#[derive(Debug)]
+pub(crate) struct Entry {
+    pub(crate) key: DecoratedKey,
+    pub(crate) data: Data,
+    /// Encoded length (what the budget counts).
+    pub(crate) len: usize,
+    /// The clustering range whose rows the entry holds completely.
+    pub(crate) covered: ClusteringRange,
+    /// Changes whenever `data` is replaced.
+    pub(crate) version: u64,
+    newer: Option<usize>,
+    older: Option<usize>,
+}
+
+/// What an entry was when it was looked at.
+#[derive(Debug, Clone)]
+pub(crate) struct Snapshot {
+    pub(crate) key: DecoratedKey,
+    pub(crate) data: Data,
+    pub(crate) len: usize,
+    pub(crate) covered: ClusteringRange,
+    pub(crate) version: u64,
+}
+
+/// The index; see the module documentation.
+#[derive(Debug, Default)]
+pub(crate) struct Index {
+    entries: Slab<Entry>,
+    by_key: BTreeMap<Point, usize>,
+    pub(crate) continuity: Continuity,
+    newest: Option<usize>,
+    oldest: Option<usize>,
+    /// Advanced by every update at flush; a population carries the phase it
+    /// read the source in and is refused if it changed.
+    pub(crate) phase: u64,
+    next_version: u64,
+    /// Sum of the entries' encoded lengths.
+    pub(crate) stored_bytes: usize,
+}
+
+impl Index {
+    pub(crate) fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// The entry of `key`.
+    pub(crate) fn find(&self, key: &DecoratedKey) -> Option<usize> {
+        self.by_key
+            .get::<dyn RingKey>(Probe::key(key, AT).as_dyn())
+            .copied()
+    }
+
+    /// The first entry whose key lies in `[start, end]`.
+    pub(crate) fn first_in(&self, start: Probe<'_>, end: Probe<'_>) -> Option<usize> {
+        if start.as_dyn() > end.as_dyn() {
+            return None;
+        }
+        self.by_key
+            .range::<dyn RingKey, _>((
+                Bound::Included(start.as_dyn()),
+                Bound::Included(end.as_dyn()),
+            ))
+            .next()
+            .map(|(_, &i)| i)
+    }
+
+    pub(crate) fn entry(&self, i: usize) -> &Entry {
+        &self.entries[i]
+    }
+
+    pub(crate) fn snapshot(&self, i: usize) -> Snapshot {
+        let e = &self.entries[i];
+        Snapshot {
+            key: e.key.clone(),
+            data: e.data.clone(),
+            len: e.len,
+            covered: e.covered.clone(),
+            version: e.version,
+        }
+    }
+
+    /// Marks entry `i` most recently used.
+    pub(crate) fn touch(&mut self, i: usize) {
+        if self.newest == Some(i) {
+            return;
+        }
+        self.unlink_lru(i);
+        self.push_newest(i);
+    }
+
+    /// Adds an entry (the key must be absent) as the most recently used.
+    pub(crate) fn insert(
+        &mut self,
+        key: DecoratedKey,
+        data: Data,
+        len: usize,
+        covered: ClusteringRange,
+    ) {
+        self.next_version += 1;
+        let i = self.entries.insert(Entry {
+            key: key.clone(),
+            data,
+            len,
+            covered,
+            version: self.next_version,
+            newer: None,
+            older: None,
+        });
+        self.by_key.insert(Point::Key(key, AT), i);
+        self.stored_bytes += len;
+        self.push_newest(i);
+    }
+
+    /// Replaces entry `i`'s data; returns the old data (to free).
+    pub(crate) fn replace(
+        &mut self,
+        i: usize,
+        data: Data,
+        len: usize,
+        covered: ClusteringRange,
+    ) -> Data {
+        self.next_version += 1;
+        let e = &mut self.entries[i];
+        self.stored_bytes = self.stored_bytes - e.len + len;
+        e.len = len;
+        e.covered = covered;
+        e.version = self.next_version;
+        let old = std::mem::replace(&mut e.data, data);
+        self.touch(i);
+        old
+    }
+
+    /// Removes entry `i` (continuity untouched); returns it.
+    pub(crate) fn remove(&mut self, i: usize) -> Entry {
+        self.unlink_lru(i);
+        let e = self.entries.remove(i);
+        self.by_key
+            .remove::<dyn RingKey>(Probe::key(&e.key, AT).as_dyn());
+        self.stored_bytes -= e.len;
+        e
+    }
+
+    /// Evicts the least recently used entry, making its neighbourhood
+    /// discontinuous. Returns its data, to free.
+    pub(crate) fn evict_oldest(&mut self) -> Option<Data> {
+        let i = self.oldest?;
+        let e = self.remove(i);
+        self.continuity.remove_key(&e.key);
+        Some(e.data)
+    }
+
+    /// Removes the entry of `key` if any and makes its neighbourhood
+    /// discontinuous. Returns the data to free.
+    pub(crate) fn invalidate_key(&mut self, key: &DecoratedKey) -> Option<Data> {
+        let data = self.find(key).map(|i| self.remove(i).data);
+        self.continuity.remove_key(key);
+        data
+    }
+
+    /// Removes every entry in `[start, end]` and makes that part of the
+    /// ring discontinuous. Returns the data to free.
+    pub(crate) fn invalidate_range(&mut self, start: Point, end: Point) -> Vec<Data> {
+        let doomed: Vec<usize> = if start <= end {
+            self.by_key
+                .range::<dyn RingKey, _>((
+                    Bound::Included(Probe::of(&start).as_dyn()),
+                    Bound::Included(Probe::of(&end).as_dyn()),
+                ))
+                .map(|(_, &i)| i)
+                .collect()
+        } else {
+            Vec::new()
+        };
+        let out = doomed.into_iter().map(|i| self.remove(i).data).collect();
+        self.continuity.remove_range(start, end);
+        out
+    }
+
+    fn push_newest(&mut self, i: usize) {
+        self.entries[i].older = self.newest;
+        self.entries[i].newer = None;
+        if let Some(n) = self.newest {
+            self.entries[n].newer = Some(i);
+        }
+        self.newest = Some(i);
+        if self.oldest.is_none() {
+            self.oldest = Some(i);
+        }
+    }
+
+    fn unlink_lru(&mut self, i: usize) {
+        let (newer, older) = (self.entries[i].newer, self.entries[i].older);
+        match newer {
+            Some(n) => self.entries[n].older = older,
+            None => self.newest = older,
+        }
+        match older {
+            Some(o) => self.entries[o].newer = newer,
+            None => self.oldest = newer,
+        }
+        self.entries[i].newer = None;
+        self.entries[i].older = None;
+    }
+
+    /// Recounts the index: LRU list, key map, byte total. Returns the
+    /// number of region objects the entries hold.
+    pub(crate) fn check(&self) -> Result<usize, String> {
+        let mut seen = 0;
+        let mut at = self.newest;
+        let mut prev = None;
+        while let Some(i) = at {
+            let e = self.entries.get(i).ok_or("LRU names a missing entry")?;
+            if e.newer != prev {
+                return Err(format!("LRU back link of entry {i} is broken"));
+            }
+            seen += 1;
+            if seen > self.entries.len() {
+                return Err("LRU list has a cycle".into());
+            }
+            prev = at;
+            at = e.older;
+        }
+        if prev != self.oldest {
+            return Err("LRU tail is wrong".into());
+        }
+        if seen != self.entries.len() || self.by_key.len() != self.entries.len() {
+            return Err(format!(
+                "{} entries, {} in the LRU, {} in the key map",
+                self.entries.len(),
+                seen,
+                self.by_key.len()
+            ));
+        }
+        let bytes: usize = self.entries.iter().map(|(_, e)| e.len).sum();
+        if bytes != self.stored_bytes {
+            return Err(format!(
+                "stored bytes {} but entries sum to {bytes}",
+                self.stored_bytes
+            ));
+        }
+        for (p, &i) in &self.by_key {
+            if *p != Point::Key(self.entries[i].key.clone(), AT) {
+                return Err(format!("key map entry {i} is under another key"));
+            }
+        }
+        Ok(self
+            .entries
+            .iter()
+            .map(|(_, e)| e.data.handles().len())
+            .sum())
+    }
+}
