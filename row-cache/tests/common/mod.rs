@@ -13,7 +13,12 @@ use logalloc::{PoolConfig, SegmentPool};
 use mutation::{ClusteringRange, FragmentReader, Mutation, PartitionRange, to_mutations};
 use row_cache::{CacheConfig, RowCache};
 
-pub use source::{MemorySource, restrict};
+pub use source::MemorySource;
+
+/// See [`source::restrict`].
+pub fn restrict(m: &Mutation, slice: &ClusteringRange) -> Mutation {
+    source::restrict(m, slice)
+}
 
 /// A pool of `limit` bytes in 64 KiB segments.
 pub fn pool(limit: usize) -> Arc<SegmentPool> {

@@ -7,20 +7,30 @@
     reason = "each test binary uses a different subset of the helpers"
 )]
 
-use std::collections::BTreeMap;
-use std::sync::Mutex;
+use std::collections::{BTreeMap, VecDeque};
+use std::ops::Bound;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 
 use mutation::{
-    ClusteringRange, DecoratedKey, FragmentReader, Mutation, PartitionRange, from_mutations,
+    ClusteringRange, DecoratedKey, Fragment, FragmentReader, Mutation, PartitionRange, RingPosition,
 };
 use row_cache::UnderlyingSource;
 
-/// Partitions by key, each `Mutation::encode`d, with a checksum as an
-/// sstable block has one.
+/// A partition as stored: encoded, with a checksum as an sstable block
+/// has one.
+struct Stored {
+    bytes: Vec<u8>,
+    crc: u32,
+}
+
+type Snapshot = Arc<BTreeMap<DecoratedKey, Arc<Stored>>>;
+
+/// Partitions by key. A reader works on a snapshot (as a reader of an
+/// sstable set does) and decodes one partition at a time.
 #[derive(Default)]
 pub struct MemorySource {
-    data: Mutex<BTreeMap<DecoratedKey, (Vec<u8>, u32)>>,
+    data: Mutex<Snapshot>,
     /// Readers opened.
     pub readers: AtomicUsize,
 }
@@ -34,28 +44,19 @@ impl MemorySource {
     pub fn apply(&self, m: &Mutation) {
         let mut data = self.data.lock().unwrap();
         let merged = match data.get(m.key()) {
-            Some((bytes, _)) => Mutation::decode(bytes).unwrap().merge(m.clone()).unwrap(),
+            Some(s) => Mutation::decode(&s.bytes)
+                .unwrap()
+                .merge(m.clone())
+                .unwrap(),
             None => m.clone(),
         };
         let bytes = merged.encode();
         let crc = crc32c::crc32c(&bytes);
-        data.insert(m.key().clone(), (bytes, crc));
+        Arc::make_mut(&mut data).insert(m.key().clone(), Arc::new(Stored { bytes, crc }));
     }
 
     pub fn readers(&self) -> usize {
         self.readers.load(Ordering::Relaxed)
-    }
-
-    /// The partitions of `range`, restricted to `slice`.
-    pub fn read(&self, range: &PartitionRange, slice: &ClusteringRange) -> Vec<Mutation> {
-        let data = self.data.lock().unwrap();
-        data.iter()
-            .filter(|(k, _)| range.contains(k))
-            .map(|(_, (bytes, crc))| {
-                assert_eq!(crc32c::crc32c(bytes), *crc, "block checksum");
-                restrict(&Mutation::decode(bytes).unwrap(), slice)
-            })
-            .collect()
     }
 }
 
@@ -66,7 +67,68 @@ impl UnderlyingSource for MemorySource {
         slice: ClusteringRange,
     ) -> Result<Box<dyn FragmentReader + Send>, mutation::Error> {
         self.readers.fetch_add(1, Ordering::Relaxed);
-        Ok(Box::new(from_mutations(self.read(&range, &slice))))
+        Ok(Box::new(SnapshotReader {
+            map: Arc::clone(&self.data.lock().unwrap()),
+            range,
+            slice,
+            last: None,
+            pending: VecDeque::new(),
+        }))
+    }
+}
+
+/// Reads a snapshot lazily: one partition decoded per partition read.
+struct SnapshotReader {
+    map: Snapshot,
+    range: PartitionRange,
+    slice: ClusteringRange,
+    last: Option<DecoratedKey>,
+    pending: VecDeque<Fragment>,
+}
+
+impl SnapshotReader {
+    fn next_key(&self) -> Option<DecoratedKey> {
+        let from = match (&self.last, self.range.start()) {
+            (Some(k), _) => Bound::Excluded(k),
+            (None, Bound::Included(RingPosition::Key(k))) => Bound::Included(k),
+            (None, Bound::Excluded(RingPosition::Key(k))) => Bound::Excluded(k),
+            (None, _) => Bound::Unbounded,
+        };
+        self.map
+            .range::<DecoratedKey, _>((from, Bound::Unbounded))
+            .map(|(k, _)| k)
+            .skip_while(|k| self.range.is_before(k))
+            .take_while(|k| !self.range.is_after(k))
+            .next()
+            .cloned()
+    }
+}
+
+impl FragmentReader for SnapshotReader {
+    fn next(&mut self) -> Result<Option<Fragment>, mutation::Error> {
+        if let Some(f) = self.pending.pop_front() {
+            return Ok(Some(f));
+        }
+        let Some(key) = self.next_key() else {
+            return Ok(None);
+        };
+        let stored = &self.map[&key];
+        assert_eq!(crc32c::crc32c(&stored.bytes), stored.crc, "block checksum");
+        let m = Mutation::decode(&stored.bytes)?;
+        self.pending = restrict(&m, &self.slice).into_fragments().collect();
+        self.last = Some(key);
+        Ok(self.pending.pop_front())
+    }
+
+    fn fast_forward_to(&mut self, range: PartitionRange) -> Result<(), mutation::Error> {
+        self.pending.clear();
+        self.range = range;
+        Ok(())
+    }
+
+    fn next_partition(&mut self) -> Result<(), mutation::Error> {
+        self.pending.clear();
+        Ok(())
     }
 }
 
