@@ -109,7 +109,9 @@ impl CacheReader {
     fn step(&self) -> Step {
         let mut idx = self.shared.index.lock();
         let (start, end) = (Probe::of(&self.cursor), Probe::of(&self.end));
-        if start.as_dyn() > end.as_dyn() {
+        // A cursor is never a key's own point, so `start == end` holds no
+        // key either.
+        if start.as_dyn() >= end.as_dyn() {
             return Step::Done;
         }
         let next = idx.first_in(start, end);
