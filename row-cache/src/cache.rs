@@ -151,12 +151,18 @@ impl Shared {
         data: &Data,
         len: usize,
     ) -> Result<Option<Mutation>, Error> {
-        let region = self.region.read();
-        let reader = region.reader();
-        data.load(&reader, len).map_err(|source| Error::Corrupt {
-            key: key.to_string(),
-            source,
-        })
+        let bytes = {
+            let region = self.region.read();
+            let reader = region.reader();
+            data.copy_out(&reader, len)
+        };
+        let Some(bytes) = bytes else { return Ok(None) };
+        Mutation::decode(&bytes)
+            .map(Some)
+            .map_err(|source| Error::Corrupt {
+                key: key.to_string(),
+                source,
+            })
     }
 }
 

@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use std::ops::Bound;
 
 use logalloc::{Error as AllocError, Handle, Region, RegionReader};
-use mutation::{ClusteringRange, DecoratedKey, Mutation};
+use mutation::{ClusteringRange, DecoratedKey};
 use slab::Slab;
 
 use crate::point::{AT, Continuity, Point, Probe, RingKey};
@@ -61,29 +61,16 @@ impl Data {
         }
     }
 
-    /// Reads the partition back. `Ok(None)` if an object is gone (the
-    /// entry was evicted or replaced after the handles were copied).
-    pub(crate) fn load(
-        &self,
-        reader: &RegionReader<'_>,
-        len: usize,
-    ) -> Result<Option<Mutation>, mutation::Error> {
-        match self {
-            Data::One(h) => match reader.get(*h) {
-                Ok(bytes) => Mutation::decode(bytes).map(Some),
-                Err(_) => Ok(None),
-            },
-            Data::Many(hs) => {
-                let mut buf = Vec::with_capacity(len);
-                for h in hs.iter() {
-                    match reader.get(*h) {
-                        Ok(bytes) => buf.extend_from_slice(bytes),
-                        Err(_) => return Ok(None),
-                    }
-                }
-                Mutation::decode(&buf).map(Some)
-            }
+    /// Copies the partition's bytes out. `None` if an object is gone (the
+    /// entry was evicted or replaced after the handles were copied). The
+    /// caller decodes after letting the region go, so the region is
+    /// borrowed (and skipped by other regions' reclaim) only for the copy.
+    pub(crate) fn copy_out(&self, reader: &RegionReader<'_>, len: usize) -> Option<Vec<u8>> {
+        let mut buf = Vec::with_capacity(len);
+        for h in self.handles() {
+            buf.extend_from_slice(reader.get(*h).ok()?);
         }
+        Some(buf)
     }
 }
 
