@@ -3,16 +3,17 @@
 
 use std::fmt;
 
-use logalloc::{Eviction, Region, RegionId, RegionListener, SegmentPool};
+use logalloc::{Eviction, Handle, Region, RegionId, RegionListener, SegmentPool};
 use mutation::{ClusteringRange, DecoratedKey, FragmentReader, Mutation, PartitionRange};
 
 use crate::Error;
-use crate::index::{Data, Index};
+use crate::index::Index;
 use crate::point::{AFTER, Point};
 use crate::reader::CacheReader;
 use crate::slice::next_partition;
 use crate::source::UnderlyingSource;
 use crate::stats::{CacheStats, Counters, UpdateStats};
+use crate::stored::{self, Piece};
 use crate::sync::{Arc, Mutex, RwLock};
 
 /// How a [`RowCache`] is set up.
@@ -24,9 +25,22 @@ pub struct CacheConfig {
     /// budget of its own, the cache grows until the pool runs dry and
     /// logalloc evicts it. Between one segment and the pool's memory limit.
     pub max_bytes: Option<usize>,
+    /// About how many bytes of rows one piece of a wide partition holds
+    /// (see the crate documentation); `None`: [`DEFAULT_PIECE_BYTES`]. At
+    /// least 1.
+    pub piece_bytes: Option<usize>,
 }
 
+/// The default [`CacheConfig::piece_bytes`].
+pub const DEFAULT_PIECE_BYTES: usize = 32 << 10;
+
 impl CacheConfig {
+    /// The default with `piece_bytes`.
+    pub fn with_piece_bytes(mut self, piece_bytes: usize) -> Self {
+        self.piece_bytes = Some(piece_bytes);
+        self
+    }
+
     /// The default (no budget of its own) with `max_bytes`.
     pub fn with_max_bytes(mut self, max_bytes: usize) -> Self {
         self.max_bytes = Some(max_bytes);
@@ -45,6 +59,7 @@ pub(crate) struct Shared {
     pub(crate) source: Arc<dyn UnderlyingSource>,
     pub(crate) counters: Arc<Counters>,
     max_bytes: Option<usize>,
+    piece_bytes: usize,
 }
 
 /// A populated partition, or the news that a range holds none.
@@ -64,35 +79,32 @@ impl Shared {
     /// whether it was taken.
     pub(crate) fn populate(&self, p: Population<'_>) -> bool {
         let stored = match p.partition {
-            Some(m) => {
-                let bytes = m.encode();
-                match Data::store(&mut self.region.write(), &bytes) {
-                    Ok(d) => Some((m.key().clone(), d, bytes.len())),
-                    Err(_) => {
-                        Counters::add(&self.counters.population_failures, 1);
-                        return false;
-                    }
+            Some(m) => match stored::store(&mut self.region.write(), m, self.piece_bytes) {
+                Ok(pieces) => Some((m.key().clone(), pieces)),
+                Err(_) => {
+                    Counters::add(&self.counters.population_failures, 1);
+                    return false;
                 }
-            }
+            },
             None => None,
         };
         let mut to_free = Vec::new();
         let taken = {
             let mut idx = self.index.lock();
             if idx.phase != p.phase {
-                if let Some((_, d, _)) = stored {
-                    to_free.push(d);
+                if let Some((_, pieces)) = stored {
+                    to_free = stored::handles(&pieces);
                 }
                 false
             } else {
-                if let Some((key, data, len)) = stored {
+                if let Some((key, pieces)) = stored {
                     match idx.find(&key) {
                         Some(i) if crate::slice::slice_covers(&idx.entry(i).covered, p.covered) => {
                             idx.touch(i);
-                            to_free.push(data);
+                            to_free = stored::handles(&pieces);
                         }
-                        Some(i) => to_free.push(idx.replace(i, data, len, p.covered.clone())),
-                        None => idx.insert(key, data, len, p.covered.clone()),
+                        Some(i) => to_free = idx.replace(i, pieces, p.covered.clone()),
+                        None => idx.insert(key, pieces, p.covered.clone()),
                     }
                 }
                 if let Some((s, e)) = p.continuous {
@@ -116,14 +128,14 @@ impl Shared {
         taken
     }
 
-    /// Frees data already unlinked from the index.
-    fn free(&self, data: Vec<Data>) {
-        if data.is_empty() {
+    /// Frees objects already unlinked from the index.
+    pub(crate) fn free(&self, handles: Vec<Handle>) {
+        if handles.is_empty() {
             return;
         }
         let mut region = self.region.write();
-        for d in data {
-            d.free(&mut region);
+        for h in handles {
+            let _ = region.free(h);
         }
     }
 
@@ -138,26 +150,27 @@ impl Shared {
                 }
                 idx.evict_oldest()
             };
-            let Some(d) = victim else { return };
+            let Some(handles) = victim else { return };
             Counters::add(&self.counters.evictions, 1);
-            self.free(vec![d]);
+            self.free(handles);
         }
     }
 
-    /// Loads `data` of `key`; `Ok(None)` if it was evicted meanwhile.
+    /// Loads the pieces of `key` that `slice` needs, as one mutation;
+    /// `Ok(None)` if one was evicted meanwhile.
     pub(crate) fn load(
         &self,
         key: &DecoratedKey,
-        data: &Data,
-        len: usize,
+        pieces: &[Piece],
+        slice: &ClusteringRange,
     ) -> Result<Option<Mutation>, Error> {
         let bytes = {
             let region = self.region.read();
             let reader = region.reader();
-            data.copy_out(&reader, len)
+            stored::copy_out(&reader, pieces, slice)
         };
         let Some(bytes) = bytes else { return Ok(None) };
-        Mutation::decode(&bytes)
+        stored::decode(bytes)
             .map(Some)
             .map_err(|source| Error::Corrupt {
                 key: key.to_string(),
@@ -188,7 +201,8 @@ impl RowCache {
     ///
     /// # Errors
     /// [`Error::BudgetOutOfRange`] for a `max_bytes` below one segment or
-    /// above the pool's memory limit.
+    /// above the pool's memory limit, [`Error::PieceBytesZero`] for a
+    /// `piece_bytes` of 0.
     pub fn new(
         pool: &Arc<SegmentPool>,
         source: Arc<dyn UnderlyingSource>,
@@ -200,6 +214,10 @@ impl RowCache {
                 return Err(Error::BudgetOutOfRange { bytes, min, max });
             }
         }
+        let piece_bytes = config.piece_bytes.unwrap_or(DEFAULT_PIECE_BYTES);
+        if piece_bytes == 0 {
+            return Err(Error::PieceBytesZero);
+        }
         let index = Arc::new(Mutex::new(Index::default()));
         let counters = Arc::new(Counters::default());
         let mut region = Region::new(pool);
@@ -209,11 +227,11 @@ impl RowCache {
             region.set_eviction_fn(move |evictor| {
                 // The index lock is a leaf: whoever holds it holds no
                 // region, so waiting for it here cannot deadlock.
-                let Some(data) = index.lock().evict_oldest() else {
+                let Some(handles) = index.lock().evict_oldest() else {
                     return Eviction::Nothing;
                 };
-                for h in data.handles() {
-                    let _ = evictor.free(*h);
+                for h in handles {
+                    let _ = evictor.free(h);
                 }
                 Counters::add(&counters.evictions, 1);
                 Eviction::Evicted
@@ -227,6 +245,7 @@ impl RowCache {
                 source,
                 counters,
                 max_bytes: config.max_bytes,
+                piece_bytes,
             }),
         })
     }
@@ -322,7 +341,8 @@ impl RowCache {
             }
         };
         if let Some(snap) = cached {
-            let Some(mut old) = shared.load(&key, &snap.data, snap.len)? else {
+            let all = ClusteringRange::full();
+            let Some(mut old) = shared.load(&key, &snap.pieces, &all)? else {
                 // Evicted meanwhile: its neighbourhood is discontinuous.
                 return Ok(());
             };
@@ -330,46 +350,57 @@ impl RowCache {
             if old.apply(flushed).is_err() {
                 return Ok(()); // the same key: cannot happen
             }
-            let bytes = old.encode();
-            let stored = Data::store(&mut shared.region.write(), &bytes);
+            let stored = stored::store(&mut shared.region.write(), &old, shared.piece_bytes);
             let to_free = {
                 let mut idx = shared.index.lock();
                 match (stored, idx.find(&key)) {
-                    (Ok(data), Some(i)) if idx.entry(i).version == snap.version => {
+                    (Ok(pieces), Some(i)) if idx.entry(i).version == snap.version => {
                         stats.merged += 1;
-                        stats.bytes_copied += bytes.len();
-                        Some(idx.replace(i, data, bytes.len(), snap.covered.clone()))
+                        stats.bytes_copied += stored::total_len(&pieces);
+                        idx.replace(i, pieces, snap.covered.clone())
                     }
                     // Replaced by a population that read the new sstable
-                    // (complete), or evicted: ours is not needed.
-                    (Ok(data), _) => Some(data),
+                    // (complete), trimmed or evicted: ours is not needed.
+                    (Ok(pieces), Some(_)) => {
+                        // A trimmed entry lost rows ours has: drop it rather
+                        // than keep a version the flush did not reach.
+                        let trimmed = idx.find(&key).is_some_and(|i| {
+                            !crate::slice::slice_covers(&idx.entry(i).covered, &snap.covered)
+                        });
+                        let mut freed = stored::handles(&pieces);
+                        if trimmed {
+                            stats.invalidated += 1;
+                            freed.extend(idx.invalidate_key(&key));
+                        }
+                        freed
+                    }
+                    (Ok(pieces), None) => stored::handles(&pieces),
                     (Err(_), _) => {
                         stats.invalidated += 1;
                         idx.invalidate_key(&key)
                     }
                 }
             };
-            shared.free(to_free.into_iter().collect());
+            shared.free(to_free);
         } else if continuous {
-            let bytes = p.encode();
-            let stored = Data::store(&mut shared.region.write(), &bytes);
+            let stored = stored::store(&mut shared.region.write(), &p, shared.piece_bytes);
             let to_free = {
                 let mut idx = shared.index.lock();
                 match stored {
-                    Ok(data) if idx.find(&key).is_none() && idx.continuity.contains_key(&key) => {
+                    Ok(pieces) if idx.find(&key).is_none() && idx.continuity.contains_key(&key) => {
                         stats.inserted += 1;
-                        stats.bytes_copied += bytes.len();
-                        idx.insert(key, data, bytes.len(), ClusteringRange::full());
-                        None
+                        stats.bytes_copied += stored::total_len(&pieces);
+                        idx.insert(key, pieces, ClusteringRange::full());
+                        Vec::new()
                     }
-                    Ok(data) => Some(data),
+                    Ok(pieces) => stored::handles(&pieces),
                     Err(_) => {
                         stats.invalidated += 1;
                         idx.invalidate_key(&key)
                     }
                 }
             };
-            shared.free(to_free.into_iter().collect());
+            shared.free(to_free);
         }
         Ok(())
     }
@@ -395,11 +426,11 @@ impl RowCache {
         let shared = &*self.shared;
         let mut done = 0;
         while done < n {
-            let Some(d) = shared.index.lock().evict_oldest() else {
+            let Some(handles) = shared.index.lock().evict_oldest() else {
                 break;
             };
             Counters::add(&shared.counters.evictions, 1);
-            shared.free(vec![d]);
+            shared.free(handles);
             done += 1;
         }
         done

@@ -18,6 +18,9 @@ pub enum Error {
         /// The largest allowed budget (the pool's memory limit).
         max: usize,
     },
+    /// A [`CacheConfig::piece_bytes`](crate::CacheConfig::piece_bytes) of 0.
+    #[error("row cache piece size of 0 bytes is below the 1-byte minimum")]
+    PieceBytesZero,
     /// The underlying source failed (opening a reader or reading from it).
     #[error("the row cache's underlying source failed")]
     Source(#[source] mutation::Error),

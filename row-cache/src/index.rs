@@ -10,80 +10,23 @@
 use std::collections::BTreeMap;
 use std::ops::Bound;
 
-use logalloc::{Error as AllocError, Handle, Region, RegionReader};
-use mutation::{ClusteringRange, DecoratedKey};
+use logalloc::Handle;
+use mutation::{ClusteringRange, DecoratedKey, Position};
 use slab::Slab;
 
 use crate::point::{AT, Continuity, Point, Probe, RingKey};
-
-/// Where a partition's encoded bytes are: one object, or chunks of at most
-/// the pool's largest object size, in order.
-#[derive(Debug, Clone)]
-pub(crate) enum Data {
-    One(Handle),
-    Many(Box<[Handle]>),
-}
-
-impl Data {
-    pub(crate) fn handles(&self) -> &[Handle] {
-        match self {
-            Data::One(h) => std::slice::from_ref(h),
-            Data::Many(hs) => hs,
-        }
-    }
-
-    /// Stores `bytes` (all or nothing).
-    pub(crate) fn store(region: &mut Region, bytes: &[u8]) -> Result<Data, AllocError> {
-        let max = region.pool().max_object_size();
-        if bytes.len() <= max {
-            return region.alloc_bytes(bytes).map(Data::One);
-        }
-        let mut w = region.writer();
-        let mut handles = Vec::with_capacity(bytes.len().div_ceil(max));
-        for chunk in bytes.chunks(max) {
-            match w.alloc_bytes(chunk) {
-                Ok(h) => handles.push(h),
-                Err(e) => {
-                    for h in handles {
-                        let _ = w.free(h);
-                    }
-                    return Err(e);
-                }
-            }
-        }
-        Ok(Data::Many(handles.into_boxed_slice()))
-    }
-
-    /// Frees the objects (ignoring any already gone).
-    pub(crate) fn free(&self, region: &mut Region) {
-        for h in self.handles() {
-            let _ = region.free(*h);
-        }
-    }
-
-    /// Copies the partition's bytes out. `None` if an object is gone (the
-    /// entry was evicted or replaced after the handles were copied). The
-    /// caller decodes after letting the region go, so the region is
-    /// borrowed (and skipped by other regions' reclaim) only for the copy.
-    pub(crate) fn copy_out(&self, reader: &RegionReader<'_>, len: usize) -> Option<Vec<u8>> {
-        let mut buf = Vec::with_capacity(len);
-        for h in self.handles() {
-            buf.extend_from_slice(reader.get(*h).ok()?);
-        }
-        Some(buf)
-    }
-}
+use crate::stored::{self, Pieces};
 
 /// One cached partition.
 #[derive(Debug)]
 pub(crate) struct Entry {
     pub(crate) key: DecoratedKey,
-    pub(crate) data: Data,
+    pub(crate) pieces: Pieces,
     /// Encoded length (what the budget counts).
     pub(crate) len: usize,
     /// The clustering range whose rows the entry holds completely.
     pub(crate) covered: ClusteringRange,
-    /// Changes whenever `data` is replaced.
+    /// Changes whenever `pieces` or `covered` change.
     pub(crate) version: u64,
     newer: Option<usize>,
     older: Option<usize>,
@@ -93,8 +36,7 @@ pub(crate) struct Entry {
 #[derive(Debug, Clone)]
 pub(crate) struct Snapshot {
     pub(crate) key: DecoratedKey,
-    pub(crate) data: Data,
-    pub(crate) len: usize,
+    pub(crate) pieces: Pieces,
     pub(crate) covered: ClusteringRange,
     pub(crate) version: u64,
 }
@@ -149,8 +91,7 @@ impl Index {
         let e = &self.entries[i];
         Snapshot {
             key: e.key.clone(),
-            data: e.data.clone(),
-            len: e.len,
+            pieces: Pieces::clone(&e.pieces),
             covered: e.covered.clone(),
             version: e.version,
         }
@@ -166,17 +107,12 @@ impl Index {
     }
 
     /// Adds an entry (the key must be absent) as the most recently used.
-    pub(crate) fn insert(
-        &mut self,
-        key: DecoratedKey,
-        data: Data,
-        len: usize,
-        covered: ClusteringRange,
-    ) {
+    pub(crate) fn insert(&mut self, key: DecoratedKey, pieces: Pieces, covered: ClusteringRange) {
         self.next_version += 1;
+        let len = stored::total_len(&pieces);
         let i = self.entries.insert(Entry {
             key: key.clone(),
-            data,
+            pieces,
             len,
             covered,
             version: self.next_version,
@@ -188,23 +124,23 @@ impl Index {
         self.push_newest(i);
     }
 
-    /// Replaces entry `i`'s data; returns the old data (to free).
+    /// Replaces entry `i`'s pieces; returns the old objects (to free).
     pub(crate) fn replace(
         &mut self,
         i: usize,
-        data: Data,
-        len: usize,
+        pieces: Pieces,
         covered: ClusteringRange,
-    ) -> Data {
+    ) -> Vec<Handle> {
         self.next_version += 1;
+        let len = stored::total_len(&pieces);
         let e = &mut self.entries[i];
         self.stored_bytes = self.stored_bytes - e.len + len;
         e.len = len;
         e.covered = covered;
         e.version = self.next_version;
-        let old = std::mem::replace(&mut e.data, data);
+        let old = std::mem::replace(&mut e.pieces, pieces);
         self.touch(i);
-        old
+        stored::handles(&old)
     }
 
     /// Removes entry `i` (continuity untouched); returns it.
@@ -217,26 +153,53 @@ impl Index {
         e
     }
 
-    /// Evicts the least recently used entry, making its neighbourhood
-    /// discontinuous. Returns its data, to free.
-    pub(crate) fn evict_oldest(&mut self) -> Option<Data> {
+    /// Evicts from the least recently used entry: its last piece if it has
+    /// several (the entry then covers only the rows before that piece, and
+    /// stays the least recently used), else the whole entry, making its
+    /// neighbourhood discontinuous. Returns the objects to free, or `None`
+    /// if the cache is empty.
+    pub(crate) fn evict_oldest(&mut self) -> Option<Vec<Handle>> {
         let i = self.oldest?;
+        if let Some(freed) = self.evict_tail(i) {
+            return Some(freed);
+        }
         let e = self.remove(i);
         self.continuity.remove_key(&e.key);
-        Some(e.data)
+        Some(stored::handles(&e.pieces))
+    }
+
+    /// Drops entry `i`'s last piece if it has more than one.
+    fn evict_tail(&mut self, i: usize) -> Option<Vec<Handle>> {
+        let e = &mut self.entries[i];
+        let (last, rest) = e.pieces.split_last()?;
+        let first = last.first.clone()?;
+        let covered =
+            ClusteringRange::from_positions(&e.covered.start_position(), &Position::Before(first))
+                .ok()?;
+        let freed = last.data.handles().to_vec();
+        e.len -= last.len;
+        self.stored_bytes -= last.len;
+        e.pieces = rest.to_vec().into();
+        e.covered = covered;
+        self.next_version += 1;
+        e.version = self.next_version;
+        Some(freed)
     }
 
     /// Removes the entry of `key` if any and makes its neighbourhood
-    /// discontinuous. Returns the data to free.
-    pub(crate) fn invalidate_key(&mut self, key: &DecoratedKey) -> Option<Data> {
-        let data = self.find(key).map(|i| self.remove(i).data);
+    /// discontinuous. Returns the objects to free.
+    pub(crate) fn invalidate_key(&mut self, key: &DecoratedKey) -> Vec<Handle> {
+        let freed = self
+            .find(key)
+            .map(|i| stored::handles(&self.remove(i).pieces))
+            .unwrap_or_default();
         self.continuity.remove_key(key);
-        data
+        freed
     }
 
     /// Removes every entry in `[start, end]` and makes that part of the
-    /// ring discontinuous. Returns the data to free.
-    pub(crate) fn invalidate_range(&mut self, start: Point, end: Point) -> Vec<Data> {
+    /// ring discontinuous. Returns the objects to free.
+    pub(crate) fn invalidate_range(&mut self, start: Point, end: Point) -> Vec<Handle> {
         let doomed: Vec<usize> = if start <= end {
             self.by_key
                 .range::<dyn RingKey, _>((
@@ -248,7 +211,10 @@ impl Index {
         } else {
             Vec::new()
         };
-        let out = doomed.into_iter().map(|i| self.remove(i).data).collect();
+        let out = doomed
+            .into_iter()
+            .flat_map(|i| stored::handles(&self.remove(i).pieces))
+            .collect();
         self.continuity.remove_range(start, end);
         out
     }
@@ -308,6 +274,11 @@ impl Index {
                 self.by_key.len()
             ));
         }
+        for (i, e) in &self.entries {
+            if e.len != stored::total_len(&e.pieces) {
+                return Err(format!("entry {i}'s length disagrees with its pieces"));
+            }
+        }
         let bytes: usize = self.entries.iter().map(|(_, e)| e.len).sum();
         if bytes != self.stored_bytes {
             return Err(format!(
@@ -323,7 +294,7 @@ impl Index {
         Ok(self
             .entries
             .iter()
-            .map(|(_, e)| e.data.handles().len())
+            .map(|(_, e)| stored::handles(&e.pieces).len())
             .sum())
     }
 }

@@ -56,9 +56,13 @@
 //!
 //! # Storage
 //!
-//! Each cached partition is one [`Mutation`](mutation::Mutation), encoded
-//! (`Mutation::encode`) into the cache's region: one object, or chunks of
-//! the pool's largest object size. An entry caches the rows of one
+//! Each cached partition is stored as *pieces*, each an encoded
+//! [`Mutation`](mutation::Mutation) (`Mutation::encode`) in the cache's
+//! region: the first holds the partition's header (tombstone, static row,
+//! range tombstones) and its first rows, each further piece the next rows,
+//! about [`CacheConfig::piece_bytes`] of them (a small partition is one
+//! piece). A read decodes the first piece and only the pieces its slice
+//! meets. An entry caches the rows of one
 //! clustering range completely (its *covered* slice: the whole partition
 //! for a read without a slice or an update at flush, the read's slice
 //! otherwise); a read whose slice the entry covers is a hit, another one
@@ -116,8 +120,10 @@
 //!
 //! The region is evictable ([`logalloc::Region::set_eviction_fn`]): when
 //! an allocation anywhere in the pool finds no segment and compaction is
-//! not enough, logalloc calls the cache, which evicts its least recently
-//! used partition and frees its objects. An optional budget
+//! not enough, logalloc calls the cache, which evicts from its least
+//! recently used partition: the last piece of a wide one (the entry then
+//! covers only the rows before that piece, so a read of those rows goes to
+//! the source), the whole entry otherwise, and frees the objects. An optional budget
 //! ([`CacheConfig::max_bytes`]) evicts beyond a size of its own. A reader
 //! copies an entry's handles under the index lock and reads the objects
 //! afterwards; if the entry was evicted in between, the handles are stale
@@ -147,9 +153,10 @@ mod reader;
 mod slice;
 mod source;
 mod stats;
+mod stored;
 mod sync;
 
-pub use crate::cache::{CacheConfig, RowCache};
+pub use crate::cache::{CacheConfig, DEFAULT_PIECE_BYTES, RowCache};
 pub use crate::error::Error;
 pub use crate::reader::CacheReader;
 pub use crate::source::UnderlyingSource;

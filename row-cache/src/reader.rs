@@ -10,10 +10,10 @@ use mutation::{
 };
 
 use crate::cache::{Population, Shared};
-use crate::index::Data;
 use crate::point::{AFTER, BEFORE, Point, Probe, range_between};
 use crate::slice::{is_full, next_partition, slice_covers, slice_fragments, slice_union};
 use crate::stats::Counters;
+use crate::stored::Pieces;
 use crate::sync::Arc;
 
 /// `m` restricted to `slice`, as a mutation.
@@ -46,7 +46,7 @@ struct Under {
 enum Step {
     Done,
     /// A cached partition.
-    Hit(DecoratedKey, Data, usize),
+    Hit(DecoratedKey, Pieces),
     /// A cached partition that lacks rows of the slice: re-read it with
     /// this wider slice.
     Refetch(DecoratedKey, ClusteringRange, u64),
@@ -135,7 +135,7 @@ impl CacheReader {
         }
         let snap = idx.snapshot(i);
         idx.touch(i);
-        Step::Hit(snap.key, snap.data, snap.len)
+        Step::Hit(snap.key, snap.pieces)
     }
 
     /// Produces the next partition into `pending`, or sets `done`.
@@ -145,9 +145,9 @@ impl CacheReader {
                 self.under = None;
                 self.done = true;
             }
-            Step::Hit(key, data, len) => {
+            Step::Hit(key, pieces) => {
                 self.under = None;
-                match self.shared.load(&key, &data, len)? {
+                match self.shared.load(&key, &pieces, &self.slice)? {
                     Some(m) => {
                         Counters::add(&self.shared.counters.hits, 1);
                         self.emit(m);

@@ -1,5 +1,5 @@
 //! A budget the pool cannot hold (below one segment, above the pool's
-//! limit) is refused with a message naming the limits; a failing source
+//! limit) and a piece size of 0 are refused with a message naming the limits; a failing source
 //! surfaces as the reader's error, and the cache stays usable.
 
 mod common;

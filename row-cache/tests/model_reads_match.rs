@@ -74,8 +74,12 @@ proptest! {
     #![proptest_config(ProptestConfig { cases: 160, ..ProptestConfig::default() })]
 
     #[test]
-    fn cache_reads_equal_the_model(ops in prop::collection::vec(arb_op(), 1..40)) {
-        let (_pool, source, cache) = common::setup(8 << 20);
+    fn cache_reads_equal_the_model(
+        ops in prop::collection::vec(arb_op(), 1..40),
+        piece_bytes in prop_oneof![Just(1usize), Just(60), Just(row_cache::DEFAULT_PIECE_BYTES)],
+    ) {
+        let config = row_cache::CacheConfig::default().with_piece_bytes(piece_bytes);
+        let (_pool, source, cache) = common::setup_with(8 << 20, config);
         let mut model: BTreeMap<DecoratedKey, Mutation> = BTreeMap::new();
         for op in ops {
             match op {

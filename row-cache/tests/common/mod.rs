@@ -32,9 +32,17 @@ pub fn pool(limit: usize) -> Arc<SegmentPool> {
 
 /// A pool, a source and a cache in front of it.
 pub fn setup(limit: usize) -> (Arc<SegmentPool>, Arc<MemorySource>, RowCache) {
+    setup_with(limit, CacheConfig::default())
+}
+
+/// [`setup`] with a cache configuration.
+pub fn setup_with(
+    limit: usize,
+    config: CacheConfig,
+) -> (Arc<SegmentPool>, Arc<MemorySource>, RowCache) {
     let pool = pool(limit);
     let source = Arc::new(MemorySource::new());
-    let cache = RowCache::new(&pool, source.clone(), CacheConfig::default()).expect("cache");
+    let cache = RowCache::new(&pool, source.clone(), config).expect("cache");
     (pool, source, cache)
 }
 
