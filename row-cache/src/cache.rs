@@ -330,78 +330,87 @@ impl RowCache {
         Ok(stats)
     }
 
+    /// Brings one flushed partition in. The entry may change under it
+    /// (a population that read the new sstable, a trimmed tail, an
+    /// eviction): whenever the entry is not what it merged into, it looks
+    /// again, and after a few rounds gives up and invalidates the key.
     fn update_one(&self, p: Mutation, stats: &mut UpdateStats) -> Result<(), Error> {
+        const ROUNDS: usize = 4;
         let shared = &*self.shared;
         let key = p.key().clone();
-        let (cached, continuous) = {
-            let idx = shared.index.lock();
-            match idx.find(&key) {
-                Some(i) => (Some(idx.snapshot(i)), false),
-                None => (None, idx.continuity.contains_key(&key)),
-            }
-        };
-        if let Some(snap) = cached {
-            let all = ClusteringRange::full();
-            let Some(mut old) = shared.load(&key, &snap.pieces, &all)? else {
-                // Evicted meanwhile: its neighbourhood is discontinuous.
+        for _ in 0..ROUNDS {
+            let (cached, continuous) = {
+                let idx = shared.index.lock();
+                match idx.find(&key) {
+                    Some(i) => (Some(idx.snapshot(i)), false),
+                    None => (None, idx.continuity.contains_key(&key)),
+                }
+            };
+            let Some(snap) = cached else {
+                if continuous {
+                    let stored = stored::store(&mut shared.region.write(), &p, shared.piece_bytes);
+                    let mut idx = shared.index.lock();
+                    let to_free = match stored {
+                        Ok(pieces) if idx.find(&key).is_some() => {
+                            // A population got there first: merge into it.
+                            drop(idx);
+                            shared.free(stored::handles(&pieces));
+                            continue;
+                        }
+                        Ok(pieces) if idx.continuity.contains_key(&key) => {
+                            stats.inserted += 1;
+                            stats.bytes_copied += stored::total_len(&pieces);
+                            idx.insert(key, pieces, ClusteringRange::full());
+                            Vec::new()
+                        }
+                        // Evicted around it meanwhile: nothing to claim.
+                        Ok(pieces) => stored::handles(&pieces),
+                        Err(_) => {
+                            stats.invalidated += 1;
+                            idx.invalidate_key(&key)
+                        }
+                    };
+                    drop(idx);
+                    shared.free(to_free);
+                }
                 return Ok(());
             };
-            let flushed = crate::reader::restrict(p, &snap.covered);
+            let all = ClusteringRange::full();
+            let Some(mut old) = shared.load(&key, &snap.pieces, &all)? else {
+                continue; // a piece went since the lookup: look again
+            };
+            let flushed = crate::reader::restrict(p.clone(), &snap.covered);
             if old.apply(flushed).is_err() {
-                return Ok(()); // the same key: cannot happen
+                break; // the same key: cannot happen
             }
             let stored = stored::store(&mut shared.region.write(), &old, shared.piece_bytes);
-            let to_free = {
-                let mut idx = shared.index.lock();
-                match (stored, idx.find(&key)) {
-                    (Ok(pieces), Some(i)) if idx.entry(i).version == snap.version => {
-                        stats.merged += 1;
-                        stats.bytes_copied += stored::total_len(&pieces);
-                        idx.replace(i, pieces, snap.covered.clone())
-                    }
-                    // Replaced by a population that read the new sstable
-                    // (complete), trimmed or evicted: ours is not needed.
-                    (Ok(pieces), Some(_)) => {
-                        // A trimmed entry lost rows ours has: drop it rather
-                        // than keep a version the flush did not reach.
-                        let trimmed = idx.find(&key).is_some_and(|i| {
-                            !crate::slice::slice_covers(&idx.entry(i).covered, &snap.covered)
-                        });
-                        let mut freed = stored::handles(&pieces);
-                        if trimmed {
-                            stats.invalidated += 1;
-                            freed.extend(idx.invalidate_key(&key));
-                        }
-                        freed
-                    }
-                    (Ok(pieces), None) => stored::handles(&pieces),
-                    (Err(_), _) => {
-                        stats.invalidated += 1;
-                        idx.invalidate_key(&key)
-                    }
+            let mut idx = shared.index.lock();
+            let to_free = match (stored, idx.find(&key)) {
+                (Ok(pieces), Some(i)) if idx.entry(i).version == snap.version => {
+                    stats.merged += 1;
+                    stats.bytes_copied += stored::total_len(&pieces);
+                    idx.replace(i, pieces, snap.covered.clone())
+                }
+                (Ok(pieces), Some(_)) => {
+                    // Changed since the lookup: look again.
+                    drop(idx);
+                    shared.free(stored::handles(&pieces));
+                    continue;
+                }
+                // Evicted (its neighbourhood made discontinuous).
+                (Ok(pieces), None) => stored::handles(&pieces),
+                (Err(_), _) => {
+                    stats.invalidated += 1;
+                    idx.invalidate_key(&key)
                 }
             };
+            drop(idx);
             shared.free(to_free);
-        } else if continuous {
-            let stored = stored::store(&mut shared.region.write(), &p, shared.piece_bytes);
-            let to_free = {
-                let mut idx = shared.index.lock();
-                match stored {
-                    Ok(pieces) if idx.find(&key).is_none() && idx.continuity.contains_key(&key) => {
-                        stats.inserted += 1;
-                        stats.bytes_copied += stored::total_len(&pieces);
-                        idx.insert(key, pieces, ClusteringRange::full());
-                        Vec::new()
-                    }
-                    Ok(pieces) => stored::handles(&pieces),
-                    Err(_) => {
-                        stats.invalidated += 1;
-                        idx.invalidate_key(&key)
-                    }
-                }
-            };
-            shared.free(to_free);
+            return Ok(());
         }
+        stats.invalidated += 1;
+        let doomed = shared.index.lock().invalidate_key(&key);
+        shared.free(doomed);
         Ok(())
     }
 

@@ -113,3 +113,56 @@ fn loom_eviction_racing_a_reader_reads_through() {
         cache.check_invariants().unwrap();
     });
 }
+
+fn two_rows(value: &str, ts: i64) -> Mutation {
+    Mutation::builder(key())
+        .cell(
+            "a",
+            0,
+            Cell::live(value.as_bytes().to_vec(), Timestamp::from_micros(ts)),
+        )
+        .cell(
+            "b",
+            0,
+            Cell::live(value.as_bytes().to_vec(), Timestamp::from_micros(ts)),
+        )
+        .build()
+        .unwrap()
+}
+
+#[test]
+fn loom_tail_eviction_racing_an_update_never_keeps_a_stale_piece() {
+    builder().check(|| {
+        let old = two_rows("old", 1);
+        let new = two_rows("new", 2);
+        let source = Arc::new(Source(Mutex::new(Some(old.clone()))));
+        // One row per piece: eviction trims the tail row first.
+        let config = CacheConfig::default().with_piece_bytes(1);
+        let cache = Arc::new(RowCache::new(&pool(), source.clone(), config).unwrap());
+        assert_eq!(read(&cache), [old.clone()]); // populates, two pieces
+        let evictor = {
+            let cache = Arc::clone(&cache);
+            thread::spawn(move || cache.evict(1))
+        };
+        *source.0.lock() = Some(old.clone().merge(new.clone()).unwrap());
+        cache
+            .update_from(&mut from_mutations([new.clone()]))
+            .unwrap();
+        assert_eq!(evictor.join().unwrap(), 1);
+        // Row `a` alone: the trimmed entry still claims it.
+        let a = ClusteringRange::singular(mutation::ClusteringKey::new("a").unwrap());
+        let mut r = cache.make_reader(PartitionRange::single_key(key()), a);
+        let got = to_mutations(&mut r).unwrap();
+        let want = Mutation::builder(key())
+            .cell(
+                "a",
+                0,
+                Cell::live("new".as_bytes().to_vec(), Timestamp::from_micros(2)),
+            )
+            .build()
+            .unwrap();
+        assert_eq!(got, [want]);
+        assert_eq!(read(&cache), [old.merge(new).unwrap()]);
+        cache.check_invariants().unwrap();
+    });
+}
