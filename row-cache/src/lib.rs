@@ -133,14 +133,33 @@
 //! # For the `replica` crate
 //!
 //! ```text
-//! impl UnderlyingSource for TableSstables { .. }          // readers over the sstable set
-//! RowCache::new(&pool, Arc::new(sstables), CacheConfig)   // the memtables' pool
-//! cache.make_reader_opt(range, slice)                     // beside every memtable's reader_opt
-//! cache.update_from(&mut memtable.make_reader(full, full)) // after the sstable is committed,
-//!                                                         // before the memtable is detached
-//! cache.invalidate(&range) / cache.clear()                // truncate
-//! cache.stats()                                           // hits, misses, evictions, bytes
+//! // One cache per table, in the database's pool (the memtables' pool),
+//! // not in the dirty-memory region group.
+//! impl UnderlyingSource for TableSstables { .. }   // a MergingReader over make_reader_opt
+//!                                                 // of the table's current sstable set
+//! let cache = RowCache::new(&pool, Arc::new(sstables), CacheConfig::default()
+//!     .with_max_bytes(pool_limit - dirty_budget)); // optional: leave the dirty budget free
+//! cache.listen(cache_group_listener);              // optional: count it in a "cache" group
+//!
+//! // Reads: every memtable's make_reader_opt, plus the cache's (instead of
+//! // the sstables'), merged.
+//! cache.make_reader_opt(range, slice)
+//!
+//! // Flush, after the sstable is written and committed:
+//! //  1. add the sstable to the set the cache's source reads (the memtable
+//! //     stays in the read list: reads see its rows twice, and reconcile);
+//! //  2. cache.update_from(&mut memtable.make_reader(full, full)?)?;
+//! //  3. remove the memtable from the list, mark_flushed, and only then
+//! //     on_detach_from_region_group (dirty memory stays accounted until
+//! //     the cache holds the data).
+//! // An update error leaves the cache consistent (what it missed is
+//! // invalidated); the flush itself has succeeded.
+//!
+//! cache.clear()                 // truncate / drop of the table's data
+//! cache.stats()                 // hits, misses, populations, evictions, bytes, partitions
+//! // Close: drop the cache (its region goes back to the pool).
 //! ```
+
 #![forbid(unsafe_code)]
 
 mod cache;
