@@ -240,6 +240,11 @@ pub(crate) struct Continuity {
     intervals: BTreeMap<Point, Point>,
 }
 
+/// The most intervals kept (heap memory the region does not see): past
+/// it, the first interval is forgotten, which only loses knowledge.
+/// Reads of many absent keys each add one.
+pub(crate) const MAX_INTERVALS: usize = 1 << 16;
+
 impl Continuity {
     /// Whether `[start, end]` lies inside one interval.
     pub(crate) fn covers(&self, start: Probe<'_>, end: Probe<'_>) -> bool {
@@ -298,6 +303,9 @@ impl Continuity {
             }
         }
         self.intervals.insert(start, end);
+        while self.intervals.len() > MAX_INTERVALS {
+            self.intervals.pop_first();
+        }
     }
 
     /// Makes the neighbourhood of `key` discontinuous: the interval holding
@@ -376,6 +384,16 @@ mod tests {
             range_between(&Point::Min, &Point::Max).unwrap(),
             PartitionRange::full()
         );
+    }
+
+    #[test]
+    fn continuity_is_bounded() {
+        let mut c = Continuity::default();
+        for i in 0..MAX_INTERVALS + 10 {
+            let key = k(&format!("k{i}"));
+            c.insert(Point::Key(key.clone(), BEFORE), Point::Key(key, AFTER));
+        }
+        assert_eq!(c.len(), MAX_INTERVALS);
     }
 
     #[test]
