@@ -66,7 +66,7 @@
 //! clustering range completely (its *covered* slice: the whole partition
 //! for a read without a slice or an update at flush, the read's slice
 //! otherwise); a read whose slice the entry covers is a hit, another one
-//! re-reads the partition with the union of the two ranges when they meet.
+//! re-reads the partition over the hull of the two ranges.
 //! The index (a `BTreeMap` by ring position, an LRU list in a slab, the
 //! continuity set) is on the heap, one small entry per partition; it takes
 //! one lock, which is a *leaf*: nothing else is locked while it is held,

@@ -11,7 +11,7 @@ use mutation::{
 
 use crate::cache::{Population, Shared};
 use crate::point::{AFTER, BEFORE, Point, Probe, range_between};
-use crate::slice::{is_full, next_partition, slice_covers, slice_fragments, slice_union};
+use crate::slice::{is_full, next_partition, slice_covers, slice_fragments, slice_hull};
 use crate::stats::Counters;
 use crate::stored::Pieces;
 use crate::sync::Arc;
@@ -48,7 +48,8 @@ enum Step {
     /// A cached partition.
     Hit(DecoratedKey, Pieces),
     /// A cached partition that lacks rows of the slice: re-read it with
-    /// this wider slice.
+    /// this wider slice (the hull of what it holds and what is asked, so
+    /// the rows it holds stay cached).
     Refetch(DecoratedKey, ClusteringRange, u64),
     /// A discontinuous stretch: read the underlying source (phase).
     Gap(u64),
@@ -130,7 +131,7 @@ impl CacheReader {
         };
         let e = idx.entry(i);
         if !slice_covers(&e.covered, &self.slice) {
-            let wider = slice_union(&e.covered, &self.slice).unwrap_or_else(|| self.slice.clone());
+            let wider = slice_hull(&e.covered, &self.slice).unwrap_or_else(|| self.slice.clone());
             return Step::Refetch(e.key.clone(), wider, idx.phase);
         }
         let snap = idx.snapshot(i);

@@ -71,11 +71,9 @@ pub(crate) fn slice_covers(outer: &ClusteringRange, inner: &ClusteringRange) -> 
             && inner.end_position() <= outer.end_position())
 }
 
-/// `a` and `b` as one range, if they overlap or touch.
-pub(crate) fn slice_union(a: &ClusteringRange, b: &ClusteringRange) -> Option<ClusteringRange> {
-    if a.start_position() > b.end_position() || b.start_position() > a.end_position() {
-        return None;
-    }
+/// The smallest range holding both `a` and `b` (what lies between them
+/// too).
+pub(crate) fn slice_hull(a: &ClusteringRange, b: &ClusteringRange) -> Option<ClusteringRange> {
     let start = a.start_position().min(b.start_position());
     let end = a.end_position().max(b.end_position());
     ClusteringRange::from_positions(&start, &end).ok()
