@@ -8,7 +8,7 @@ use mutation::{ClusteringRange, DecoratedKey, FragmentReader, Mutation, Partitio
 
 use crate::Error;
 use crate::index::Index;
-use crate::point::{AFTER, Point};
+use crate::point::{AFTER, BEFORE, Point};
 use crate::reader::CacheReader;
 use crate::slice::next_partition;
 use crate::source::UnderlyingSource;
@@ -289,36 +289,40 @@ impl RowCache {
     /// a region merge: see the crate documentation for why.
     ///
     /// # Errors
-    /// [`Error::UpdateStream`] if `flushed` fails; everything from the
-    /// failed partition on is invalidated first.
+    /// [`Error::UpdateStream`] if `flushed` fails, [`Error::Corrupt`] if a
+    /// cached partition no longer decodes; everything from the failed
+    /// partition on is invalidated first.
     pub fn update_from(&self, flushed: &mut dyn FragmentReader) -> Result<UpdateStats, Error> {
         let shared = &*self.shared;
         let _serial = shared.updating.lock();
         shared.index.lock().phase += 1;
         let mut stats = UpdateStats::default();
         let mut last: Option<DecoratedKey> = None;
-        loop {
+        let failure = loop {
             let p = match next_partition(flushed) {
                 Ok(Some(p)) => p,
-                Ok(None) => break,
+                Ok(None) => break None,
                 Err(source) => {
                     let from = match &last {
                         Some(k) => Point::Key(k.clone(), AFTER),
                         None => Point::Min,
                     };
-                    let doomed = shared.index.lock().invalidate_range(from, Point::Max);
-                    shared.free(doomed);
-                    return Err(Error::UpdateStream {
-                        partitions: stats.partitions,
-                        source,
-                    });
+                    break Some((
+                        from,
+                        Error::UpdateStream {
+                            partitions: stats.partitions,
+                            source,
+                        },
+                    ));
                 }
             };
             stats.partitions += 1;
             let key = p.key().clone();
-            self.update_one(p, &mut stats)?;
+            if let Err(e) = self.update_one(p, &mut stats) {
+                break Some((Point::Key(key, BEFORE), e));
+            }
             last = Some(key);
-        }
+        };
         Counters::add(&shared.counters.update_merged, stats.merged as u64);
         Counters::add(&shared.counters.update_inserted, stats.inserted as u64);
         Counters::add(
@@ -326,6 +330,13 @@ impl RowCache {
             stats.invalidated as u64,
         );
         Counters::add(&shared.counters.update_bytes, stats.bytes_copied as u64);
+        if let Some((from, e)) = failure {
+            // What the update did not bring in must not be answered from
+            // the cache: drop it and make it discontinuous.
+            let doomed = shared.index.lock().invalidate_range(from, Point::Max);
+            shared.free(doomed);
+            return Err(e);
+        }
         shared.shrink_to_budget();
         Ok(stats)
     }
