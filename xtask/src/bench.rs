@@ -57,6 +57,12 @@ const SUITES: &[Suite] = &[
         quick: &["--quick"],
     },
     Suite {
+        package: "row-cache",
+        bench: "row_cache",
+        full: &[],
+        quick: &["--quick"],
+    },
+    Suite {
         package: "sstable",
         bench: "sstable_io",
         full: &["--scale", "1", "--runs", "3"],

@@ -34,6 +34,11 @@ pub(crate) const ALLOWED_DEPENDENCIES: &[(&str, &[&str])] = &[
             "bytes",
         ],
     ),
+    // The row cache: partitions in a logalloc region, an LRU in a slab.
+    (
+        "row-cache",
+        &["logalloc", "mutation", "replica-sync", "thiserror", "slab"],
+    ),
     (
         "sstable",
         &[

@@ -1,0 +1,187 @@
+//! `row-cache`: partitions cached in a logalloc region beside the
+//! memtables, in front of the replica's sstables. A read that misses goes
+//! to the underlying source and fills the cache; a flushed memtable's data
+//! enters it once its sstable is committed; when the pool runs dry
+//! (a memtable allocation, a region group's reclaim), logalloc calls the
+//! cache's eviction hook and the cache gives back its least recently used
+//! partitions. The cache knows which key ranges it holds completely, so a
+//! miss inside one is an authoritative "absent": [`RowCache::make_reader_opt`]
+//! returns `None` there without allocating or touching the source.
+//!
+//! ```
+//! use std::sync::Arc;
+//! use logalloc::{PoolConfig, SegmentPool};
+//! use mutation::{
+//!     Cell, ClusteringRange, DecoratedKey, FragmentReader, Mutation, PartitionRange, Timestamp,
+//!     from_mutations, to_mutations,
+//! };
+//! use row_cache::{CacheConfig, RowCache, UnderlyingSource};
+//!
+//! /// A source of fixed data (the replica's is its sstables).
+//! struct Fixed(Vec<Mutation>);
+//! impl UnderlyingSource for Fixed {
+//!     fn make_reader(
+//!         &self,
+//!         range: PartitionRange,
+//!         _slice: ClusteringRange,
+//!     ) -> Result<Box<dyn FragmentReader + Send>, mutation::Error> {
+//!         let m = self.0.iter().filter(|m| range.contains(m.key())).cloned();
+//!         Ok(Box::new(from_mutations(m.collect::<Vec<_>>())))
+//!     }
+//! }
+//!
+//! let pool = SegmentPool::new(PoolConfig::default().with_memory_limit(16 << 20))?;
+//! let key = DecoratedKey::from_bytes("user:1")?;
+//! let m = Mutation::builder(key.clone())
+//!     .cell("row", 0, Cell::live("v", Timestamp::from_micros(1)))
+//!     .build()?;
+//! let cache = RowCache::new(&pool, Arc::new(Fixed(vec![m.clone()])), CacheConfig::default())?;
+//!
+//! // The first read misses and populates; the second is a hit.
+//! let one = PartitionRange::single_key(key.clone());
+//! for _ in 0..2 {
+//!     let mut r = cache.make_reader(one.clone(), ClusteringRange::full());
+//!     assert_eq!(to_mutations(&mut r)?, vec![m.clone()]);
+//! }
+//! assert_eq!((cache.stats().misses, cache.stats().hits), (1, 1));
+//!
+//! // A full scan makes the whole ring continuous: a key that is not there
+//! // is then answered without a reader.
+//! let mut scan = cache.make_reader(PartitionRange::full(), ClusteringRange::full());
+//! assert_eq!(to_mutations(&mut scan)?.len(), 1);
+//! let absent = PartitionRange::single_key(DecoratedKey::from_bytes("user:2")?);
+//! assert!(cache.make_reader_opt(absent, ClusteringRange::full()).is_none());
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! # Storage
+//!
+//! Each cached partition is stored as *pieces*, each an encoded
+//! [`Mutation`](mutation::Mutation) (`Mutation::encode`) in the cache's
+//! region: the first holds the partition's header (tombstone, static row,
+//! range tombstones) and its first rows, each further piece the next rows,
+//! about [`CacheConfig::piece_bytes`] of them (a small partition is one
+//! piece). A read decodes the first piece and only the pieces its slice
+//! meets. An entry caches the rows of one
+//! clustering range completely (its *covered* slice: the whole partition
+//! for a read without a slice or an update at flush, the read's slice
+//! otherwise); a read whose slice the entry covers is a hit, another one
+//! re-reads the partition over the hull of the two ranges.
+//! The index (a `BTreeMap` by ring position, an LRU list in a slab, the
+//! continuity set) is on the heap, one small entry per partition; it takes
+//! one lock, which is a *leaf*: nothing else is locked while it is held,
+//! which is what lets the eviction callback (running with the region
+//! locked) wait for it.
+//!
+//! **Continuity** is a set of closed intervals of ring points (before or
+//! after a token, just before, at or just after a key, the ring's ends).
+//! Every partition of the source inside an interval has an entry. A scan
+//! that read a stretch from the source marks it continuous partition by
+//! partition; a single-partition read marks the key's neighbourhood; an
+//! eviction or invalidation cuts the interval around the key.
+//!
+//! # Population and the phase rule
+//!
+//! A read that opens the underlying source records the cache's *phase*;
+//! every [`RowCache::update_from`] (and every invalidation) advances it
+//! before touching any partition. A population whose phase is no longer
+//! current is refused: its read may predate the sstable the update is
+//! bringing in, and inserting it after the update would hide that data for
+//! good (ScyllaDB's population-phase race). A population that lost the race
+//! costs only the copy; the update brings the new data itself.
+//!
+//! # Update at flush: copied, not merged
+//!
+//! ScyllaDB merges the flushed memtable's region into the cache's and
+//! relinks its partitions. That needs one tree and node format for both;
+//! ours differ: the memtable keeps a B+tree of region objects keyed by
+//! composite byte strings, private to its crate, with no continuity or LRU
+//! data, and the cache keeps per-partition entries with continuity and LRU
+//! links on the heap. Sharing would mean extracting the memtable's tree
+//! into a crate both use and teaching it per-entry continuity and eviction,
+//! a change to the memtable's hot path that this crate's first version does
+//! not take. So [`RowCache::update_from`] copies: it reads the memtable's
+//! stream partition by partition and encodes each one into the cache's
+//! region (merged with the cached entry where there is one). The cost is
+//! one encode per flushed partition, plus a decode and re-encode of each
+//! cached partition it merges into; the `row_cache` bench measures it
+//! against writing the same data (`update_from` vs a flush-like encode).
+//!
+//! **Dirty memory (ScyllaDB #1942).** While `update_from` runs, the
+//! memtable must stay accounted in the dirty-memory group: the replica
+//! keeps the memtable (and its region in the group) until `update_from`
+//! returns, and only then detaches it. The copy allocates in the cache's
+//! region, which evicts older cache entries when the pool is dry; a
+//! partition that cannot be stored is invalidated, never half-stored. So a
+//! cache update that falls behind the flushes holds the flush (and, through
+//! the dirty limits, the writers) instead of letting memory overflow.
+//!
+//! # Eviction
+//!
+//! The region is evictable ([`logalloc::Region::set_eviction_fn`]): when
+//! an allocation anywhere in the pool finds no segment and compaction is
+//! not enough, logalloc calls the cache, which evicts from its least
+//! recently used partition: the last piece of a wide one (the entry then
+//! covers only the rows before that piece, so a read of those rows goes to
+//! the source), the whole entry otherwise, and frees the objects. An optional budget
+//! ([`CacheConfig::max_bytes`]) evicts beyond a size of its own. A reader
+//! copies an entry's handles under the index lock and reads the objects
+//! afterwards; if the entry was evicted in between, the handles are stale
+//! (logalloc detects that) and the reader reads the partition from the
+//! underlying source instead.
+//!
+//! # For the `replica` crate
+//!
+//! ```text
+//! // One cache per table, in the database's pool (the memtables' pool),
+//! // not in the dirty-memory region group.
+//! impl UnderlyingSource for TableSstables { .. }   // a MergingReader over make_reader_opt
+//!                                                 // of the table's current sstable set
+//! let cache = RowCache::new(&pool, Arc::new(sstables), CacheConfig::default()
+//!     .with_max_bytes(pool_limit - dirty_budget)); // optional: leave the dirty budget free
+//! cache.listen(cache_group_listener);              // optional: count it in a "cache" group
+//!
+//! // Reads: every memtable's make_reader_opt, plus the cache's (instead of
+//! // the sstables'), merged.
+//! cache.make_reader_opt(range, slice)
+//!
+//! // Flush, after the sstable is written and committed:
+//! //  1. add the sstable to the set the cache's source reads (the memtable
+//! //     stays in the read list: reads see its rows twice, and reconcile);
+//! //  2. cache.update_from(&mut memtable.make_reader(full, full)?)?;
+//! //  3. remove the memtable from the list, mark_flushed, and only then
+//! //     on_detach_from_region_group (dirty memory stays accounted until
+//! //     the cache holds the data).
+//! // An update error leaves the cache consistent (what it missed is
+//! // invalidated); the flush itself has succeeded.
+//!
+//! cache.clear()                 // truncate / drop of the table's data
+//! cache.stats()                 // hits, misses, populations, evictions, bytes, partitions
+//! // Close: drop the cache (its region goes back to the pool).
+//! ```
+
+#![forbid(unsafe_code)]
+
+mod cache;
+mod error;
+mod index;
+#[cfg(all(test, loom))]
+mod loom_tests;
+mod point;
+mod reader;
+mod slice;
+mod source;
+mod stats;
+mod stored;
+mod sync;
+
+pub use crate::cache::{CacheConfig, DEFAULT_PIECE_BYTES, RowCache};
+pub use crate::error::Error;
+pub use crate::reader::CacheReader;
+pub use crate::source::UnderlyingSource;
+pub use crate::stats::{CacheStats, UpdateStats};
+
+// The README's example runs as a doc test, so it cannot go stale.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

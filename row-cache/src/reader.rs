@@ -1,0 +1,300 @@
+//! The cache's reader: partitions from the cache where it is continuous,
+//! from the underlying source elsewhere (populating the cache as it goes).
+
+use std::collections::VecDeque;
+use std::fmt;
+
+use mutation::{
+    ClusteringRange, DecoratedKey, Fragment, FragmentReader, FragmentsReader, Mutation,
+    PartitionRange, to_mutations,
+};
+
+use crate::cache::{Population, Shared};
+use crate::point::{AFTER, BEFORE, Point, Probe, range_between};
+use crate::slice::{is_full, next_partition, slice_covers, slice_fragments, slice_hull};
+use crate::stats::Counters;
+use crate::stored::Pieces;
+use crate::sync::Arc;
+
+/// `m` restricted to `slice`, as a mutation.
+pub(crate) fn restrict(m: Mutation, slice: &ClusteringRange) -> Mutation {
+    if is_full(slice) {
+        return m;
+    }
+    let key = m.key().clone();
+    let mut r = FragmentsReader::new(slice_fragments(m, slice));
+    to_mutations(&mut r)
+        .ok()
+        .and_then(|mut v| v.pop())
+        .unwrap_or_else(|| Mutation::new(key))
+}
+
+/// The underlying reader a scan is using for a discontinuous stretch.
+struct Under {
+    reader: Box<dyn FragmentReader + Send>,
+    /// The phase it was opened in.
+    phase: u64,
+    /// Where the next partition it yields may start; it is reused only
+    /// while the scan's cursor is still here.
+    at: Point,
+    /// From where the stretch it has shown so far is complete (populated
+    /// entry by entry), if it is.
+    continuous_from: Option<Point>,
+}
+
+/// What the next step of a scan reads.
+enum Step {
+    Done,
+    /// A cached partition.
+    Hit(DecoratedKey, Pieces),
+    /// A cached partition that lacks rows of the slice: re-read it with
+    /// this wider slice (the hull of what it holds and what is asked, so
+    /// the rows it holds stay cached).
+    Refetch(DecoratedKey, ClusteringRange, u64),
+    /// A discontinuous stretch: read the underlying source (phase).
+    Gap(u64),
+}
+
+/// A [`FragmentReader`] over the cache; see
+/// [`RowCache::make_reader`](crate::RowCache::make_reader).
+///
+/// It holds no lock between calls. Each partition comes whole from one
+/// place (the cache, or the underlying source), so a partition evicted or
+/// updated between two calls is never seen half old, half new; a partition
+/// evicted between the index lookup and the read is read from the
+/// underlying source instead.
+pub struct CacheReader {
+    shared: Arc<Shared>,
+    end: Point,
+    slice: ClusteringRange,
+    /// Where the next partition may start (a range start, or just after
+    /// the last partition produced).
+    cursor: Point,
+    pending: VecDeque<Fragment>,
+    under: Option<Under>,
+    done: bool,
+}
+
+impl fmt::Debug for CacheReader {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CacheReader")
+            .field("cursor", &self.cursor)
+            .field("end", &self.end)
+            .field("slice", &self.slice)
+            .field("done", &self.done)
+            .finish()
+    }
+}
+
+impl CacheReader {
+    pub(crate) fn new(shared: Arc<Shared>, range: PartitionRange, slice: ClusteringRange) -> Self {
+        CacheReader {
+            shared,
+            cursor: Point::start(range.start()),
+            end: Point::end(range.end()),
+            slice,
+            pending: VecDeque::new(),
+            under: None,
+            done: false,
+        }
+    }
+
+    /// Whether the cache knows `range` holds nothing (allocates nothing).
+    pub(crate) fn known_empty(shared: &Shared, range: &PartitionRange) -> bool {
+        let (start, end) = (Probe::start(range.start()), Probe::end(range.end()));
+        let idx = shared.index.lock();
+        idx.first_in(start, end).is_none() && idx.continuity.covers(start, end)
+    }
+
+    /// Decides where the next partition comes from.
+    fn step(&self) -> Step {
+        let mut idx = self.shared.index.lock();
+        let (start, end) = (Probe::of(&self.cursor), Probe::of(&self.end));
+        // A cursor is never a key's own point, so `start == end` holds no
+        // key either.
+        if start.as_dyn() >= end.as_dyn() {
+            return Step::Done;
+        }
+        let next = idx.first_in(start, end);
+        let continuous = match next {
+            None => idx.continuity.covers(start, end),
+            Some(i) => {
+                let before = Probe::key(&idx.entry(i).key, BEFORE);
+                start.as_dyn() >= before.as_dyn() || idx.continuity.covers(start, before)
+            }
+        };
+        if !continuous {
+            return Step::Gap(idx.phase);
+        }
+        let Some(i) = next else {
+            return Step::Done;
+        };
+        let e = idx.entry(i);
+        if !slice_covers(&e.covered, &self.slice) {
+            let wider = slice_hull(&e.covered, &self.slice).unwrap_or_else(|| self.slice.clone());
+            return Step::Refetch(e.key.clone(), wider, idx.phase);
+        }
+        let snap = idx.snapshot(i);
+        idx.touch(i);
+        Step::Hit(snap.key, snap.pieces)
+    }
+
+    /// Produces the next partition into `pending`, or sets `done`.
+    fn fill(&mut self) -> Result<(), crate::Error> {
+        match self.step() {
+            Step::Done => {
+                self.under = None;
+                self.done = true;
+            }
+            Step::Hit(key, pieces) => {
+                self.under = None;
+                match self.shared.load(&key, &pieces, &self.slice)? {
+                    Some(m) => {
+                        Counters::add(&self.shared.counters.hits, 1);
+                        self.emit(m);
+                    }
+                    // Evicted since the lookup: read it through.
+                    None => {
+                        let phase = self.shared.index.lock().phase;
+                        self.read_one(key, self.slice.clone(), phase, true)?;
+                    }
+                }
+            }
+            Step::Refetch(key, wider, phase) => {
+                self.under = None;
+                self.read_one(key, wider, phase, false)?;
+            }
+            Step::Gap(phase) => self.read_gap(phase)?,
+        }
+        Ok(())
+    }
+
+    /// Reads one partition from the underlying source with `slice`, emits
+    /// it restricted to the reader's slice, populates the cache with it.
+    fn read_one(
+        &mut self,
+        key: DecoratedKey,
+        slice: ClusteringRange,
+        phase: u64,
+        neighbourhood: bool,
+    ) -> Result<(), crate::Error> {
+        Counters::add(&self.shared.counters.misses, 1);
+        let range = PartitionRange::single_key(key.clone());
+        let mut r = self
+            .shared
+            .source
+            .make_reader(range, slice.clone())
+            .map_err(crate::Error::Source)?;
+        let got = next_partition(&mut *r).map_err(crate::Error::Source)?;
+        let continuous = neighbourhood.then(|| {
+            (
+                Point::Key(key.clone(), BEFORE),
+                Point::Key(key.clone(), AFTER),
+            )
+        });
+        self.shared.populate(Population {
+            partition: got.as_ref(),
+            covered: &slice,
+            continuous,
+            phase,
+        });
+        match got {
+            Some(m) => self.emit(m),
+            // Gone from the source (it cannot shrink, but a bad source
+            // might): skip it.
+            None => self.cursor = Point::Key(key, AFTER),
+        }
+        Ok(())
+    }
+
+    /// Reads the next partition of a discontinuous stretch.
+    fn read_gap(&mut self, phase: u64) -> Result<(), crate::Error> {
+        Counters::add(&self.shared.counters.misses, 1);
+        let reuse = self.under.as_ref().is_some_and(|u| u.at == self.cursor);
+        if !reuse {
+            let Some(range) = range_between(&self.cursor, &self.end) else {
+                self.done = true;
+                return Ok(());
+            };
+            let reader = self
+                .shared
+                .source
+                .make_reader(range, self.slice.clone())
+                .map_err(crate::Error::Source)?;
+            self.under = Some(Under {
+                reader,
+                phase,
+                at: self.cursor.clone(),
+                continuous_from: Some(self.cursor.clone()),
+            });
+        }
+        let under = self.under.as_mut().expect("just set");
+        let got = next_partition(&mut *under.reader).map_err(crate::Error::Source)?;
+        let from = under.continuous_from.take();
+        let phase = under.phase;
+        match got {
+            Some(m) => {
+                let after = Point::Key(m.key().clone(), AFTER);
+                self.shared.populate(Population {
+                    partition: Some(&m),
+                    covered: &self.slice,
+                    continuous: from.map(|s| (s, after.clone())),
+                    phase,
+                });
+                let under = self.under.as_mut().expect("still there");
+                under.at = after.clone();
+                under.continuous_from = Some(after);
+                self.emit(m);
+            }
+            None => {
+                if let Some(s) = from {
+                    self.shared.populate(Population {
+                        partition: None,
+                        covered: &self.slice,
+                        continuous: Some((s, self.end.clone())),
+                        phase,
+                    });
+                }
+                self.under = None;
+                self.done = true;
+            }
+        }
+        Ok(())
+    }
+
+    fn emit(&mut self, m: Mutation) {
+        self.cursor = Point::Key(m.key().clone(), AFTER);
+        self.pending = slice_fragments(m, &self.slice);
+    }
+}
+
+impl FragmentReader for CacheReader {
+    fn next(&mut self) -> Result<Option<Fragment>, mutation::Error> {
+        loop {
+            if let Some(f) = self.pending.pop_front() {
+                return Ok(Some(f));
+            }
+            if self.done {
+                return Ok(None);
+            }
+            self.fill()?;
+        }
+    }
+
+    fn fast_forward_to(&mut self, range: PartitionRange) -> Result<(), mutation::Error> {
+        let start = Point::start(range.start());
+        if start > self.cursor {
+            self.cursor = start;
+        }
+        self.end = Point::end(range.end());
+        self.pending.clear();
+        self.under = None;
+        self.done = false;
+        Ok(())
+    }
+
+    fn next_partition(&mut self) -> Result<(), mutation::Error> {
+        self.pending.clear();
+        Ok(())
+    }
+}

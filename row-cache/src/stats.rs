@@ -1,0 +1,117 @@
+//! Counters and the statistics snapshots.
+
+use logalloc::RegionStats;
+use sync::plain::{AtomicU64, Ordering};
+
+/// Event counters. Plain `std` atomics in every build: they order nothing
+/// between threads (see `sync::plain`).
+#[derive(Debug, Default)]
+pub(crate) struct Counters {
+    pub(crate) hits: AtomicU64,
+    pub(crate) misses: AtomicU64,
+    pub(crate) populations: AtomicU64,
+    pub(crate) population_refusals: AtomicU64,
+    pub(crate) population_failures: AtomicU64,
+    pub(crate) evictions: AtomicU64,
+    pub(crate) update_merged: AtomicU64,
+    pub(crate) update_inserted: AtomicU64,
+    pub(crate) update_invalidated: AtomicU64,
+    pub(crate) update_bytes: AtomicU64,
+}
+
+impl Counters {
+    pub(crate) fn add(counter: &AtomicU64, n: u64) {
+        counter.fetch_add(n, Ordering::Relaxed);
+    }
+
+    pub(crate) fn snapshot(
+        &self,
+        partitions: usize,
+        stored_bytes: usize,
+        continuous_ranges: usize,
+        region: RegionStats,
+    ) -> CacheStats {
+        let get = |c: &AtomicU64| c.load(Ordering::Relaxed);
+        CacheStats {
+            hits: get(&self.hits),
+            misses: get(&self.misses),
+            populations: get(&self.populations),
+            population_refusals: get(&self.population_refusals),
+            population_failures: get(&self.population_failures),
+            evictions: get(&self.evictions),
+            update_merged: get(&self.update_merged),
+            update_inserted: get(&self.update_inserted),
+            update_invalidated: get(&self.update_invalidated),
+            update_bytes: get(&self.update_bytes),
+            partitions,
+            stored_bytes,
+            continuous_ranges,
+            region,
+        }
+    }
+}
+
+/// A snapshot of a cache's activity and size.
+#[derive(Debug, Clone, Default, PartialEq)]
+#[non_exhaustive]
+pub struct CacheStats {
+    /// Partitions (and known-empty answers) served from the cache.
+    pub hits: u64,
+    /// Partitions or gaps that had to be read from the underlying source.
+    pub misses: u64,
+    /// Reads whose result entered the cache.
+    pub populations: u64,
+    /// Populations refused because an update at flush (or an
+    /// invalidation) began after their read opened the source.
+    pub population_refusals: u64,
+    /// Populations dropped because the pool had no memory for them.
+    pub population_failures: u64,
+    /// Partitions evicted (by logalloc's reclaim, the budget, or
+    /// [`RowCache::evict`](crate::RowCache::evict)).
+    pub evictions: u64,
+    /// Flushed partitions merged into cached ones.
+    pub update_merged: u64,
+    /// Flushed partitions inserted into continuous ranges.
+    pub update_inserted: u64,
+    /// Flushed partitions that could not be stored, so their neighbourhood
+    /// was made discontinuous.
+    pub update_invalidated: u64,
+    /// Bytes copied into the cache by updates at flush.
+    pub update_bytes: u64,
+    /// Partitions cached now.
+    pub partitions: usize,
+    /// Bytes of encoded partitions cached now (what the budget counts).
+    pub stored_bytes: usize,
+    /// Continuous ranges known now.
+    pub continuous_ranges: usize,
+    /// The cache region's memory.
+    pub region: RegionStats,
+}
+
+impl CacheStats {
+    /// `hits / (hits + misses)`, or 0 before any read.
+    pub fn hit_ratio(&self) -> f64 {
+        let total = self.hits + self.misses;
+        if total == 0 {
+            0.0
+        } else {
+            self.hits as f64 / total as f64
+        }
+    }
+}
+
+/// What one [`RowCache::update_from`](crate::RowCache::update_from) did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct UpdateStats {
+    /// Flushed partitions read.
+    pub partitions: usize,
+    /// Merged into cached partitions.
+    pub merged: usize,
+    /// Inserted where the ring was continuous.
+    pub inserted: usize,
+    /// Not storable: invalidated instead.
+    pub invalidated: usize,
+    /// Bytes written into the cache's region.
+    pub bytes_copied: usize,
+}

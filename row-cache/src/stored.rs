@@ -1,0 +1,211 @@
+//! How a cached partition sits in the region: *pieces*, each an encoded
+//! [`Mutation`] of the partition. The first piece holds the partition's
+//! header (tombstone, static row, range tombstones) and its first rows;
+//! each further piece holds the next rows, up to about the configured piece
+//! size. A read decodes the first piece and only the pieces whose rows meet
+//! its slice, so a point read of a wide partition does not decode all of
+//! it, and eviction can drop a wide partition's last piece (its tail rows)
+//! before dropping the partition.
+
+use logalloc::{Error as AllocError, Handle, Region, RegionReader};
+use mutation::{ClusteringKey, ClusteringRange, Mutation, Position, Row};
+
+use crate::sync::Arc;
+
+/// Where one piece's encoded bytes are: one object, or chunks of at most
+/// the pool's largest object size, in order.
+#[derive(Debug, Clone)]
+pub(crate) enum Data {
+    One(Handle),
+    Many(Box<[Handle]>),
+}
+
+impl Data {
+    pub(crate) fn handles(&self) -> &[Handle] {
+        match self {
+            Data::One(h) => std::slice::from_ref(h),
+            Data::Many(hs) => hs,
+        }
+    }
+
+    /// Stores `bytes` (all or nothing).
+    fn store(region: &mut Region, bytes: &[u8]) -> Result<Data, AllocError> {
+        let max = region.pool().max_object_size();
+        if bytes.len() <= max {
+            return region.alloc_bytes(bytes).map(Data::One);
+        }
+        let mut w = region.writer();
+        let mut handles = Vec::with_capacity(bytes.len().div_ceil(max));
+        for chunk in bytes.chunks(max) {
+            match w.alloc_bytes(chunk) {
+                Ok(h) => handles.push(h),
+                Err(e) => {
+                    for h in handles {
+                        let _ = w.free(h);
+                    }
+                    return Err(e);
+                }
+            }
+        }
+        Ok(Data::Many(handles.into_boxed_slice()))
+    }
+
+    /// Copies the bytes out; `None` if an object is gone.
+    fn copy_out(&self, reader: &RegionReader<'_>, len: usize, out: &mut Vec<u8>) -> Option<()> {
+        out.reserve(len);
+        for h in self.handles() {
+            out.extend_from_slice(reader.get(*h).ok()?);
+        }
+        Some(())
+    }
+}
+
+/// One piece of a partition.
+#[derive(Debug, Clone)]
+pub(crate) struct Piece {
+    /// The clustering key of its first row (`None` for the first piece,
+    /// which starts before every row).
+    pub(crate) first: Option<ClusteringKey>,
+    pub(crate) data: Data,
+    /// Encoded length.
+    pub(crate) len: usize,
+}
+
+/// A partition's pieces, shared with readers that looked it up.
+pub(crate) type Pieces = Arc<[Piece]>;
+
+/// Every object handle of `pieces`.
+pub(crate) fn handles(pieces: &[Piece]) -> Vec<Handle> {
+    pieces
+        .iter()
+        .flat_map(|p| p.data.handles().iter().copied())
+        .collect()
+}
+
+/// Total encoded length.
+pub(crate) fn total_len(pieces: &[Piece]) -> usize {
+    pieces.iter().map(|p| p.len).sum()
+}
+
+/// A rough size of a row when encoded (what splitting counts).
+fn row_size(key: &ClusteringKey, row: &Row) -> usize {
+    16 + key.len()
+        + row
+            .cells
+            .values()
+            .map(|c| {
+                24 + match c {
+                    mutation::Cell::Live { value, .. } => value.len(),
+                    _ => 0,
+                }
+            })
+            .sum::<usize>()
+}
+
+/// Splits `m` into pieces of about `piece_bytes` of rows each (encoded).
+fn split(m: &Mutation, piece_bytes: usize) -> Vec<(Option<ClusteringKey>, Vec<u8>)> {
+    let rows_size: usize = m.rows().iter().map(|(k, r)| row_size(k, r)).sum();
+    if rows_size <= piece_bytes {
+        return vec![(None, m.encode())];
+    }
+    let mut out = Vec::new();
+    let mut header = Mutation::builder(m.key().clone());
+    if let Some(t) = m.partition_tombstone() {
+        header = header.partition_tombstone(t);
+    }
+    if let Some(r) = m.static_row() {
+        header = header.static_row(r.clone());
+    }
+    for rt in m.range_tombstones().to_range_tombstones() {
+        header = header.range_tombstone(rt.range, rt.tombstone);
+    }
+    let mut current = header;
+    let mut first: Option<ClusteringKey> = None;
+    let mut size = 0;
+    for (k, r) in m.rows() {
+        if size >= piece_bytes {
+            let built = current.build().expect("a piece of a valid mutation");
+            out.push((first.take(), built.encode()));
+            current = Mutation::builder(m.key().clone());
+            first = Some(k.clone());
+            size = 0;
+        }
+        current = current.row(k.clone(), r.clone());
+        size += row_size(k, r);
+    }
+    let built = current.build().expect("a piece of a valid mutation");
+    out.push((first, built.encode()));
+    out
+}
+
+/// Stores `m` as pieces (all or nothing).
+pub(crate) fn store(
+    region: &mut Region,
+    m: &Mutation,
+    piece_bytes: usize,
+) -> Result<Pieces, AllocError> {
+    let mut pieces: Vec<Piece> = Vec::new();
+    for (first, bytes) in split(m, piece_bytes) {
+        match Data::store(region, &bytes) {
+            Ok(data) => pieces.push(Piece {
+                first,
+                data,
+                len: bytes.len(),
+            }),
+            Err(e) => {
+                for h in handles(&pieces) {
+                    let _ = region.free(h);
+                }
+                return Err(e);
+            }
+        }
+    }
+    Ok(pieces.into())
+}
+
+/// Whether piece `i` of `pieces` holds rows `slice` may want.
+fn meets(pieces: &[Piece], i: usize, slice: &ClusteringRange) -> bool {
+    if i == 0 {
+        return true; // the header
+    }
+    let start = Position::Before(
+        pieces[i]
+            .first
+            .clone()
+            .expect("a later piece has a first row"),
+    );
+    let end = match pieces.get(i + 1) {
+        Some(next) => Position::Before(next.first.clone().expect("a later piece has a first row")),
+        None => Position::AfterAll,
+    };
+    start < slice.end_position() && slice.start_position() < end
+}
+
+/// Copies out the bytes of the pieces `slice` needs; `None` if one is
+/// gone (evicted since the lookup).
+pub(crate) fn copy_out(
+    reader: &RegionReader<'_>,
+    pieces: &[Piece],
+    slice: &ClusteringRange,
+) -> Option<Vec<Vec<u8>>> {
+    let mut out = Vec::new();
+    for (i, p) in pieces.iter().enumerate() {
+        if meets(pieces, i, slice) {
+            let mut bytes = Vec::new();
+            p.data.copy_out(reader, p.len, &mut bytes)?;
+            out.push(bytes);
+        }
+    }
+    Some(out)
+}
+
+/// Decodes copied-out pieces into one mutation.
+pub(crate) fn decode(pieces: Vec<Vec<u8>>) -> Result<Mutation, mutation::Error> {
+    let mut iter = pieces.into_iter();
+    let first = iter.next().expect("the first piece is always copied");
+    let mut m = Mutation::decode(&first)?;
+    for bytes in iter {
+        m.apply(Mutation::decode(&bytes)?)?;
+    }
+    Ok(m)
+}
