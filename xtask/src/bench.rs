@@ -80,6 +80,12 @@ const SUITES: &[Suite] = &[
         full: &[],
         quick: &["--quick"],
     },
+    Suite {
+        package: "compaction",
+        bench: "strategies",
+        full: &[],
+        quick: &["--quick"],
+    },
 ];
 
 /// The cargo-fuzz targets (project directory, target) and how long each
