@@ -1,1 +1,2 @@
+//! Placeholder, replaced by the strategies benchmark.
 fn main() {}
