@@ -348,6 +348,9 @@ impl Job<'_> {
                     w.write(&f)?;
                 }
             }
+            if end {
+                self.note_disk();
+            }
             if end && self.fragment_size.is_some() && purger.purged_in_partition() {
                 let key = current.as_ref().expect("a partition end follows its start");
                 for i in &self.inputs {
@@ -365,13 +368,15 @@ impl Job<'_> {
             unthrottled += bytes - last_bytes;
             last_bytes = bytes;
             if unthrottled >= 64 << 10 {
-                self.note_disk();
                 control.wrote(unthrottled);
                 unthrottled = 0;
             }
         }
         self.report.purged = purger.counts;
         control.wrote(unthrottled);
+        if control.should_stop() {
+            return Err(Exit::Fail(Error::Stopped));
+        }
         self.note_disk();
         if self.writer.is_none() && self.outputs.is_empty() {
             // Everything was purged. An empty output still takes a new

@@ -250,7 +250,9 @@ impl Strategy for SizeTiered {
 #[non_exhaustive]
 pub struct IncrementalOptions {
     /// Output fragments are cut at the first partition boundary past this
-    /// many bytes (default 1 GiB; at least 4 KiB).
+    /// many bytes on disk (default 1 GiB; at least 4 KiB). The writer
+    /// counts bytes a Data block at a time, so a fragment overshoots by up
+    /// to a block (`WriterOptions::block_size`) and a partition.
     pub fragment_size: u64,
     /// Tiering of runs, as size-tiered tiers sstables.
     pub tiering: SizeTieredOptions,

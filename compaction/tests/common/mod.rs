@@ -45,7 +45,7 @@ pub(crate) fn read_all(set: &SstableSet, memtable: &[Mutation]) -> Vec<Mutation>
     to_mutations(&mut MergingReader::new(readers)).unwrap()
 }
 
-fn live(cell: &Cell, now: u32) -> Option<Vec<u8>> {
+fn live_value(cell: &Cell, now: u32) -> Option<Vec<u8>> {
     match cell {
         Cell::Live { value, ttl, .. } if ttl.is_none_or(|t| t.expiry() > now) => {
             Some(value.to_vec())
@@ -61,7 +61,7 @@ fn row_view(out: &mut BTreeMap<String, Vec<u8>>, prefix: String, row: &Row, now:
         out.insert(format!("{prefix}/marker"), Vec::new());
     }
     for (col, cell) in &row.cells {
-        if let Some(v) = live(cell, now) {
+        if let Some(v) = live_value(cell, now) {
             out.insert(format!("{prefix}/{col}"), v);
         }
     }
@@ -159,4 +159,75 @@ pub(crate) fn assert_clean(dir: &Path, set: &SstableSet) {
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .collect();
     assert_eq!(present, expected, "files in {}", dir.display());
+}
+
+/// Incompressible bytes.
+pub(crate) fn noise(seed: u64, len: usize) -> Vec<u8> {
+    let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    (0..len)
+        .map(|_| {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (x >> 56) as u8
+        })
+        .collect()
+}
+
+/// A live cell of `len` incompressible bytes at `ts` for `key`.
+pub(crate) fn live(key: &str, ts: i64, len: usize) -> Mutation {
+    let seed = u64::try_from(ts).unwrap_or(0) ^ u64::from(crc32c::crc32c(key.as_bytes()));
+    Mutation::builder(DecoratedKey::from_bytes(key.to_owned()).unwrap())
+        .cell(
+            "r",
+            0,
+            Cell::live(noise(seed, len), Timestamp::from_micros(ts)),
+        )
+        .build()
+        .unwrap()
+}
+
+/// A table for manager tests: a set, a strategy, and channels that tell
+/// the test when a job first asks about purging and when a swap happened.
+pub(crate) struct TestTable {
+    pub(crate) set: SstableSet,
+    pub(crate) strategy: Box<dyn compaction::Strategy>,
+    pub(crate) options: JobOptions,
+    pub(crate) started: std::sync::Mutex<Option<std::sync::mpsc::Sender<()>>>,
+    pub(crate) swaps: std::sync::Mutex<std::sync::mpsc::Sender<(Vec<u64>, Vec<u64>)>>,
+}
+
+impl MaxPurgeable for TestTable {
+    fn max_purgeable(&self, _key: &DecoratedKey) -> Timestamp {
+        if let Some(tx) = self.started.lock().unwrap().take() {
+            let _ = tx.send(());
+        }
+        Timestamp::MAX
+    }
+}
+
+impl compaction::CompactionTable for TestTable {
+    fn name(&self) -> String {
+        "test".into()
+    }
+
+    fn sstables(&self) -> &SstableSet {
+        &self.set
+    }
+
+    fn strategy(&self) -> &dyn compaction::Strategy {
+        &*self.strategy
+    }
+
+    fn job_options(&self) -> JobOptions {
+        self.options.clone()
+    }
+
+    fn replaced(&self, removed: &[u64], added: &[u64]) {
+        let _ = self
+            .swaps
+            .lock()
+            .unwrap()
+            .send((removed.to_vec(), added.to_vec()));
+    }
 }
