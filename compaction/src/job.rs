@@ -11,12 +11,14 @@
 //! 5. a checkpoint is recorded: outputs kept, inputs released;
 //! 6. the set is swapped (released inputs out, kept outputs in);
 //!
-//! steps 2 to 6 repeat per output fragment for incremental jobs; then
+//! incremental jobs repeat steps 2 to 4 per output fragment and steps 5
+//! and 6 whenever a checkpoint is safe (see `Job::merge`); then
 //!
 //! 7. the job drops its handles of the inputs (deleted once no reader
 //!    holds them);
 //! 8. the transaction file is removed (once the released inputs are gone).
 
+use std::cell::{Cell, RefCell};
 use std::collections::HashSet;
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -174,6 +176,8 @@ struct Job<'a> {
     writer: Option<Writer>,
     outputs: Vec<u64>,
     kept: Vec<u64>,
+    /// Committed outputs waiting for a checkpoint.
+    pending: Vec<SstableHandle>,
     released: Vec<u64>,
     run_id: Option<u64>,
     step: usize,
@@ -235,33 +239,43 @@ impl Job<'_> {
         self.step()
     }
 
-    /// Commits the open writer (if any) and checkpoints it together with
-    /// the inputs `release` selects, then swaps them in the set.
-    fn seal(&mut self, release: impl Fn(&Input) -> bool) -> Result<()> {
-        let mut added = Vec::new();
-        let mut keep = Vec::new();
-        if let Some(writer) = self.writer.take() {
-            let committed = writer.commit()?;
-            self.step()?;
-            let table = Sstable::open(&self.dir, committed.generation)?;
-            let run = match self.fragment_size {
-                Some(_) => {
-                    let run_id = *self.run_id.get_or_insert(committed.generation);
-                    let order = u32::try_from(self.kept.len()).unwrap_or(u32::MAX);
-                    let run = RunMembership { run_id, order };
-                    write_run_file(&self.dir, committed.generation, run)?;
-                    sync_dir(&self.dir)?;
-                    self.step()?;
-                    Some(run)
-                }
-                None => None,
-            };
-            let size = committed.statistics.data_size + committed.statistics.index_size;
-            self.committed_bytes += size;
-            self.report.bytes_written += size;
-            added.push(self.set.make_handle(table, run));
-            keep.push(committed.generation);
-        }
+    /// Commits the open writer (if any): the output is complete on disk,
+    /// but not part of the table until a checkpoint keeps it.
+    fn commit_output(&mut self) -> Result<()> {
+        let Some(writer) = self.writer.take() else {
+            return Ok(());
+        };
+        let committed = writer.commit()?;
+        self.step()?;
+        let table = Sstable::open(&self.dir, committed.generation)?;
+        let run = match self.fragment_size {
+            Some(_) => {
+                let run_id = *self.run_id.get_or_insert(committed.generation);
+                let order = self.kept.len() + self.pending.len();
+                let run = RunMembership {
+                    run_id,
+                    order: u32::try_from(order).unwrap_or(u32::MAX),
+                };
+                write_run_file(&self.dir, committed.generation, run)?;
+                sync_dir(&self.dir)?;
+                self.step()?;
+                Some(run)
+            }
+            None => None,
+        };
+        let size = committed.statistics.data_size + committed.statistics.index_size;
+        self.committed_bytes += size;
+        self.report.bytes_written += size;
+        self.pending.push(self.set.make_handle(table, run));
+        Ok(())
+    }
+
+    /// Records a checkpoint keeping every committed output not kept yet
+    /// and releasing the inputs `release` selects, then swaps them in the
+    /// set.
+    fn checkpoint(&mut self, release: impl Fn(&Input) -> bool) -> Result<()> {
+        let added = std::mem::take(&mut self.pending);
+        let keep: Vec<u64> = added.iter().map(SstableHandle::generation).collect();
         let release: Vec<u64> = self
             .inputs
             .iter()
@@ -285,8 +299,37 @@ impl Job<'_> {
         Ok(())
     }
 
+    /// The largest last key of the inputs that may hold `key`.
+    fn covering_last(
+        ranges: &[(DecoratedKey, DecoratedKey)],
+        key: &DecoratedKey,
+    ) -> Option<DecoratedKey> {
+        ranges
+            .iter()
+            .filter(|(first, last)| first <= key && key <= last)
+            .map(|(_, last)| last)
+            .max()
+            .cloned()
+    }
+
+    /// Merges, purges and writes. For incremental jobs, an output is
+    /// committed at the first partition boundary past the fragment size,
+    /// and checkpointed (kept, with the inputs it makes redundant
+    /// released) once no input still in the set can hold a key whose
+    /// tombstones the kept outputs dropped: were such an input kept after a
+    /// crash, or seen by a reader, next to the output, the data the
+    /// tombstone shadowed would come back. `min_cut` is the last key of the
+    /// input fragments holding purged keys; the checkpoint waits until the
+    /// outputs reach it. Once outputs wait for a checkpoint, purging a key
+    /// that would push `min_cut` further is skipped (its tombstones stay
+    /// for a later job), so checkpoints keep coming.
     fn merge(&mut self, oracle: &dyn MaxPurgeable, control: &dyn JobControl) -> Result<(), Exit> {
         let excluded: HashSet<u64> = self.inputs.iter().map(|i| i.generation).collect();
+        let ranges: Vec<(DecoratedKey, DecoratedKey)> = self
+            .inputs
+            .iter()
+            .filter_map(|i| Some((i.first.clone()?, i.last.clone()?)))
+            .collect();
         let readers: Vec<_> = self
             .inputs
             .iter()
@@ -294,7 +337,23 @@ impl Job<'_> {
             .collect();
         let mut merged = MergingReader::new(readers);
         let set = self.set;
+        let incremental = self.fragment_size.is_some();
+        let min_cut: RefCell<Option<DecoratedKey>> = RefCell::new(None);
+        let waiting = Cell::new(false);
+        let covering: RefCell<Option<DecoratedKey>> = RefCell::new(None);
         let mut lookup = |key: &DecoratedKey| {
+            if incremental {
+                let last = Self::covering_last(&ranges, key);
+                let extends = match (&last, &*min_cut.borrow()) {
+                    (Some(l), Some(c)) => l > c,
+                    (Some(_), None) => true,
+                    (None, _) => false,
+                };
+                if extends && waiting.get() {
+                    return mutation::Timestamp::MIN;
+                }
+                *covering.borrow_mut() = last;
+            }
             // Memtables first, then the set's current version: data that
             // moves from one to the other is seen in one of them.
             let outside = oracle.max_purgeable(key);
@@ -304,11 +363,6 @@ impl Job<'_> {
         let mut purger = Purger::new(now, self.options.gc_grace, &mut lookup);
         let mut out = Vec::new();
         let mut last_written: Option<DecoratedKey> = None;
-        let mut current: Option<DecoratedKey> = None;
-        // Incremental: the output may not be cut before this key, so every
-        // input fragment holding a key whose tombstones were purged is
-        // released by the checkpoint that keeps the purged output.
-        let mut min_cut: Option<DecoratedKey> = None;
         let mut unthrottled: u64 = 0;
         let mut last_bytes: u64 = 0;
         loop {
@@ -319,25 +373,31 @@ impl Job<'_> {
                 break;
             };
             let end = matches!(fragment, Fragment::PartitionEnd);
-            if let Fragment::PartitionStart { key, .. } = &fragment {
-                current = Some(key.clone());
+            if let (Fragment::PartitionStart { .. }, Some(size)) = (&fragment, self.fragment_size) {
+                let full = self
+                    .writer
+                    .as_ref()
+                    .is_some_and(|w| w.bytes_written() >= size);
+                waiting.set(full || !self.pending.is_empty());
             }
             purger.push(fragment, &mut out);
             for f in out.drain(..) {
                 if let Fragment::PartitionStart { key, .. } = &f {
-                    let cut = match (&self.writer, self.fragment_size) {
-                        (Some(w), Some(size)) => {
-                            w.bytes_written() >= size
-                                && min_cut
-                                    .as_ref()
-                                    .is_none_or(|c| Some(c) <= last_written.as_ref())
-                        }
+                    let full = match (&self.writer, self.fragment_size) {
+                        (Some(w), Some(size)) => w.bytes_written() >= size,
                         _ => false,
                     };
-                    if cut {
+                    if full {
+                        self.commit_output()?;
+                    }
+                    let reached = min_cut
+                        .borrow()
+                        .as_ref()
+                        .is_none_or(|c| Some(c) <= last_written.as_ref());
+                    if !self.pending.is_empty() && reached {
                         let next = key.clone();
-                        self.seal(|i| i.last.as_ref().is_none_or(|l| *l < next))?;
-                        min_cut = None;
+                        self.checkpoint(|i| i.last.as_ref().is_none_or(|l| *l < next))?;
+                        *min_cut.borrow_mut() = None;
                     }
                     if self.writer.is_none() {
                         self.open_writer()?;
@@ -350,14 +410,11 @@ impl Job<'_> {
             }
             if end {
                 self.note_disk();
-            }
-            if end && self.fragment_size.is_some() && purger.purged_in_partition() {
-                let key = current.as_ref().expect("a partition end follows its start");
-                for i in &self.inputs {
-                    let covers =
-                        matches!((&i.first, &i.last), (Some(a), Some(b)) if a <= key && key <= b);
-                    if covers && min_cut.as_ref().is_none_or(|c| i.last.as_ref() > Some(c)) {
-                        min_cut = i.last.clone();
+                if incremental && purger.purged_in_partition() {
+                    let last = covering.borrow_mut().take();
+                    let mut cut = min_cut.borrow_mut();
+                    if last.as_ref() > cut.as_ref() {
+                        *cut = last;
                     }
                 }
             }
@@ -386,7 +443,8 @@ impl Job<'_> {
             // file may still name it.
             self.open_writer()?;
         }
-        self.seal(|_| true)?;
+        self.commit_output()?;
+        self.checkpoint(|_| true)?;
         self.note_disk();
         Ok(())
     }
@@ -474,6 +532,7 @@ pub fn run_job(
         writer: None,
         outputs: Vec::new(),
         kept: Vec::new(),
+        pending: Vec::new(),
         released: Vec::new(),
         run_id: None,
         step: 0,
