@@ -389,15 +389,18 @@ impl Job<'_> {
                     };
                     if full {
                         self.commit_output()?;
-                    }
-                    let reached = min_cut
-                        .borrow()
-                        .as_ref()
-                        .is_none_or(|c| Some(c) <= last_written.as_ref());
-                    if !self.pending.is_empty() && reached {
-                        let next = key.clone();
-                        self.checkpoint(|i| i.last.as_ref().is_none_or(|l| *l < next))?;
-                        *min_cut.borrow_mut() = None;
+                        // Only right after a commit: every key up to
+                        // `last_written` is then in committed outputs, so
+                        // an input ending before `key` is fully replaced.
+                        let reached = min_cut
+                            .borrow()
+                            .as_ref()
+                            .is_none_or(|c| Some(c) <= last_written.as_ref());
+                        if reached {
+                            let next = key.clone();
+                            self.checkpoint(|i| i.last.as_ref().is_none_or(|l| *l < next))?;
+                            *min_cut.borrow_mut() = None;
+                        }
                     }
                     if self.writer.is_none() {
                         self.open_writer()?;
