@@ -471,3 +471,48 @@ impl Drop for CompactionManager {
         self.close();
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_share_grows_with_the_backlog_and_saturates() {
+        let c = BacklogController::default();
+        assert!((c.share(0) - 0.1).abs() < 1e-9);
+        assert!(c.share(1 << 28) > c.share(1 << 20));
+        assert!((c.share(1 << 30) - 1.0).abs() < 1e-9);
+        assert!((c.share(u64::MAX) - 1.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn the_throttle_waits_for_the_rate_and_returns_on_stop() {
+        // 1 MB/s: 100 KB must take about 100 ms (well, at least 50).
+        let stop = Stop::for_tests();
+        let control = Control {
+            stop: &stop,
+            rate: 1_000_000,
+            next_allowed: Cell::new(None),
+        };
+        let t = Instant::now();
+        control.wrote(50_000);
+        control.wrote(50_000);
+        assert!(
+            t.elapsed() >= Duration::from_millis(50),
+            "{:?}",
+            t.elapsed()
+        );
+        // Unlimited: no wait at all, and a stopped control returns at once.
+        let free = Control {
+            stop: &stop,
+            rate: 0,
+            next_allowed: Cell::new(None),
+        };
+        free.wrote(u64::MAX);
+        stop.request();
+        let t = Instant::now();
+        control.wrote(1_000_000_000);
+        assert!(t.elapsed() < Duration::from_secs(5));
+        assert!(control.should_stop());
+    }
+}

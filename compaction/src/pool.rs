@@ -40,6 +40,18 @@ impl Stop {
         self.flag.load(Ordering::Acquire)
     }
 
+    /// A stop signal of its own, for tests of code that polls one.
+    #[cfg(test)]
+    pub(crate) fn for_tests() -> Self {
+        Stop::new()
+    }
+
+    /// Requests the stop (tests; the pool's `close` does it otherwise).
+    #[cfg(test)]
+    pub(crate) fn request(&self) {
+        self.set();
+    }
+
     fn set(&self) {
         let _guard = self.lock.lock();
         self.flag.store(true, Ordering::Release);

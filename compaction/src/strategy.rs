@@ -476,6 +476,47 @@ mod tests {
         assert!(StrategyConfig::parse("lcs").is_err());
     }
 
+    proptest::proptest! {
+        /// Whatever the sizes, a job takes min_threshold to max_threshold
+        /// distinct sstables of the set whose sizes are within the
+        /// bucket's bounds of each other (or all small).
+        #[test]
+        fn jobs_respect_thresholds_and_bucket_bounds(
+            sizes in proptest::collection::vec(1u64..(1 << 24), 0..60),
+            min_threshold in 2usize..6,
+        ) {
+            let o = SizeTieredOptions {
+                min_threshold,
+                max_threshold: 8,
+                min_sstable_size: 1 << 16,
+                ..SizeTieredOptions::default()
+            };
+            let stcs = SizeTiered::new(o.clone()).unwrap();
+            let set: Vec<_> = sizes.iter().enumerate().map(|(i, &s)| info(i as u64 + 1, s, None)).collect();
+            if let Some(job) = stcs.next_job(&set) {
+                let n = job.inputs.len();
+                proptest::prop_assert!((min_threshold..=8).contains(&n));
+                let unique: std::collections::HashSet<_> = job.inputs.iter().collect();
+                proptest::prop_assert_eq!(unique.len(), n);
+                let picked: Vec<u64> = job.inputs.iter().map(|g| set[*g as usize - 1].size).collect();
+                let (lo, hi) = (*picked.iter().min().unwrap(), *picked.iter().max().unwrap());
+                if lo >= o.min_sstable_size {
+                    // Each joined within [0.5, 1.5] of a running average.
+                    proptest::prop_assert!(hi as f64 <= lo as f64 * 3.0 + 1.0);
+                }
+            } else {
+                // No job: fewer than min_threshold sstables share any size.
+                let mut counts = std::collections::HashMap::new();
+                for s in &sizes {
+                    *counts.entry(*s).or_insert(0usize) += 1;
+                }
+                let small = sizes.iter().filter(|&&s| s < o.min_sstable_size).count();
+                proptest::prop_assert!(counts.values().all(|&c| c < min_threshold));
+                proptest::prop_assert!(small < min_threshold);
+            }
+        }
+    }
+
     #[test]
     fn backlog_shrinks_as_tiers_merge() {
         let stcs = SizeTiered::default();

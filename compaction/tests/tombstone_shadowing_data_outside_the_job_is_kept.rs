@@ -50,12 +50,25 @@ fn kept_while_an_sstable_outside_the_job_holds_older_data() {
     let report = run_job(&set, &plan, &options, &NothingOutside, &Unthrottled).unwrap();
     assert_eq!(report.purged.partition_tombstones, 0);
     let all = [old_data(), deletion(), other(7)];
-    assert_eq!(view(&read_all(&set, &[]), 1_000), view(&Mutation::reconcile_all(all.clone()), 1_000));
+    assert_eq!(
+        view(&read_all(&set, &[]), 1_000),
+        view(&Mutation::reconcile_all(all.clone()), 1_000)
+    );
     assert!(!view(&read_all(&set, &[]), 1_000).contains_key("deleted/r/0"));
 
     // With the old data in the job too, the tombstone and what it shadows go.
-    let inputs = set.snapshot().infos().iter().map(|i| i.generation).collect();
-    assert!(set.snapshot().handles().iter().any(|h| h.generation() == outside));
+    let inputs = set
+        .snapshot()
+        .infos()
+        .iter()
+        .map(|i| i.generation)
+        .collect();
+    assert!(
+        set.snapshot()
+            .handles()
+            .iter()
+            .any(|h| h.generation() == outside)
+    );
     let plan = JobPlan {
         inputs,
         fragment_size: None,
@@ -64,7 +77,13 @@ fn kept_while_an_sstable_outside_the_job_holds_older_data() {
     assert_eq!(report.purged.partition_tombstones, 1);
     let snapshot = set.snapshot();
     assert_eq!(snapshot.len(), 1);
-    assert_eq!(snapshot.handles()[0].sstable().read_partition(&key()).unwrap(), None);
+    assert_eq!(
+        snapshot.handles()[0]
+            .sstable()
+            .read_partition(&key())
+            .unwrap(),
+        None
+    );
 }
 
 #[test]
@@ -85,7 +104,12 @@ fn kept_while_a_memtable_holds_older_data() {
     // Within gc_grace nothing goes even with nothing outside.
     let mut young = job_options(Arc::new(ManualClock::new(100)));
     young.gc_grace = std::time::Duration::from_secs(10);
-    let inputs = set.snapshot().infos().iter().map(|i| i.generation).collect();
+    let inputs = set
+        .snapshot()
+        .infos()
+        .iter()
+        .map(|i| i.generation)
+        .collect();
     let plan = JobPlan {
         inputs,
         fragment_size: None,
