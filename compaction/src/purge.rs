@@ -12,6 +12,11 @@
 //!   could shadow outside the job is then newer, so dropping it revives
 //!   nothing; inside the job, the merge has already removed what it
 //!   shadows.
+//!
+//! An expired cell or marker that may not be dropped yet stays as it is
+//! (reads treat it as dead); it is not rewritten as a tombstone, because
+//! that would change how it reconciles with an equal-timestamp expiring
+//! cell elsewhere.
 
 use std::fmt;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
