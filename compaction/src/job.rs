@@ -556,7 +556,10 @@ pub fn run_job(
             return Err(e);
         }
         Err(Exit::Fail(e)) => {
-            job.clean_up()?;
+            // The job's own error is what the caller needs; should the
+            // clean-up fail too, the transaction file stays and `recover`
+            // finishes it at the next open.
+            let _leftover = job.clean_up();
             return Err(e);
         }
     }
