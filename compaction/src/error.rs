@@ -81,6 +81,11 @@ pub enum Error {
     #[error("the compaction manager is closed")]
     Closed,
 
+    /// A job panicked (a bug); its partial outputs were dropped, its
+    /// transaction file is left for `recover`.
+    #[error("a compaction job panicked")]
+    Panicked,
+
     /// A worker thread could not be started.
     #[error("could not start compaction worker thread")]
     Spawn(#[source] std::io::Error),

@@ -219,6 +219,22 @@ impl JobControl for Control<'_> {
     }
 }
 
+/// Unmarks a job's inputs as being compacted, also when the job panics.
+struct Busy<'a> {
+    shared: &'a Shared,
+    id: usize,
+    inputs: &'a [u64],
+}
+
+impl Drop for Busy<'_> {
+    fn drop(&mut self) {
+        let mut busy = self.shared.busy.lock();
+        for &g in self.inputs {
+            busy.remove(&(self.id, g));
+        }
+    }
+}
+
 impl CompactionTask {
     fn plan(&self) -> Option<JobPlan> {
         let id = table_id(&*self.table);
@@ -264,19 +280,23 @@ impl CompactionTask {
             next_allowed: Cell::new(None),
         };
         let options = self.table.job_options();
-        let result = run_job(
-            self.table.sstables(),
-            plan,
-            &options,
-            &*self.table,
-            &control,
-        );
-        let id = table_id(&*self.table);
-        let mut busy = self.shared.busy.lock();
-        for &g in &plan.inputs {
-            busy.remove(&(id, g));
-        }
-        drop(busy);
+        let result = {
+            let _busy = Busy {
+                shared: &self.shared,
+                id: table_id(&*self.table),
+                inputs: &plan.inputs,
+            };
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                run_job(
+                    self.table.sstables(),
+                    plan,
+                    &options,
+                    &*self.table,
+                    &control,
+                )
+            }))
+            .unwrap_or(Err(Error::Panicked))
+        };
         let c = &self.shared.counters;
         match &result {
             Ok(report) => {
