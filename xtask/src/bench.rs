@@ -86,6 +86,12 @@ const SUITES: &[Suite] = &[
         full: &[],
         quick: &["--quick"],
     },
+    Suite {
+        package: "compaction",
+        bench: "strategies",
+        full: &[],
+        quick: &["--quick"],
+    },
 ];
 
 /// The cargo-fuzz targets (project directory, target) and how long each

@@ -62,6 +62,10 @@ pub(crate) const ALLOWED_DEPENDENCIES: &[(&str, &[&str])] = &[
         &["mutation", "replica-sync", "thiserror", "bytes", "crc32c"],
     ),
     (
+        "compaction",
+        &["mutation", "sstable", "replica-sync", "thiserror", "crc32c"],
+    ),
+    (
         "replica",
         &[
             "logalloc",

@@ -1,0 +1,147 @@
+//! Files the crate keeps next to the sstables of a data directory: run
+//! membership (`run-<generation>.txt`) and the removal of a generation's
+//! files, TOC first, so a crash halfway leaves an uncommitted generation
+//! that `SstableDirectory::open` removes.
+
+use std::collections::HashSet;
+use std::fs::{self, File};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use sstable::Component;
+
+use crate::error::{Error, Result, io_err};
+use crate::set::RunMembership;
+
+const RUN_PREFIX: &str = "run-";
+const RUN_SUFFIX: &str = ".txt";
+
+pub(crate) fn run_file_path(dir: &Path, generation: u64) -> PathBuf {
+    dir.join(format!("{RUN_PREFIX}{generation}{RUN_SUFFIX}"))
+}
+
+/// fsyncs a directory.
+pub(crate) fn sync_dir(dir: &Path) -> Result<()> {
+    File::open(dir)
+        .and_then(|d| d.sync_all())
+        .map_err(io_err("fsync directory", dir))
+}
+
+/// Writes (durably, through a temporary name) the run membership of
+/// `generation`. The caller fsyncs the directory.
+pub(crate) fn write_run_file(dir: &Path, generation: u64, run: RunMembership) -> Result<()> {
+    let path = run_file_path(dir, generation);
+    let tmp = path.with_extension("txt.tmp");
+    let body = format!("{} {}", run.run_id, run.order);
+    let line = format!("{body} {:08x}\n", crc32c::crc32c(body.as_bytes()));
+    let mut f = File::create(&tmp).map_err(io_err("create", &tmp))?;
+    f.write_all(line.as_bytes())
+        .and_then(|()| f.sync_data())
+        .map_err(io_err("write", &tmp))?;
+    fs::rename(&tmp, &path).map_err(io_err("rename", &tmp))
+}
+
+/// Reads the run membership of `generation`, `None` when it has none.
+pub(crate) fn read_run_file(dir: &Path, generation: u64) -> Result<Option<RunMembership>> {
+    let path = run_file_path(dir, generation);
+    let text = match fs::read_to_string(&path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(io_err("read", &path)(e)),
+    };
+    let bad = |reason: &str| Error::CorruptRunFile {
+        path: path.clone(),
+        reason: reason.to_owned(),
+    };
+    let line = text
+        .strip_suffix('\n')
+        .ok_or_else(|| bad("the line is not terminated (torn write)"))?;
+    let (body, crc) = line
+        .rsplit_once(' ')
+        .ok_or_else(|| bad("expected '<run id> <order> <crc>'"))?;
+    if u32::from_str_radix(crc, 16).ok() != Some(crc32c::crc32c(body.as_bytes())) {
+        return Err(bad("checksum mismatch"));
+    }
+    let (run_id, order) = body
+        .split_once(' ')
+        .ok_or_else(|| bad("expected '<run id> <order> <crc>'"))?;
+    let run_id = run_id.parse().map_err(|_| bad("run id is not a number"))?;
+    let order = order.parse().map_err(|_| bad("order is not a number"))?;
+    Ok(Some(RunMembership { run_id, order }))
+}
+
+/// Removes run files (and their temporaries) of generations not in `live`.
+pub(crate) fn remove_orphan_run_files(dir: &Path, live: &HashSet<u64>) -> Result<()> {
+    let mut changed = false;
+    for entry in fs::read_dir(dir).map_err(io_err("read directory", dir))? {
+        let entry = entry.map_err(io_err("read directory", dir))?;
+        let name = entry.file_name();
+        let Some(name) = name.to_str() else { continue };
+        let Some(rest) = name.strip_prefix(RUN_PREFIX) else {
+            continue;
+        };
+        let number = rest
+            .strip_suffix(RUN_SUFFIX)
+            .or_else(|| rest.strip_suffix(".txt.tmp"));
+        let Some(Ok(generation)) = number.map(str::parse::<u64>) else {
+            continue;
+        };
+        if !live.contains(&generation) || name.ends_with(".tmp") {
+            let p = entry.path();
+            fs::remove_file(&p).map_err(io_err("remove", &p))?;
+            changed = true;
+        }
+    }
+    if changed {
+        sync_dir(dir)?;
+    }
+    Ok(())
+}
+
+/// Removes every file of `generation` (committed or not) and its run
+/// file: the TOC first, so that a crash halfway leaves an uncommitted
+/// generation. Missing files are fine.
+pub(crate) fn remove_generation(dir: &Path, generation: u64) -> Result<()> {
+    let toc = sstable::component_path(dir, generation, Component::Toc);
+    remove_if_present(&toc)?;
+    let prefix = format!("sst-{generation}-");
+    for entry in fs::read_dir(dir).map_err(io_err("read directory", dir))? {
+        let entry = entry.map_err(io_err("read directory", dir))?;
+        let name = entry.file_name();
+        if name.to_str().is_some_and(|n| n.starts_with(&prefix)) {
+            remove_if_present(&entry.path())?;
+        }
+    }
+    remove_if_present(&run_file_path(dir, generation))?;
+    sync_dir(dir)
+}
+
+fn remove_if_present(path: &Path) -> Result<()> {
+    match fs::remove_file(path) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(io_err("remove", path)(e)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn run_files_round_trip_and_damage_is_reported() {
+        let dir = tempfile::tempdir().unwrap();
+        let run = RunMembership {
+            run_id: 7,
+            order: 3,
+        };
+        write_run_file(dir.path(), 9, run).unwrap();
+        assert_eq!(read_run_file(dir.path(), 9).unwrap(), Some(run));
+        assert_eq!(read_run_file(dir.path(), 10).unwrap(), None);
+        fs::write(run_file_path(dir.path(), 9), "7 4 00000000\n").unwrap();
+        let err = read_run_file(dir.path(), 9).unwrap_err();
+        assert!(err.to_string().contains("checksum mismatch"), "{err}");
+        remove_orphan_run_files(dir.path(), &HashSet::new()).unwrap();
+        assert!(!run_file_path(dir.path(), 9).exists());
+    }
+}

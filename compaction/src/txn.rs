@@ -1,0 +1,333 @@
+//! The transaction file of a job (Cassandra's lifecycle log, in small):
+//! `compaction-<first input>-<n>.txn` in the data directory, one record
+//! per line, each with a crc32c, appended and fdatasynced in order:
+//!
+//! ```text
+//! compaction-transaction 1 <crc>
+//! input <generation> <crc>          one per input, then
+//! begin <crc>
+//! output <generation> <crc>         before an output's first byte is written
+//! checkpoint keep <g,..|-> release <g,..|-> <crc>
+//! ```
+//!
+//! A checkpoint says: these outputs are committed and part of the table;
+//! these inputs are replaced (their data is in kept outputs). Size-tiered
+//! jobs write one checkpoint at the end; incremental jobs one per sealed
+//! output fragment. The file is removed once every released input is gone.
+//!
+//! [`recover`] applies what the files say, at open: outputs not kept are
+//! removed (roll back), released inputs are removed (roll forward), then
+//! the file. A torn last record (a crash during its append) is ignored;
+//! any other damage is an error and nothing is touched.
+
+use std::collections::BTreeSet;
+use std::fs::{self, File, OpenOptions};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use crate::error::{Error, Result, io_err};
+use crate::files::{remove_generation, sync_dir};
+
+const PREFIX: &str = "compaction-";
+const SUFFIX: &str = ".txn";
+const HEADER: &str = "compaction-transaction 1";
+
+fn line(body: &str) -> String {
+    format!("{body} {:08x}\n", crc32c::crc32c(body.as_bytes()))
+}
+
+fn list(gens: &[u64]) -> String {
+    if gens.is_empty() {
+        "-".to_owned()
+    } else {
+        gens.iter()
+            .map(u64::to_string)
+            .collect::<Vec<_>>()
+            .join(",")
+    }
+}
+
+/// An open transaction file, appended to as the job goes.
+#[derive(Debug)]
+pub(crate) struct Transaction {
+    dir: PathBuf,
+    path: PathBuf,
+    file: File,
+}
+
+impl Transaction {
+    /// Creates the file durably (temporary name, fdatasync, rename,
+    /// directory fsync) with the inputs and `begin`.
+    pub(crate) fn begin(dir: &Path, inputs: &[u64]) -> Result<Self> {
+        let first = inputs.iter().min().copied().unwrap_or(0);
+        let mut text = line(HEADER);
+        for g in inputs {
+            text.push_str(&line(&format!("input {g}")));
+        }
+        text.push_str(&line("begin"));
+        for n in 0u32.. {
+            let path = dir.join(format!("{PREFIX}{first}-{n}{SUFFIX}"));
+            if path.exists() {
+                continue;
+            }
+            let tmp = path.with_extension("txn.tmp");
+            let mut f = File::create(&tmp).map_err(io_err("create", &tmp))?;
+            f.write_all(text.as_bytes())
+                .and_then(|()| f.sync_data())
+                .map_err(io_err("write", &tmp))?;
+            drop(f);
+            fs::rename(&tmp, &path).map_err(io_err("rename", &tmp))?;
+            sync_dir(dir)?;
+            let file = OpenOptions::new()
+                .append(true)
+                .open(&path)
+                .map_err(io_err("open", &path))?;
+            return Ok(Transaction {
+                dir: dir.to_path_buf(),
+                path,
+                file,
+            });
+        }
+        unreachable!("u32 names run out only after four billion leftover files")
+    }
+
+    fn append(&mut self, body: &str) -> Result<()> {
+        self.file
+            .write_all(line(body).as_bytes())
+            .and_then(|()| self.file.sync_data())
+            .map_err(io_err("append to", &self.path))
+    }
+
+    /// Records an output generation before anything is written to it.
+    pub(crate) fn output(&mut self, generation: u64) -> Result<()> {
+        self.append(&format!("output {generation}"))
+    }
+
+    /// Records that `keep` are committed and `release` replaced.
+    pub(crate) fn checkpoint(&mut self, keep: &[u64], release: &[u64]) -> Result<()> {
+        self.append(&format!(
+            "checkpoint keep {} release {}",
+            list(keep),
+            list(release)
+        ))
+    }
+
+    /// The file's path.
+    #[cfg(test)]
+    pub(crate) fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Removes the file (the job is over and its released inputs are gone).
+    pub(crate) fn remove(self) -> Result<()> {
+        fs::remove_file(&self.path).map_err(io_err("remove", &self.path))?;
+        sync_dir(&self.dir)
+    }
+}
+
+/// What one transaction file says.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub(crate) struct TransactionRecord {
+    pub(crate) inputs: BTreeSet<u64>,
+    pub(crate) outputs: BTreeSet<u64>,
+    pub(crate) kept: BTreeSet<u64>,
+    pub(crate) released: BTreeSet<u64>,
+}
+
+fn parse_list(s: &str) -> Option<Vec<u64>> {
+    if s == "-" {
+        return Some(Vec::new());
+    }
+    s.split(',').map(|g| g.parse().ok()).collect()
+}
+
+pub(crate) fn parse(path: &Path, text: &str) -> Result<TransactionRecord> {
+    let corrupt = |line: usize, reason: String| Error::CorruptTransaction {
+        path: path.to_path_buf(),
+        line,
+        reason,
+    };
+    let lines: Vec<&str> = text.split_inclusive('\n').collect();
+    let mut record = TransactionRecord::default();
+    let mut begun = false;
+    for (i, raw) in lines.iter().enumerate() {
+        let n = i + 1;
+        let last = i + 1 == lines.len();
+        let checked = raw.strip_suffix('\n').and_then(|l| {
+            let (body, crc) = l.rsplit_once(' ')?;
+            (u32::from_str_radix(crc, 16).ok()? == crc32c::crc32c(body.as_bytes())).then_some(body)
+        });
+        let Some(body) = checked else {
+            if last && i > 0 {
+                // A torn append: the record was never acknowledged.
+                break;
+            }
+            return Err(corrupt(n, "checksum mismatch or missing line end".into()));
+        };
+        if i == 0 {
+            if body != HEADER {
+                return Err(corrupt(n, format!("expected the header '{HEADER}'")));
+            }
+            continue;
+        }
+        let words: Vec<&str> = body.split(' ').collect();
+        let bad = |what: &str| corrupt(n, format!("malformed {what} record '{body}'"));
+        match words.as_slice() {
+            ["input", g] if !begun => {
+                record.inputs.insert(g.parse().map_err(|_| bad("input"))?);
+            }
+            ["begin"] if !begun => begun = true,
+            ["output", g] if begun => {
+                record.outputs.insert(g.parse().map_err(|_| bad("output"))?);
+            }
+            ["checkpoint", "keep", keep, "release", release] if begun => {
+                let keep = parse_list(keep).ok_or_else(|| bad("checkpoint"))?;
+                let release = parse_list(release).ok_or_else(|| bad("checkpoint"))?;
+                for g in &keep {
+                    if !record.outputs.contains(g) {
+                        return Err(corrupt(n, format!("keeps {g}, which is not an output")));
+                    }
+                }
+                for g in &release {
+                    if !record.inputs.contains(g) {
+                        return Err(corrupt(n, format!("releases {g}, which is not an input")));
+                    }
+                }
+                record.kept.extend(keep);
+                record.released.extend(release);
+            }
+            _ => return Err(corrupt(n, format!("unexpected record '{body}'"))),
+        }
+    }
+    if lines.is_empty() {
+        return Err(corrupt(1, "the file is empty".into()));
+    }
+    Ok(record)
+}
+
+/// What [`recover`] did.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct RecoveryReport {
+    /// Transaction files applied.
+    pub transactions: usize,
+    /// Output generations removed (the job had not kept them).
+    pub removed_outputs: Vec<u64>,
+    /// Input generations removed (the job had replaced them).
+    pub removed_inputs: Vec<u64>,
+}
+
+fn transaction_files(dir: &Path) -> Result<(Vec<PathBuf>, Vec<PathBuf>)> {
+    let mut logs = Vec::new();
+    let mut temporaries = Vec::new();
+    for entry in fs::read_dir(dir).map_err(io_err("read directory", dir))? {
+        let entry = entry.map_err(io_err("read directory", dir))?;
+        let name = entry.file_name();
+        let Some(name) = name.to_str() else { continue };
+        if !name.starts_with(PREFIX) {
+            continue;
+        }
+        if name.ends_with(SUFFIX) {
+            logs.push(entry.path());
+        } else if name.ends_with(".txn.tmp") {
+            temporaries.push(entry.path());
+        }
+    }
+    logs.sort();
+    Ok((logs, temporaries))
+}
+
+/// Finishes or undoes every half-done compaction of `dir` from its
+/// transaction files: outputs a job had not kept are removed, inputs it
+/// had replaced are removed, then the file. Call it at open, before
+/// listing the sstables and before anything writes to `dir`
+/// ([`SstableSet::open`](crate::SstableSet::open) does).
+///
+/// # Errors
+/// [`Error::CorruptTransaction`] when a file is damaged (beyond a torn
+/// last record); every file is parsed before anything is removed, so an
+/// error leaves the directory untouched.
+pub fn recover(dir: impl AsRef<Path>) -> Result<RecoveryReport> {
+    let dir = dir.as_ref();
+    let (logs, temporaries) = transaction_files(dir)?;
+    let mut parsed = Vec::new();
+    for path in &logs {
+        let text = fs::read_to_string(path).map_err(io_err("read", path))?;
+        parsed.push((path, parse(path, &text)?));
+    }
+    let mut report = RecoveryReport::default();
+    for path in temporaries {
+        // The job never started writing outputs.
+        fs::remove_file(&path).map_err(io_err("remove", &path))?;
+    }
+    for (path, record) in parsed {
+        for &g in record.outputs.difference(&record.kept) {
+            remove_generation(dir, g)?;
+            report.removed_outputs.push(g);
+        }
+        for &g in &record.released {
+            remove_generation(dir, g)?;
+            report.removed_inputs.push(g);
+        }
+        fs::remove_file(path).map_err(io_err("remove", path))?;
+        report.transactions += 1;
+    }
+    sync_dir(dir)?;
+    Ok(report)
+}
+
+/// Removes the transaction files whose jobs are over (`done`), once their
+/// released inputs are gone (no reader held them any more).
+pub(crate) fn try_finish(txn: Transaction, released: &[u64]) -> Result<Option<Transaction>> {
+    let gone = released
+        .iter()
+        .all(|&g| !sstable::component_path(&txn.dir, g, sstable::Component::Toc).exists());
+    if gone {
+        txn.remove()?;
+        Ok(None)
+    } else {
+        Ok(Some(txn))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn records_round_trip_and_a_torn_tail_is_ignored() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut t = Transaction::begin(dir.path(), &[3, 4]).unwrap();
+        t.output(5).unwrap();
+        t.checkpoint(&[5], &[3]).unwrap();
+        let path = t.path().to_path_buf();
+        drop(t);
+        let mut text = fs::read_to_string(&path).unwrap();
+        let r = parse(&path, &text).unwrap();
+        assert_eq!(r.inputs, BTreeSet::from([3, 4]));
+        assert_eq!(r.kept, BTreeSet::from([5]));
+        assert_eq!(r.released, BTreeSet::from([3]));
+        text.push_str("checkpoint keep - rel");
+        assert_eq!(parse(&path, &text).unwrap(), r);
+    }
+
+    #[test]
+    fn damage_is_reported_with_the_line() {
+        let p = Path::new("/d/compaction-1-0.txn");
+        let mut text = line(HEADER);
+        text.push_str("input 1 00000000\n");
+        text.push_str(&line("begin"));
+        let e = parse(p, &text).unwrap_err().to_string();
+        assert!(e.contains("line 2") && e.contains("checksum"), "{e}");
+        let mut text = line(HEADER);
+        text.push_str(&line("input 1"));
+        text.push_str(&line("begin"));
+        text.push_str(&line("checkpoint keep 9 release -"));
+        let e = parse(p, &text).unwrap_err().to_string();
+        assert!(e.contains("keeps 9, which is not an output"), "{e}");
+        let e = parse(p, "").unwrap_err().to_string();
+        assert!(e.contains("empty"), "{e}");
+        let e = parse(p, &line("something else")).unwrap_err().to_string();
+        assert!(e.contains("header"), "{e}");
+    }
+}
