@@ -1,5 +1,6 @@
 //! `replica`: a [`Database`] of tables composed from the workspace's
-//! crates, and `replica-stress`, the load generator that runs against it.
+//! crates, and (feature `stress`) the engine of `replica-stress`, the load
+//! generator that runs against it.
 //!
 //! Writes go through the dirty-memory manager (`dirty-memory`) into
 //! memtables (`memtable`, in `logalloc` regions of the manager's
@@ -128,9 +129,10 @@
 //! * Feature `testing`: [`Database::set_test_hook`] and `Database::crash`,
 //!   for tests that pause a thread at a chosen point of the write or flush
 //!   path, or stop the database as a crash would.
-//! * `stress` (feature `stress`, on by default): the load generator's
-//!   engine; the `replica-stress` binary is `main` around
-//!   [`stress::execute`] with a [`stress::DatabaseFactory`].
+//! * `stress` (feature `stress`, off by default, so the library alone pulls
+//!   no command-line or reporting dependencies): the load generator's
+//!   engine; the `replica-stress` package's program is `main` around
+//!   `stress::execute` with a `stress::DatabaseFactory`.
 #![forbid(unsafe_code)]
 
 mod catalog;

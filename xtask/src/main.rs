@@ -74,25 +74,14 @@ fn main() -> ExitCode {
     }
 }
 
-/// Runs `replica-stress` (the `replica` crate's binary) in release mode with `args`.
+/// Runs `replica-stress` (the `replica-stress` package's program) in
+/// release mode with `args`.
 fn stress(args: &[&str]) -> Result<(), String> {
-    let manifest = std::fs::read_to_string("replica/Cargo.toml")
-        .map_err(|e| format!("cannot read replica/Cargo.toml: {e}"))?;
-    let declared = manifest.contains("name = \"replica-stress\"");
-    let by_path = std::path::Path::new("replica/src/bin/replica-stress.rs").exists()
-        || std::path::Path::new("replica/src/bin/replica-stress/main.rs").exists();
-    if !declared && !by_path {
-        return Err(
-            "the main program, replica-stress, does not exist yet: the `replica` \
-             crate that composes the write path has not landed (see README.md)"
-                .to_string(),
-        );
-    }
     let mut cargo_args = vec![
         "run",
         "--release",
         "-p",
-        "replica",
+        "replica-stress",
         "--bin",
         "replica-stress",
         "--",

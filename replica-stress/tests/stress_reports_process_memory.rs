@@ -2,7 +2,6 @@
 //! dirty-memory budget: its JSON summary holds the peak resident set
 //! (Linux) and, from the program's counting allocator, the live heap and
 //! its peak; the summary and the progress lines show them too.
-#![cfg(feature = "stress")]
 
 use std::process::Command;
 
