@@ -1,0 +1,168 @@
+//! The write-and-sync cycle: periodic and batch modes, failures.
+
+use super::*;
+
+#[test]
+fn io_failure_is_sticky_and_named() {
+    let (log, storage) = mem_log(small(SyncMode::Batch(Duration::ZERO)));
+    log.add(1, &mutation("k", 10)).unwrap();
+    storage.0.lock().fail_writes = true;
+    let err = log.add(1, &mutation("k", 10)).unwrap_err();
+    assert!(matches!(err, Error::Failed(_)), "{err}");
+    let cause = std::error::Error::source(&err).expect("the I/O error is the source");
+    assert!(
+        cause.to_string().contains("injected write failure"),
+        "{cause}"
+    );
+    storage.0.lock().fail_writes = false;
+    assert!(matches!(
+        log.add(1, &mutation("k", 10)),
+        Err(Error::Failed(_))
+    ));
+}
+
+#[test]
+fn periodic_add_returns_before_the_sync_and_sync_makes_it_durable() {
+    let (log, storage) = mem_log(small(SyncMode::Periodic(Duration::from_secs(3600))));
+    // The first cycle syncs (no sync yet); afterwards an hour must pass.
+    log.add(1, &mutation("a", 10)).unwrap();
+    log.sync().unwrap();
+    let pos = log.add(1, &mutation("b", 10)).unwrap();
+    let at = pos.offset as usize;
+    let in_durable = |s: &MemStorage| {
+        s.0.lock()
+            .durable
+            .get(&pos.segment)
+            .is_some_and(|d| d[at..at + 4] != [0; 4])
+    };
+    assert!(!in_durable(&storage), "not synced before the interval");
+    log.sync().unwrap();
+    assert!(in_durable(&storage));
+    let stats = log.stats();
+    assert_eq!((stats.entries, stats.synced_entries), (2, 2));
+}
+
+/// Periodic mode with 1 MiB segments, room for 64 of them and a
+/// buffer budget of `budget` bytes.
+pub(super) fn roomy_periodic(interval: Duration, budget: usize) -> Config {
+    Config {
+        segment_size: 1 << 20,
+        total_size_limit: 64 << 20,
+        buffer_budget: Some(budget),
+        ..small(SyncMode::Periodic(interval))
+    }
+}
+
+#[test]
+fn periodic_writers_wait_for_a_sync_that_lags_two_intervals() {
+    use std::sync::atomic::{AtomicBool, Ordering as O};
+    let config = roomy_periodic(Duration::from_millis(1), 64 << 20);
+    let (log, storage) = mem_log(config);
+    let log = std::sync::Arc::new(log);
+    // The disk stops: nothing is written, so nothing is synced.
+    storage.0.lock().stall = true;
+    let stop = std::sync::Arc::new(AtomicBool::new(false));
+    let writer = {
+        let (log, storage, stop) = (log.clone(), storage.clone(), stop.clone());
+        std::thread::spawn(move || {
+            let mut appended = 0u64;
+            loop {
+                let pos = log.add(1, &mutation("k", 10)).unwrap();
+                appended += 1;
+                if stop.load(O::SeqCst) {
+                    // The one append in flight when the test stopped
+                    // the writer was the held one: durable on return.
+                    let s = storage.0.lock();
+                    let d = &s.durable[&pos.segment];
+                    let at = pos.offset as usize;
+                    let h = format::parse_entry_header(&d[at..at + format::ENTRY_HEADER_LEN]);
+                    assert!(h.is_some_and(|h| h.segment == pos.segment));
+                    return appended;
+                }
+            }
+        })
+    };
+    // Appends return at once until the oldest unsynced one is two
+    // intervals old; then the writer is held.
+    log.wait_sync_lag_waits(1);
+    stop.store(true, O::SeqCst);
+    storage.unstall();
+    let appended = writer.join().unwrap();
+    assert!(appended >= 2, "earlier appends returned at once");
+    let stats = log.stats();
+    assert_eq!(stats.sync_lag_waits, 1);
+    assert_eq!(stats.entries, appended);
+}
+
+#[test]
+fn a_periodic_batch_returns_before_the_sync() {
+    let (log, _) = mem_log(small(SyncMode::Periodic(Duration::from_secs(3600))));
+    log.add(1, &mutation("a", 10)).unwrap();
+    log.sync().unwrap();
+    let m = mutation("b", 10);
+    let positions = log.add_batch(&[(1, &m), (2, &m)]).unwrap();
+    assert!(positions[0] < positions[1]);
+    assert_eq!(
+        log.stats().synced_entries,
+        1,
+        "not synced before the interval"
+    );
+    log.sync().unwrap();
+    assert_eq!(log.stats().synced_entries, 3);
+}
+
+#[test]
+fn periodic_writers_write_their_buffers_out_while_a_long_sync_runs() {
+    let config = roomy_periodic(Duration::from_secs(3600), 1 << 19);
+    let (log, storage) = mem_log(config);
+    let log = std::sync::Arc::new(log);
+    log.add(1, &mutation("a", 1000)).unwrap();
+    storage.0.lock().stall_syncs = true;
+    let syncer = {
+        let log = log.clone();
+        std::thread::spawn(move || log.sync())
+    };
+    storage.wait_for_a_stalled_sync();
+    // The fdatasync is stuck; appends of twice the buffer budget still
+    // go through: the writers write the buffers out themselves.
+    let positions: Vec<ReplayPosition> = (0..1000)
+        .map(|_| log.add(1, &mutation("b", 1000)).unwrap())
+        .collect();
+    // Early ones were written out (the last ones may still wait in the
+    // buffer, below the budget).
+    let early = positions[100];
+    let written = storage.0.lock().files[&early.segment].clone();
+    let at = early.offset as usize;
+    let h = format::parse_entry_header(&written[at..at + format::ENTRY_HEADER_LEN]);
+    assert!(h.is_some_and(|h| h.segment == early.segment), "written");
+    assert!(
+        log.stats().synced_entries <= 1,
+        "the stuck sync covers none of them"
+    );
+    storage.unstall();
+    syncer.join().unwrap().unwrap();
+    log.sync().unwrap();
+    assert_eq!(log.stats().synced_entries, 1001);
+}
+
+#[test]
+fn batch_with_a_window_groups_writers() {
+    let (log, _) = mem_log(small(SyncMode::Batch(Duration::from_millis(5))));
+    let log = PlainArc::new(log);
+    let threads: Vec<_> = (0..4)
+        .map(|t| {
+            let log = PlainArc::clone(&log);
+            std::thread::spawn(move || {
+                for i in 0..10 {
+                    log.add(t, &mutation(&format!("{t}-{i}"), 20)).unwrap();
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    let stats = log.stats();
+    assert_eq!(stats.synced_entries, 40);
+    assert!(stats.syncs < 40, "{stats:?}");
+}
