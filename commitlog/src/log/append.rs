@@ -1,4 +1,6 @@
-//! Placement: framing an entry, the buffer budget, finding (or making) a segment with room, the size limit, copying into the pending buffer.
+//! Placement: an entry's size check, the buffer budget, finding (or
+//! making) a segment with room, the wait at the size limit, and the copy
+//! into the pending buffer.
 
 use std::time::{Duration, Instant};
 
@@ -107,6 +109,27 @@ impl Shared {
         wait_sync: bool,
         notify_flusher: bool,
     ) -> Result<(MutexGuard<'a, State>, Placed), Error> {
+        let framed = self.check_entry_size(table, payload)?;
+        let crc = crc32c::crc32c(payload);
+        let mut st = self.state.lock();
+        let switched = self.find_room(&mut st, framed)?;
+        let placed = self.copy_entry(&mut st, table, kind, payload, crc);
+        if wait_sync && kind == KIND_DROP {
+            st.sync_requested = true;
+        }
+        if !st.flusher_busy && notify_flusher {
+            self.work.notify_one();
+        }
+        if switched {
+            // A new segment opened: if the log is above half its limit, ask
+            // for the flushes that free the oldest segments.
+            self.request_flushes(&mut st, 0);
+        }
+        Ok((st, placed))
+    }
+
+    /// The framed size of `payload`, or [`Error::EntryTooLarge`].
+    fn check_entry_size(&self, table: TableId, payload: &[u8]) -> Result<usize, Error> {
         let limit = self.config.max_payload();
         if payload.len() > limit {
             return Err(Error::EntryTooLarge {
@@ -117,132 +140,186 @@ impl Shared {
                 framing: FRAMING,
             });
         }
-        let crc = crc32c::crc32c(payload);
-        let framed = payload.len() + FRAMING;
-        let mut deadline: Option<Instant> = None;
-        let mut next_request: Option<Instant> = None;
-        let mut rotated = false;
-        let mut st = self.state.lock();
+        Ok(payload.len() + FRAMING)
+    }
+
+    /// Waits, as needed, until the unwritten buffers have room for `framed`
+    /// bytes and the active segment has room for them, switching to a new
+    /// segment (the reserve, or a fresh one) when it is full and waiting at
+    /// the size limit for one to be freed. Returns whether this writer
+    /// switched segments.
+    fn find_room<'a>(
+        &'a self,
+        st: &mut MutexGuard<'a, State>,
+        framed: usize,
+    ) -> Result<bool, Error> {
+        let mut budget_deadline: Option<Instant> = None;
+        let mut limit_wait = LimitWait::default();
+        let mut switched = false;
         loop {
-            Self::check_usable(&st)?;
-            if st.unwritten > 0 && st.unwritten + framed > self.budget {
-                if st.syncing && !st.flusher_busy {
-                    // The flusher is in a periodic fdatasync: write the
-                    // buffers out here rather than wait for it to end.
-                    self.cycle(&mut st, false, Instant::now());
-                    continue;
-                }
-                if !st.flusher_busy {
-                    self.work.notify_one();
-                }
-                let d = *deadline.get_or_insert_with(|| Instant::now() + self.config.write_timeout);
-                if self.progress.wait_until(&mut st, d)
-                    && st.unwritten > 0
-                    && st.unwritten + framed > self.budget
-                {
-                    return Err(Error::BufferTimeout {
-                        budget: self.budget,
-                        timeout: self.config.write_timeout,
-                    });
-                }
+            Self::check_usable(st)?;
+            if self.wait_for_buffer_budget(st, framed, &mut budget_deadline)? {
                 continue;
             }
             let room = st.active.is_some_and(|a| {
                 st.segments[&a].end as usize + framed <= self.config.segment_size as usize
             });
             if room {
-                break;
+                return Ok(switched);
             }
             if st.rotating {
                 // Another writer is switching to the next segment.
-                self.progress.wait(&mut st);
+                self.progress.wait(st);
                 continue;
             }
-            let size = self.config.segment_size;
-            if let Some(file) = st.reserve.take() {
-                // The zero-filled reserve: the switch is a rename (the lock
-                // released), made durable by the next sync's directory
-                // sync, before any entry in it is acknowledged.
-                let id = st.next_id;
-                st.next_id += 1;
-                st.rotating = true;
-                let renamed = MutexGuard::unlocked(&mut st, || self.storage.install_reserve(id));
-                st.rotating = false;
-                self.progress.notify_all();
-                // The reserve thread waits for switches to end.
-                self.reserver.notify_one();
-                match renamed {
-                    Ok(()) => self.install_segment(&mut st, id, file),
-                    Err(e) => {
-                        self.forget_reserve(&mut st);
-                        return Err(Error::io(self.storage.path(id), e));
-                    }
-                }
-                rotated = true;
+            if self.switch_segment(st)? {
+                switched = true;
                 continue;
             }
-            if st.disk_bytes + u64::from(size) <= self.config.total_size_limit {
-                // Create the next segment with the lock released, so that
-                // writers with room, waiters and cycles are not held up by
-                // the file system. The id is used up even if creation
-                // fails, so a half-created file never blocks a retry.
-                let id = st.next_id;
-                st.next_id += 1;
-                st.rotating = true;
-                st.disk_bytes += u64::from(size);
-                let created = MutexGuard::unlocked(&mut st, || self.storage.create(id, size));
-                st.rotating = false;
-                self.progress.notify_all();
-                // The reserve thread waits for switches to end.
-                self.reserver.notify_one();
-                match created {
-                    Ok(file) => {
-                        Self::count_created(&mut st);
-                        self.install_segment(&mut st, id, PlainArc::from(file));
-                    }
-                    Err(e) => {
-                        st.disk_bytes -= u64::from(size);
-                        // An empty leftover replays as nothing; remove it
-                        // if we can.
-                        let _ = self.storage.remove(id);
-                        return Err(Error::io(self.storage.path(id), e));
-                    }
-                }
-                rotated = true;
-                continue;
-            }
-            // At the size limit: make closed segments retirable (sync them),
-            // ask the owner to flush, wait for a segment to go.
-            st.sync_requested = true;
-            self.work.notify_one();
-            let now = Instant::now();
-            let d = *deadline.get_or_insert(now + self.config.write_timeout);
-            if now >= d {
-                return Err(Error::LogFull {
-                    disk_bytes: st.disk_bytes,
-                    limit: self.config.total_size_limit,
-                    timeout: self.config.write_timeout,
-                });
-            }
-            if next_request.is_none_or(|t| now >= t) {
-                next_request = Some(now + self.config.flush_request_interval);
-                let requests = self.flush_requests(&mut st, u64::from(self.config.segment_size));
-                if !requests.is_empty()
-                    && let Some(h) = self.handler()
-                {
-                    drop(st);
-                    h(&requests);
-                    st = self.state.lock();
-                    continue;
-                }
-            }
-            let wake = next_request.map_or(d, |t| t.min(d));
-            self.progress.wait_until(&mut st, wake);
+            self.wait_at_size_limit(st, &mut limit_wait)?;
         }
-        // Reserve and copy.
-        let id = st.active.expect("a segment with room was found above");
-        let st_ref = &mut *st;
-        let seg = st_ref
+    }
+
+    /// If the unwritten buffers have no room for `framed` more bytes, waits
+    /// for the flusher (or, during a periodic fdatasync, writes them out
+    /// itself) and returns `true` so that the caller checks again; returns
+    /// `false` at once when there is room. Fails with
+    /// [`Error::BufferTimeout`] once `deadline` (set at the first wait) has
+    /// passed with no room.
+    fn wait_for_buffer_budget<'a>(
+        &'a self,
+        st: &mut MutexGuard<'a, State>,
+        framed: usize,
+        deadline: &mut Option<Instant>,
+    ) -> Result<bool, Error> {
+        let full = |st: &State| st.unwritten > 0 && st.unwritten + framed > self.budget;
+        if !full(st) {
+            return Ok(false);
+        }
+        if st.syncing && !st.flusher_busy {
+            // The flusher is in a periodic fdatasync: write the buffers out
+            // here rather than wait for it to end.
+            self.cycle(st, false, Instant::now());
+            return Ok(true);
+        }
+        if !st.flusher_busy {
+            self.work.notify_one();
+        }
+        let d = *deadline.get_or_insert_with(|| Instant::now() + self.config.write_timeout);
+        if self.progress.wait_until(st, d) && full(st) {
+            return Err(Error::BufferTimeout {
+                budget: self.budget,
+                timeout: self.config.write_timeout,
+            });
+        }
+        Ok(true)
+    }
+
+    /// Makes a new segment the active one, with the lock released while
+    /// the file system works: the zero-filled reserve if one is ready (a
+    /// rename, made durable by the next sync's directory sync before any
+    /// entry in it is acknowledged), else a fresh sparse segment if the
+    /// size limit allows. Returns `false` (nothing done) at the size limit.
+    /// The id is used up even if the switch fails, so a half-created file
+    /// never blocks a retry.
+    fn switch_segment<'a>(&'a self, st: &mut MutexGuard<'a, State>) -> Result<bool, Error> {
+        let size = self.config.segment_size;
+        if let Some(file) = st.reserve.take() {
+            let id = st.next_id;
+            st.next_id += 1;
+            st.rotating = true;
+            let renamed = MutexGuard::unlocked(st, || self.storage.install_reserve(id));
+            self.end_switch(st);
+            return match renamed {
+                Ok(()) => {
+                    self.install_segment(st, id, file);
+                    Ok(true)
+                }
+                Err(e) => {
+                    self.forget_reserve(st);
+                    Err(Error::io(self.storage.path(id), e))
+                }
+            };
+        }
+        if st.disk_bytes + u64::from(size) > self.config.total_size_limit {
+            return Ok(false);
+        }
+        let id = st.next_id;
+        st.next_id += 1;
+        st.rotating = true;
+        st.disk_bytes += u64::from(size);
+        let created = MutexGuard::unlocked(st, || self.storage.create(id, size));
+        self.end_switch(st);
+        match created {
+            Ok(file) => {
+                Self::count_created(st);
+                self.install_segment(st, id, PlainArc::from(file));
+                Ok(true)
+            }
+            Err(e) => {
+                st.disk_bytes -= u64::from(size);
+                // An empty leftover replays as nothing; remove it if we can.
+                let _ = self.storage.remove(id);
+                Err(Error::io(self.storage.path(id), e))
+            }
+        }
+    }
+
+    /// A segment switch ended (either way): wakes writers waiting for it
+    /// and the reserve thread, which waits for switches to end.
+    fn end_switch(&self, st: &mut State) {
+        st.rotating = false;
+        self.progress.notify_all();
+        self.reserver.notify_one();
+    }
+
+    /// At the size limit: makes closed segments retirable (asks for a
+    /// sync), asks the owner to flush (again every
+    /// [`crate::Config::flush_request_interval`]) and waits for a segment
+    /// to go. Fails with [`Error::LogFull`] once the writer's timeout has
+    /// passed.
+    fn wait_at_size_limit<'a>(
+        &'a self,
+        st: &mut MutexGuard<'a, State>,
+        wait: &mut LimitWait,
+    ) -> Result<(), Error> {
+        st.sync_requested = true;
+        self.work.notify_one();
+        let now = Instant::now();
+        let d = *wait.deadline.get_or_insert(now + self.config.write_timeout);
+        if now >= d {
+            return Err(Error::LogFull {
+                disk_bytes: st.disk_bytes,
+                limit: self.config.total_size_limit,
+                timeout: self.config.write_timeout,
+            });
+        }
+        if wait.next_request.is_none_or(|t| now >= t) {
+            wait.next_request = Some(now + self.config.flush_request_interval);
+            if self.request_flushes(st, u64::from(self.config.segment_size)) {
+                // The handler ran with the lock released: look again.
+                return Ok(());
+            }
+        }
+        let wake = wait.next_request.map_or(d, |t| t.min(d));
+        self.progress.wait_until(st, wake);
+        Ok(())
+    }
+
+    /// Reserves the entry's place at the end of the active segment (which
+    /// has room), records what it pins and copies it, framed, into the
+    /// pending buffer.
+    fn copy_entry(
+        &self,
+        st: &mut State,
+        table: TableId,
+        kind: u8,
+        payload: &[u8],
+        crc: u32,
+    ) -> Placed {
+        let framed = payload.len() + FRAMING;
+        let id = st.active.expect("a segment with room was found");
+        let seg = st
             .segments
             .get_mut(&id)
             .expect("the active segment is on record");
@@ -255,23 +332,23 @@ impl Shared {
             e.newest = e.newest.max(offset);
         } else {
             // The table's entries are released only once the drop record
-            // is durable (below): retiring a segment earlier could leave a
-            // crash with part of the dropped table's data and no drop.
+            // is durable (see `append`): retiring a segment earlier could
+            // leave a crash with part of the dropped table's data and no
+            // drop.
             seg.has_drop = true;
         }
-        let pool = &mut st_ref.pool;
-        let chunk = match st_ref.pending.last_mut() {
+        let chunk = match st.pending.last_mut() {
             Some(c) if c.segment == id => c,
             _ => {
-                let mut bytes = pool.pop().unwrap_or_default();
+                let mut bytes = st.pool.pop().unwrap_or_default();
                 bytes.clear();
-                st_ref.pending.push(Chunk {
+                st.pending.push(Chunk {
                     segment: id,
                     file,
                     offset,
                     bytes,
                 });
-                st_ref.pending.last_mut().expect("just pushed")
+                st.pending.last_mut().expect("just pushed")
             }
         };
         format::put_entry(&mut chunk.bytes, id, payload, crc);
@@ -279,11 +356,9 @@ impl Shared {
         st.pending_entries += 1;
         st.stats.entries += 1;
         st.stats.bytes += framed as u64;
-        // The next cycle to start takes this entry with the rest of
-        // `pending`.
-        let cycle_no = st.next_cycle;
-        // Periodic mode bounds how long an entry may stay unsynced (below);
-        // batch mode waits for every sync anyway and reads no clock here.
+        // Periodic mode bounds how long an entry may stay unsynced (see
+        // `hold_for_lagging_sync`); batch mode waits for every sync anyway
+        // and reads no clock here.
         let lagging = match self.config.sync {
             SyncMode::Periodic(interval) => {
                 let now = Instant::now();
@@ -292,32 +367,22 @@ impl Shared {
             }
             SyncMode::Batch(_) => false,
         };
-        let pos = ReplayPosition::new(id, offset);
-        let end = ReplayPosition::new(id, offset + framed as u32);
-        if wait_sync && kind == KIND_DROP {
-            st.sync_requested = true;
+        Placed {
+            pos: ReplayPosition::new(id, offset),
+            end: ReplayPosition::new(id, offset + framed as u32),
+            // The next cycle to start takes this entry with the rest of
+            // `pending`.
+            cycle_no: st.next_cycle,
+            lagging,
         }
-        if !st.flusher_busy && notify_flusher {
-            self.work.notify_one();
-        }
-        if rotated {
-            let requests = self.flush_requests(&mut st, 0);
-            if !requests.is_empty()
-                && let Some(h) = self.handler()
-            {
-                drop(st);
-                h(&requests);
-                st = self.state.lock();
-            }
-        }
-        Ok((
-            st,
-            Placed {
-                pos,
-                end,
-                cycle_no,
-                lagging,
-            },
-        ))
     }
+}
+
+/// A writer's wait at the size limit.
+#[derive(Debug, Default)]
+struct LimitWait {
+    /// When the writer gives up ([`Error::LogFull`]).
+    deadline: Option<Instant>,
+    /// When flushes are next requested.
+    next_request: Option<Instant>,
 }

@@ -1,14 +1,34 @@
-//! Flush requests: which tables the owner should flush to free the oldest segments.
+//! Flush requests: which tables the owner should flush to free the
+//! oldest segments, and calling its handler.
 
 use std::collections::BTreeMap;
 
 use super::{FlushHandler, FlushRequest, Shared, State};
-use crate::sync::PlainArc;
+use crate::sync::{MutexGuard, PlainArc};
 use crate::{ReplayPosition, TableId};
 
 impl Shared {
     pub(super) fn handler(&self) -> Option<PlainArc<FlushHandler>> {
         self.handler.lock().clone()
+    }
+
+    /// Sends the owner's handler, with the lock released, the flushes that
+    /// would free the oldest segments (see [`Shared::flush_requests`]).
+    /// Returns whether it was called.
+    pub(super) fn request_flushes<'a>(
+        &'a self,
+        st: &mut MutexGuard<'a, State>,
+        extra: u64,
+    ) -> bool {
+        let requests = self.flush_requests(st, extra);
+        if requests.is_empty() {
+            return false;
+        }
+        let Some(h) = self.handler() else {
+            return false;
+        };
+        MutexGuard::unlocked(st, || h(&requests));
+        true
     }
 
     /// The flushes that would free the oldest segments: when the log
