@@ -1,4 +1,5 @@
-//! The write-and-sync cycle: the flusher thread, batch waits, periodic syncs and publishing what is durable.
+//! The write-and-sync cycle: the flusher thread, batch waits, periodic
+//! syncs and publishing what is durable.
 
 use std::io;
 use std::time::{Duration, Instant};
@@ -171,7 +172,10 @@ impl Shared {
         if sync_now && matches!(self.config.sync, SyncMode::Periodic(_)) {
             // Write, then sync without holding up writes (see
             // `sync_phase`). The write-only cycle returns with the lock
-            // held throughout, so no other cycle starts in between.
+            // held throughout, so no other cycle starts in between. The
+            // request is taken before the write: one made while the write
+            // runs (its entry maybe not in it) stays for the next sync.
+            st.sync_requested = false;
             self.cycle(st, false, now);
             if st.failed.is_none() {
                 self.sync_phase(st, now);
@@ -245,7 +249,6 @@ impl Shared {
     pub(super) fn sync_phase<'a>(&'a self, st: &mut MutexGuard<'a, State>, now: Instant) {
         debug_assert!(!st.syncing, "one sync at a time");
         st.syncing = true;
-        st.sync_requested = false;
         st.last_sync_start = Some(now);
         let target = st.written;
         let files = std::mem::take(&mut st.unsynced);
