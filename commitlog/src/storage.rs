@@ -155,6 +155,8 @@ pub(crate) mod mem {
         pub(crate) stall_syncs: bool,
         /// Syncs blocked now.
         syncs_stalled: u32,
+        /// Segment ids removed (or set aside), in order.
+        pub(crate) removals: Vec<u64>,
         /// Segments created, with whether each was prefilled.
         pub(crate) created: BTreeMap<u64, bool>,
         /// The key of the reserve segment's file, while there is one.
@@ -325,6 +327,7 @@ pub(crate) mod mem {
             let mut s = self.0.lock();
             s.files.remove(&id);
             s.durable.remove(&id);
+            s.removals.push(id);
             Ok(())
         }
 

@@ -254,3 +254,70 @@ fn loom_a_periodic_sync_does_not_hold_up_writers_at_the_budget() {
         }
     });
 }
+
+/// A replayed segment `id` holding entries of `table` only, its file in
+/// `storage`; with a drop record if `has_drop`.
+fn replayed_segment(storage: &MemStorage, id: u64, table: TableId, has_drop: bool) -> Segment {
+    storage.0.lock().files.insert(id, vec![0; 4096]);
+    Segment {
+        file: None,
+        dirty: [(table, Dirty::replayed(64))].into_iter().collect(),
+        has_drop,
+        end: 4096,
+        synced_end: 4096,
+        closed: true,
+        damaged: false,
+        retiring: false,
+        disk_size: 4096,
+    }
+}
+
+/// Two retirements racing each other and an append: two threads each
+/// release the one table of a replayed segment (the newer one holds a
+/// drop record, so it may go only once the older one is gone), while a
+/// `Batch(0)` writer appends, creating a segment and running a cycle that
+/// retires too. Each retirement removes its files with the state lock
+/// released. Whatever the interleaving, the appended entry is durable and
+/// its segment kept, each freed file is removed exactly once, and the
+/// segment with the drop record never goes before the older one.
+#[test]
+fn loom_unlocked_retirements_racing_an_append_remove_each_file_once() {
+    model(|| {
+        let storage = MemStorage::default();
+        let segments: BTreeMap<u64, Segment> = [
+            (1, replayed_segment(&storage, 1, 1, false)),
+            (2, replayed_segment(&storage, 2, 2, true)),
+        ]
+        .into_iter()
+        .collect();
+        let log = PlainArc::new(
+            CommitLog::with_storage(
+                Box::new(storage.clone()),
+                config(SyncMode::Batch(Duration::ZERO)),
+                segments,
+                2,
+            )
+            .unwrap(),
+        );
+        let end = ReplayPosition::new(u64::MAX, u32::MAX);
+        let retirers: Vec<_> = [1, 2]
+            .into_iter()
+            .map(|table| {
+                let l = PlainArc::clone(&log);
+                loom::thread::spawn(move || l.discard_completed(table, end))
+            })
+            .collect();
+        let pos = log.add(3, &mutation("c", 10)).unwrap();
+        for r in retirers {
+            r.join().unwrap();
+        }
+        assert!(durable(&storage, pos), "the appended entry was lost");
+        PlainArc::try_unwrap(log).unwrap().close().unwrap();
+        let s = storage.0.lock();
+        assert_eq!(s.removals, vec![1, 2], "each file once, the drop last");
+        assert_eq!(
+            s.files.keys().copied().collect::<Vec<_>>(),
+            vec![pos.segment]
+        );
+    });
+}

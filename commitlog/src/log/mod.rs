@@ -117,6 +117,8 @@ pub(crate) struct Segment {
     closed: bool,
     /// Replay found damage: set aside instead of deleted when retired.
     damaged: bool,
+    /// A retirement is removing the file (the lock released).
+    retiring: bool,
     /// Bytes this file takes on disk.
     disk_size: u64,
 }
@@ -317,6 +319,7 @@ impl CommitLog {
                     synced_end: len,
                     closed: true,
                     damaged: s.damage.is_some(),
+                    retiring: false,
                     disk_size: s.len,
                 },
             );

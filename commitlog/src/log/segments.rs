@@ -1,4 +1,5 @@
-//! Segments: installing a new active segment, the reserve thread, discarding flushed entries and retiring segments no table needs.
+//! Segments: installing a new active segment, the reserve thread,
+//! discarding flushed entries and retiring segments no table needs.
 
 use super::{Chunk, Segment, Shared, State};
 use crate::format::{self, HEADER_LEN};
@@ -9,7 +10,12 @@ use std::collections::HashMap;
 
 impl Shared {
     /// Forgets `table`'s entries up to `up_to` and retires what that frees.
-    pub(super) fn discard(&self, st: &mut State, table: TableId, up_to: ReplayPosition) {
+    pub(super) fn discard<'a>(
+        &'a self,
+        st: &mut MutexGuard<'a, State>,
+        table: TableId,
+        up_to: ReplayPosition,
+    ) {
         for (&id, seg) in st.segments.range_mut(..=up_to.segment) {
             if id < up_to.segment
                 || seg
@@ -24,7 +30,12 @@ impl Shared {
     }
 
     /// Hands back `table`'s entries in `set` and retires what that frees.
-    pub(super) fn discard_set(&self, st: &mut State, table: TableId, set: &ReplayPositionSet) {
+    pub(super) fn discard_set<'a>(
+        &'a self,
+        st: &mut MutexGuard<'a, State>,
+        table: TableId,
+        set: &ReplayPositionSet,
+    ) {
         for (segment, n) in set.segments() {
             if let Some(seg) = st.segments.get_mut(&segment)
                 && let Some(d) = seg.dirty.get_mut(&table)
@@ -69,6 +80,7 @@ impl Shared {
                 synced_end: 0,
                 closed: false,
                 damaged: false,
+                retiring: false,
                 disk_size: u64::from(size),
             },
         );
@@ -139,48 +151,94 @@ impl Shared {
     /// Deletes (or sets aside, if damaged) every segment that is closed,
     /// fully synced and needed by no table; a segment holding a drop record
     /// goes only once no older segment is left.
-    pub(super) fn retire(&self, st: &mut State) {
+    ///
+    /// The file system work runs with the state lock released, so writers
+    /// are not held up by it: the segments are marked `retiring` under the
+    /// lock (a concurrent retirement leaves them alone and counts them as
+    /// still there, so a drop record behind them waits), removed and the
+    /// directory synced unlocked, and the result recorded once the lock is
+    /// back. A removal that fails leaves its segment, and those after it in
+    /// the round, on record for a later retirement. A round that removed
+    /// everything it took looks again: a drop record held back by it may go
+    /// now.
+    pub(super) fn retire<'a>(&'a self, st: &mut MutexGuard<'a, State>) {
+        loop {
+            let gone = Self::retirable(st);
+            if gone.is_empty() {
+                return;
+            }
+            for (id, _) in &gone {
+                if let Some(seg) = st.segments.get_mut(id) {
+                    seg.retiring = true;
+                }
+            }
+            let removed = MutexGuard::unlocked(st, || self.remove_segments(&gone));
+            for (i, (id, _)) in gone.iter().enumerate() {
+                if i < removed {
+                    if let Some(seg) = st.segments.remove(id) {
+                        st.disk_bytes -= seg.disk_size;
+                    }
+                    st.stats.segments_retired += 1;
+                } else if let Some(seg) = st.segments.get_mut(id) {
+                    // Retried at the next retirement; a segment that cannot
+                    // be removed only costs disk space.
+                    seg.retiring = false;
+                }
+            }
+            if removed > 0 {
+                st.stats.segments_on_disk =
+                    st.segments.len() as u64 + u64::from(st.reserve.is_some());
+                st.stats.disk_bytes = st.disk_bytes;
+                self.progress.notify_all();
+                self.reserver.notify_one();
+            }
+            if removed < gone.len() {
+                return;
+            }
+        }
+    }
+
+    /// The segments a retirement may take now, oldest first, with whether
+    /// each is damaged (set aside rather than deleted).
+    fn retirable(st: &State) -> Vec<(u64, bool)> {
         let mut older_kept = false;
         let mut gone = Vec::new();
         for (&id, seg) in &st.segments {
-            let free = seg.closed && seg.dirty.is_empty() && seg.synced_end >= seg.end;
+            let free =
+                !seg.retiring && seg.closed && seg.dirty.is_empty() && seg.synced_end >= seg.end;
             if free && !(seg.has_drop && older_kept) {
-                gone.push(id);
+                gone.push((id, seg.damaged));
             } else {
+                // Kept, or being removed by another retirement that may yet
+                // fail: a drop record behind it must stay.
                 older_kept = true;
             }
         }
-        if gone.is_empty() {
-            return;
-        }
-        let mut removed_any = false;
-        for id in gone {
-            let damaged = st.segments[&id].damaged;
+        gone
+    }
+
+    /// Removes (or sets aside) `segments` in order, stopping at the first
+    /// failure (a drop record behind a segment that stays must stay too),
+    /// then makes the removals durable; returns how many went. Runs without
+    /// the state lock.
+    fn remove_segments(&self, segments: &[(u64, bool)]) -> usize {
+        let mut removed = 0;
+        for &(id, damaged) in segments {
             let result = if damaged {
                 self.storage.quarantine(id)
             } else {
                 self.storage.remove(id)
             };
             if result.is_err() {
-                // Kept on record and retried at the next retirement; a
-                // segment that cannot be removed only costs disk space.
-                // A drop record behind it must stay too.
                 break;
             }
-            removed_any = true;
-            if let Some(seg) = st.segments.remove(&id) {
-                st.disk_bytes -= seg.disk_size;
-            }
-            st.stats.segments_retired += 1;
+            removed += 1;
         }
-        if removed_any {
+        if removed > 0 {
             // Make the removals durable before anything relies on them (a
             // removed segment coming back could replay a dropped table).
             let _ = self.storage.sync_dir();
-            st.stats.segments_on_disk = st.segments.len() as u64 + u64::from(st.reserve.is_some());
-            st.stats.disk_bytes = st.disk_bytes;
-            self.progress.notify_all();
-            self.reserver.notify_one();
         }
+        removed
     }
 }
