@@ -60,6 +60,42 @@ pub struct Config {
     /// Whether segments are zero-filled ahead of need (default
     /// [`Preallocate::Auto`]: in batch mode only).
     pub preallocate: Preallocate,
+    /// What [`crate::CommitLog::open`] does when replay meets damage
+    /// (default [`CorruptionPolicy::Stop`]).
+    pub on_corruption: CorruptionPolicy,
+}
+
+/// What opening the log does with damage found by replay.
+///
+/// A *torn tail* (the file ends inside an entry, or the last entry's bytes
+/// stop with zeros behind them, or a segment has no header) is what a crash
+/// in the middle of a write leaves; it is expected in the segments written
+/// last (the newest two segments that have a header, and any header-less
+/// ones after them: one write-and-sync cycle spans at most one segment
+/// switch with the default buffer budget) and is never damage there.
+/// Anything else is damage: a checksum that fails with data after it, a
+/// zeroed range followed by data, a length out of range, a payload that
+/// does not decode, a bad segment header, and a segment cut short or torn
+/// that is not among the last written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum CorruptionPolicy {
+    /// Replay stops at the first damage: `open` fails with
+    /// [`crate::Error::Corrupt`], naming the segment, the offset and what
+    /// was wrong, before any entry is handed over and without changing
+    /// anything on disk, so an operator can copy the files away first
+    /// (Cassandra's default: replay refuses corruption unless told to
+    /// skip it).
+    #[default]
+    Stop,
+    /// Replay skips the rest of a damaged segment and goes on; what was
+    /// skipped is reported ([`crate::ReplayReport::damage`]: segment, byte
+    /// range and the entries found in it) and the damaged segment is set
+    /// aside (`….log.damaged`) once the entries before the damage are
+    /// flushed. A table drop is never lost to a skip: drops are also kept
+    /// in a side file (see [`crate::CommitLog::drop_table`]), so a dropped
+    /// table's entries are refused even when the damage hides the drop
+    /// record.
+    Skip,
 }
 
 /// Whether the log keeps the next segment zero-filled ahead of need.
@@ -97,6 +133,7 @@ impl Default for Config {
             write_timeout: Duration::from_secs(10),
             flush_request_interval: Duration::from_millis(100),
             preallocate: Preallocate::Auto,
+            on_corruption: CorruptionPolicy::Stop,
         }
     }
 }

@@ -37,6 +37,9 @@ pub(crate) trait Storage: Send + Sync + std::fmt::Debug {
     fn quarantine(&self, id: u64) -> io::Result<()>;
     /// Makes creations and removals durable (fsync of the directory).
     fn sync_dir(&self) -> io::Result<()>;
+    /// Replaces the drop side file with `bytes`, durably (written under a
+    /// temporary name, synced, renamed, the directory synced).
+    fn write_drops(&self, bytes: &[u8]) -> io::Result<()>;
     /// The path of segment `id`, for messages.
     fn path(&self, id: u64) -> PathBuf;
 }
@@ -125,6 +128,15 @@ impl Storage for DirStorage {
         File::open(&self.dir)?.sync_all()
     }
 
+    fn write_drops(&self, bytes: &[u8]) -> io::Result<()> {
+        let tmp = self.dir.join(format::DROPS_TMP_FILE_NAME);
+        let file = File::create(&tmp)?;
+        file.write_all_at(bytes, 0)?;
+        file.sync_data()?;
+        std::fs::rename(&tmp, self.dir.join(format::DROPS_FILE_NAME))?;
+        self.sync_dir()
+    }
+
     fn path(&self, id: u64) -> PathBuf {
         self.dir.join(format::file_name(id))
     }
@@ -155,6 +167,8 @@ pub(crate) mod mem {
         pub(crate) stall_syncs: bool,
         /// Syncs blocked now.
         syncs_stalled: u32,
+        /// The drop side file, once written.
+        pub(crate) drops: Option<Vec<u8>>,
         /// Segment ids removed (or set aside), in order.
         pub(crate) removals: Vec<u64>,
         /// Segments created, with whether each was prefilled.
@@ -336,6 +350,11 @@ pub(crate) mod mem {
         }
 
         fn sync_dir(&self) -> io::Result<()> {
+            Ok(())
+        }
+
+        fn write_drops(&self, bytes: &[u8]) -> io::Result<()> {
+            self.0.lock().drops = Some(bytes.to_vec());
             Ok(())
         }
 

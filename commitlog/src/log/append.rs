@@ -71,11 +71,32 @@ impl Shared {
             self.hold_for_lagging_sync(&mut st, end)?;
         }
         if kind == KIND_DROP {
+            // The side file keeps the drop even if damage later hides the
+            // record; written before the table's entries are let go.
+            let oldest = st.segments.keys().next().copied().unwrap_or(pos.segment);
+            MutexGuard::unlocked(&mut st, || self.record_drop(table, pos, oldest))?;
             // Entries of `table` written after the record (a new table
             // with the same id) stay.
             self.discard(&mut st, table, pos);
         }
         Ok(pos)
+    }
+
+    /// Records `table`'s drop at `pos` in the drop side file, durably,
+    /// forgetting drops older than the `oldest` segment on disk (every
+    /// entry they refuse is gone).
+    fn record_drop(&self, table: TableId, pos: ReplayPosition, oldest: u64) -> Result<(), Error> {
+        let mut drops = self.drops.lock();
+        let e = drops.entry(table).or_insert(pos);
+        *e = (*e).max(pos);
+        drops.retain(|_, p| p.segment >= oldest);
+        let bytes = format::encode_drops(&drops);
+        self.storage.write_drops(&bytes).map_err(|e| {
+            Error::io(
+                self.storage.path(0).with_file_name(format::DROPS_FILE_NAME),
+                e,
+            )
+        })
     }
 
     /// The oldest unsynced entry is over two intervals old: the disk is not

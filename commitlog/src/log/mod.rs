@@ -252,6 +252,9 @@ pub(crate) struct Shared {
     config: Config,
     budget: usize,
     handler: Mutex<Option<PlainArc<FlushHandler>>>,
+    /// The last drop of every table still relevant, as in the drop side
+    /// file (held while the file is rewritten).
+    drops: Mutex<BTreeMap<TableId, ReplayPosition>>,
 }
 
 impl std::fmt::Debug for Shared {
@@ -301,7 +304,11 @@ impl CommitLog {
         config.validate()?;
         std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
         let (files, max_id) = replay::list_segments(dir)?;
-        let (report, summaries) = replay::replay_segments(&files, on_entry)?;
+        let replay::Replayed {
+            report,
+            summaries,
+            drops,
+        } = replay::replay_segments(dir, &files, config.on_corruption, on_entry)?;
         let mut segments = BTreeMap::new();
         for (id, s) in summaries {
             let len = u32::try_from(s.len).unwrap_or(u32::MAX);
@@ -335,6 +342,7 @@ impl CommitLog {
         let floor = max_id.max(now_ms.saturating_sub(1));
         let storage = Box::new(DirStorage::new(dir));
         let log = Self::with_storage(storage, config, segments, floor)?;
+        *log.shared.drops.lock() = drops;
         Ok((log, report))
     }
 
@@ -400,6 +408,7 @@ impl CommitLog {
             budget: config.effective_buffer_budget(),
             config,
             handler: Mutex::new(None),
+            drops: Mutex::new(BTreeMap::new()),
         });
         {
             // Segments that hold nothing unflushed go at once.
