@@ -14,9 +14,11 @@ pub const MAX_SEGMENT_SIZE: u32 = 1 << 31;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SyncMode {
     /// `add` returns as soon as the entry is in the log's buffer; the log
-    /// writes buffers out at once and fdatasyncs at most once per interval.
-    /// A crash of the machine loses at most about one interval of writes
-    /// while the disk keeps up. When it does not (the oldest entry not yet
+    /// writes buffers out at once (within [`Config::write_interval`] while
+    /// an fdatasync runs) and fdatasyncs at most once per interval. A
+    /// process crash loses only the entries appended in about the last
+    /// write interval; a crash of the machine loses at most about one
+    /// interval of writes while the disk keeps up. When it does not (the oldest entry not yet
     /// durable is more than two intervals old), `add` waits until a sync
     /// covers its entry, so the loss stays bounded by about two intervals
     /// (Cassandra's periodic sync lag block); [`crate::LogStats`] counts
@@ -60,6 +62,15 @@ pub struct Config {
     /// Whether segments are zero-filled ahead of need (default
     /// [`Preallocate::Auto`]: in batch mode only).
     pub preallocate: Preallocate,
+    /// Periodic mode: while a periodic fdatasync runs, the pending buffers
+    /// are written out (a `write`, no sync) this often (default 2 ms; zero:
+    /// only when a writer reaches [`Config::buffer_budget`]). Outside syncs
+    /// they are written out as soon as entries arrive. So a process crash
+    /// (SIGKILL, a panic that aborts) loses only entries appended within
+    /// about this interval before it; a machine crash loses what no
+    /// fdatasync covered yet, at most about two sync intervals (see
+    /// [`SyncMode::Periodic`]).
+    pub write_interval: Duration,
     /// What [`crate::CommitLog::open`] does when replay meets damage
     /// (default [`CorruptionPolicy::Stop`]).
     pub on_corruption: CorruptionPolicy,
@@ -134,6 +145,7 @@ impl Default for Config {
             flush_request_interval: Duration::from_millis(100),
             preallocate: Preallocate::Auto,
             on_corruption: CorruptionPolicy::Stop,
+            write_interval: Duration::from_millis(2),
         }
     }
 }

@@ -249,6 +249,9 @@ impl Shared {
     pub(super) fn sync_phase<'a>(&'a self, st: &mut MutexGuard<'a, State>, now: Instant) {
         debug_assert!(!st.syncing, "one sync at a time");
         st.syncing = true;
+        // Entries appended during the sync are written out by the writer
+        // thread, every write interval.
+        self.writer.notify_one();
         st.last_sync_start = Some(now);
         let target = st.written;
         let files = std::mem::take(&mut st.unsynced);
@@ -300,6 +303,31 @@ impl Shared {
             } else {
                 seg.synced_end.max(upto.offset)
             };
+        }
+    }
+
+    /// The periodic writer thread: while a periodic fdatasync runs (the
+    /// flusher blocked in it), writes the pending buffers out every
+    /// [`crate::Config::write_interval`], so an appended entry reaches the
+    /// OS within about one interval even then, and a process crash loses
+    /// only what was appended in the last interval. Outside syncs the
+    /// flusher writes buffers out as soon as entries arrive.
+    pub(super) fn writer_main(&self) {
+        let interval = self.config.write_interval;
+        let mut st = self.state.lock();
+        loop {
+            if st.closing || st.failed.is_some() {
+                return;
+            }
+            if !st.syncing {
+                self.writer.wait(&mut st);
+                continue;
+            }
+            if !st.pending.is_empty() && !st.flusher_busy {
+                self.cycle(&mut st, false, Instant::now());
+            }
+            let next = Instant::now() + interval;
+            self.writer.wait_until(&mut st, next);
         }
     }
 }

@@ -26,6 +26,8 @@ fn config(sync: SyncMode) -> Config {
         total_size_limit: 4 * 4096,
         sync,
         preallocate: crate::Preallocate::Never,
+        // The periodic writer thread has a model of its own.
+        write_interval: Duration::ZERO,
         ..Config::default()
     }
 }

@@ -243,6 +243,8 @@ pub(crate) struct Shared {
     progress: Condvar,
     /// Wakes the reserve thread: a segment switch, space freed, close.
     reserver: Condvar,
+    /// Wakes the periodic writer thread: a sync started, close.
+    writer: Condvar,
     /// Where batch-mode writers wait for the cycle that covers their
     /// entry, by the cycle number's parity: a finished cycle wakes only the
     /// writers it covered, not those queued for the next one, and they
@@ -277,6 +279,9 @@ pub struct CommitLog {
     flusher: Option<sync::thread::JoinHandle<()>>,
     /// Keeps the reserve segment ([`Config::preallocate`]).
     reserver: Option<sync::thread::JoinHandle<()>>,
+    /// Periodic mode: writes pending buffers out while a sync runs
+    /// ([`Config::write_interval`]).
+    writer: Option<sync::thread::JoinHandle<()>>,
 }
 
 impl CommitLog {
@@ -403,6 +408,7 @@ impl CommitLog {
             work: Condvar::new(),
             progress: Condvar::new(),
             reserver: Condvar::new(),
+            writer: Condvar::new(),
             done: [GenSlot::new(), GenSlot::new()],
             storage,
             budget: config.effective_buffer_budget(),
@@ -424,7 +430,18 @@ impl CommitLog {
             shared,
             flusher: Some(flusher),
             reserver: None,
+            writer: None,
         };
+        if matches!(log.shared.config.sync, SyncMode::Periodic(_))
+            && !log.shared.config.write_interval.is_zero()
+        {
+            let for_thread = Arc::clone(&log.shared);
+            let writer = sync::thread::spawn_named("commitlog-writer".to_string(), move || {
+                for_thread.writer_main();
+            })
+            .map_err(|e| Error::io("commitlog-writer thread", e))?;
+            log.writer = Some(writer);
+        }
         if log.shared.config.preallocates() {
             let for_thread = Arc::clone(&log.shared);
             let reserver = sync::thread::spawn_named("commitlog-reserve".to_string(), move || {
@@ -684,6 +701,11 @@ impl CommitLog {
         // it would already have poisoned nothing (the facade's locks do not
         // poison), so its result carries no information.
         let _ = flusher.join();
+        if let Some(writer) = self.writer.take() {
+            // It sees `closing` at its next wake.
+            self.shared.writer.notify_one();
+            let _ = writer.join();
+        }
         if let Some(reserver) = self.reserver.take() {
             // It sees `closing` once done with a creation under way.
             self.shared.reserver.notify_one();

@@ -170,3 +170,75 @@ fn batch_with_a_window_groups_writers() {
     assert_eq!(stats.synced_entries, 40);
     assert!(stats.syncs < 40, "{stats:?}");
 }
+
+/// While a periodic fdatasync is stuck, an entry far below the buffer
+/// budget still reaches the file within about the write interval: the
+/// writer thread writes it out, nobody waits for the sync.
+#[test]
+fn periodic_entries_are_written_out_during_a_long_sync() {
+    let mut config = roomy_periodic(Duration::from_secs(3600), 1 << 19);
+    config.write_interval = Duration::from_millis(2);
+    let (log, storage) = mem_log(config);
+    let log = std::sync::Arc::new(log);
+    log.add(1, &mutation("a", 100)).unwrap();
+    log.sync().unwrap();
+    storage.0.lock().stall_syncs = true;
+    log.add(1, &mutation("a", 100)).unwrap();
+    let syncer = {
+        let log = log.clone();
+        std::thread::spawn(move || log.sync())
+    };
+    storage.wait_for_a_stalled_sync();
+    let pos = log.add(1, &mutation("b", 100)).unwrap();
+    let written = || {
+        let s = storage.0.lock();
+        let at = pos.offset as usize;
+        format::parse_entry_header(&s.files[&pos.segment][at..at + format::ENTRY_HEADER_LEN])
+            .is_some_and(|h| h.segment == pos.segment)
+    };
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !written() {
+        assert!(Instant::now() < deadline, "not written out during the sync");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    assert_eq!(
+        log.stats().synced_entries,
+        1,
+        "the stuck sync is still stuck"
+    );
+    storage.unstall();
+    syncer.join().unwrap().unwrap();
+}
+
+/// With the write interval off, the same entry waits in the buffer until
+/// the sync ends (what the interval fixes).
+#[test]
+fn without_a_write_interval_entries_wait_for_the_sync() {
+    let mut config = roomy_periodic(Duration::from_secs(3600), 1 << 19);
+    config.write_interval = Duration::ZERO;
+    let (log, storage) = mem_log(config);
+    let log = std::sync::Arc::new(log);
+    log.add(1, &mutation("a", 100)).unwrap();
+    log.sync().unwrap();
+    storage.0.lock().stall_syncs = true;
+    log.add(1, &mutation("a", 100)).unwrap();
+    let syncer = {
+        let log = log.clone();
+        std::thread::spawn(move || log.sync())
+    };
+    storage.wait_for_a_stalled_sync();
+    let pos = log.add(1, &mutation("b", 100)).unwrap();
+    std::thread::sleep(Duration::from_millis(50));
+    {
+        let s = storage.0.lock();
+        let at = pos.offset as usize;
+        assert!(
+            s.files[&pos.segment][at..at + format::ENTRY_HEADER_LEN]
+                .iter()
+                .all(|&b| b == 0)
+        );
+    }
+    storage.unstall();
+    syncer.join().unwrap().unwrap();
+    log.sync().unwrap();
+}
