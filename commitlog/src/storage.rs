@@ -15,6 +15,9 @@ pub(crate) trait SegmentFile: Send + Sync + std::fmt::Debug {
     fn write_at(&self, offset: u64, buf: &[u8]) -> io::Result<()>;
     /// Makes everything written so far durable (fdatasync).
     fn sync_data(&self) -> io::Result<()>;
+    /// Starts write-back of `len` written bytes at `offset` without waiting
+    /// for it (see `writeback.rs`); makes nothing durable.
+    fn start_writeback(&self, offset: u64, len: u64) -> io::Result<()>;
 }
 
 /// Creates and removes segments.
@@ -68,6 +71,10 @@ impl SegmentFile for DiskSegment {
 
     fn sync_data(&self) -> io::Result<()> {
         self.0.sync_data()
+    }
+
+    fn start_writeback(&self, offset: u64, len: u64) -> io::Result<()> {
+        crate::writeback::start_writeback(&self.0, offset, len)
     }
 }
 
@@ -167,6 +174,8 @@ pub(crate) mod mem {
         pub(crate) stall_syncs: bool,
         /// Syncs blocked now.
         syncs_stalled: u32,
+        /// Write-back starts: (segment, offset, length), in order.
+        pub(crate) writebacks: Vec<(u64, u64, u64)>,
         /// The drop side file, once written.
         pub(crate) drops: Option<Vec<u8>>,
         /// Segment ids removed (or set aside), in order.
@@ -264,6 +273,13 @@ pub(crate) mod mem {
                 let name = s.name_of(self.id);
                 s.durable.insert(name, f);
             }
+            Ok(())
+        }
+
+        fn start_writeback(&self, offset: u64, len: u64) -> io::Result<()> {
+            let mut s = self.state.lock();
+            let name = s.name_of(self.id);
+            s.writebacks.push((name, offset, len));
             Ok(())
         }
     }

@@ -195,12 +195,28 @@ impl Shared {
             st.sync_requested = false;
             st.last_sync_start = Some(now);
         }
+        let mut writeback_from = st.writeback_from;
+        let per_sync = self.config.bytes_per_sync;
         st.flusher_busy = true;
         let result = MutexGuard::unlocked(st, || {
             for c in &chunks {
                 c.file.write_at(u64::from(c.offset), &c.bytes)?;
                 unsynced.insert(c.segment, PlainArc::clone(&c.file));
                 written = ReplayPosition::new(c.segment, c.offset + c.bytes.len() as u32);
+                if per_sync > 0 {
+                    // Every `per_sync` bytes written to a segment, start
+                    // their write-back (a new segment counts from its
+                    // first chunk).
+                    if writeback_from.segment != c.segment {
+                        writeback_from = ReplayPosition::new(c.segment, c.offset);
+                    }
+                    let from = u64::from(writeback_from.offset);
+                    let end = u64::from(written.offset);
+                    if end - from >= per_sync {
+                        c.file.start_writeback(from, end - from)?;
+                        writeback_from = written;
+                    }
+                }
             }
             if sync_now {
                 if sync_dir {
@@ -216,6 +232,7 @@ impl Shared {
         st.flusher_busy = false;
         st.unwritten -= total;
         st.written = written;
+        st.writeback_from = writeback_from;
         for mut c in chunks {
             if st.pool.len() < 4 && c.bytes.capacity() <= 4 << 20 {
                 c.bytes.clear();

@@ -176,6 +176,9 @@ struct State {
     written: ReplayPosition,
     /// Files written since the last sync (owned by the running cycle).
     unsynced: BTreeMap<u64, PlainArc<dyn SegmentFile>>,
+    /// Where write-back was last started up to ([`Config::bytes_per_sync`];
+    /// owned by the running cycle).
+    writeback_from: ReplayPosition,
     /// Entries written since the last sync.
     unsynced_entries: u64,
     /// Periodic mode: when the oldest entry not yet durable was appended
@@ -385,6 +388,7 @@ impl CommitLog {
             synced: ReplayPosition::new(0, 0),
             written: ReplayPosition::new(0, 0),
             unsynced: BTreeMap::new(),
+            writeback_from: ReplayPosition::new(0, 0),
             unsynced_entries: 0,
             unsynced_since: None,
             flusher_busy: false,

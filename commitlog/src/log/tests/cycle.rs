@@ -242,3 +242,39 @@ fn without_a_write_interval_entries_wait_for_the_sync() {
     syncer.join().unwrap().unwrap();
     log.sync().unwrap();
 }
+
+/// Write-back starts every `bytes_per_sync` bytes written to a segment,
+/// over contiguous ranges, and never when the option is 0.
+#[test]
+fn write_back_starts_every_n_bytes_and_not_at_zero() {
+    for per_sync in [0u64, 16 << 10] {
+        let mut config = roomy_periodic(Duration::from_secs(3600), 1 << 19);
+        config.bytes_per_sync = per_sync;
+        let (log, storage) = mem_log(config);
+        let positions: Vec<ReplayPosition> = (0..300)
+            .map(|_| log.add(1, &mutation("w", 1000)).unwrap())
+            .collect();
+        log.sync().unwrap();
+        let calls = storage.0.lock().writebacks.clone();
+        if per_sync == 0 {
+            assert!(calls.is_empty(), "{calls:?}");
+            continue;
+        }
+        let segment = positions[0].segment;
+        assert!(positions.iter().all(|p| p.segment == segment));
+        let written = u64::from(log.stats().bytes as u32);
+        // Contiguous from the segment's start, each at least N bytes and
+        // less than N plus one buffer's worth.
+        let mut at = 0;
+        for &(s, offset, len) in &calls {
+            assert_eq!((s, offset), (segment, at), "{calls:?}");
+            assert!(len >= per_sync, "{calls:?}");
+            at += len;
+        }
+        assert!(
+            written - at < per_sync + (1 << 19),
+            "{written} written, write-back started up to {at}"
+        );
+        assert!(calls.len() as u64 >= written / (per_sync + (1 << 19)));
+    }
+}
