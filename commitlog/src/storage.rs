@@ -168,6 +168,8 @@ pub(crate) mod mem {
         pub(crate) syncs: u64,
         pub(crate) fail_writes: bool,
         pub(crate) fail_creates: bool,
+        /// Removals (and set-asides) fail while set.
+        pub(crate) fail_removes: bool,
         /// Writes block while set: a disk that does not keep up.
         pub(crate) stall: bool,
         /// Syncs block while set (a long fdatasync).
@@ -355,6 +357,9 @@ pub(crate) mod mem {
 
         fn remove(&self, id: u64) -> io::Result<()> {
             let mut s = self.0.lock();
+            if s.fail_removes {
+                return Err(io::Error::other("injected remove failure"));
+            }
             s.files.remove(&id);
             s.durable.remove(&id);
             s.removals.push(id);

@@ -210,3 +210,25 @@ fn a_failed_segment_creation_is_reported_and_not_sticky() {
     let pos = log.add(1, &mutation("k", 10)).unwrap();
     assert_eq!(pos.segment, 2);
 }
+
+/// A removal that fails leaves the segment on record (and its file in
+/// place); the next retirement removes it, once.
+#[test]
+fn a_failed_removal_is_retried_at_the_next_retirement() {
+    let (log, storage) = mem_log(small(SyncMode::Batch(Duration::ZERO)));
+    let first = log.add(1, &mutation("k", 100)).unwrap().segment;
+    add_until_the_segment_switches(&log, first);
+    storage.0.lock().fail_removes = true;
+    let end = ReplayPosition::new(u64::MAX, u32::MAX);
+    log.discard_completed(0, end);
+    log.discard_completed(1, end);
+    assert!(log.dirty_tables().iter().any(|(id, _)| *id == first));
+    assert!(storage.0.lock().files.contains_key(&first));
+    assert_eq!(log.stats().segments_retired, 0);
+    storage.0.lock().fail_removes = false;
+    // Any later retirement (here: a discard of a table with nothing left).
+    log.discard_completed(2, end);
+    assert!(!log.dirty_tables().iter().any(|(id, _)| *id == first));
+    assert_eq!(storage.0.lock().removals, vec![first]);
+    assert_eq!(log.stats().segments_retired, 1);
+}
