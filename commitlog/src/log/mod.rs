@@ -28,6 +28,20 @@
 //! segments renames it to the next id, so ids follow the order segments
 //! are used in. A writer that finds no reserve ready creates a sparse
 //! segment itself rather than wait for the one being made.
+//!
+//! In periodic mode a writer thread writes the pending buffers out every
+//! [`Config::write_interval`] while the flusher is blocked in a periodic
+//! fdatasync, so entries reach the OS within milliseconds even then.
+//! Retiring a segment (deleting it, or setting it aside if damaged, and
+//! syncing the directory) runs with the state lock released: the segments
+//! are marked `retiring` under the lock and the result recorded after.
+//!
+//! The code is split by concern: `append` (placement: size check, buffer
+//! budget, finding or making a segment with room, the size limit, the
+//! copy), `cycle` (the write-and-sync cycle, batch waits, periodic syncs,
+//! the writer thread), `segments` (install, the reserve thread, discard and
+//! retire), `requests` (flush requests to the owner); this file holds the
+//! shared state and the public [`CommitLog`].
 
 mod append;
 mod cycle;

@@ -1,12 +1,13 @@
 //! Segments: installing a new active segment, the reserve thread,
 //! discarding flushed entries and retiring segments no table needs.
 
+use std::collections::HashMap;
+
 use super::{Chunk, Segment, Shared, State};
 use crate::format::{self, HEADER_LEN};
 use crate::storage::SegmentFile;
 use crate::sync::{MutexGuard, PlainArc};
 use crate::{ReplayPosition, ReplayPositionSet, TableId};
-use std::collections::HashMap;
 
 impl Shared {
     /// Forgets `table`'s entries up to `up_to` and retires what that frees.
