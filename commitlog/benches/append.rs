@@ -2,7 +2,7 @@
 //! in the same run.
 //!
 //! ```text
-//! cargo bench -p commitlog --bench append -- [--quick] [--scale F] [--dir PATH] [--only batch|periodic] [--threads 1,8,64,100] [--per-call 16]
+//! cargo bench -p commitlog --bench append -- [--quick] [--scale F] [--dir PATH] [--only batch|periodic] [--threads 1,8,64,100] [--per-call 16] [--bytes-per-sync 1048576,0]
 //! ```
 //!
 //! * **Batch mode** (`SyncMode::Batch(0)`), 1 KiB mutations, 1, 8, 64 and
@@ -22,6 +22,11 @@
 //! * **Periodic mode** (`SyncMode::Periodic(10 s)`), 1 KiB mutations, one
 //!   thread: appends per second against appending the same encoded bytes to
 //!   a `Vec<u8>` (encoding included in both).
+//!
+//! * `--bytes-per-sync N,M,...` (default `1048576,0`): every commit-log row
+//!   is run once per value of `Config::bytes_per_sync` (incremental
+//!   write-back every N bytes; 0 off), in the same run, so the option's
+//!   cost or gain is read off adjacent rows.
 //!
 //! `--scale 1` (default) appends 65,536 entries per thread count in batch
 //! mode (2,048 with one thread) and 262,144 in periodic mode; `--quick` is
@@ -47,6 +52,8 @@ struct Args {
     threads: Vec<u64>,
     /// Mutations per `add_batch` call in the extra rows (1: none).
     per_call: u64,
+    /// `Config::bytes_per_sync` values; each log row runs once per value.
+    bytes_per_sync: Vec<u64>,
 }
 
 fn parse_args() -> Args {
@@ -56,6 +63,7 @@ fn parse_args() -> Args {
         only: None,
         threads: vec![1, 8, 64, 100],
         per_call: 16,
+        bytes_per_sync: vec![1 << 20, 0],
     };
     let mut it = std::env::args().skip(1);
     while let Some(a) = it.next() {
@@ -82,9 +90,15 @@ fn parse_args() -> Args {
                     .filter(|&n| n >= 1)
                     .expect("--per-call takes a number of mutations, at least 1")
             }
+            "--bytes-per-sync" => {
+                args.bytes_per_sync = it
+                    .next()
+                    .and_then(|v| v.split(',').map(|t| t.parse().ok()).collect())
+                    .expect("--bytes-per-sync takes a comma-separated list of byte counts")
+            }
             "--bench" => {}
             other => panic!(
-                "unknown argument {other}; use --quick, --scale F, --dir PATH, --only batch|periodic, --threads N,M,..., --per-call N"
+                "unknown argument {other}; use --quick, --scale F, --dir PATH, --only batch|periodic, --threads N,M,..., --per-call N, --bytes-per-sync N,M,..."
             ),
         }
     }
@@ -149,20 +163,30 @@ impl Run {
     }
 }
 
-fn log_config(sync: SyncMode) -> Config {
+fn log_config(sync: SyncMode, bytes_per_sync: u64) -> Config {
     let mut c = Config::default();
     c.sync = sync;
+    c.bytes_per_sync = bytes_per_sync;
     c
+}
+
+/// How a row names a `bytes_per_sync` value.
+fn writeback_label(bytes_per_sync: u64) -> String {
+    if bytes_per_sync == 0 {
+        "write-back off".to_string()
+    } else {
+        format!("write-back every {} KiB", bytes_per_sync >> 10)
+    }
 }
 
 /// `entries` appends from `threads` threads in batch mode, each call
 /// `add` (`per_call` = 1) or `add_batch` of `per_call` mutations; latency is
 /// per call.
-fn run_batch(dir: &Path, threads: u64, entries: u64, per_call: u64) -> Run {
+fn run_batch(dir: &Path, threads: u64, entries: u64, per_call: u64, bytes_per_sync: u64) -> Run {
     let dir = tempfile::tempdir_in(dir).expect("bench dir");
     let (log, _) = CommitLog::open(
         dir.path(),
-        log_config(SyncMode::Batch(Duration::ZERO)),
+        log_config(SyncMode::Batch(Duration::ZERO), bytes_per_sync),
         |_, _, _| {},
     )
     .expect("open log");
@@ -381,15 +405,25 @@ fn bench_batch(args: &Args) {
                 &bound,
             );
         }
-        let r = run_batch(&args.dir, threads, entries, 1);
-        row("commitlog batch", threads.to_string(), &r);
-        if args.per_call > 1 && threads > 1 {
-            let r = run_batch(&args.dir, threads, entries, args.per_call);
+        for &wb in &args.bytes_per_sync {
+            let r = run_batch(&args.dir, threads, entries, 1, wb);
             row(
-                &format!("commitlog batch, add_batch of {}", args.per_call),
+                &format!("commitlog batch, {}", writeback_label(wb)),
                 threads.to_string(),
                 &r,
             );
+            if args.per_call > 1 && threads > 1 {
+                let r = run_batch(&args.dir, threads, entries, args.per_call, wb);
+                row(
+                    &format!(
+                        "commitlog batch, add_batch of {}, {}",
+                        args.per_call,
+                        writeback_label(wb)
+                    ),
+                    threads.to_string(),
+                    &r,
+                );
+            }
         }
     }
     println!();
@@ -418,20 +452,6 @@ fn bench_periodic(args: &Args) {
     let vec_bytes = vec.len();
     drop(vec);
 
-    let dir = tempfile::tempdir_in(&args.dir).expect("bench dir");
-    let (log, _) = CommitLog::open(
-        dir.path(),
-        log_config(SyncMode::Periodic(Duration::from_secs(10))),
-        |_, _, _| {},
-    )
-    .expect("open log");
-    let start = Instant::now();
-    for i in 0..entries {
-        log.add(i % 4, &ms[(i % 1024) as usize]).expect("append");
-    }
-    let log_took = start.elapsed();
-    let stats = log.stats();
-    log.close().expect("close");
     let per_s = |d: Duration| entries as f64 / d.as_secs_f64();
     println!("| writer | appends | appends/s | MB/s | vs Vec<u8> |");
     println!("|---|---|---|---|---|");
@@ -440,12 +460,33 @@ fn bench_periodic(args: &Args) {
         per_s(vec_took),
         vec_bytes as f64 / vec_took.as_secs_f64() / 1e6
     );
-    println!(
-        "| commitlog periodic | {entries} | {:.0} | {:.0} | {:.3}x |",
-        per_s(log_took),
-        stats.bytes as f64 / log_took.as_secs_f64() / 1e6,
-        vec_took.as_secs_f64() / log_took.as_secs_f64()
-    );
+    for &wb in &args.bytes_per_sync {
+        let dir = tempfile::tempdir_in(&args.dir).expect("bench dir");
+        let (log, _) = CommitLog::open(
+            dir.path(),
+            log_config(SyncMode::Periodic(Duration::from_secs(10)), wb),
+            |_, _, _| {},
+        )
+        .expect("open log");
+        let start = Instant::now();
+        for i in 0..entries {
+            log.add(i % 4, &ms[(i % 1024) as usize]).expect("append");
+        }
+        let log_took = start.elapsed();
+        let stats = log.stats();
+        // The final fdatasync is what write-back shortens: timed apart.
+        let close_start = Instant::now();
+        log.close().expect("close");
+        let close_took = close_start.elapsed();
+        println!(
+            "| commitlog periodic, {} (close with its final sync: {:.1} ms) | {entries} | {:.0} | {:.0} | {:.3}x |",
+            writeback_label(wb),
+            close_took.as_secs_f64() * 1e3,
+            per_s(log_took),
+            stats.bytes as f64 / log_took.as_secs_f64() / 1e6,
+            vec_took.as_secs_f64() / log_took.as_secs_f64()
+        );
+    }
     println!();
 }
 

@@ -14,9 +14,11 @@ pub const MAX_SEGMENT_SIZE: u32 = 1 << 31;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SyncMode {
     /// `add` returns as soon as the entry is in the log's buffer; the log
-    /// writes buffers out at once and fdatasyncs at most once per interval.
-    /// A crash of the machine loses at most about one interval of writes
-    /// while the disk keeps up. When it does not (the oldest entry not yet
+    /// writes buffers out at once (within [`Config::write_interval`] while
+    /// an fdatasync runs) and fdatasyncs at most once per interval. A
+    /// process crash loses only the entries appended in about the last
+    /// write interval; a crash of the machine loses at most about one
+    /// interval of writes while the disk keeps up. When it does not (the oldest entry not yet
     /// durable is more than two intervals old), `add` waits until a sync
     /// covers its entry, so the loss stays bounded by about two intervals
     /// (Cassandra's periodic sync lag block); [`crate::LogStats`] counts
@@ -60,6 +62,59 @@ pub struct Config {
     /// Whether segments are zero-filled ahead of need (default
     /// [`Preallocate::Auto`]: in batch mode only).
     pub preallocate: Preallocate,
+    /// Periodic mode: while a periodic fdatasync runs, the pending buffers
+    /// are written out (a `write`, no sync) this often (default 2 ms; zero:
+    /// only when a writer reaches [`Config::buffer_budget`]). Outside syncs
+    /// they are written out as soon as entries arrive. So a process crash
+    /// (SIGKILL, a panic that aborts) loses only entries appended within
+    /// about this interval before it; a machine crash loses what no
+    /// fdatasync covered yet, at most about two sync intervals (see
+    /// [`SyncMode::Periodic`]).
+    pub write_interval: Duration,
+    /// Every this many bytes written to a segment, the log starts the
+    /// kernel's write-back of them without waiting
+    /// (`sync_file_range(SYNC_FILE_RANGE_WRITE)` on Linux, nothing
+    /// elsewhere), so the page cache holds at most about this much unsynced
+    /// log data per segment and a periodic fdatasync stays short (RocksDB's
+    /// `wal_bytes_per_sync`). Default 1 MiB; 0 turns it off. Durability
+    /// still rests on the fdatasyncs alone.
+    pub bytes_per_sync: u64,
+    /// What [`crate::CommitLog::open`] does when replay meets damage
+    /// (default [`CorruptionPolicy::Stop`]).
+    pub on_corruption: CorruptionPolicy,
+}
+
+/// What opening the log does with damage found by replay.
+///
+/// A *torn tail* (the file ends inside an entry, or the last entry's bytes
+/// stop with zeros behind them, or a segment has no header) is what a crash
+/// in the middle of a write leaves; it is expected in the segments written
+/// last (the newest two segments that have a header, and any header-less
+/// ones after them: one write-and-sync cycle spans at most one segment
+/// switch with the default buffer budget) and is never damage there.
+/// Anything else is damage: a checksum that fails with data after it, a
+/// zeroed range followed by data, a length out of range, a payload that
+/// does not decode, a bad segment header, and a segment cut short or torn
+/// that is not among the last written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum CorruptionPolicy {
+    /// Replay stops at the first damage: `open` fails with
+    /// [`crate::Error::Corrupt`], naming the segment, the offset and what
+    /// was wrong, before any entry is handed over and without changing
+    /// anything on disk, so an operator can copy the files away first
+    /// (Cassandra's default: replay refuses corruption unless told to
+    /// skip it).
+    #[default]
+    Stop,
+    /// Replay skips the rest of a damaged segment and goes on; what was
+    /// skipped is reported ([`crate::ReplayReport::damage`]: segment, byte
+    /// range and the entries found in it) and the damaged segment is set
+    /// aside (`….log.damaged`) once the entries before the damage are
+    /// flushed. A table drop is never lost to a skip: drops are also kept
+    /// in a side file (see [`crate::CommitLog::drop_table`]), so a dropped
+    /// table's entries are refused even when the damage hides the drop
+    /// record.
+    Skip,
 }
 
 /// Whether the log keeps the next segment zero-filled ahead of need.
@@ -97,6 +152,9 @@ impl Default for Config {
             write_timeout: Duration::from_secs(10),
             flush_request_interval: Duration::from_millis(100),
             preallocate: Preallocate::Auto,
+            on_corruption: CorruptionPolicy::Stop,
+            write_interval: Duration::from_millis(2),
+            bytes_per_sync: 1 << 20,
         }
     }
 }

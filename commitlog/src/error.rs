@@ -84,6 +84,21 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
+    /// Replay met damage in a segment and [`crate::CorruptionPolicy::Stop`]
+    /// is in effect: nothing was replayed and nothing on disk changed.
+    #[error(
+        "commit log segment {path} is damaged at offset {offset}: {reason}; replay stopped and nothing was changed (copy the files away, then open with CorruptionPolicy::Skip to skip the damaged entries)"
+    )]
+    Corrupt {
+        /// The segment file (or the drop side file).
+        path: PathBuf,
+        /// The segment id (0 for the drop side file).
+        segment: u64,
+        /// Offset of the first byte that could not be read.
+        offset: u32,
+        /// What was wrong.
+        reason: String,
+    },
     /// A segment written by another format version (replay refuses rather
     /// than misread it).
     #[error(

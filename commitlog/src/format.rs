@@ -153,6 +153,77 @@ pub(crate) fn le_u64(b: &[u8]) -> u64 {
     u64::from_le_bytes(a)
 }
 
+/// The drop side file: every table drop still relevant (its segment or an
+/// older one on disk), so that a drop record lost to damage still counts.
+///
+/// ```text
+/// drops = magic "RPCD" | version:u32 (=1) | count:u32
+///       | count x (table id:u64 | segment id:u64 | offset:u32)
+///       | crc32c(everything before):u32
+/// ```
+///
+/// Replaced whole (written to a temporary name, synced, renamed, the
+/// directory synced) at every drop.
+pub(crate) const DROPS_FILE_NAME: &str = "CommitLog-1-drops";
+/// The temporary name of a drop side file being written.
+pub(crate) const DROPS_TMP_FILE_NAME: &str = "CommitLog-1-drops.tmp";
+const DROPS_MAGIC: [u8; 4] = *b"RPCD";
+
+/// The records of a drop side file: table and position of its last drop.
+pub(crate) type DropRecords = Vec<(TableId, crate::ReplayPosition)>;
+
+/// The side file's bytes for `drops` (table → position of its last drop).
+pub(crate) fn encode_drops(
+    drops: &std::collections::BTreeMap<TableId, crate::ReplayPosition>,
+) -> Vec<u8> {
+    let mut out = Vec::with_capacity(16 + drops.len() * 20);
+    out.extend_from_slice(&DROPS_MAGIC);
+    out.extend_from_slice(&VERSION.to_le_bytes());
+    out.extend_from_slice(&(drops.len() as u32).to_le_bytes());
+    for (&table, pos) in drops {
+        out.extend_from_slice(&table.to_le_bytes());
+        out.extend_from_slice(&pos.segment.to_le_bytes());
+        out.extend_from_slice(&pos.offset.to_le_bytes());
+    }
+    let crc = crc32c::crc32c(&out);
+    out.extend_from_slice(&crc.to_le_bytes());
+    out
+}
+
+/// Reads a drop side file, or says what is wrong with it.
+pub(crate) fn decode_drops(bytes: &[u8]) -> Result<DropRecords, String> {
+    if bytes.len() < 16 {
+        return Err(format!(
+            "drop file of {} bytes is shorter than its 16-byte frame",
+            bytes.len()
+        ));
+    }
+    let (body, crc) = bytes.split_at(bytes.len() - 4);
+    if le_u32(crc) != crc32c::crc32c(body) {
+        return Err("drop file checksum mismatch".to_string());
+    }
+    if body[..4] != DROPS_MAGIC || le_u32(&body[4..8]) != VERSION {
+        return Err("drop file magic or version does not match".to_string());
+    }
+    let count = le_u32(&body[8..12]) as usize;
+    let records = &body[12..];
+    if records.len() != count.saturating_mul(20) {
+        return Err(format!(
+            "drop file holds {} bytes for {count} records",
+            records.len()
+        ));
+    }
+    Ok(records
+        .chunks_exact(20)
+        .map(|r| {
+            (
+                le_u64(&r[..8]),
+                crate::ReplayPosition::new(le_u64(&r[8..16]), le_u32(&r[16..20])),
+            )
+        })
+        .collect())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -197,5 +268,27 @@ mod tests {
         let h = parse_entry_header(&out[..ENTRY_HEADER_LEN]).unwrap();
         assert_eq!((h.len, h.segment), (3, 9));
         assert_eq!(le_u32(&out[19..23]), crc32c::crc32c(b"abc"));
+    }
+
+    #[test]
+    fn drop_file_round_trips_and_damage_is_named() {
+        let drops: std::collections::BTreeMap<_, _> = [
+            (3, crate::ReplayPosition::new(10, 24)),
+            (9, crate::ReplayPosition::new(11, 500)),
+        ]
+        .into_iter()
+        .collect();
+        let bytes = encode_drops(&drops);
+        assert_eq!(
+            decode_drops(&bytes).unwrap(),
+            drops.into_iter().collect::<Vec<_>>()
+        );
+        let mut bad = bytes.clone();
+        bad[14] ^= 1;
+        assert_eq!(
+            decode_drops(&bad).unwrap_err(),
+            "drop file checksum mismatch"
+        );
+        assert!(decode_drops(&bytes[..10]).unwrap_err().contains("shorter"));
     }
 }

@@ -9,21 +9,26 @@
 //! * **torn tail**: the last entry was being written when the process or
 //!   machine died: the file ends inside it, or its last byte is still zero
 //!   and nothing non-zero follows it; or the segment has no header at all
-//!   (it was being created). Expected after a crash; reported with its
-//!   offset, never counted as corruption;
+//!   (it was being created). Expected after a crash in the segments written
+//!   last (the newest two with a header, and header-less ones after them);
+//!   reported with its offset, never counted as corruption there, and
+//!   damage in any older segment;
 //! * **corruption**: anything else (a checksum that fails with data after
 //!   it, a zero header followed by data, a length out of range, a payload
-//!   that does not decode). The rest of that segment is skipped and
-//!   reported with the segment, the offset and the bytes skipped (up to the
-//!   segment's last non-zero byte); replay goes on with the next segment.
+//!   that does not decode). Under [`CorruptionPolicy::Stop`] replay fails
+//!   before yielding anything ([`Error::Corrupt`]); otherwise the rest of
+//!   that segment is skipped and reported with the segment, the offset,
+//!   the bytes skipped (up to the segment's last non-zero byte) and the
+//!   entries found in them, and replay goes on with the next segment.
 //!
 //! A length is never trusted before its own checksum holds. A segment whose
 //! header is damaged is skipped whole and reported the same way. A segment
 //! of another format version fails replay ([`Error::UnsupportedVersion`])
 //! rather than being misread.
 //!
-//! Table drops are logged; replay skips (and counts) every entry of a table
-//! that precedes the table's last drop record, so a dropped table's data
+//! Table drops are logged, in the segments and in a side file; replay skips
+//! (and counts) every entry of a table that precedes the table's last drop,
+//! so a dropped table's data
 //! cannot come back, even if a table with the same id is created later.
 
 use std::collections::{BTreeMap, HashMap};
@@ -31,6 +36,7 @@ use std::path::{Path, PathBuf};
 
 use mutation::Mutation;
 
+use crate::config::CorruptionPolicy;
 use crate::format::{self, ENTRY_HEADER_LEN, FRAMING, HEADER_LEN, KIND_DROP, KIND_MUTATION};
 use crate::{Error, ReplayPosition, TableId};
 
@@ -43,6 +49,10 @@ pub struct Damage {
     pub offset: u32,
     /// Bytes skipped: from `offset` to the segment's last non-zero byte.
     pub bytes_skipped: u64,
+    /// Entries in the skipped bytes, as far as can be told: the damaged
+    /// entry and every later one whose entry header still checks out
+    /// (entries whose header the damage destroyed cannot be counted).
+    pub entries_skipped: u64,
     /// What was wrong.
     pub reason: String,
 }
@@ -67,8 +77,14 @@ pub struct ReplayReport {
     pub corrupt_segments: u64,
     /// Bytes skipped because of damage, over all segments.
     pub bytes_skipped: u64,
+    /// Entries in skipped bytes, over all segments (see
+    /// [`Damage::entries_skipped`]).
+    pub entries_skipped: u64,
     /// Entries skipped because their table was dropped after them.
     pub dropped_entries: u64,
+    /// The drop side file could not be read (skip mode only: it is ignored
+    /// and the drop records in the segments still count).
+    pub drops_file_damage: Option<String>,
     /// Every damaged segment: where and how many bytes were lost.
     pub damage: Vec<Damage>,
     /// Every segment that ended in a torn entry.
@@ -260,36 +276,166 @@ pub(crate) fn list_segments(dir: &Path) -> Result<(BTreeMap<u64, PathBuf>, u64),
     Ok((out, max_id))
 }
 
-/// Replays the segments `segments` (id → path, read in id order), calling
-/// `f` for every entry that is not superseded by a later drop of its table.
-/// Returns the report and what each segment held.
+/// What pass 1 learned of one segment.
+struct Scanned {
+    id: u64,
+    path: PathBuf,
+    stop: Stop,
+    /// The segment header is intact.
+    has_header: bool,
+    /// The file is shorter than the size its header gives.
+    cut_short: bool,
+}
+
+/// Everything a replay produced: the report, what each segment held, and
+/// the last drop of every table (from the segments and the side file).
+pub(crate) struct Replayed {
+    pub(crate) report: ReplayReport,
+    pub(crate) summaries: BTreeMap<u64, SegmentSummary>,
+    pub(crate) drops: BTreeMap<TableId, ReplayPosition>,
+}
+
+/// Reads the drop side file of `dir`, if there is one.
+fn read_drops_file(dir: &Path) -> Result<Option<(PathBuf, Vec<u8>)>, Error> {
+    let path = dir.join(format::DROPS_FILE_NAME);
+    match std::fs::read(&path) {
+        Ok(bytes) => Ok(Some((path, bytes))),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(Error::io(path, e)),
+    }
+}
+
+/// How many entries the skipped bytes from `offset` on of segment `id`
+/// held, as far as can be told: every entry whose entry header still
+/// checks out (found by walking the lengths, and byte by byte past a broken
+/// header), and the damaged entry at `offset` if its own header is broken
+/// (the damage is at an entry, past the segment header).
+fn entries_in_skipped(id: u64, bytes: &[u8], offset: usize) -> u64 {
+    let header_at = |p: usize| {
+        bytes
+            .get(p..p + ENTRY_HEADER_LEN)
+            .and_then(format::parse_entry_header)
+            .filter(|h| h.segment == id && h.len as usize >= format::PAYLOAD_PREFIX)
+    };
+    let from = offset.max(HEADER_LEN);
+    let mut count = u64::from(offset >= HEADER_LEN && header_at(from).is_none());
+    let mut p = from;
+    while p + ENTRY_HEADER_LEN <= bytes.len() {
+        match header_at(p) {
+            Some(h) => {
+                count += 1;
+                p += FRAMING + h.len as usize;
+            }
+            None => p += 1,
+        }
+    }
+    count
+}
+
+/// Replays the segments `segments` (id → path, read in id order) of `dir`,
+/// calling `f` for every entry that is not superseded by a later drop of
+/// its table. Under [`CorruptionPolicy::Stop`] any damage fails replay
+/// before `f` is called at all.
 pub(crate) fn replay_segments(
+    dir: &Path,
     segments: &BTreeMap<u64, PathBuf>,
+    policy: CorruptionPolicy,
     mut f: impl FnMut(TableId, Mutation, ReplayPosition),
-) -> Result<(ReplayReport, BTreeMap<u64, SegmentSummary>), Error> {
-    // Pass 1: where was each table last dropped?
-    let mut drops: HashMap<TableId, ReplayPosition> = HashMap::new();
+) -> Result<Replayed, Error> {
+    let mut report = ReplayReport::default();
+    // Pass 1: where was each table last dropped, and how does each
+    // segment end?
+    let mut drops: BTreeMap<TableId, ReplayPosition> = BTreeMap::new();
+    let note_drop = |drops: &mut BTreeMap<TableId, ReplayPosition>, table, pos| {
+        let e = drops.entry(table).or_insert(pos);
+        *e = (*e).max(pos);
+    };
+    if let Some((path, bytes)) = read_drops_file(dir)? {
+        match format::decode_drops(&bytes) {
+            Ok(records) => {
+                for (table, pos) in records {
+                    note_drop(&mut drops, table, pos);
+                }
+            }
+            Err(reason) if policy == CorruptionPolicy::Stop => {
+                return Err(Error::Corrupt {
+                    path,
+                    segment: 0,
+                    offset: 0,
+                    reason,
+                });
+            }
+            Err(reason) => report.drops_file_damage = Some(reason),
+        }
+    }
+    let mut scanned = Vec::with_capacity(segments.len());
     for (&id, path) in segments {
         let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
-        scan(id, path, &bytes, |offset, kind, table, _| {
+        let stop = scan(id, path, &bytes, |offset, kind, table, _| {
             if kind == KIND_DROP {
-                let pos = ReplayPosition::new(id, offset);
-                let e = drops.entry(table).or_insert(pos);
-                *e = (*e).max(pos);
+                note_drop(&mut drops, table, ReplayPosition::new(id, offset));
             }
             Ok(())
         })?;
+        let header = bytes
+            .get(..HEADER_LEN)
+            .and_then(|h| format::parse_header(h.try_into().ok()?));
+        let has_header = !matches!(stop, Stop::Torn(0) | Stop::Corrupt { offset: 0, .. });
+        let cut_short = header.is_some_and(|h| bytes.len() < h.segment_size as usize);
+        scanned.push(Scanned {
+            id,
+            path: path.clone(),
+            stop,
+            has_header,
+            cut_short,
+        });
+    }
+    // The segments written last: the newest two with a header, and any
+    // header-less ones after them. A torn tail anywhere else is damage.
+    let mut with_header = scanned.iter().filter(|s| s.has_header).map(|s| s.id).rev();
+    let newest = with_header.next();
+    let tail_from = with_header.next().or(newest).unwrap_or(0);
+    for s in &mut scanned {
+        if s.id >= tail_from {
+            continue;
+        }
+        if let Stop::Torn(offset) = s.stop {
+            let reason = if offset == 0 {
+                "segment has no header and is not among the last written".to_string()
+            } else if s.cut_short {
+                "segment is cut short and is not among the last written".to_string()
+            } else {
+                "torn entry in a segment that is not among the last written".to_string()
+            };
+            s.stop = Stop::Corrupt {
+                offset: offset as usize,
+                reason,
+            };
+        }
+    }
+    if policy == CorruptionPolicy::Stop
+        && let Some((s, offset, reason)) = scanned.iter().find_map(|s| match &s.stop {
+            Stop::Corrupt { offset, reason } => Some((s, *offset, reason.clone())),
+            _ => None,
+        })
+    {
+        return Err(Error::Corrupt {
+            path: s.path.clone(),
+            segment: s.id,
+            offset: offset as u32,
+            reason,
+        });
     }
     // Pass 2: yield.
-    let mut report = ReplayReport::default();
     let mut summaries = BTreeMap::new();
-    for (&id, path) in segments {
+    for s in scanned {
+        let (id, path) = (s.id, &s.path);
         let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
         let mut summary = SegmentSummary {
             len: bytes.len() as u64,
             ..SegmentSummary::default()
         };
-        let stop = scan(id, path, &bytes, |offset, kind, table, body| {
+        scan(id, path, &bytes, |offset, kind, table, body| {
             let pos = ReplayPosition::new(id, offset);
             if kind == KIND_DROP {
                 summary.has_drop = true;
@@ -307,7 +453,7 @@ pub(crate) fn replay_segments(
             Ok(())
         })?;
         report.segments += 1;
-        match stop {
+        match s.stop {
             Stop::Clean => {}
             Stop::Torn(offset) => report.torn.push(TornTail {
                 segment: id,
@@ -316,28 +462,37 @@ pub(crate) fn replay_segments(
             Stop::Corrupt { offset, reason } => {
                 let last = bytes.iter().rposition(|&b| b != 0).unwrap_or(offset);
                 let skipped = (last + 1).saturating_sub(offset).max(1) as u64;
+                let entries_skipped = entries_in_skipped(id, &bytes, offset);
                 let damage = Damage {
                     segment: id,
                     offset: offset as u32,
                     bytes_skipped: skipped,
+                    entries_skipped,
                     reason,
                 };
                 report.corrupt_segments += 1;
                 report.bytes_skipped += skipped;
+                report.entries_skipped += entries_skipped;
                 report.damage.push(damage.clone());
                 summary.damage = Some(damage);
             }
         }
         summaries.insert(id, summary);
     }
-    Ok((report, summaries))
+    Ok(Replayed {
+        report,
+        summaries,
+        drops,
+    })
 }
 
 /// Replays every segment in `dir` in id order, calling `f(table, mutation,
 /// position)` for each entry, and reports what was read, what was torn and
 /// what was damaged. Read-only: nothing in `dir` changes.
 ///
-/// Damage never stops replay: a damaged segment is cut at the damage and
+/// Damage never stops this replay (it reads as
+/// [`CorruptionPolicy::Skip`] does; [`crate::CommitLog::open`] stops at
+/// damage by default): a damaged segment is cut at the damage and
 /// reported, and replay goes on with the next segment. Per segment,
 /// reading stops at
 ///
@@ -345,15 +500,17 @@ pub(crate) fn replay_segments(
 ///   header of another segment (stale bytes);
 /// * a **torn tail** ([`ReplayReport::torn`]): the file ends inside an
 ///   entry, or the entry's last byte is still zero with nothing non-zero
-///   after it, or the segment has no header: what a crash mid-write leaves;
+///   after it, or the segment has no header: what a crash mid-write leaves,
+///   in one of the segments written last (the newest two with a header,
+///   and header-less ones after them); in an older segment it is damage;
 /// * **damage** ([`ReplayReport::damage`]): anything else (a checksum that
 ///   fails with data after it, a zeroed header followed by data, a length
 ///   out of range, a payload that does not decode, a bad segment header).
 ///   The rest of the segment is skipped and counted up to its last
 ///   non-zero byte.
 ///
-/// Entries of a table that precede the table's last logged drop are
-/// skipped and counted in [`ReplayReport::dropped_entries`]. To know the
+/// Entries of a table that precede the table's last logged drop (in a
+/// segment or in the drop side file) are skipped and counted in [`ReplayReport::dropped_entries`]. To know the
 /// drops first, every segment is read twice, whole, one at a time (memory:
 /// one segment).
 ///
@@ -365,5 +522,5 @@ pub fn replay(
     f: impl FnMut(TableId, Mutation, ReplayPosition),
 ) -> Result<ReplayReport, Error> {
     let (segments, _) = list_segments(dir)?;
-    replay_segments(&segments, f).map(|(report, _)| report)
+    replay_segments(dir, &segments, CorruptionPolicy::Skip, f).map(|r| r.report)
 }

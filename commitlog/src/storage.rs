@@ -15,6 +15,9 @@ pub(crate) trait SegmentFile: Send + Sync + std::fmt::Debug {
     fn write_at(&self, offset: u64, buf: &[u8]) -> io::Result<()>;
     /// Makes everything written so far durable (fdatasync).
     fn sync_data(&self) -> io::Result<()>;
+    /// Starts write-back of `len` written bytes at `offset` without waiting
+    /// for it (see `writeback.rs`); makes nothing durable.
+    fn start_writeback(&self, offset: u64, len: u64) -> io::Result<()>;
 }
 
 /// Creates and removes segments.
@@ -37,6 +40,9 @@ pub(crate) trait Storage: Send + Sync + std::fmt::Debug {
     fn quarantine(&self, id: u64) -> io::Result<()>;
     /// Makes creations and removals durable (fsync of the directory).
     fn sync_dir(&self) -> io::Result<()>;
+    /// Replaces the drop side file with `bytes`, durably (written under a
+    /// temporary name, synced, renamed, the directory synced).
+    fn write_drops(&self, bytes: &[u8]) -> io::Result<()>;
     /// The path of segment `id`, for messages.
     fn path(&self, id: u64) -> PathBuf;
 }
@@ -65,6 +71,10 @@ impl SegmentFile for DiskSegment {
 
     fn sync_data(&self) -> io::Result<()> {
         self.0.sync_data()
+    }
+
+    fn start_writeback(&self, offset: u64, len: u64) -> io::Result<()> {
+        crate::writeback::start_writeback(&self.0, offset, len)
     }
 }
 
@@ -125,6 +135,15 @@ impl Storage for DirStorage {
         File::open(&self.dir)?.sync_all()
     }
 
+    fn write_drops(&self, bytes: &[u8]) -> io::Result<()> {
+        let tmp = self.dir.join(format::DROPS_TMP_FILE_NAME);
+        let file = File::create(&tmp)?;
+        file.write_all_at(bytes, 0)?;
+        file.sync_data()?;
+        std::fs::rename(&tmp, self.dir.join(format::DROPS_FILE_NAME))?;
+        self.sync_dir()
+    }
+
     fn path(&self, id: u64) -> PathBuf {
         self.dir.join(format::file_name(id))
     }
@@ -149,12 +168,20 @@ pub(crate) mod mem {
         pub(crate) syncs: u64,
         pub(crate) fail_writes: bool,
         pub(crate) fail_creates: bool,
+        /// Removals (and set-asides) fail while set.
+        pub(crate) fail_removes: bool,
         /// Writes block while set: a disk that does not keep up.
         pub(crate) stall: bool,
         /// Syncs block while set (a long fdatasync).
         pub(crate) stall_syncs: bool,
         /// Syncs blocked now.
         syncs_stalled: u32,
+        /// Write-back starts: (segment, offset, length), in order.
+        pub(crate) writebacks: Vec<(u64, u64, u64)>,
+        /// The drop side file, once written.
+        pub(crate) drops: Option<Vec<u8>>,
+        /// Segment ids removed (or set aside), in order.
+        pub(crate) removals: Vec<u64>,
         /// Segments created, with whether each was prefilled.
         pub(crate) created: BTreeMap<u64, bool>,
         /// The key of the reserve segment's file, while there is one.
@@ -250,6 +277,13 @@ pub(crate) mod mem {
             }
             Ok(())
         }
+
+        fn start_writeback(&self, offset: u64, len: u64) -> io::Result<()> {
+            let mut s = self.state.lock();
+            let name = s.name_of(self.id);
+            s.writebacks.push((name, offset, len));
+            Ok(())
+        }
     }
 
     impl Storage for MemStorage {
@@ -323,8 +357,12 @@ pub(crate) mod mem {
 
         fn remove(&self, id: u64) -> io::Result<()> {
             let mut s = self.0.lock();
+            if s.fail_removes {
+                return Err(io::Error::other("injected remove failure"));
+            }
             s.files.remove(&id);
             s.durable.remove(&id);
+            s.removals.push(id);
             Ok(())
         }
 
@@ -333,6 +371,11 @@ pub(crate) mod mem {
         }
 
         fn sync_dir(&self) -> io::Result<()> {
+            Ok(())
+        }
+
+        fn write_drops(&self, bytes: &[u8]) -> io::Result<()> {
+            self.0.lock().drops = Some(bytes.to_vec());
             Ok(())
         }
 

@@ -7,7 +7,9 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::time::Duration;
 
-use commitlog::{CommitLog, Config, Preallocate, ReplayPosition, SyncMode, replay};
+use commitlog::{
+    CommitLog, Config, CorruptionPolicy, Preallocate, ReplayPosition, SyncMode, replay,
+};
 use mutation::{Cell, DecoratedKey, Mutation, Timestamp};
 
 fn m(i: usize) -> Mutation {
@@ -93,8 +95,22 @@ fn a_damaged_segment_is_set_aside_not_deleted() {
     let second = positions[1];
     bytes[second.offset as usize + 40] ^= 0x55;
     std::fs::write(&path, &bytes).unwrap();
+    // By default open refuses the damage and changes nothing.
+    let before = names(dir.path());
+    let err = CommitLog::open(dir.path(), config(), |_, _, _| {
+        panic!("nothing is replayed")
+    })
+    .unwrap_err();
+    assert!(
+        matches!(err, commitlog::Error::Corrupt { segment, offset, .. }
+        if segment == first && offset == second.offset),
+        "{err}"
+    );
+    assert_eq!(names(dir.path()), before);
+    let mut skip = config();
+    skip.on_corruption = CorruptionPolicy::Skip;
     let mut newest: HashMap<u64, ReplayPosition> = HashMap::new();
-    let (log, report) = CommitLog::open(dir.path(), config(), |t, _, p| {
+    let (log, report) = CommitLog::open(dir.path(), skip, |t, _, p| {
         let e = newest.entry(t).or_insert(p);
         *e = (*e).max(p);
     })

@@ -44,6 +44,8 @@ fn pristine() -> &'static Vec<Vec<u8>> {
         let mut files: Vec<_> = std::fs::read_dir(dir.path())
             .unwrap()
             .map(|e| e.unwrap().path())
+            // Segments only (the drop side file lives beside them).
+            .filter(|p| p.extension().is_some_and(|e| e == "log"))
             .collect();
         files.sort_by_key(|p| (p.as_os_str().len(), p.clone()));
         let first: u64 = files[0]

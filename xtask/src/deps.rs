@@ -59,7 +59,15 @@ pub(crate) const ALLOWED_DEPENDENCIES: &[(&str, &[&str])] = &[
     ("flush-scheduler", &["replica-sync", "thiserror"]),
     (
         "commitlog",
-        &["mutation", "replica-sync", "thiserror", "bytes", "crc32c"],
+        &[
+            "mutation",
+            "replica-sync",
+            "thiserror",
+            "bytes",
+            "crc32c",
+            // sync_file_range (Linux only): no safe wrapper in rustix or nix.
+            "libc",
+        ],
     ),
     (
         "compaction",

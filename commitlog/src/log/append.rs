@@ -1,0 +1,409 @@
+//! Placement: an entry's size check, the buffer budget, finding (or
+//! making) a segment with room, the wait at the size limit, and the copy
+//! into the pending buffer.
+
+use std::time::{Duration, Instant};
+
+use mutation::Mutation;
+
+use super::{Chunk, Shared, State};
+use crate::config::SyncMode;
+use crate::format::{self, FRAMING, KIND_DROP, KIND_MUTATION};
+use crate::sync::{MutexGuard, PlainArc};
+use crate::{Error, ReplayPosition, TableId};
+
+/// The payload of `table`'s entry for `mutation`: kind, table, encoding.
+pub(super) fn mutation_payload(table: TableId, mutation: &Mutation) -> Vec<u8> {
+    let mut payload = Vec::with_capacity(format::PAYLOAD_PREFIX + mutation.encoded_len());
+    payload.extend_from_slice(&format::payload_prefix(KIND_MUTATION, table));
+    mutation.encode_into(&mut payload);
+    payload
+}
+
+/// Where [`Shared::place`] put an entry.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Placed {
+    pub(super) pos: ReplayPosition,
+    /// Just past the entry: durable once `synced` reaches it.
+    pub(super) end: ReplayPosition,
+    /// The cycle that will write (and in batch mode sync) it.
+    pub(super) cycle_no: u64,
+    /// Periodic mode: the oldest unsynced entry is over two intervals old.
+    pub(super) lagging: bool,
+}
+
+impl Shared {
+    pub(super) fn check_usable(st: &State) -> Result<(), Error> {
+        if let Some(e) = &st.failed {
+            return Err(Error::Failed(PlainArc::clone(e)));
+        }
+        if st.closing {
+            return Err(Error::Closed);
+        }
+        Ok(())
+    }
+
+    /// Appends one entry (`payload` = kind, table, body).
+    pub(super) fn append(
+        &self,
+        table: TableId,
+        kind: u8,
+        payload: &[u8],
+        wait_sync: bool,
+    ) -> Result<ReplayPosition, Error> {
+        // In `Batch(0)` a waiting writer runs the cycle itself: no need to
+        // wake the flusher.
+        let writer_leads = wait_sync && self.config.sync == SyncMode::Batch(Duration::ZERO);
+        let (mut st, placed) = self.place(table, kind, payload, wait_sync, !writer_leads)?;
+        let Placed {
+            pos,
+            end,
+            cycle_no,
+            lagging,
+        } = placed;
+        if wait_sync && kind == KIND_MUTATION {
+            // Only batch mode waits for a mutation's sync.
+            return self.wait_batch(st, cycle_no, end).map(|()| pos);
+        }
+        if wait_sync {
+            self.wait_synced(&mut st, end)?;
+        } else if lagging {
+            self.hold_for_lagging_sync(&mut st, end)?;
+        }
+        if kind == KIND_DROP {
+            // The side file keeps the drop even if damage later hides the
+            // record; written before the table's entries are let go.
+            let oldest = st.segments.keys().next().copied().unwrap_or(pos.segment);
+            MutexGuard::unlocked(&mut st, || self.record_drop(table, pos, oldest))?;
+            // Entries of `table` written after the record (a new table
+            // with the same id) stay.
+            self.discard(&mut st, table, pos);
+        }
+        Ok(pos)
+    }
+
+    /// Records `table`'s drop at `pos` in the drop side file, durably,
+    /// forgetting drops older than the `oldest` segment on disk (every
+    /// entry they refuse is gone).
+    fn record_drop(&self, table: TableId, pos: ReplayPosition, oldest: u64) -> Result<(), Error> {
+        let mut drops = self.drops.lock();
+        let e = drops.entry(table).or_insert(pos);
+        *e = (*e).max(pos);
+        drops.retain(|_, p| p.segment >= oldest);
+        let bytes = format::encode_drops(&drops);
+        self.storage.write_drops(&bytes).map_err(|e| {
+            Error::io(
+                self.storage.path(0).with_file_name(format::DROPS_FILE_NAME),
+                e,
+            )
+        })
+    }
+
+    /// The oldest unsynced entry is over two intervals old: the disk is not
+    /// keeping up. Holds the writer until a sync covers its entry (ending
+    /// at `end`), so that what a crash can lose stays about two intervals
+    /// of writes (Cassandra's periodic sync lag block) instead of growing
+    /// without bound.
+    pub(super) fn hold_for_lagging_sync<'a>(
+        &'a self,
+        st: &mut MutexGuard<'a, State>,
+        end: ReplayPosition,
+    ) -> Result<(), Error> {
+        st.stats.sync_lag_waits += 1;
+        st.sync_requested = true;
+        self.work.notify_one();
+        // (Also wakes whoever waits on the stats, as tests do.)
+        self.progress.notify_all();
+        self.wait_synced(st, end)
+    }
+
+    /// Checks, frames and copies one entry (`payload` = kind, table, body)
+    /// into the pending buffer, waiting for buffer space and for a segment
+    /// with room as needed, and returns with the state lock held. Wakes the
+    /// flusher if `notify_flusher` and no cycle runs; a drop record that
+    /// will be waited for (`wait_sync`) requests a sync.
+    pub(super) fn place<'a>(
+        &'a self,
+        table: TableId,
+        kind: u8,
+        payload: &[u8],
+        wait_sync: bool,
+        notify_flusher: bool,
+    ) -> Result<(MutexGuard<'a, State>, Placed), Error> {
+        let framed = self.check_entry_size(table, payload)?;
+        let crc = crc32c::crc32c(payload);
+        let mut st = self.state.lock();
+        let switched = self.find_room(&mut st, framed)?;
+        let placed = self.copy_entry(&mut st, table, kind, payload, crc);
+        if wait_sync && kind == KIND_DROP {
+            st.sync_requested = true;
+        }
+        if !st.flusher_busy && notify_flusher {
+            self.work.notify_one();
+        }
+        if switched {
+            // A new segment opened: if the log is above half its limit, ask
+            // for the flushes that free the oldest segments.
+            self.request_flushes(&mut st, 0);
+        }
+        Ok((st, placed))
+    }
+
+    /// The framed size of `payload`, or [`Error::EntryTooLarge`].
+    fn check_entry_size(&self, table: TableId, payload: &[u8]) -> Result<usize, Error> {
+        let limit = self.config.max_payload();
+        if payload.len() > limit {
+            return Err(Error::EntryTooLarge {
+                table,
+                size: payload.len(),
+                limit,
+                segment_size: self.config.segment_size,
+                framing: FRAMING,
+            });
+        }
+        Ok(payload.len() + FRAMING)
+    }
+
+    /// Waits, as needed, until the unwritten buffers have room for `framed`
+    /// bytes and the active segment has room for them, switching to a new
+    /// segment (the reserve, or a fresh one) when it is full and waiting at
+    /// the size limit for one to be freed. Returns whether this writer
+    /// switched segments.
+    fn find_room<'a>(
+        &'a self,
+        st: &mut MutexGuard<'a, State>,
+        framed: usize,
+    ) -> Result<bool, Error> {
+        let mut budget_deadline: Option<Instant> = None;
+        let mut limit_wait = LimitWait::default();
+        let mut switched = false;
+        loop {
+            Self::check_usable(st)?;
+            if self.wait_for_buffer_budget(st, framed, &mut budget_deadline)? {
+                continue;
+            }
+            let room = st.active.is_some_and(|a| {
+                st.segments[&a].end as usize + framed <= self.config.segment_size as usize
+            });
+            if room {
+                return Ok(switched);
+            }
+            if st.rotating {
+                // Another writer is switching to the next segment.
+                self.progress.wait(st);
+                continue;
+            }
+            if self.switch_segment(st)? {
+                switched = true;
+                continue;
+            }
+            self.wait_at_size_limit(st, &mut limit_wait)?;
+        }
+    }
+
+    /// If the unwritten buffers have no room for `framed` more bytes, waits
+    /// for the flusher (or, during a periodic fdatasync, writes them out
+    /// itself) and returns `true` so that the caller checks again; returns
+    /// `false` at once when there is room. Fails with
+    /// [`Error::BufferTimeout`] once `deadline` (set at the first wait) has
+    /// passed with no room.
+    fn wait_for_buffer_budget<'a>(
+        &'a self,
+        st: &mut MutexGuard<'a, State>,
+        framed: usize,
+        deadline: &mut Option<Instant>,
+    ) -> Result<bool, Error> {
+        let full = |st: &State| st.unwritten > 0 && st.unwritten + framed > self.budget;
+        if !full(st) {
+            return Ok(false);
+        }
+        if st.syncing && !st.flusher_busy {
+            // The flusher is in a periodic fdatasync: write the buffers out
+            // here rather than wait for it to end.
+            self.cycle(st, false, Instant::now());
+            return Ok(true);
+        }
+        if !st.flusher_busy {
+            self.work.notify_one();
+        }
+        let d = *deadline.get_or_insert_with(|| Instant::now() + self.config.write_timeout);
+        if self.progress.wait_until(st, d) && full(st) {
+            return Err(Error::BufferTimeout {
+                budget: self.budget,
+                timeout: self.config.write_timeout,
+            });
+        }
+        Ok(true)
+    }
+
+    /// Makes a new segment the active one, with the lock released while
+    /// the file system works: the zero-filled reserve if one is ready (a
+    /// rename, made durable by the next sync's directory sync before any
+    /// entry in it is acknowledged), else a fresh sparse segment if the
+    /// size limit allows. Returns `false` (nothing done) at the size limit.
+    /// The id is used up even if the switch fails, so a half-created file
+    /// never blocks a retry.
+    fn switch_segment<'a>(&'a self, st: &mut MutexGuard<'a, State>) -> Result<bool, Error> {
+        let size = self.config.segment_size;
+        if let Some(file) = st.reserve.take() {
+            let id = st.next_id;
+            st.next_id += 1;
+            st.rotating = true;
+            let renamed = MutexGuard::unlocked(st, || self.storage.install_reserve(id));
+            self.end_switch(st);
+            return match renamed {
+                Ok(()) => {
+                    self.install_segment(st, id, file);
+                    Ok(true)
+                }
+                Err(e) => {
+                    self.forget_reserve(st);
+                    Err(Error::io(self.storage.path(id), e))
+                }
+            };
+        }
+        if st.disk_bytes + u64::from(size) > self.config.total_size_limit {
+            return Ok(false);
+        }
+        let id = st.next_id;
+        st.next_id += 1;
+        st.rotating = true;
+        st.disk_bytes += u64::from(size);
+        let created = MutexGuard::unlocked(st, || self.storage.create(id, size));
+        self.end_switch(st);
+        match created {
+            Ok(file) => {
+                Self::count_created(st);
+                self.install_segment(st, id, PlainArc::from(file));
+                Ok(true)
+            }
+            Err(e) => {
+                st.disk_bytes -= u64::from(size);
+                // An empty leftover replays as nothing; remove it if we can.
+                let _ = self.storage.remove(id);
+                Err(Error::io(self.storage.path(id), e))
+            }
+        }
+    }
+
+    /// A segment switch ended (either way): wakes writers waiting for it
+    /// and the reserve thread, which waits for switches to end.
+    fn end_switch(&self, st: &mut State) {
+        st.rotating = false;
+        self.progress.notify_all();
+        self.reserver.notify_one();
+    }
+
+    /// At the size limit: makes closed segments retirable (asks for a
+    /// sync), asks the owner to flush (again every
+    /// [`crate::Config::flush_request_interval`]) and waits for a segment
+    /// to go. Fails with [`Error::LogFull`] once the writer's timeout has
+    /// passed.
+    fn wait_at_size_limit<'a>(
+        &'a self,
+        st: &mut MutexGuard<'a, State>,
+        wait: &mut LimitWait,
+    ) -> Result<(), Error> {
+        st.sync_requested = true;
+        self.work.notify_one();
+        let now = Instant::now();
+        let d = *wait.deadline.get_or_insert(now + self.config.write_timeout);
+        if now >= d {
+            return Err(Error::LogFull {
+                disk_bytes: st.disk_bytes,
+                limit: self.config.total_size_limit,
+                timeout: self.config.write_timeout,
+            });
+        }
+        if wait.next_request.is_none_or(|t| now >= t) {
+            wait.next_request = Some(now + self.config.flush_request_interval);
+            if self.request_flushes(st, u64::from(self.config.segment_size)) {
+                // The handler ran with the lock released: look again.
+                return Ok(());
+            }
+        }
+        let wake = wait.next_request.map_or(d, |t| t.min(d));
+        self.progress.wait_until(st, wake);
+        Ok(())
+    }
+
+    /// Reserves the entry's place at the end of the active segment (which
+    /// has room), records what it pins and copies it, framed, into the
+    /// pending buffer.
+    fn copy_entry(
+        &self,
+        st: &mut State,
+        table: TableId,
+        kind: u8,
+        payload: &[u8],
+        crc: u32,
+    ) -> Placed {
+        let framed = payload.len() + FRAMING;
+        let id = st.active.expect("a segment with room was found");
+        let seg = st
+            .segments
+            .get_mut(&id)
+            .expect("the active segment is on record");
+        let offset = seg.end;
+        seg.end += framed as u32;
+        let file = PlainArc::clone(seg.file.as_ref().expect("the active segment is open"));
+        if kind == KIND_MUTATION {
+            let e = seg.dirty.entry(table).or_default();
+            e.entries += 1;
+            e.newest = e.newest.max(offset);
+        } else {
+            // The table's entries are released only once the drop record
+            // is durable (see `append`): retiring a segment earlier could
+            // leave a crash with part of the dropped table's data and no
+            // drop.
+            seg.has_drop = true;
+        }
+        let chunk = match st.pending.last_mut() {
+            Some(c) if c.segment == id => c,
+            _ => {
+                let mut bytes = st.pool.pop().unwrap_or_default();
+                bytes.clear();
+                st.pending.push(Chunk {
+                    segment: id,
+                    file,
+                    offset,
+                    bytes,
+                });
+                st.pending.last_mut().expect("just pushed")
+            }
+        };
+        format::put_entry(&mut chunk.bytes, id, payload, crc);
+        st.unwritten += framed;
+        st.pending_entries += 1;
+        st.stats.entries += 1;
+        st.stats.bytes += framed as u64;
+        // Periodic mode bounds how long an entry may stay unsynced (see
+        // `hold_for_lagging_sync`); batch mode waits for every sync anyway
+        // and reads no clock here.
+        let lagging = match self.config.sync {
+            SyncMode::Periodic(interval) => {
+                let now = Instant::now();
+                let oldest = *st.unsynced_since.get_or_insert(now);
+                now.saturating_duration_since(oldest) > interval.saturating_mul(2)
+            }
+            SyncMode::Batch(_) => false,
+        };
+        Placed {
+            pos: ReplayPosition::new(id, offset),
+            end: ReplayPosition::new(id, offset + framed as u32),
+            // The next cycle to start takes this entry with the rest of
+            // `pending`.
+            cycle_no: st.next_cycle,
+            lagging,
+        }
+    }
+}
+
+/// A writer's wait at the size limit.
+#[derive(Debug, Default)]
+struct LimitWait {
+    /// When the writer gives up ([`Error::LogFull`]).
+    deadline: Option<Instant>,
+    /// When flushes are next requested.
+    next_request: Option<Instant>,
+}

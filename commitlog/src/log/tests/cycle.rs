@@ -1,0 +1,280 @@
+//! The write-and-sync cycle: periodic and batch modes, failures.
+
+use super::*;
+
+#[test]
+fn io_failure_is_sticky_and_named() {
+    let (log, storage) = mem_log(small(SyncMode::Batch(Duration::ZERO)));
+    log.add(1, &mutation("k", 10)).unwrap();
+    storage.0.lock().fail_writes = true;
+    let err = log.add(1, &mutation("k", 10)).unwrap_err();
+    assert!(matches!(err, Error::Failed(_)), "{err}");
+    let cause = std::error::Error::source(&err).expect("the I/O error is the source");
+    assert!(
+        cause.to_string().contains("injected write failure"),
+        "{cause}"
+    );
+    storage.0.lock().fail_writes = false;
+    assert!(matches!(
+        log.add(1, &mutation("k", 10)),
+        Err(Error::Failed(_))
+    ));
+}
+
+#[test]
+fn periodic_add_returns_before_the_sync_and_sync_makes_it_durable() {
+    let (log, storage) = mem_log(small(SyncMode::Periodic(Duration::from_secs(3600))));
+    // The first cycle syncs (no sync yet); afterwards an hour must pass.
+    log.add(1, &mutation("a", 10)).unwrap();
+    log.sync().unwrap();
+    let pos = log.add(1, &mutation("b", 10)).unwrap();
+    let at = pos.offset as usize;
+    let in_durable = |s: &MemStorage| {
+        s.0.lock()
+            .durable
+            .get(&pos.segment)
+            .is_some_and(|d| d[at..at + 4] != [0; 4])
+    };
+    assert!(!in_durable(&storage), "not synced before the interval");
+    log.sync().unwrap();
+    assert!(in_durable(&storage));
+    let stats = log.stats();
+    assert_eq!((stats.entries, stats.synced_entries), (2, 2));
+}
+
+/// Periodic mode with 1 MiB segments, room for 64 of them and a
+/// buffer budget of `budget` bytes.
+pub(super) fn roomy_periodic(interval: Duration, budget: usize) -> Config {
+    Config {
+        segment_size: 1 << 20,
+        total_size_limit: 64 << 20,
+        buffer_budget: Some(budget),
+        ..small(SyncMode::Periodic(interval))
+    }
+}
+
+#[test]
+fn periodic_writers_wait_for_a_sync_that_lags_two_intervals() {
+    use std::sync::atomic::{AtomicBool, Ordering as O};
+    let config = roomy_periodic(Duration::from_millis(1), 64 << 20);
+    let (log, storage) = mem_log(config);
+    let log = std::sync::Arc::new(log);
+    // The disk stops: nothing is written, so nothing is synced.
+    storage.0.lock().stall = true;
+    let stop = std::sync::Arc::new(AtomicBool::new(false));
+    let writer = {
+        let (log, storage, stop) = (log.clone(), storage.clone(), stop.clone());
+        std::thread::spawn(move || {
+            let mut appended = 0u64;
+            loop {
+                let pos = log.add(1, &mutation("k", 10)).unwrap();
+                appended += 1;
+                if stop.load(O::SeqCst) {
+                    // The one append in flight when the test stopped
+                    // the writer was the held one: durable on return.
+                    let s = storage.0.lock();
+                    let d = &s.durable[&pos.segment];
+                    let at = pos.offset as usize;
+                    let h = format::parse_entry_header(&d[at..at + format::ENTRY_HEADER_LEN]);
+                    assert!(h.is_some_and(|h| h.segment == pos.segment));
+                    return appended;
+                }
+            }
+        })
+    };
+    // Appends return at once until the oldest unsynced one is two
+    // intervals old; then the writer is held.
+    log.wait_sync_lag_waits(1);
+    stop.store(true, O::SeqCst);
+    storage.unstall();
+    let appended = writer.join().unwrap();
+    assert!(appended >= 2, "earlier appends returned at once");
+    let stats = log.stats();
+    assert_eq!(stats.sync_lag_waits, 1);
+    assert_eq!(stats.entries, appended);
+}
+
+#[test]
+fn a_periodic_batch_returns_before_the_sync() {
+    let (log, _) = mem_log(small(SyncMode::Periodic(Duration::from_secs(3600))));
+    log.add(1, &mutation("a", 10)).unwrap();
+    log.sync().unwrap();
+    let m = mutation("b", 10);
+    let positions = log.add_batch(&[(1, &m), (2, &m)]).unwrap();
+    assert!(positions[0] < positions[1]);
+    assert_eq!(
+        log.stats().synced_entries,
+        1,
+        "not synced before the interval"
+    );
+    log.sync().unwrap();
+    assert_eq!(log.stats().synced_entries, 3);
+}
+
+#[test]
+fn periodic_writers_write_their_buffers_out_while_a_long_sync_runs() {
+    let config = roomy_periodic(Duration::from_secs(3600), 1 << 19);
+    let (log, storage) = mem_log(config);
+    let log = std::sync::Arc::new(log);
+    // The flusher's first periodic sync is due at once: let it end before
+    // the stall, so the stalled sync is the one `sync` asks for below.
+    log.add(1, &mutation("a", 1000)).unwrap();
+    log.sync().unwrap();
+    storage.0.lock().stall_syncs = true;
+    log.add(1, &mutation("a", 1000)).unwrap();
+    let syncer = {
+        let log = log.clone();
+        std::thread::spawn(move || log.sync())
+    };
+    storage.wait_for_a_stalled_sync();
+    // The fdatasync is stuck; appends of twice the buffer budget still
+    // go through: the writers write the buffers out themselves.
+    let positions: Vec<ReplayPosition> = (0..1000)
+        .map(|_| log.add(1, &mutation("b", 1000)).unwrap())
+        .collect();
+    // Early ones were written out (the last ones may still wait in the
+    // buffer, below the budget).
+    let early = positions[100];
+    let written = storage.0.lock().files[&early.segment].clone();
+    let at = early.offset as usize;
+    let h = format::parse_entry_header(&written[at..at + format::ENTRY_HEADER_LEN]);
+    assert!(h.is_some_and(|h| h.segment == early.segment), "written");
+    assert!(
+        log.stats().synced_entries <= 1,
+        "the stuck sync covers none of them"
+    );
+    storage.unstall();
+    syncer.join().unwrap().unwrap();
+    log.sync().unwrap();
+    assert_eq!(log.stats().synced_entries, 1002);
+}
+
+#[test]
+fn batch_with_a_window_groups_writers() {
+    let (log, _) = mem_log(small(SyncMode::Batch(Duration::from_millis(5))));
+    let log = PlainArc::new(log);
+    let threads: Vec<_> = (0..4)
+        .map(|t| {
+            let log = PlainArc::clone(&log);
+            std::thread::spawn(move || {
+                for i in 0..10 {
+                    log.add(t, &mutation(&format!("{t}-{i}"), 20)).unwrap();
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    let stats = log.stats();
+    assert_eq!(stats.synced_entries, 40);
+    assert!(stats.syncs < 40, "{stats:?}");
+}
+
+/// While a periodic fdatasync is stuck, an entry far below the buffer
+/// budget still reaches the file within about the write interval: the
+/// writer thread writes it out, nobody waits for the sync.
+#[test]
+fn periodic_entries_are_written_out_during_a_long_sync() {
+    let mut config = roomy_periodic(Duration::from_secs(3600), 1 << 19);
+    config.write_interval = Duration::from_millis(2);
+    let (log, storage) = mem_log(config);
+    let log = std::sync::Arc::new(log);
+    log.add(1, &mutation("a", 100)).unwrap();
+    log.sync().unwrap();
+    storage.0.lock().stall_syncs = true;
+    log.add(1, &mutation("a", 100)).unwrap();
+    let syncer = {
+        let log = log.clone();
+        std::thread::spawn(move || log.sync())
+    };
+    storage.wait_for_a_stalled_sync();
+    let pos = log.add(1, &mutation("b", 100)).unwrap();
+    let written = || {
+        let s = storage.0.lock();
+        let at = pos.offset as usize;
+        format::parse_entry_header(&s.files[&pos.segment][at..at + format::ENTRY_HEADER_LEN])
+            .is_some_and(|h| h.segment == pos.segment)
+    };
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !written() {
+        assert!(Instant::now() < deadline, "not written out during the sync");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    assert_eq!(
+        log.stats().synced_entries,
+        1,
+        "the stuck sync is still stuck"
+    );
+    storage.unstall();
+    syncer.join().unwrap().unwrap();
+}
+
+/// With the write interval off, the same entry waits in the buffer until
+/// the sync ends (what the interval fixes).
+#[test]
+fn without_a_write_interval_entries_wait_for_the_sync() {
+    let mut config = roomy_periodic(Duration::from_secs(3600), 1 << 19);
+    config.write_interval = Duration::ZERO;
+    let (log, storage) = mem_log(config);
+    let log = std::sync::Arc::new(log);
+    log.add(1, &mutation("a", 100)).unwrap();
+    log.sync().unwrap();
+    storage.0.lock().stall_syncs = true;
+    log.add(1, &mutation("a", 100)).unwrap();
+    let syncer = {
+        let log = log.clone();
+        std::thread::spawn(move || log.sync())
+    };
+    storage.wait_for_a_stalled_sync();
+    let pos = log.add(1, &mutation("b", 100)).unwrap();
+    std::thread::sleep(Duration::from_millis(50));
+    {
+        let s = storage.0.lock();
+        let at = pos.offset as usize;
+        assert!(
+            s.files[&pos.segment][at..at + format::ENTRY_HEADER_LEN]
+                .iter()
+                .all(|&b| b == 0)
+        );
+    }
+    storage.unstall();
+    syncer.join().unwrap().unwrap();
+    log.sync().unwrap();
+}
+
+/// Write-back starts every `bytes_per_sync` bytes written to a segment,
+/// over contiguous ranges, and never when the option is 0.
+#[test]
+fn write_back_starts_every_n_bytes_and_not_at_zero() {
+    for per_sync in [0u64, 16 << 10] {
+        let mut config = roomy_periodic(Duration::from_secs(3600), 1 << 19);
+        config.bytes_per_sync = per_sync;
+        let (log, storage) = mem_log(config);
+        let positions: Vec<ReplayPosition> = (0..300)
+            .map(|_| log.add(1, &mutation("w", 1000)).unwrap())
+            .collect();
+        log.sync().unwrap();
+        let calls = storage.0.lock().writebacks.clone();
+        if per_sync == 0 {
+            assert!(calls.is_empty(), "{calls:?}");
+            continue;
+        }
+        let segment = positions[0].segment;
+        assert!(positions.iter().all(|p| p.segment == segment));
+        let written = u64::from(log.stats().bytes as u32);
+        // Contiguous from the segment's start, each at least N bytes and
+        // less than N plus one buffer's worth.
+        let mut at = 0;
+        for &(s, offset, len) in &calls {
+            assert_eq!((s, offset), (segment, at), "{calls:?}");
+            assert!(len >= per_sync, "{calls:?}");
+            at += len;
+        }
+        assert!(
+            written - at < per_sync + (1 << 19),
+            "{written} written, write-back started up to {at}"
+        );
+        assert!(calls.len() as u64 >= written / (per_sync + (1 << 19)));
+    }
+}
