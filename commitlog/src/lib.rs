@@ -118,9 +118,7 @@
 //! later version recycles. Zeros after the last entry mark where writing
 //! stopped; see [`replay`] for how a stop is classified (clean end, torn
 //! tail, damage).
-// `deny`, not `forbid`: the one unsafe call is `sync_file_range` in
-// writeback.rs, allowed there with its reason.
-#![deny(unsafe_code)]
+#![forbid(unsafe_code)]
 
 mod config;
 mod error;
@@ -130,7 +128,6 @@ mod positions;
 mod replay;
 mod storage;
 mod sync;
-mod writeback;
 
 pub use crate::config::{
     Config, CorruptionPolicy, MAX_SEGMENT_SIZE, MIN_SEGMENT_SIZE, Preallocate, SyncMode,

@@ -74,7 +74,7 @@ impl SegmentFile for DiskSegment {
     }
 
     fn start_writeback(&self, offset: u64, len: u64) -> io::Result<()> {
-        crate::writeback::start_writeback(&self.0, offset, len)
+        writeback::start_writeback(&self.0, offset, len)
     }
 }
 

@@ -177,7 +177,7 @@ pub(crate) struct ComponentFile {
     path: std::path::PathBuf,
     len: u64,
     /// Incremental write-back of what reached the file.
-    pub(crate) writeback: crate::writeback::WriteBack,
+    pub(crate) writeback: writeback::WriteBack,
 }
 
 impl ComponentFile {
@@ -193,7 +193,7 @@ impl ComponentFile {
             out: std::io::BufWriter::with_capacity(buffer, file),
             path: path.to_path_buf(),
             len: 0,
-            writeback: crate::writeback::WriteBack::new(bytes_per_sync),
+            writeback: writeback::WriteBack::new(bytes_per_sync),
         })
     }
 
@@ -206,7 +206,8 @@ impl ComponentFile {
         // What left the buffer is in the file.
         let in_file = self.len - self.out.buffer().len() as u64;
         self.writeback
-            .after_write(self.out.get_ref(), &self.path, in_file)
+            .after_write(self.out.get_ref(), in_file)
+            .map_err(io_err("sync_file_range", &self.path))
     }
 
     /// Bytes written so far.

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 
 use crate::block::{HEADER_LEN, TRAILER_LEN};
 use crate::error::{Error, io_err};
-use crate::writeback::WriteBack;
+use writeback::WriteBack;
 
 /// Streaming writer of checksummed Data blocks.
 #[derive(Debug)]
@@ -149,7 +149,8 @@ impl DataWriter {
         self.flushed += self.out.len() as u64;
         self.out.clear();
         self.writeback
-            .after_write(&self.file, &self.path, self.flushed)
+            .after_write(&self.file, self.flushed)
+            .map_err(io_err("sync_file_range", &self.path))
     }
 
     /// Closes the last block, writes everything and fdatasyncs. Returns the
@@ -195,7 +196,7 @@ mod tests {
                     w.close_block().unwrap();
                 }
             }
-            assert!(w.writeback.requests > 0);
+            assert!(w.writeback.requests() > 0);
             let (len, crc) = w.finish().unwrap();
             let bytes = std::fs::read(&path).unwrap();
             assert_eq!(bytes.len() as u64, len);

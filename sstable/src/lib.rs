@@ -76,9 +76,7 @@
 //! # Ok(())
 //! # }
 //! ```
-// `deny`, not `forbid`: the one unsafe call is `sync_file_range` in
-// `writeback` (no safe wrapper exists in rustix or nix), allowed there alone.
-#![deny(unsafe_code)]
+#![forbid(unsafe_code)]
 
 mod block;
 mod bloom;
@@ -99,7 +97,6 @@ mod toc;
 mod tracker;
 mod varint;
 mod verify;
-mod writeback;
 mod writer;
 
 pub use directory::{SstableDirectory, component_path, is_sstable_file_name, parse_component_path};

@@ -280,8 +280,8 @@ impl Writer {
     /// [`WriterOptions::bytes_per_sync`] more bytes reached a file (0 with
     /// the option off). Counted on every system; only Linux acts on them.
     pub fn writeback_requests(&self) -> u64 {
-        self.data.as_ref().map_or(0, |d| d.writeback.requests)
-            + self.index.as_ref().map_or(0, |i| i.writeback.requests)
+        self.data.as_ref().map_or(0, |d| d.writeback.requests())
+            + self.index.as_ref().map_or(0, |i| i.writeback.requests())
     }
 
     /// Raw bytes of fragments accepted so far (before framing/compression).

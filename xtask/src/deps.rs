@@ -48,8 +48,7 @@ pub(crate) const ALLOWED_DEPENDENCIES: &[(&str, &[&str])] = &[
             "bytes",
             "crc32c",
             "lz4_flex",
-            // sync_file_range (Linux only): no safe wrapper in rustix or nix.
-            "libc",
+            "writeback",
         ],
     ),
     (
@@ -57,6 +56,8 @@ pub(crate) const ALLOWED_DEPENDENCIES: &[(&str, &[&str])] = &[
         &["region-group", "replica-sync", "thiserror"],
     ),
     ("flush-scheduler", &["replica-sync", "thiserror"]),
+    // sync_file_range (Linux only): no safe wrapper in rustix or nix.
+    ("writeback", &["libc"]),
     (
         "commitlog",
         &[
@@ -65,8 +66,7 @@ pub(crate) const ALLOWED_DEPENDENCIES: &[(&str, &[&str])] = &[
             "thiserror",
             "bytes",
             "crc32c",
-            // sync_file_range (Linux only): no safe wrapper in rustix or nix.
-            "libc",
+            "writeback",
         ],
     ),
     (

@@ -279,7 +279,8 @@ fn msrv(_: &mut Tally) -> Result<Outcome, String> {
         .map(|()| Outcome::Passed(format!("(the workspace builds with Rust {msrv})")))
 }
 
-/// Runs logalloc's unsafe core under valgrind memcheck, or says why not.
+/// Runs logalloc's unsafe core and writeback's system call under valgrind
+/// memcheck, or says why not.
 /// Cargo's target runner puts every test binary under valgrind, so the
 /// binaries are the ones the test step already built.
 fn valgrind(_: &mut Tally) -> Result<Outcome, String> {
@@ -294,18 +295,28 @@ fn valgrind(_: &mut Tally) -> Result<Outcome, String> {
             .to_uppercase()
             .replace(['-', '.'], "_")
     );
-    let mut args = vec!["test", "-p", VALGRIND_PACKAGE];
-    args.extend_from_slice(VALGRIND_TARGETS);
-    args.extend_from_slice(&["--", "--test-threads=2"]);
-    let output = runner::cargo(&args)
-        .env(
-            &runner_var,
-            "valgrind --error-exitcode=1 --leak-check=full --show-leak-kinds=definite --errors-for-leak-kinds=definite --quiet",
-        )
-        .env("PROPTEST_CASES", "8")
-        .tee()
-        .map_err(|(reason, _)| format!("valgrind reported errors or a test failed: {reason}"))?;
-    let counts = report::parse_cargo_test(&output);
+    // logalloc's unsafe core, then writeback's system call.
+    let runs: [(&str, &[&str]); 2] = [
+        (VALGRIND_PACKAGE, VALGRIND_TARGETS),
+        ("writeback", &["--lib"]),
+    ];
+    let mut counts = Counts::default();
+    for (package, targets) in runs {
+        let mut args = vec!["test", "-p", package];
+        args.extend_from_slice(targets);
+        args.extend_from_slice(&["--", "--test-threads=2"]);
+        let output = runner::cargo(&args)
+            .env(
+                &runner_var,
+                "valgrind --error-exitcode=1 --leak-check=full --show-leak-kinds=definite --errors-for-leak-kinds=definite --quiet",
+            )
+            .env("PROPTEST_CASES", "8")
+            .tee()
+            .map_err(|(reason, _)| {
+                format!("valgrind reported errors or a test of {package} failed: {reason}")
+            })?;
+        counts = counts.add(report::parse_cargo_test(&output));
+    }
     judge(counts, "tests under valgrind")
 }
 
