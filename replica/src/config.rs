@@ -5,6 +5,8 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+pub use commitlog::CorruptionPolicy;
+
 use crate::error::Error;
 
 /// The smallest dirty-memory budget a database accepts, for user and
@@ -200,6 +202,15 @@ pub struct DatabaseConfig {
     /// At the limit it asks the database to flush the tables holding the
     /// oldest segment, and writers wait until segments are retired.
     pub commitlog_size_limit: u64,
+    /// What [`Database::open`](crate::Database::open) does when replaying
+    /// the commit log meets damage other than a torn tail where one can
+    /// legitimately be: [`CorruptionPolicy::Stop`] (the default: open fails
+    /// with an error naming the segment, offset and what was wrong, and
+    /// nothing on disk changes, so an operator can copy the files away) or
+    /// [`CorruptionPolicy::Skip`] (damaged entries are skipped, reported in
+    /// [`Database::replay_report`](crate::Database::replay_report), and the
+    /// damaged segment is kept aside; a dropped table's rows never return).
+    pub commitlog_on_corruption: CorruptionPolicy,
 }
 
 impl DatabaseConfig {
@@ -218,6 +229,7 @@ impl DatabaseConfig {
             commitlog: CommitLogMode::default(),
             commitlog_segment_size: 32 << 20,
             commitlog_size_limit: 8 << 30,
+            commitlog_on_corruption: CorruptionPolicy::Stop,
         }
     }
 

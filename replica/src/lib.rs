@@ -154,9 +154,9 @@ pub use catalog::{
     validate_table_name,
 };
 pub use config::{
-    CommitLogMode, DEFAULT_BUDGET, DEFAULT_COMMITLOG_SYNC_PERIOD, DEFAULT_SOFT_LIMIT_RATIO,
-    DEFAULT_SYSTEM_BUDGET, DEFAULT_WRITE_TIMEOUT, DatabaseConfig, FlushPolicy, MIN_DATABASE_BUDGET,
-    check_soft_limit_ratio,
+    CommitLogMode, CorruptionPolicy, DEFAULT_BUDGET, DEFAULT_COMMITLOG_SYNC_PERIOD,
+    DEFAULT_SOFT_LIMIT_RATIO, DEFAULT_SYSTEM_BUDGET, DEFAULT_WRITE_TIMEOUT, DatabaseConfig,
+    FlushPolicy, MIN_DATABASE_BUDGET, check_soft_limit_ratio,
 };
 pub use database::{COMMITLOG_DIR_NAME, Database, DatabaseMetrics, TableMetrics, TableReader};
 pub use error::{Error, Result};

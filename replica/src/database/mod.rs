@@ -125,8 +125,10 @@ impl Database {
     /// marked as another table's; [`Error::Io`] if a directory cannot be created or is not
     /// writable; [`Error::Corrupt`] or [`Error::Sstable`] for damaged files;
     /// [`Error::Start`] if a background thread cannot start;
-    /// [`Error::CommitLog`] if the commit log cannot be opened (damage in
-    /// it is skipped and reported in [`replay_report`](Self::replay_report)).
+    /// [`Error::CommitLog`] if the commit log cannot be opened, or holds
+    /// damage and [`DatabaseConfig::commitlog_on_corruption`] is `Stop`
+    /// (the default; nothing on disk is changed then). With `Skip`, damage
+    /// is skipped and reported in [`replay_report`](Self::replay_report).
     pub fn open(config: DatabaseConfig) -> Result<Database, Error> {
         config.validate()?;
         for dir in config.all_dirs() {
@@ -234,6 +236,7 @@ impl Database {
         log_config.write_timeout = self.config.write_timeout;
         log_config.segment_size = self.config.commitlog_segment_size;
         log_config.total_size_limit = self.config.commitlog_size_limit;
+        log_config.on_corruption = self.config.commitlog_on_corruption;
         let dir = self.config.data_dirs[0].join(COMMITLOG_DIR_NAME);
         let tables: HashMap<TableId, Arc<Table>> = self
             .tables

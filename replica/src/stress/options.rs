@@ -126,6 +126,17 @@ fn sstable_bytes_per_sync(s: &str) -> Result<u64, Error> {
 fn commitlog(s: &str) -> Result<CommitLogMode, Error> {
     CommitLogMode::parse(s)
 }
+fn on_corruption(s: &str) -> Result<crate::config::CorruptionPolicy, Error> {
+    match s {
+        "stop" => Ok(crate::config::CorruptionPolicy::Stop),
+        "skip" => Ok(crate::config::CorruptionPolicy::Skip),
+        _ => Err(Error::InvalidOption {
+            name: "--commitlog-on-corruption",
+            value: s.to_owned(),
+            expected: "stop or skip".to_owned(),
+        }),
+    }
+}
 fn duration(s: &str) -> Result<Duration, Error> {
     parse_duration("--duration", s)
 }
@@ -251,6 +262,11 @@ pub struct StressOptions {
     /// or batch:WINDOW.
     #[arg(long, value_name = "MODE", value_parser = commitlog, default_value = "periodic")]
     pub commitlog: CommitLogMode,
+    /// What opening a data directory whose commit log is damaged does:
+    /// stop (refuse to open, change nothing) or skip (skip the damaged
+    /// entries, report them, keep the damaged segment aside).
+    #[arg(long, value_name = "POLICY", value_parser = on_corruption, default_value = "stop")]
+    pub commitlog_on_corruption: crate::config::CorruptionPolicy,
     /// Data directory (repeatable); given directories are kept after the
     /// run. Default: a temporary directory, removed at the end.
     #[arg(long)]
