@@ -233,8 +233,15 @@ impl Shared {
         st.unwritten -= total;
         st.written = written;
         st.writeback_from = writeback_from;
+        // Chunks of the standard capacity go back to the pool, as many as
+        // the buffer budget can fill (plus one for a new segment's header);
+        // an outsized one (a large entry) is freed.
+        let keep = self.budget / super::append::CHUNK_CAPACITY + 2;
         for mut c in chunks {
-            if st.pool.len() < 4 && c.bytes.capacity() <= 4 << 20 {
+            if st.pool.len() < keep
+                && (super::append::CHUNK_CAPACITY..2 * super::append::CHUNK_CAPACITY)
+                    .contains(&c.bytes.capacity())
+            {
                 c.bytes.clear();
                 st.pool.push(std::mem::take(&mut c.bytes));
             }

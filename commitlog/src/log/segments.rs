@@ -61,8 +61,7 @@ impl Shared {
         {
             seg.closed = true;
         }
-        let mut bytes = st.pool.pop().unwrap_or_default();
-        bytes.clear();
+        let mut bytes = super::append::take_chunk_buffer(&mut st.pool, HEADER_LEN);
         bytes.extend_from_slice(&format::header(id, size));
         st.pending.push(Chunk {
             segment: id,

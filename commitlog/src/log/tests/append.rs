@@ -146,3 +146,47 @@ fn full_log_times_out_and_asks_for_flushes() {
     assert!(asked.len() >= 2, "{:?}", *asked);
     assert!(asked.iter().all(|r| r.table == 5));
 }
+
+/// Entries are copied into fixed-capacity chunks that never grow (issue
+/// 19's heap: a doubling buffer was reallocated on writer threads), and a
+/// segment written through many chunks replays every entry in order.
+#[test]
+fn chunks_never_grow_and_a_segment_of_many_chunks_replays_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = Config {
+        segment_size: 8 << 20,
+        total_size_limit: 64 << 20,
+        sync: SyncMode::Periodic(Duration::from_secs(3600)),
+        buffer_budget: Some(6 << 20),
+        preallocate: crate::Preallocate::Never,
+        ..Config::default()
+    };
+    let (log, _) = CommitLog::open(dir.path(), config.clone(), |_, _, _| {}).unwrap();
+    let mut positions = Vec::new();
+    for i in 0..3000 {
+        positions.push(log.add(1, &mutation(&format!("k{i}"), 1000)).unwrap());
+        let st = log.shared.state.lock();
+        for c in &st.pending {
+            assert!(
+                c.bytes.capacity() <= super::super::append::CHUNK_CAPACITY,
+                "a chunk grew to {} bytes",
+                c.bytes.capacity()
+            );
+        }
+        assert!(st.pool.len() <= 6 + 2);
+    }
+    // About 3 MiB in one segment: several chunks.
+    assert_eq!(positions[0].segment, positions[2999].segment);
+    log.close().unwrap();
+    let mut replayed = Vec::new();
+    let (log, report) = CommitLog::open(dir.path(), config, |_, m, p| {
+        replayed.push((m.key().clone(), p));
+    })
+    .unwrap();
+    assert_eq!(report.entries, 3000);
+    for (i, (key, p)) in replayed.iter().enumerate() {
+        assert_eq!(*p, positions[i]);
+        assert_eq!(key, mutation(&format!("k{i}"), 0).key());
+    }
+    drop(log);
+}
