@@ -35,6 +35,8 @@ pub(crate) struct Package {
     pub(crate) name: String,
     /// Whether it has a library target (a crate others can depend on).
     pub(crate) is_library: bool,
+    /// The names of its example programs (`examples/*.rs`), sorted.
+    pub(crate) examples: Vec<String>,
     /// The declared `rust-version`, if any.
     pub(crate) rust_version: Option<String>,
     /// Its dependencies, of every kind.
@@ -91,6 +93,21 @@ pub(crate) fn parse(json: &str) -> Result<Vec<Package>, String> {
                 })
             })
         });
+        let mut examples: Vec<String> = package["targets"]
+            .as_array()
+            .map(|targets| {
+                targets
+                    .iter()
+                    .filter(|t| {
+                        t["kind"]
+                            .as_array()
+                            .is_some_and(|kinds| kinds.iter().any(|k| k == "example"))
+                    })
+                    .filter_map(|t| t["name"].as_str().map(str::to_string))
+                    .collect()
+            })
+            .unwrap_or_default();
+        examples.sort_unstable();
         let dependencies = package["dependencies"]
             .as_array()
             .map(|deps| {
@@ -111,6 +128,7 @@ pub(crate) fn parse(json: &str) -> Result<Vec<Package>, String> {
         out.push(Package {
             name,
             is_library,
+            examples,
             rust_version: package["rust_version"].as_str().map(str::to_string),
             dependencies,
         });
@@ -136,7 +154,7 @@ pub(crate) mod tests {
   "workspace_members": ["path+file:///w/lib#0.1.0", "path+file:///w/tool#0.1.0"],
   "packages": [
     {{"id": "path+file:///w/lib#0.1.0", "name": "lib", "rust_version": "1.88",
-      "targets": [{{"kind": ["lib"], "name": "lib"}}],
+      "targets": [{{"kind": ["lib"], "name": "lib"}}, {{"kind": ["example"], "name": "tour"}}],
       "dependencies": [
         {extra}
         {{"name": "thiserror", "kind": null, "target": null, "optional": false}},
@@ -161,6 +179,7 @@ pub(crate) mod tests {
         let lib = &packages[0];
         assert_eq!(lib.name, "lib");
         assert!(lib.is_library);
+        assert_eq!(lib.examples, ["tour"]);
         assert_eq!(lib.rust_version.as_deref(), Some("1.88"));
         assert!(lib.has_loom_models());
         assert_eq!(lib.dependencies.len(), 4);
@@ -169,6 +188,7 @@ pub(crate) mod tests {
         assert_eq!(lib.dependencies[2].kind, DepKind::Dev);
         let tool = &packages[1];
         assert!(!tool.is_library);
+        assert!(tool.examples.is_empty());
         assert!(!tool.has_loom_models());
     }
 

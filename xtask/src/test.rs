@@ -3,7 +3,7 @@
 use std::time::Instant;
 
 use crate::report::{self, Counts, Outcome, StepResult};
-use crate::{deps, metadata, runner};
+use crate::{deps, examples, metadata, runner};
 
 /// The logalloc tests that run under valgrind memcheck: the unit tests, a
 /// smoke test of every unsafe path, the property model (few cases), the
@@ -41,14 +41,15 @@ const STEP_NAMES: &[&str] = &[
     "clippy",
     "tests",
     "doc-tests",
+    "examples",
     "doc",
     "msrv",
     "valgrind",
     "loom",
 ];
 
-/// Runs the test task. `--quick` skips `cargo doc`, the MSRV check,
-/// valgrind and loom;
+/// Runs the test task. `--quick` skips the examples, `cargo doc`, the
+/// MSRV check, valgrind and loom;
 /// `--step NAME` (repeatable) runs only the named steps.
 pub(crate) fn run(args: &[&str]) -> Result<(), String> {
     let mut quick = false;
@@ -82,6 +83,7 @@ pub(crate) fn run(args: &[&str]) -> Result<(), String> {
         ("doc-tests", doc_tests),
     ];
     if !quick || !only.is_empty() {
+        steps.push(("examples", run_examples));
         steps.push(("doc", doc));
         steps.push(("msrv", msrv));
         steps.push(("valgrind", valgrind));
@@ -147,7 +149,7 @@ pub(crate) fn run(args: &[&str]) -> Result<(), String> {
         tally.doc_tests.passed,
         tally.loom_models.passed,
         if quick {
-            " (quick: doc, msrv, valgrind and loom not run)"
+            " (quick: examples, doc, msrv, valgrind and loom not run)"
         } else {
             ""
         },
@@ -236,6 +238,13 @@ fn doc_tests(tally: &mut Tally) -> Result<Outcome, String> {
     let counts = report::parse_cargo_test(&output);
     tally.doc_tests = counts;
     judge(counts, "doc tests")
+}
+
+/// Every example program runs and succeeds; the crates a user is most
+/// likely to pick alone each have one.
+fn run_examples(_: &mut Tally) -> Result<Outcome, String> {
+    let packages = metadata::workspace()?;
+    examples::run(&packages, examples::MUST_HAVE_EXAMPLES).map(Outcome::Passed)
 }
 
 fn doc(_: &mut Tally) -> Result<Outcome, String> {
