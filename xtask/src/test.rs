@@ -3,7 +3,7 @@
 use std::time::Instant;
 
 use crate::report::{self, Counts, Outcome, StepResult};
-use crate::{deps, examples, metadata, runner};
+use crate::{deps, examples, metadata, package, runner};
 
 /// The logalloc tests that run under valgrind memcheck: the unit tests, a
 /// smoke test of every unsafe path, the property model (few cases), the
@@ -42,14 +42,15 @@ const STEP_NAMES: &[&str] = &[
     "tests",
     "doc-tests",
     "examples",
+    "package",
     "doc",
     "msrv",
     "valgrind",
     "loom",
 ];
 
-/// Runs the test task. `--quick` skips the examples, `cargo doc`, the
-/// MSRV check, valgrind and loom;
+/// Runs the test task. `--quick` skips the examples, the packaging check,
+/// `cargo doc`, the MSRV check, valgrind and loom;
 /// `--step NAME` (repeatable) runs only the named steps.
 pub(crate) fn run(args: &[&str]) -> Result<(), String> {
     let mut quick = false;
@@ -84,6 +85,7 @@ pub(crate) fn run(args: &[&str]) -> Result<(), String> {
     ];
     if !quick || !only.is_empty() {
         steps.push(("examples", run_examples));
+        steps.push(("package", packaging));
         steps.push(("doc", doc));
         steps.push(("msrv", msrv));
         steps.push(("valgrind", valgrind));
@@ -149,7 +151,7 @@ pub(crate) fn run(args: &[&str]) -> Result<(), String> {
         tally.doc_tests.passed,
         tally.loom_models.passed,
         if quick {
-            " (quick: examples, doc, msrv, valgrind and loom not run)"
+            " (quick: examples, package, doc, msrv, valgrind and loom not run)"
         } else {
             ""
         },
@@ -245,6 +247,13 @@ fn doc_tests(tally: &mut Tally) -> Result<Outcome, String> {
 fn run_examples(_: &mut Tally) -> Result<Outcome, String> {
     let packages = metadata::workspace()?;
     examples::run(&packages, examples::MUST_HAVE_EXAMPLES).map(Outcome::Passed)
+}
+
+/// Every package but xtask is named `replmem-<folder>` and packages for
+/// crates.io with a complete manifest (see `package.rs`).
+fn packaging(_: &mut Tally) -> Result<Outcome, String> {
+    let packages = metadata::workspace()?;
+    package::run(&packages).map(Outcome::Passed)
 }
 
 fn doc(_: &mut Tally) -> Result<Outcome, String> {
