@@ -9,7 +9,7 @@
 //! Replay hands back every complete entry, in order, and reports the torn
 //! tail instead of treating it as damage.
 //!
-//! Run with `cargo run --example write_crash_replay -p commitlog`.
+//! Run with `cargo run --example write_crash_replay -p replmem-commitlog`.
 
 use std::fs::OpenOptions;
 use std::io::{Seek, SeekFrom, Write};

@@ -7,7 +7,7 @@
 //! cache's hook about each one. So the cache never holds more than the
 //! pool's memory limit, and nobody has to count bytes by hand.
 //!
-//! Run with `cargo run --example lru_cache -p logalloc`.
+//! Run with `cargo run --example lru_cache -p replmem-logalloc`.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, MutexGuard};

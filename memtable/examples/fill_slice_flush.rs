@@ -7,7 +7,7 @@
 //! bytes, which is what lets a dirty-memory manager release writers before
 //! the flush ends.
 //!
-//! Run with `cargo run --example fill_slice_flush -p memtable`.
+//! Run with `cargo run --example fill_slice_flush -p replmem-memtable`.
 
 use std::ops::Bound;
 use std::sync::{Arc, Mutex};

@@ -11,7 +11,7 @@
 //! falls as it goes, which is what lets waiting writers in before the
 //! flush ends), then drops the region, which gives its memory back.
 //!
-//! Run with `cargo run --example throttled_writers -p region-group`.
+//! Run with `cargo run --example throttled_writers -p replmem-region-group`.
 
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex, MutexGuard};

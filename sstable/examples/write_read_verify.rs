@@ -8,7 +8,7 @@
 //! by reading only the blocks it needs. `verify` rechecks every checksum
 //! and invariant.
 //!
-//! Run with `cargo run --example write_read_verify -p sstable`.
+//! Run with `cargo run --example write_read_verify -p replmem-sstable`.
 
 use std::ops::Bound;
 

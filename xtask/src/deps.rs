@@ -6,39 +6,40 @@
 use crate::metadata::{DepKind, Package};
 
 /// The normal (`[dependencies]`) entries each library crate may have,
-/// optional ones included. Dev- and build-dependencies are not checked.
+/// optional ones included, by package name (`replmem-<folder>` for the
+/// workspace's own). Dev- and build-dependencies are not checked.
 pub(crate) const ALLOWED_DEPENDENCIES: &[(&str, &[&str])] = &[
     // The facade: parking_lot normally, loom under cfg(loom).
-    ("replica-sync", &["parking_lot", "loom"]),
-    ("logalloc", &["replica-sync", "thiserror", "slab"]),
+    ("replmem-sync", &["parking_lot", "loom"]),
+    ("replmem-logalloc", &["replmem-sync", "thiserror", "slab"]),
     (
-        "region-group",
+        "replmem-region-group",
         &[
-            "logalloc",
-            "replica-sync",
+            "replmem-logalloc",
+            "replmem-sync",
             "thiserror",
             "slab",
             "intrusive-collections",
         ],
     ),
     // proptest is optional, behind `proptest-strategies`.
-    ("mutation", &["bytes", "thiserror", "proptest"]),
+    ("replmem-mutation", &["bytes", "thiserror", "proptest"]),
     (
-        "memtable",
+        "replmem-memtable",
         &[
-            "logalloc",
-            "region-group",
-            "mutation",
-            "replica-sync",
+            "replmem-logalloc",
+            "replmem-region-group",
+            "replmem-mutation",
+            "replmem-sync",
             "thiserror",
             "bytes",
         ],
     ),
     (
-        "sstable",
+        "replmem-sstable",
         &[
-            "mutation",
-            "replica-sync",
+            "replmem-mutation",
+            "replmem-sync",
             "thiserror",
             "bytes",
             "crc32c",
@@ -46,26 +47,32 @@ pub(crate) const ALLOWED_DEPENDENCIES: &[(&str, &[&str])] = &[
         ],
     ),
     (
-        "dirty-memory",
-        &["region-group", "replica-sync", "thiserror"],
+        "replmem-dirty-memory",
+        &["replmem-region-group", "replmem-sync", "thiserror"],
     ),
-    ("flush-scheduler", &["replica-sync", "thiserror"]),
+    ("replmem-flush-scheduler", &["replmem-sync", "thiserror"]),
     (
-        "commitlog",
-        &["mutation", "replica-sync", "thiserror", "bytes", "crc32c"],
-    ),
-    (
-        "replica",
+        "replmem-commitlog",
         &[
-            "logalloc",
-            "region-group",
-            "mutation",
-            "memtable",
-            "sstable",
-            "dirty-memory",
-            "flush-scheduler",
-            "commitlog",
-            "replica-sync",
+            "replmem-mutation",
+            "replmem-sync",
+            "thiserror",
+            "bytes",
+            "crc32c",
+        ],
+    ),
+    (
+        "replmem-replica",
+        &[
+            "replmem-logalloc",
+            "replmem-region-group",
+            "replmem-mutation",
+            "replmem-memtable",
+            "replmem-sstable",
+            "replmem-dirty-memory",
+            "replmem-flush-scheduler",
+            "replmem-commitlog",
+            "replmem-sync",
             "thiserror",
             "bytes",
             "crc32c",

@@ -11,15 +11,15 @@ use crate::runner;
 /// The packages that must ship an example program when they are in the
 /// workspace (the crates a user is most likely to pick alone).
 /// `compaction` and `row-cache` are being written on other branches; they
-/// are required as soon as they are members.
+/// are required as soon as they are members named in the scheme.
 pub(crate) const MUST_HAVE_EXAMPLES: &[&str] = &[
-    "logalloc",
-    "region-group",
-    "memtable",
-    "sstable",
-    "commitlog",
-    "compaction",
-    "row-cache",
+    "replmem-logalloc",
+    "replmem-region-group",
+    "replmem-memtable",
+    "replmem-sstable",
+    "replmem-commitlog",
+    "replmem-compaction",
+    "replmem-row-cache",
 ];
 
 /// The members of `required` that are in `packages` but have no example.

@@ -45,8 +45,8 @@ tasks:
                     --quick skips examples, package, cargo doc, msrv,
                     valgrind and loom;
                     --step NAME runs only that step (repeatable)
-  bench [--quick] [PACKAGE...]
-                    run the benchmark suites (all, or the named packages';
+  bench [--quick] [CRATE...]
+                    run the benchmark suites (all, or the named crates';
                     `fuzz` is the sstable reader and commit log replay fuzz runs); --quick: small scale
   stress [ARGS...]  run the main program, replica-stress, with ARGS
   help              print this list
@@ -82,7 +82,8 @@ fn main() -> ExitCode {
     }
 }
 
-/// Runs `replica-stress` (the `replica` crate's binary) in release mode with `args`.
+/// Runs `replica-stress` (the binary of the `replica` crate, package
+/// `replmem-replica`) in release mode with `args`.
 fn stress(args: &[&str]) -> Result<(), String> {
     let manifest = std::fs::read_to_string("replica/Cargo.toml")
         .map_err(|e| format!("cannot read replica/Cargo.toml: {e}"))?;
@@ -100,7 +101,7 @@ fn stress(args: &[&str]) -> Result<(), String> {
         "run",
         "--release",
         "-p",
-        "replica",
+        "replmem-replica",
         "--bin",
         "replica-stress",
         "--",

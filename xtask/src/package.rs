@@ -281,6 +281,18 @@ mod tests {
     }
 
     #[test]
+    fn the_workspace_follows_the_scheme() {
+        let packages = crate::metadata::workspace().expect("cargo metadata");
+        assert_eq!(scheme_problems(&packages), Vec::<String>::new());
+        // replmem-sync is the one member with no member dependency.
+        assert!(
+            verifiable(&packages)
+                .iter()
+                .any(|p| p.name == "replmem-sync")
+        );
+    }
+
+    #[test]
     fn a_name_off_the_scheme_fails() {
         let problems =
             scheme_problems(&[package("row-cache", "row-cache", Some("row_cache"), true)]);

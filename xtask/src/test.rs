@@ -9,7 +9,7 @@ use crate::{deps, examples, metadata, package, runner};
 /// smoke test of every unsafe path, the property model (few cases), the
 /// segment-edge cases, a listener that panics mid-compaction, and the
 /// batch reader/writer and chunked strings.
-const VALGRIND_PACKAGE: &str = "logalloc";
+const VALGRIND_PACKAGE: &str = "replmem-logalloc";
 const VALGRIND_TARGETS: &[&str] = &[
     "--lib",
     "--test",
