@@ -2,7 +2,7 @@
 //! in the same run.
 //!
 //! ```text
-//! cargo bench -p commitlog --bench append -- [--quick] [--scale F] [--dir PATH] [--only batch|periodic] [--threads 1,8,64,100] [--per-call 16] [--bytes-per-sync 1048576,0]
+//! cargo bench -p replmem-commitlog --bench append -- [--quick] [--scale F] [--dir PATH] [--only batch|periodic] [--threads 1,8,64,100] [--per-call 16] [--bytes-per-sync 1048576,0]
 //! ```
 //!
 //! * **Batch mode** (`SyncMode::Batch(0)`), 1 KiB mutations, 1, 8, 64 and

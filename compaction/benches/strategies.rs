@@ -3,8 +3,8 @@
 //! writer's bandwidth on the same data, in one run.
 //!
 //! ```text
-//! cargo bench -p compaction --bench strategies [-- --quick]
-//! COMPACTION_BENCH_SCALE=4 cargo bench -p compaction --bench strategies
+//! cargo bench -p replmem-compaction --bench strategies [-- --quick]
+//! COMPACTION_BENCH_SCALE=4 cargo bench -p replmem-compaction --bench strategies
 //! ```
 //!
 //! * **Strategies.** `keys` keys (2,000 at scale 1), each overwritten

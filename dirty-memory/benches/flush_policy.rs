@@ -10,7 +10,7 @@
 //! happened to the ones before; its latency is the time it waited for the
 //! group to admit it (FIFO).
 //!
-//! Usage: `cargo bench -p dirty-memory --bench flush_policy -- [--scale F]`
+//! Usage: `cargo bench -p replmem-dirty-memory --bench flush_policy -- [--scale F]`
 //! (`F` multiplies the simulated duration; default 1.0 = 60 simulated
 //! seconds per run; `--scale 0.1` for a quick run).
 

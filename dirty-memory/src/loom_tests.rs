@@ -1,6 +1,6 @@
 //! Loom models of the flush loop, run against the real manager and the real
 //! (loom-aware) region group. Run with
-//! `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 cargo test -p dirty-memory --release -- loom_`.
+//! `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 cargo test -p replmem-dirty-memory --release -- loom_`.
 
 use std::collections::VecDeque;
 

@@ -17,7 +17,7 @@
 //! from the system plus the handle table's heap bytes (both exact; the RSS
 //! figure is printed too as a cross-check).
 //!
-//! `cargo bench -p logalloc --bench fragmentation -- --scale 0.0625`
+//! `cargo bench -p replmem-logalloc --bench fragmentation -- --scale 0.0625`
 //! (live cap = 1 GiB x scale; `--workloads W1,W3` runs a subset;
 //! `--repeat 3` runs each allocator three times, interleaved, and keeps
 //! the fastest run of each, which steadies throughput on a shared machine;

@@ -8,7 +8,7 @@
 //!
 //! Prints ns per get and the ratio to the slice.
 //!
-//! `cargo bench -p logalloc --bench get [-- --quick]` (`--quick`: 1,000
+//! `cargo bench -p replmem-logalloc --bench get [-- --quick]` (`--quick`: 1,000
 //! objects, one pass, to check that it runs).
 
 use std::hint::black_box;

@@ -12,7 +12,7 @@
 //! * **logalloc at live/0.8**: a pool of live/0.8, so allocations reclaim;
 //!   `RegionStats::reclaim_time` says how much of the time that took.
 //!
-//! `cargo bench -p logalloc --bench steady_state [-- --repeat 3]`
+//! `cargo bench -p replmem-logalloc --bench steady_state [-- --repeat 3]`
 //!
 //! It exists to separate the alloc/free path from compaction. Comparing its
 //! system line with the fragmentation bench's W1 shows how much glibc's

@@ -5,7 +5,7 @@
 //! ```text
 //! CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_RUNNER="valgrind --error-exitcode=1 \
 //!     --leak-check=full --errors-for-leak-kinds=definite" \
-//!     cargo test -p logalloc --test valgrind_smoke
+//!     cargo test -p replmem-logalloc --test valgrind_smoke
 //! ```
 //!
 //! (`definite`: the test harness's own thread keeps a 48-byte "possibly

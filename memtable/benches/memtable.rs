@@ -16,7 +16,7 @@
 //! 3. **Scans.** Fragments/s of a full scan and of the flush stream over
 //!    the same memtable.
 //!
-//! `cargo bench -p memtable --bench memtable [-- --quick | --scale F]`:
+//! `cargo bench -p replmem-memtable --bench memtable [-- --quick | --scale F]`:
 //! `--quick` runs at 1% scale (10,000 rows), to check that it works;
 //! `--scale F` multiplies `N`. Run alone, the memtable side
 //! (`--child memtable --n N`) also prints on stderr the region's objects,

@@ -2,7 +2,7 @@
 //! memtable (its lock, logalloc's region lock and region-group's listener
 //! all come from loom under `cfg(loom)`).
 //!
-//! `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 cargo test -p memtable
+//! `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 cargo test -p replmem-memtable
 //! --release --target-dir target/loom -- loom_`
 
 use loom::thread;

@@ -7,7 +7,7 @@
 //! dealt round-robin to the k sources (so every partition is present in
 //! every source, the worst case for merging); the merged output is the same
 //! stream for every k. Set `MUTATION_BENCH_SCALE` (default 1) to scale the
-//! data; `cargo bench -p mutation --bench merging_reader -- --quick` for a
+//! data; `cargo bench -p replmem-mutation --bench merging_reader -- --quick` for a
 //! fast run.
 //!
 //! After criterion's report, the cases run again in interleaved rounds

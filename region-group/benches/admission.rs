@@ -5,7 +5,7 @@
 //! time is wall time per operation across all threads (inverse throughput).
 //! At the end a table prints the region-group/mutex ratio per thread count.
 //!
-//! `cargo bench -p region-group --bench admission` (add `-- --quick` for a
+//! `cargo bench -p replmem-region-group --bench admission` (add `-- --quick` for a
 //! short run).
 
 use std::collections::BTreeMap;

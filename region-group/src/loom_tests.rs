@@ -2,7 +2,7 @@
 //! implementation through the [`sync`](crate::sync) facade.
 //!
 //! Run with
-//! `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 cargo test -p region-group --release -- loom_`.
+//! `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 cargo test -p replmem-region-group --release -- loom_`.
 
 use loom::sync::Mutex;
 use loom::thread;

@@ -14,7 +14,7 @@
 //! Allocations per read are counted by a counting global allocator and
 //! printed once per benchmark (`allocs/op`), outside the timed loops.
 //!
-//! `cargo bench -p row-cache --bench row_cache` (add `-- --test` for one
+//! `cargo bench -p replmem-row-cache --bench row_cache` (add `-- --test` for one
 //! quick pass).
 
 #[path = "../tests/common/source.rs"]

@@ -224,16 +224,35 @@ impl RowCache {
         {
             let index = Arc::clone(&index);
             let counters = Arc::clone(&counters);
+            // One call evicts about a segment's worth of the least recently
+            // used data, not one partition: logalloc bounds the reclaim
+            // steps of one allocation, and freed objects only give a
+            // segment back once compaction can empty one, so evicting a
+            // partition per step left a pool full of small partitions
+            // short of memory while the cache still held plenty.
+            let batch = pool.segment_size();
             region.set_eviction_fn(move |evictor| {
                 // The index lock is a leaf: whoever holds it holds no
                 // region, so waiting for it here cannot deadlock.
-                let Some(handles) = index.lock().evict_oldest() else {
+                let mut idx = index.lock();
+                let start = idx.stored_bytes;
+                let mut freed = Vec::new();
+                let mut evicted = 0;
+                while start - idx.stored_bytes < batch {
+                    let Some(handles) = idx.evict_oldest() else {
+                        break;
+                    };
+                    freed.extend(handles);
+                    evicted += 1;
+                }
+                drop(idx);
+                if evicted == 0 {
                     return Eviction::Nothing;
-                };
-                for h in handles {
+                }
+                for h in freed {
                     let _ = evictor.free(h);
                 }
-                Counters::add(&counters.evictions, 1);
+                Counters::add(&counters.evictions, evicted);
                 Eviction::Evicted
             });
         }

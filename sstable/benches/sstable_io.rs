@@ -4,7 +4,7 @@
 //! point-lookup latency against a raw positional read of one block.
 //!
 //! ```text
-//! cargo bench -p sstable --bench sstable_io -- [--scale F] [--dir PATH] [--runs N] [--only write|commit|lookup]
+//! cargo bench -p replmem-sstable --bench sstable_io -- [--scale F] [--dir PATH] [--runs N] [--only write|commit|lookup]
 //! ```
 //!
 //! `--scale 1` is the full size: 1 GiB of 128 KiB partitions written, and

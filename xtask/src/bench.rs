@@ -5,13 +5,15 @@
 use std::path::Path;
 use std::time::Instant;
 
+use crate::package::PREFIX;
 use crate::report::{self, Outcome, StepResult};
 use crate::runner;
 
-/// One benchmark suite: `cargo bench -p <package> --bench <bench> -- <args>`.
+/// One benchmark suite: `cargo bench -p replmem-<dir> --bench <bench> -- <args>`.
 #[derive(Debug)]
 struct Suite {
-    package: &'static str,
+    /// The crate's folder (its package is `replmem-<dir>`).
+    dir: &'static str,
     bench: &'static str,
     /// Arguments for a full run.
     full: &'static [&'static str],
@@ -21,73 +23,73 @@ struct Suite {
 
 const SUITES: &[Suite] = &[
     Suite {
-        package: "logalloc",
+        dir: "logalloc",
         bench: "fragmentation",
         full: &["--scale", "0.0625", "--repeat", "3"],
         quick: &["--scale", "0.015625"],
     },
     Suite {
-        package: "logalloc",
+        dir: "logalloc",
         bench: "steady_state",
         full: &["--repeat", "3"],
         quick: &["--repeat", "1"],
     },
     Suite {
-        package: "logalloc",
+        dir: "logalloc",
         bench: "get",
         full: &[],
         quick: &["--quick"],
     },
     Suite {
-        package: "region-group",
+        dir: "region-group",
         bench: "admission",
         full: &[],
         quick: &["--quick"],
     },
     Suite {
-        package: "mutation",
+        dir: "mutation",
         bench: "merging_reader",
         full: &[],
         quick: &["--quick"],
     },
     Suite {
-        package: "memtable",
+        dir: "memtable",
         bench: "memtable",
         full: &[],
         quick: &["--quick"],
     },
     Suite {
-        package: "row-cache",
+        dir: "row-cache",
         bench: "row_cache",
         full: &[],
         quick: &["--quick"],
     },
     Suite {
-        package: "sstable",
+        dir: "sstable",
         bench: "sstable_io",
         full: &["--scale", "1", "--runs", "3"],
         quick: &[],
     },
     Suite {
-        package: "dirty-memory",
+        dir: "dirty-memory",
         bench: "flush_policy",
         full: &[],
         quick: &["--scale", "0.1"],
     },
     Suite {
-        package: "flush-scheduler",
+        dir: "flush-scheduler",
         bench: "submit",
         full: &[],
         quick: &["--quick"],
     },
     Suite {
-        package: "commitlog",
+        dir: "commitlog",
         bench: "append",
         full: &[],
         quick: &["--quick"],
     },
     Suite {
-        package: "compaction",
+        dir: "compaction",
         bench: "strategies",
         full: &[],
         quick: &["--quick"],
@@ -107,39 +109,41 @@ pub(crate) fn run(args: &[&str]) -> Result<(), String> {
     for arg in args {
         match *arg {
             "--quick" => quick = true,
-            name if SUITES.iter().any(|s| s.package == name) || name == "fuzz" => {
-                only.push(name);
+            name if name == "fuzz" => only.push(name),
+            // A crate's folder name, or its package name.
+            name if SUITES
+                .iter()
+                .any(|s| s.dir == name || s.dir == name.trim_start_matches(PREFIX)) =>
+            {
+                only.push(name.trim_start_matches(PREFIX));
             }
             other => {
                 return Err(format!(
-                    "`cargo xtask bench` takes --quick and package names ({}, fuzz), not `{other}`",
-                    SUITES
-                        .iter()
-                        .map(|s| s.package)
-                        .collect::<Vec<_>>()
-                        .join(", ")
+                    "`cargo xtask bench` takes --quick and crate names ({}, fuzz), not `{other}`",
+                    SUITES.iter().map(|s| s.dir).collect::<Vec<_>>().join(", ")
                 ));
             }
         }
     }
     let selected = |name: &str| only.is_empty() || only.contains(&name);
     let mut results = Vec::new();
-    for suite in SUITES.iter().filter(|s| selected(s.package)) {
+    for suite in SUITES.iter().filter(|s| selected(s.dir)) {
+        let package = format!("{PREFIX}{}", suite.dir);
         let name = suite.bench;
-        let file = Path::new(suite.package)
+        let file = Path::new(suite.dir)
             .join("benches")
             .join(format!("{name}.rs"));
         let started = Instant::now();
         let outcome = if file.exists() {
-            let mut cargo_args = vec!["bench", "-p", suite.package, "--bench", name, "--"];
+            let mut cargo_args = vec!["bench", "-p", &package, "--bench", name, "--"];
             cargo_args.extend_from_slice(if quick { suite.quick } else { suite.full });
             runner::cargo(&cargo_args)
                 .status()
-                .map(|()| Outcome::Passed(format!("{} ({})", suite.package, file.display())))
+                .map(|()| Outcome::Passed(format!("{package} ({})", file.display())))
         } else {
             Ok(Outcome::Skipped(format!(
                 "not written yet: {} has no {}",
-                suite.package,
+                package,
                 file.display()
             )))
         };

@@ -5,12 +5,15 @@
 //!   the dependency check (each library crate's normal dependencies are on
 //!   its list in `deps.rs`), clippy with warnings denied, the test suite
 //!   (cargo-nextest when it is installed, `cargo test` otherwise), doc
-//!   tests, `cargo doc` with warnings denied, `cargo check` with the
+//!   tests, every example program (`examples`), the naming scheme and
+//!   `cargo package` of every published package (`package`), `cargo doc`
+//!   with warnings denied, `cargo check` with the
 //!   declared rust-version's toolchain, the unsafe core of `logalloc` under
 //!   valgrind, and the loom pass (every crate with loom models must run at
 //!   least one). A step whose tool is missing (valgrind, the MSRV
-//!   toolchain) is reported as skipped, not passed. `--quick` skips the doc
-//!   build, the MSRV check, valgrind and loom for the inner loop.
+//!   toolchain) is reported as skipped, not passed. `--quick` skips the
+//!   examples, the packaging check, the doc build, the MSRV check,
+//!   valgrind and loom for the inner loop.
 //! * `cargo xtask bench [--quick]`: runs every benchmark suite.
 //! * `cargo xtask stress [ARGS...]`: runs the main program, `replica-stress`.
 //!
@@ -19,7 +22,9 @@
 
 mod bench;
 mod deps;
+mod examples;
 mod metadata;
+mod package;
 mod report;
 mod runner;
 mod test;
@@ -32,13 +37,16 @@ cargo xtask <task> [options]
 tasks:
   test [--quick]    what CI runs: fmt, deps (allowed dependencies of each
                     library crate), clippy -D warnings, tests, doc tests,
+                    examples (every example program runs),
+                    package (names replmem-<folder>, cargo package),
                     cargo doc -D warnings, msrv (cargo +<rust-version> check),
                     valgrind (logalloc), loom models; a step whose tool is
                     missing is reported SKIPPED;
-                    --quick skips cargo doc, msrv, valgrind and loom;
+                    --quick skips examples, package, cargo doc, msrv,
+                    valgrind and loom;
                     --step NAME runs only that step (repeatable)
-  bench [--quick] [PACKAGE...]
-                    run the benchmark suites (all, or the named packages';
+  bench [--quick] [CRATE...]
+                    run the benchmark suites (all, or the named crates';
                     `fuzz` is the sstable reader and commit log replay fuzz runs); --quick: small scale
   stress [ARGS...]  run the main program, replica-stress, with ARGS
   help              print this list
@@ -81,7 +89,7 @@ fn stress(args: &[&str]) -> Result<(), String> {
         "run",
         "--release",
         "-p",
-        "replica-stress",
+        "replmem-replica-stress",
         "--bin",
         "replica-stress",
         "--",

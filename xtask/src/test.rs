@@ -3,13 +3,13 @@
 use std::time::Instant;
 
 use crate::report::{self, Counts, Outcome, StepResult};
-use crate::{deps, metadata, runner};
+use crate::{deps, examples, metadata, package, runner};
 
 /// The logalloc tests that run under valgrind memcheck: the unit tests, a
 /// smoke test of every unsafe path, the property model (few cases), the
 /// segment-edge cases, a listener that panics mid-compaction, and the
 /// batch reader/writer and chunked strings.
-const VALGRIND_PACKAGE: &str = "logalloc";
+const VALGRIND_PACKAGE: &str = "replmem-logalloc";
 const VALGRIND_TARGETS: &[&str] = &[
     "--lib",
     "--test",
@@ -41,14 +41,16 @@ const STEP_NAMES: &[&str] = &[
     "clippy",
     "tests",
     "doc-tests",
+    "examples",
+    "package",
     "doc",
     "msrv",
     "valgrind",
     "loom",
 ];
 
-/// Runs the test task. `--quick` skips `cargo doc`, the MSRV check,
-/// valgrind and loom;
+/// Runs the test task. `--quick` skips the examples, the packaging check,
+/// `cargo doc`, the MSRV check, valgrind and loom;
 /// `--step NAME` (repeatable) runs only the named steps.
 pub(crate) fn run(args: &[&str]) -> Result<(), String> {
     let mut quick = false;
@@ -82,6 +84,8 @@ pub(crate) fn run(args: &[&str]) -> Result<(), String> {
         ("doc-tests", doc_tests),
     ];
     if !quick || !only.is_empty() {
+        steps.push(("examples", run_examples));
+        steps.push(("package", packaging));
         steps.push(("doc", doc));
         steps.push(("msrv", msrv));
         steps.push(("valgrind", valgrind));
@@ -147,7 +151,7 @@ pub(crate) fn run(args: &[&str]) -> Result<(), String> {
         tally.doc_tests.passed,
         tally.loom_models.passed,
         if quick {
-            " (quick: doc, msrv, valgrind and loom not run)"
+            " (quick: examples, package, doc, msrv, valgrind and loom not run)"
         } else {
             ""
         },
@@ -238,6 +242,20 @@ fn doc_tests(tally: &mut Tally) -> Result<Outcome, String> {
     judge(counts, "doc tests")
 }
 
+/// Every example program runs and succeeds; the crates a user is most
+/// likely to pick alone each have one.
+fn run_examples(_: &mut Tally) -> Result<Outcome, String> {
+    let packages = metadata::workspace()?;
+    examples::run(&packages, examples::MUST_HAVE_EXAMPLES).map(Outcome::Passed)
+}
+
+/// Every package but xtask is named `replmem-<folder>` and packages for
+/// crates.io with a complete manifest (see `package.rs`).
+fn packaging(_: &mut Tally) -> Result<Outcome, String> {
+    let packages = metadata::workspace()?;
+    package::run(&packages).map(Outcome::Passed)
+}
+
 fn doc(_: &mut Tally) -> Result<Outcome, String> {
     runner::cargo(&["doc", "--workspace", "--no-deps"])
         .env("RUSTDOCFLAGS", "-D warnings")
@@ -298,7 +316,7 @@ fn valgrind(_: &mut Tally) -> Result<Outcome, String> {
     // logalloc's unsafe core, then writeback's system call.
     let runs: [(&str, &[&str]); 2] = [
         (VALGRIND_PACKAGE, VALGRIND_TARGETS),
-        ("writeback", &["--lib"]),
+        ("replmem-writeback", &["--lib"]),
     ];
     let mut counts = Counts::default();
     for (package, targets) in runs {

@@ -4,7 +4,7 @@
 //! small memtable stand-in (a sealable list of values) and sstables as the
 //! values a flush wrote.
 //!
-//! Run with `RUSTFLAGS="--cfg loom" cargo test -p replica --release
+//! Run with `RUSTFLAGS="--cfg loom" cargo test -p replmem-replica --release
 //! --target-dir target/loom -- loom_` (LOOM_MAX_PREEMPTIONS=2 keeps it
 //! short).
 
