@@ -5,7 +5,10 @@
 //! memtables (`memtable`, in `logalloc` regions of the manager's
 //! `region-group`); memtables are flushed through the flush scheduler
 //! (`flush-scheduler`) into sstables (`sstable`); reads merge every
-//! memtable and sstable of a table with `mutation`'s merging reader.
+//! memtable of a table with its row cache (`row-cache`, in the same
+//! `logalloc` pool, reading through to the table's sstables; or with the
+//! sstables directly when the cache is off) with `mutation`'s merging
+//! reader.
 //!
 //! ```
 //! use mutation::{Cell, ClusteringRange, DecoratedKey, Mutation, Timestamp};
@@ -152,11 +155,13 @@ pub use catalog::{
     validate_table_name,
 };
 pub use config::{
-    CommitLogMode, DEFAULT_BUDGET, DEFAULT_COMMITLOG_SYNC_PERIOD, DEFAULT_SOFT_LIMIT_RATIO,
-    DEFAULT_SYSTEM_BUDGET, DEFAULT_WRITE_TIMEOUT, DatabaseConfig, FlushPolicy, MIN_DATABASE_BUDGET,
-    check_soft_limit_ratio,
+    CacheSize, CommitLogMode, DEFAULT_BUDGET, DEFAULT_COMMITLOG_SYNC_PERIOD,
+    DEFAULT_SOFT_LIMIT_RATIO, DEFAULT_SYSTEM_BUDGET, DEFAULT_WRITE_TIMEOUT, DatabaseConfig,
+    FlushPolicy, MIN_CACHE_SIZE, MIN_DATABASE_BUDGET, check_soft_limit_ratio,
 };
-pub use database::{COMMITLOG_DIR_NAME, Database, DatabaseMetrics, TableMetrics, TableReader};
+pub use database::{
+    COMMITLOG_DIR_NAME, CacheMetrics, Database, DatabaseMetrics, TableMetrics, TableReader,
+};
 pub use error::{Error, Result};
 #[cfg(feature = "testing")]
 pub use hooks::{HookPoint, TestHook};

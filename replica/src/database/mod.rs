@@ -39,8 +39,8 @@ mod tests;
 
 use flush::FlushRouter;
 use gate::Gate;
-use table::{Table, TableMemtable, TableSstable};
-pub use table::{TableMetrics, TableReader};
+pub use table::{CacheMetrics, TableMetrics, TableReader};
+use table::{Table, TableMemtable, TableSstable, TableSstables};
 
 #[cfg(feature = "stress")]
 pub use stress_target::DatabaseFactory;
@@ -67,6 +67,14 @@ pub struct DatabaseMetrics {
     /// The commit log's counters (entries, bytes, syncs, segments), if
     /// there is a commit log.
     pub commitlog: Option<LogStats>,
+    /// The row caches' figures, summed over the tables (all zero without
+    /// a cache).
+    pub cache: CacheMetrics,
+    /// The memtables' and caches' memory pool: its limit and what it
+    /// holds now (bytes).
+    pub pool_limit: usize,
+    /// Bytes the pool has handed out now (memtables and caches).
+    pub pool_used: usize,
 }
 
 /// The commit log's directory inside the first data directory (the dot
@@ -87,6 +95,8 @@ pub struct Database {
     router: Arc<FlushRouter>,
     bandwidth: Option<Arc<TokenBucket>>,
     pool: Arc<SegmentPool>,
+    /// Each table's row cache budget; `None`: no caches.
+    cache_bytes: Option<usize>,
     gate: Gate,
     /// What replaying the commit log at open found.
     replay: Option<ReplayReport>,
@@ -138,14 +148,17 @@ impl Database {
             remove_orphan_table_dir(&orphan)?;
         }
         // Real dirty memory is held to the budgets by admission; the pool
-        // leaves room above them so an admitted write never runs dry.
+        // leaves room above them so an admitted write never runs dry. The
+        // row caches take that room (their own budget), and give it back
+        // through logalloc's eviction when the memtables need more.
         let budgets = config
             .dirty_memory_budget
             .saturating_add(config.system_dirty_memory_budget);
-        let pool = SegmentPool::new(
-            PoolConfig::default().with_memory_limit(budgets.saturating_mul(2).max(64 << 20)),
-        )
-        .map_err(|e| start_error("memtable memory pool")(e.to_string()))?;
+        let (pool_limit, cache_bytes) = config.cache_size.pool_and_cache(budgets);
+        let pool = SegmentPool::new(PoolConfig::default().with_memory_limit(pool_limit))
+            .map_err(|e| start_error("memtable memory pool")(e.to_string()))?;
+        // The pool rounds its limit to whole segments.
+        let cache_bytes = cache_bytes.map(|b| b.clamp(pool.segment_size(), pool.memory_limit()));
         let (user_policy, data_writers) = match config.flush_policy {
             FlushPolicy::PerMemtable => {
                 let p = dirty_memory::FlushPolicy::per_memtable_default();
@@ -209,6 +222,7 @@ impl Database {
             router,
             bandwidth,
             pool,
+            cache_bytes,
             gate: Gate::new(),
             replay: None,
         };
@@ -403,10 +417,28 @@ impl Database {
                 source,
             })?;
         let memtable = TableMemtable::new(memtable);
+        let list = Arc::new(memtable_list::MemtableList::new(
+            Arc::clone(&memtable),
+            sstables,
+        ));
+        let cache = match self.cache_bytes {
+            Some(bytes) if !schema.options().uncached => {
+                let source = Arc::new(TableSstables {
+                    list: Arc::clone(&list),
+                });
+                let config = row_cache::CacheConfig::default().with_max_bytes(bytes);
+                Some(
+                    row_cache::RowCache::new(&self.pool, source, config)
+                        .map_err(|e| start_error("row cache")(format!("table {name}: {e}")))?,
+                )
+            }
+            _ => None,
+        };
         let table = Arc::new(Table {
             id: schema.log_id(),
             schema,
-            list: memtable_list::MemtableList::new(Arc::clone(&memtable), sstables),
+            list,
+            cache,
             group,
             pool: Arc::clone(&self.pool),
             dropped: crate::sync::AtomicBool::new(false),
@@ -488,6 +520,11 @@ impl Database {
         table.dropped.store(true, crate::sync::Ordering::Relaxed);
         for memtable in table.list.sources().memtables {
             memtable.detach_from_region_group();
+        }
+        // The cache's memory goes back to the pool now, not when the last
+        // reader lets the table go.
+        if let Some(cache) = &table.cache {
+            cache.clear();
         }
         // Replay must not bring the dropped data back.
         let logged = match self.log() {
@@ -614,7 +651,14 @@ impl Database {
     /// Figures of every table and of the database.
     pub fn metrics(&self) -> DatabaseMetrics {
         let tables: Vec<TableMetrics> = self.tables.read().values().map(|t| t.metrics()).collect();
+        let pool = self.pool.stats();
         DatabaseMetrics {
+            cache: tables
+                .iter()
+                .filter_map(|t| t.cache.as_ref())
+                .fold(CacheMetrics::default(), |sum, c| sum.sum(c)),
+            pool_limit: self.pool.memory_limit(),
+            pool_used: pool.system_bytes,
             sstable_bytes_written: tables.iter().map(|t| t.sstable_bytes_written).sum(),
             tables,
             user: self.user.metrics(),
@@ -655,6 +699,13 @@ impl Database {
         drop(self.scheduler.shutdown());
         // Flushes are over: the log syncs, retires what they made durable,
         // and stops.
+        // The caches are of no more use: their memory goes back to the
+        // pool (each region goes with its table).
+        for table in &tables {
+            if let Some(cache) = &table.cache {
+                cache.clear();
+            }
+        }
         let log = self.router.log.lock().take();
         let logged = match log.map(Arc::try_unwrap) {
             Some(Ok(log)) => log.close().map_err(|source| Error::CommitLog { source }),
@@ -670,6 +721,16 @@ impl Database {
     /// [`metrics`](Self::metrics)).
     pub fn user_metrics(&self) -> DirtyMemoryMetrics {
         self.user.metrics()
+    }
+
+    /// The row caches' figures summed over the tables that have one
+    /// (cheaper than [`metrics`](Self::metrics)); `None` if no table has a
+    /// cache.
+    pub fn cache_metrics(&self) -> Option<CacheMetrics> {
+        let tables = self.tables.read();
+        let mut caches = tables.values().filter_map(|t| t.cache_metrics()).peekable();
+        caches.peek()?;
+        Some(caches.fold(CacheMetrics::default(), |sum, c| sum.sum(&c)))
     }
 
     /// The commit log's counters, if there is one (cheaper than
