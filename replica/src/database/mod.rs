@@ -765,6 +765,18 @@ impl Database {
         // Drop finds the gate closed and does nothing more.
     }
 
+    /// Evicts up to `n` of `table`'s least recently cached partitions, as
+    /// the pool's reclaim would (feature `testing`); returns how many went
+    /// (0 for a table without a cache).
+    ///
+    /// # Errors
+    /// [`Error::UnknownTable`], [`Error::Closed`].
+    #[cfg(feature = "testing")]
+    pub fn evict_cache(&self, table: &str, n: usize) -> Result<usize, Error> {
+        let _pass = self.enter("evict_cache")?;
+        Ok(self.table(table)?.cache.as_ref().map_or(0, |c| c.evict(n)))
+    }
+
     /// Test hook: the next `n` flushes fail in their sstable write.
     #[cfg(all(test, not(loom)))]
     pub(crate) fn fail_next_flushes(&self, n: u64) {
