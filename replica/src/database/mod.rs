@@ -70,11 +70,15 @@ pub struct DatabaseMetrics {
     /// The row caches' figures, summed over the tables (all zero without
     /// a cache).
     pub cache: CacheMetrics,
-    /// The memtables' and caches' memory pool: its limit and what it
-    /// holds now (bytes).
+    /// The memory limit of the pool the memtables and row caches share.
     pub pool_limit: usize,
-    /// Bytes the pool has handed out now (memtables and caches).
+    /// Bytes of the pool's segments in use now (memtables and caches).
     pub pool_used: usize,
+    /// Bytes the pool's reclaim evicted from the caches (when an
+    /// allocation found the pool dry), over the database's life.
+    pub pool_bytes_evicted: u64,
+    /// Allocations the pool could not serve even after reclaim.
+    pub pool_allocation_failures: u64,
 }
 
 /// The commit log's directory inside the first data directory (the dot
@@ -658,7 +662,9 @@ impl Database {
                 .filter_map(|t| t.cache.as_ref())
                 .fold(CacheMetrics::default(), |sum, c| sum.sum(c)),
             pool_limit: self.pool.memory_limit(),
-            pool_used: pool.system_bytes,
+            pool_used: pool.used_bytes(),
+            pool_bytes_evicted: pool.bytes_evicted,
+            pool_allocation_failures: pool.allocation_failures,
             sstable_bytes_written: tables.iter().map(|t| t.sstable_bytes_written).sum(),
             tables,
             user: self.user.metrics(),
