@@ -63,6 +63,12 @@ const SUITES: &[Suite] = &[
         quick: &["--quick"],
     },
     Suite {
+        package: "replica",
+        bench: "cache",
+        full: &[],
+        quick: &["--quick"],
+    },
+    Suite {
         package: "sstable",
         bench: "sstable_io",
         full: &["--scale", "1", "--runs", "3"],

@@ -68,6 +68,8 @@ pub(crate) const ALLOWED_DEPENDENCIES: &[(&str, &[&str])] = &[
             "region-group",
             "mutation",
             "memtable",
+            // A row cache per table, in front of its sstables.
+            "row-cache",
             "sstable",
             "dirty-memory",
             "flush-scheduler",

@@ -771,6 +771,26 @@ impl Database {
         // Drop finds the gate closed and does nothing more.
     }
 
+    /// [`get`](Self::get), building a reader of every memtable and of the
+    /// row cache even where the source knows it holds nothing (no
+    /// `make_reader_opt`): the baseline of the `cache` bench (feature
+    /// `testing`).
+    ///
+    /// # Errors
+    /// As [`get`](Self::get).
+    #[cfg(feature = "testing")]
+    pub fn get_building_every_reader(
+        &self,
+        table: &str,
+        key: &DecoratedKey,
+        slice: ClusteringRange,
+    ) -> Result<Option<Mutation>, Error> {
+        let _pass = self.enter("get")?;
+        let t = self.table(table)?;
+        let mut reader = t.make_reader_always(PartitionRange::single_key(key.clone()), slice)?;
+        Ok(to_mutations(&mut reader)?.into_iter().next())
+    }
+
     /// Evicts up to `n` of `table`'s least recently cached partitions, as
     /// the pool's reclaim would (feature `testing`); returns how many went
     /// (0 for a table without a cache).

@@ -397,6 +397,37 @@ impl Table {
         })
     }
 
+    /// [`make_reader`](Self::make_reader) building a reader of every
+    /// memtable and of the cache even where `make_reader_opt` would know
+    /// there is nothing: the baseline the `cache` bench measures
+    /// `make_reader_opt` against (feature `testing`). Without a cache, as
+    /// `make_reader`.
+    #[cfg(feature = "testing")]
+    pub(crate) fn make_reader_always(
+        &self,
+        range: PartitionRange,
+        slice: ClusteringRange,
+    ) -> Result<TableReader, Error> {
+        let Some(cache) = &self.cache else {
+            return self.make_reader(range, slice);
+        };
+        let mut readers: Vec<Box<dyn FragmentReader + Send>> = Vec::new();
+        for memtable in self.list.sources().memtables {
+            let reader = memtable
+                .memtable()
+                .make_reader(range.clone(), slice.clone())
+                .map_err(|source| Error::Memtable {
+                    table: self.name().to_owned(),
+                    source,
+                })?;
+            readers.push(Box::new(reader));
+        }
+        readers.push(Box::new(cache.make_reader(range, slice)));
+        Ok(TableReader {
+            merged: MergingReader::new(readers),
+        })
+    }
+
     /// [`make_reader`](Self::make_reader) with the cache in place of the
     /// sstables.
     fn make_cached_reader(
