@@ -84,7 +84,17 @@ fn flushed_partitions_are_served_from_the_cache() {
     assert_eq!(summed.hits, merged.hits, "the database sums its one table");
 
     // Dropping the table gives the cache's memory back.
+    let used = db.metrics().pool_used;
     db.drop_table("t").unwrap();
+    let freed = used - db.metrics().pool_used;
+    // The footprint counts the region's own bookkeeping beside its
+    // segments: at least its whole segments came back.
+    let segments = merged.region_bytes / (128 << 10) * (128 << 10);
+    assert!(
+        freed > 0 && freed as u64 >= segments,
+        "dropping the table freed {freed} bytes of the pool, the cache held {}",
+        merged.region_bytes
+    );
     db.close().unwrap();
 }
 

@@ -703,8 +703,6 @@ impl Database {
         self.user.shutdown();
         self.system.shutdown();
         drop(self.scheduler.shutdown());
-        // Flushes are over: the log syncs, retires what they made durable,
-        // and stops.
         // The caches are of no more use: their memory goes back to the
         // pool (each region goes with its table).
         for table in &tables {
@@ -712,6 +710,8 @@ impl Database {
                 cache.clear();
             }
         }
+        // Flushes are over: the log syncs, retires what they made durable,
+        // and stops.
         let log = self.router.log.lock().take();
         let logged = match log.map(Arc::try_unwrap) {
             Some(Ok(log)) => log.close().map_err(|source| Error::CommitLog { source }),
