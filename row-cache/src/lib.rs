@@ -150,7 +150,7 @@
 //! //     stays in the read list: reads see its rows twice, and reconcile);
 //! //  2. cache.update_from(&mut memtable.make_reader(full, full)?)?;
 //! //  3. remove the memtable from the list, mark_flushed, and only then
-//! //     on_detach_from_region_group (dirty memory stays accounted until
+//! //     detach_from_region_group (dirty memory stays accounted until
 //! //     the cache holds the data).
 //! // An update error leaves the cache consistent (what it missed is
 //! // invalidated); the flush itself has succeeded.

@@ -91,7 +91,7 @@ proptest! {
                     let mut flushed =
                         old.make_reader(PartitionRange::full(), ClusteringRange::full()).unwrap();
                     cache.update_from(&mut flushed).unwrap();
-                    old.on_detach_from_region_group();
+                    old.detach_from_region_group();
                 }
                 Op::Evict(n) => {
                     cache.evict(n);

@@ -58,7 +58,7 @@ fn flushes_faster_than_updates_stay_within_the_pool() {
                 .unwrap();
             cache.update_from(&mut flushed).unwrap();
             // Accounted until here; then detached and dropped.
-            memtable.on_detach_from_region_group();
+            memtable.detach_from_region_group();
             assert!(pool.stats().used_bytes() <= LIMIT);
         }
     }
