@@ -95,6 +95,10 @@ pub struct TableOptions {
     /// A system table: its memtables draw on the small system budget, so
     /// its writes never queue behind user writes.
     pub system: bool,
+    /// Reads of the table skip the row cache (memtables and sstables
+    /// only), whatever [`DatabaseConfig::cache_size`](crate::DatabaseConfig::cache_size)
+    /// says. Persisted in the catalog as `cache=0` (absent: cached).
+    pub uncached: bool,
 }
 
 /// A table's schema: its name, options and generation. Keys and values
@@ -171,10 +175,15 @@ impl TableSchema {
     /// `table <name> system=<0|1> generation=<n>`.
     pub(crate) fn to_line(&self) -> String {
         format!(
-            "table {} system={} generation={}",
+            "table {} system={} generation={}{}",
             self.name,
             u8::from(self.options.system),
-            self.generation
+            self.generation,
+            if self.options.uncached {
+                " cache=0"
+            } else {
+                ""
+            }
         )
     }
 
@@ -188,7 +197,8 @@ impl TableSchema {
         } else {
             "expected `table <name> system=<0|1> generation=<n>`"
         };
-        let (Some("table"), Some(name), Some(system), generation, None) = (
+        let (Some("table"), Some(name), Some(system), generation, cache, None) = (
+            fields.next(),
             fields.next(),
             fields.next(),
             fields.next(),
@@ -196,6 +206,13 @@ impl TableSchema {
             fields.next(),
         ) else {
             return Err(expected.to_owned());
+        };
+        // Written only for an uncached table, after the generation.
+        let uncached = match (cache, generation_optional) {
+            (None, _) => false,
+            (Some("cache=0"), false) => true,
+            (Some("cache=1"), false) => false,
+            _ => return Err("expected nothing, cache=0 or cache=1 after the generation".to_owned()),
         };
         let system = match system {
             "system=0" => false,
@@ -211,8 +228,8 @@ impl TableSchema {
                 .ok_or("expected generation=<decimal number>")?,
             _ => return Err(expected.to_owned()),
         };
-        let schema =
-            TableSchema::with_options(name, TableOptions { system }).map_err(|e| e.to_string())?;
+        let schema = TableSchema::with_options(name, TableOptions { system, uncached })
+            .map_err(|e| e.to_string())?;
         Ok(schema.at_generation(generation))
     }
 }
@@ -532,7 +549,14 @@ mod tests {
     use super::*;
 
     fn system(name: &str) -> TableSchema {
-        TableSchema::with_options(name, TableOptions { system: true }).unwrap()
+        TableSchema::with_options(
+            name,
+            TableOptions {
+                system: true,
+                uncached: false,
+            },
+        )
+        .unwrap()
     }
 
     #[test]
@@ -554,6 +578,35 @@ mod tests {
         assert!(c.get("peers").unwrap().options().system);
         assert!(!c.get("events_2").unwrap().options().system);
         assert_eq!(c.len(), 2);
+    }
+
+    #[test]
+    fn the_uncached_option_survives_a_reload_and_is_written_only_when_set() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut c = Catalog::create(dir.path()).unwrap();
+        let options = TableOptions {
+            uncached: true,
+            ..TableOptions::default()
+        };
+        c.create_table(TableSchema::with_options("cold", options).unwrap())
+            .unwrap();
+        c.create_table(TableSchema::new("hot").unwrap()).unwrap();
+        let text = String::from_utf8_lossy(&fs::read(c.path()).unwrap()).into_owned();
+        assert!(
+            text.contains("table cold system=0 generation=1 cache=0"),
+            "{text}"
+        );
+        assert!(text.contains("table hot system=0 generation=2\n"), "{text}");
+        let c = Catalog::load(dir.path()).unwrap();
+        assert!(c.get("cold").unwrap().options().uncached);
+        assert!(!c.get("hot").unwrap().options().uncached);
+        for bad in [
+            "table t system=0 generation=1 cache=2",
+            "table t system=0 generation=1 cache=0 more",
+        ] {
+            assert!(TableSchema::from_line(bad, false).is_err(), "{bad}");
+        }
+        assert!(TableSchema::from_line("table t system=0 cache=0", true).is_err());
     }
 
     #[test]

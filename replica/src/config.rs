@@ -35,6 +35,46 @@ pub const DEFAULT_WRITE_TIMEOUT: Duration = Duration::from_secs(30);
 /// sync of every 10 seconds.
 pub const DEFAULT_COMMITLOG_SYNC_PERIOD: Duration = Duration::from_secs(10);
 
+/// The smallest explicit [`CacheSize::Bytes`]: a cache of less would
+/// hold a handful of partitions and evict on nearly every population.
+pub const MIN_CACHE_SIZE: usize = 1 << 20;
+
+/// How much memory the tables' row caches may hold (each table's cache
+/// keeps at most this many bytes of partitions on its own budget, and
+/// gives memory back to the memtables whenever the pool runs dry).
+///
+/// The caches live in the memtables' memory pool, outside the dirty-memory
+/// budgets. The pool is sized `max(2 * budgets, 64 MiB)` without a cache
+/// of a given size, and at least `budgets + size` with one, so the caches'
+/// own budget leaves the dirty budgets free and logalloc's eviction is the
+/// backstop, not the normal path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum CacheSize {
+    /// No row cache: reads that miss the memtables go to the sstables.
+    Off,
+    /// The default: what the pool holds beyond the dirty budgets (the
+    /// pool's limit minus the user and system budgets).
+    #[default]
+    Auto,
+    /// This many bytes, at least [`MIN_CACHE_SIZE`]; the pool grows to
+    /// hold it beside the dirty budgets.
+    Bytes(usize),
+}
+
+impl CacheSize {
+    /// The pool limit and each table's cache budget (`None`: no cache) for
+    /// dirty-memory budgets summing to `budgets`.
+    pub fn pool_and_cache(self, budgets: usize) -> (usize, Option<usize>) {
+        let base = budgets.saturating_mul(2).max(64 << 20);
+        match self {
+            CacheSize::Off => (base, None),
+            CacheSize::Auto => (base, Some(base - budgets)),
+            CacheSize::Bytes(n) => (base.max(budgets.saturating_add(n)), Some(n)),
+        }
+    }
+}
+
 /// Whether writes go through a commit log, and when it makes them durable.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
@@ -211,6 +251,9 @@ pub struct DatabaseConfig {
     /// [`Database::replay_report`](crate::Database::replay_report), and the
     /// damaged segment is kept aside; a dropped table's rows never return).
     pub commitlog_on_corruption: CorruptionPolicy,
+    /// The row caches' memory (default [`CacheSize::Auto`]); a table can
+    /// opt out with [`TableOptions::uncached`](crate::TableOptions::uncached).
+    pub cache_size: CacheSize,
 }
 
 impl DatabaseConfig {
@@ -230,6 +273,7 @@ impl DatabaseConfig {
             commitlog_segment_size: 32 << 20,
             commitlog_size_limit: 8 << 30,
             commitlog_on_corruption: CorruptionPolicy::Stop,
+            cache_size: CacheSize::default(),
         }
     }
 
@@ -261,7 +305,8 @@ impl DatabaseConfig {
     /// [`Error::InvalidOption`] naming the first field out of range: no
     /// data directory, an empty or repeated directory, a budget below
     /// [`MIN_DATABASE_BUDGET`], a soft-limit ratio outside `(0, 0.5]`, or a zero
-    /// bandwidth limit, or a zero write timeout.
+    /// bandwidth limit, a zero write timeout, or a cache size below
+    /// [`MIN_CACHE_SIZE`].
     pub fn validate(&self) -> Result<(), Error> {
         let invalid = |name, value: String, expected: String| Error::InvalidOption {
             name,
@@ -323,6 +368,15 @@ impl DatabaseConfig {
                 "commitlog",
                 "periodic:0s".to_owned(),
                 "a positive sync period".to_owned(),
+            ));
+        }
+        if let CacheSize::Bytes(n) = self.cache_size
+            && n < MIN_CACHE_SIZE
+        {
+            return Err(invalid(
+                "cache_size",
+                n.to_string(),
+                format!("at least {MIN_CACHE_SIZE} bytes, or CacheSize::Off for no cache"),
             ));
         }
         if self.write_timeout.is_zero() {
@@ -409,6 +463,11 @@ mod tests {
                 "0.5",
             ),
             (
+                Box::new(|c| c.cache_size = CacheSize::Bytes(4096)),
+                "cache_size",
+                "1048576",
+            ),
+            (
                 Box::new(|c| c.flush_bandwidth_limit = Some(0)),
                 "flush_bandwidth_limit",
                 "None",
@@ -444,6 +503,34 @@ mod tests {
         let mut c = DatabaseConfig::new("/d");
         c.commitlog = CommitLogMode::Periodic(Duration::ZERO);
         assert!(c.validate().unwrap_err().to_string().contains("commitlog"));
+    }
+
+    #[test]
+    fn cache_sizes_leave_the_dirty_budgets_in_the_pool() {
+        let budgets = 266 << 20;
+        assert_eq!(
+            CacheSize::Off.pool_and_cache(budgets),
+            (budgets * 2, None),
+            "no cache: the pool as before"
+        );
+        assert_eq!(
+            CacheSize::Auto.pool_and_cache(budgets),
+            (budgets * 2, Some(budgets))
+        );
+        // Small budgets: the 64 MiB floor, the rest for the cache.
+        assert_eq!(
+            CacheSize::Auto.pool_and_cache(12 << 20),
+            (64 << 20, Some(52 << 20))
+        );
+        // An explicit size grows the pool to hold it beside the budgets.
+        assert_eq!(
+            CacheSize::Bytes(1 << 30).pool_and_cache(budgets),
+            (budgets + (1 << 30), Some(1 << 30))
+        );
+        assert_eq!(
+            CacheSize::Bytes(8 << 20).pool_and_cache(budgets),
+            (budgets * 2, Some(8 << 20))
+        );
     }
 
     #[test]

@@ -20,6 +20,11 @@ pub enum HookPoint {
     /// A writer holds the table's active memtable (weakly) and has not
     /// applied its mutation to it yet (runs on the writer's thread).
     WriterTookActive,
+    /// A flush's sstable joined the table's sstables while its memtable is
+    /// still listed, and the row cache has not taken the memtable's data
+    /// yet (tables with a cache only; runs on the thread completing the
+    /// flush).
+    FlushBeforeCacheUpdate,
 }
 
 /// The callback; see [`Database::set_test_hook`](crate::Database::set_test_hook).

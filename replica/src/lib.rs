@@ -6,7 +6,10 @@
 //! memtables (`memtable`, in `logalloc` regions of the manager's
 //! `region-group`); memtables are flushed through the flush scheduler
 //! (`flush-scheduler`) into sstables (`sstable`); reads merge every
-//! memtable and sstable of a table with `mutation`'s merging reader.
+//! memtable of a table with its row cache (`row-cache`, in the same
+//! `logalloc` pool, reading through to the table's sstables; or with the
+//! sstables directly when the cache is off) with `mutation`'s merging
+//! reader.
 //!
 //! ```
 //! use mutation::{Cell, ClusteringRange, DecoratedKey, Mutation, Timestamp};
@@ -58,7 +61,8 @@
 //! summary, fsyncs, renames) on a tail worker while the next flush writes.
 //! On commit the sstable joins the table and the memtable leaves its list
 //! in one step, so a reader sees each row exactly once, and readers still
-//! open on the memtable continue in the sstable.
+//! open on the memtable continue in the sstable. With a row cache the
+//! commit takes three steps (see below).
 //!
 //! **Only the dirty-memory manager retries a failed flush**, with a
 //! doubling back-off: it is the layer that knows the memtable, holds the
@@ -68,6 +72,36 @@
 //! classifies a failure (I/O: transient; data the sstable format refuses:
 //! permanent, kept in memory and reported in [`DatabaseMetrics`]). A
 //! memtable is never dropped before its sstable is committed.
+//!
+//! # The row cache
+//!
+//! Each table has a [`row_cache::RowCache`] (unless
+//! [`DatabaseConfig::cache_size`] is [`CacheSize::Off`] or the table is
+//! [`TableOptions::uncached`]) in the memtables' logalloc pool, outside the
+//! dirty-memory region groups. Its underlying source is a merge of the
+//! table's sstables as the list holds them at read time, so it sees every
+//! flushed sstable. A read merges every memtable's `make_reader_opt` with
+//! the cache's `make_reader_opt` (in place of the sstables): a source that
+//! knows it has nothing in the range adds no reader.
+//!
+//! Its own budget is the pool's room beyond the dirty budgets
+//! ([`CacheSize::Auto`]), given to each table's cache; when the pool runs
+//! dry anyway (several tables' caches, or a memtable allocation at an
+//! unlucky moment), logalloc calls the cache's eviction hook and the cache
+//! frees its least recently used partitions.
+//!
+//! A flush with a cache commits in three steps: (1) the sstable joins the
+//! table's list while the memtable stays (a reader sees the rows in both,
+//! and the merging reader reconciles the duplicate; never in neither);
+//! (2) the cache takes the memtable's data (`RowCache::update_from`,
+//! merging into cached partitions, inserting where it knows the ring; a
+//! failure invalidates what it missed and does not fail the flush); (3)
+//! only then the memtable leaves the list and the dirty-memory group, so
+//! its memory stays accounted until the cache holds the data (ScyllaDB
+//! #1942: a cache update falling behind flushes holds the writers back
+//! instead of letting memory overflow). Dropping a table and closing the
+//! database clear its cache. [`CacheMetrics`] are in [`TableMetrics`] and,
+//! summed, in [`DatabaseMetrics`].
 //!
 //! # Durability: the commit log
 //!
@@ -118,7 +152,7 @@
 //!
 //! * [`DatabaseConfig`]: directories, budgets, soft-limit ratio, flush
 //!   policy, sstable writer options, flush bandwidth limit, write timeout,
-//!   commit log mode ([`CommitLogMode`]).
+//!   commit log mode ([`CommitLogMode`]), row cache size ([`CacheSize`]).
 //! * [`Catalog`]: which tables exist, persisted atomically with a checksum.
 //! * [`open_table_dirs`]: each table's sstables in its data and flush
 //!   directories, after removing the leftovers of unfinished flushes.
@@ -126,9 +160,11 @@
 //!   same directories, from this process or another.
 //! * [`TokenBucket`]: the flush bandwidth limit.
 //! * [`units`]: parsing of sizes, counts and durations with clear errors.
-//! * Feature `testing`: [`Database::set_test_hook`] and `Database::crash`,
+//! * Feature `testing`: `Database::set_test_hook` and `Database::crash`,
 //!   for tests that pause a thread at a chosen point of the write or flush
-//!   path, or stop the database as a crash would.
+//!   path, or stop the database as a crash would; `Database::evict_cache`
+//!   and `Database::get_building_every_reader` for the cache's tests and
+//!   bench.
 //! * `stress` (feature `stress`, off by default, so the library alone pulls
 //!   no command-line or reporting dependencies): the load generator's
 //!   engine; the `replica-stress` package's program is `main` around
@@ -154,11 +190,13 @@ pub use catalog::{
     validate_table_name,
 };
 pub use config::{
-    CommitLogMode, CorruptionPolicy, DEFAULT_BUDGET, DEFAULT_COMMITLOG_SYNC_PERIOD,
+    CacheSize, CommitLogMode, CorruptionPolicy, DEFAULT_BUDGET, DEFAULT_COMMITLOG_SYNC_PERIOD,
     DEFAULT_SOFT_LIMIT_RATIO, DEFAULT_SYSTEM_BUDGET, DEFAULT_WRITE_TIMEOUT, DatabaseConfig,
-    FlushPolicy, MIN_DATABASE_BUDGET, check_soft_limit_ratio,
+    FlushPolicy, MIN_CACHE_SIZE, MIN_DATABASE_BUDGET, check_soft_limit_ratio,
 };
-pub use database::{COMMITLOG_DIR_NAME, Database, DatabaseMetrics, TableMetrics, TableReader};
+pub use database::{
+    COMMITLOG_DIR_NAME, CacheMetrics, Database, DatabaseMetrics, TableMetrics, TableReader,
+};
 pub use error::{Error, Result};
 #[cfg(feature = "testing")]
 pub use hooks::{HookPoint, TestHook};

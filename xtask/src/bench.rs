@@ -65,6 +65,12 @@ const SUITES: &[Suite] = &[
         quick: &["--quick"],
     },
     Suite {
+        dir: "replica",
+        bench: "cache",
+        full: &[],
+        quick: &["--quick"],
+    },
+    Suite {
         dir: "sstable",
         bench: "sstable_io",
         full: &["--scale", "1", "--runs", "3"],

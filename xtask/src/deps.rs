@@ -93,6 +93,8 @@ pub(crate) const ALLOWED_DEPENDENCIES: &[(&str, &[&str])] = &[
             "replmem-region-group",
             "replmem-mutation",
             "replmem-memtable",
+            // A row cache per table, in front of its sstables.
+            "replmem-row-cache",
             "replmem-sstable",
             "replmem-dirty-memory",
             "replmem-flush-scheduler",

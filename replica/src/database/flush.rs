@@ -290,9 +290,32 @@ impl FlushJob for FlushMemtable {
         match outcome {
             Ok(()) => {
                 let size = memtable.stats().region.footprint_bytes();
-                // One step: readers see the rows in the memtable or in the
-                // sstable, never both, never neither.
-                table.list.commit(&memtable, committed.clone());
+                match (&table.cache, &committed) {
+                    (Some(_), Some(sstable)) => {
+                        // With a cache, three steps (ScyllaDB #1942): the
+                        // sstable joins the set the cache reads through
+                        // to, the memtable still listed (readers see its
+                        // rows in both and reconcile them); the cache
+                        // takes the memtable's data while its memory is
+                        // still accounted as dirty; only then the memtable
+                        // leaves.
+                        if table.list.add_sstable_for(&memtable, Arc::clone(sstable))
+                            && !table.dropped.load(Ordering::Relaxed)
+                        {
+                            #[cfg(feature = "testing")]
+                            table
+                                .hooks
+                                .fire(crate::hooks::HookPoint::FlushBeforeCacheUpdate);
+                            table.update_cache(&memtable);
+                        }
+                        table.list.commit(&memtable, None);
+                    }
+                    // One step: readers see the rows in the memtable or in
+                    // the sstable, never both, never neither.
+                    _ => {
+                        table.list.commit(&memtable, committed.clone());
+                    }
+                }
                 if let Some(sstable) = committed {
                     let replacement: Arc<dyn ReplacementSource> = sstable;
                     memtable.mark_flushed(replacement);

@@ -19,6 +19,10 @@
 //!    it and removes the memtable in one step under the write lock; a
 //!    reader's [`sources`](MemtableList::sources) snapshot, taken under the
 //!    read lock, holds either the memtable or the sstable, never both and
+//!    never neither. With a row cache the commit takes two steps instead
+//!    ([`add_sstable_for`](MemtableList::add_sstable_for), then the cache
+//!    update, then `commit(memtable, None)`): a snapshot then holds the
+//!    memtable, the sstable or both (reconciled by the merging reader),
 //!    never neither.
 
 use commitlog::{ReplayPosition, ReplayPositionSet};
@@ -240,6 +244,26 @@ impl<M, S> MemtableList<M, S> {
         state.sealed.remove(i);
         state.sstables.extend(sstable);
         true
+    }
+
+    /// The first step of a flush's commit with a row cache: adds `sstable`
+    /// (the sealed `memtable`'s data) while the memtable stays in the list,
+    /// so a reader sees the rows in both (and reconciles them) until
+    /// [`commit`](Self::commit)`(memtable, None)` removes the memtable.
+    /// Returns false, changing nothing, if `memtable` is not a sealed
+    /// memtable of this list.
+    pub(crate) fn add_sstable_for(&self, memtable: &Arc<M>, sstable: Arc<S>) -> bool {
+        let mut state = self.state.write();
+        if !state.sealed.iter().any(|m| Arc::ptr_eq(m, memtable)) {
+            return false;
+        }
+        state.sstables.push(sstable);
+        true
+    }
+
+    /// The sstables alone, as they are now.
+    pub(crate) fn sstables(&self) -> Vec<Arc<S>> {
+        self.state.read().sstables.clone()
     }
 
     /// Every source, as one consistent snapshot.

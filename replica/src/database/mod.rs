@@ -39,8 +39,8 @@ mod tests;
 
 use flush::FlushRouter;
 use gate::Gate;
-use table::{Table, TableMemtable, TableSstable};
-pub use table::{TableMetrics, TableReader};
+pub use table::{CacheMetrics, TableMetrics, TableReader};
+use table::{Table, TableMemtable, TableSstable, TableSstables};
 
 #[cfg(feature = "stress")]
 pub use stress_target::DatabaseFactory;
@@ -67,6 +67,18 @@ pub struct DatabaseMetrics {
     /// The commit log's counters (entries, bytes, syncs, segments), if
     /// there is a commit log.
     pub commitlog: Option<LogStats>,
+    /// The row caches' figures, summed over the tables (all zero without
+    /// a cache).
+    pub cache: CacheMetrics,
+    /// The memory limit of the pool the memtables and row caches share.
+    pub pool_limit: usize,
+    /// Bytes of the pool's segments in use now (memtables and caches).
+    pub pool_used: usize,
+    /// Bytes the pool's reclaim evicted from the caches (when an
+    /// allocation found the pool dry), over the database's life.
+    pub pool_bytes_evicted: u64,
+    /// Allocations the pool could not serve even after reclaim.
+    pub pool_allocation_failures: u64,
 }
 
 /// The commit log's directory inside the first data directory (the dot
@@ -87,6 +99,8 @@ pub struct Database {
     router: Arc<FlushRouter>,
     bandwidth: Option<Arc<TokenBucket>>,
     pool: Arc<SegmentPool>,
+    /// Each table's row cache budget; `None`: no caches.
+    cache_bytes: Option<usize>,
     gate: Gate,
     /// What replaying the commit log at open found.
     replay: Option<ReplayReport>,
@@ -140,14 +154,17 @@ impl Database {
             remove_orphan_table_dir(&orphan)?;
         }
         // Real dirty memory is held to the budgets by admission; the pool
-        // leaves room above them so an admitted write never runs dry.
+        // leaves room above them so an admitted write never runs dry. The
+        // row caches take that room (their own budget), and give it back
+        // through logalloc's eviction when the memtables need more.
         let budgets = config
             .dirty_memory_budget
             .saturating_add(config.system_dirty_memory_budget);
-        let pool = SegmentPool::new(
-            PoolConfig::default().with_memory_limit(budgets.saturating_mul(2).max(64 << 20)),
-        )
-        .map_err(|e| start_error("memtable memory pool")(e.to_string()))?;
+        let (pool_limit, cache_bytes) = config.cache_size.pool_and_cache(budgets);
+        let pool = SegmentPool::new(PoolConfig::default().with_memory_limit(pool_limit))
+            .map_err(|e| start_error("memtable memory pool")(e.to_string()))?;
+        // The pool rounds its limit to whole segments.
+        let cache_bytes = cache_bytes.map(|b| b.clamp(pool.segment_size(), pool.memory_limit()));
         let (user_policy, data_writers) = match config.flush_policy {
             FlushPolicy::PerMemtable => {
                 let p = dirty_memory::FlushPolicy::per_memtable_default();
@@ -211,6 +228,7 @@ impl Database {
             router,
             bandwidth,
             pool,
+            cache_bytes,
             gate: Gate::new(),
             replay: None,
         };
@@ -406,10 +424,28 @@ impl Database {
                 source,
             })?;
         let memtable = TableMemtable::new(memtable);
+        let list = Arc::new(memtable_list::MemtableList::new(
+            Arc::clone(&memtable),
+            sstables,
+        ));
+        let cache = match self.cache_bytes {
+            Some(bytes) if !schema.options().uncached => {
+                let source = Arc::new(TableSstables {
+                    list: Arc::clone(&list),
+                });
+                let config = row_cache::CacheConfig::default().with_max_bytes(bytes);
+                Some(
+                    row_cache::RowCache::new(&self.pool, source, config)
+                        .map_err(|e| start_error("row cache")(format!("table {name}: {e}")))?,
+                )
+            }
+            _ => None,
+        };
         let table = Arc::new(Table {
             id: schema.log_id(),
             schema,
-            list: memtable_list::MemtableList::new(Arc::clone(&memtable), sstables),
+            list,
+            cache,
             group,
             pool: Arc::clone(&self.pool),
             dropped: crate::sync::AtomicBool::new(false),
@@ -491,6 +527,11 @@ impl Database {
         table.dropped.store(true, crate::sync::Ordering::Relaxed);
         for memtable in table.list.sources().memtables {
             memtable.detach_from_region_group();
+        }
+        // The cache's memory goes back to the pool now, not when the last
+        // reader lets the table go.
+        if let Some(cache) = &table.cache {
+            cache.clear();
         }
         // Replay must not bring the dropped data back.
         let logged = match self.log() {
@@ -617,7 +658,16 @@ impl Database {
     /// Figures of every table and of the database.
     pub fn metrics(&self) -> DatabaseMetrics {
         let tables: Vec<TableMetrics> = self.tables.read().values().map(|t| t.metrics()).collect();
+        let pool = self.pool.stats();
         DatabaseMetrics {
+            cache: tables
+                .iter()
+                .filter_map(|t| t.cache.as_ref())
+                .fold(CacheMetrics::default(), |sum, c| sum.sum(c)),
+            pool_limit: self.pool.memory_limit(),
+            pool_used: pool.used_bytes(),
+            pool_bytes_evicted: pool.bytes_evicted,
+            pool_allocation_failures: pool.allocation_failures,
             sstable_bytes_written: tables.iter().map(|t| t.sstable_bytes_written).sum(),
             tables,
             user: self.user.metrics(),
@@ -656,6 +706,13 @@ impl Database {
         self.user.shutdown();
         self.system.shutdown();
         drop(self.scheduler.shutdown());
+        // The caches are of no more use: their memory goes back to the
+        // pool (each region goes with its table).
+        for table in &tables {
+            if let Some(cache) = &table.cache {
+                cache.clear();
+            }
+        }
         // Flushes are over: the log syncs, retires what they made durable,
         // and stops.
         let log = self.router.log.lock().take();
@@ -673,6 +730,16 @@ impl Database {
     /// [`metrics`](Self::metrics)).
     pub fn user_metrics(&self) -> DirtyMemoryMetrics {
         self.user.metrics()
+    }
+
+    /// The row caches' figures summed over the tables that have one
+    /// (cheaper than [`metrics`](Self::metrics)); `None` if no table has a
+    /// cache.
+    pub fn cache_metrics(&self) -> Option<CacheMetrics> {
+        let tables = self.tables.read();
+        let mut caches = tables.values().filter_map(|t| t.cache_metrics()).peekable();
+        caches.peek()?;
+        Some(caches.fold(CacheMetrics::default(), |sum, c| sum.sum(&c)))
     }
 
     /// The commit log's counters, if there is one (cheaper than
@@ -705,6 +772,38 @@ impl Database {
         drop(self.router.log.lock().take());
         self.locks.lock().clear();
         // Drop finds the gate closed and does nothing more.
+    }
+
+    /// [`get`](Self::get), building a reader of every memtable and of the
+    /// row cache even where the source knows it holds nothing (no
+    /// `make_reader_opt`): the baseline of the `cache` bench (feature
+    /// `testing`).
+    ///
+    /// # Errors
+    /// As [`get`](Self::get).
+    #[cfg(feature = "testing")]
+    pub fn get_building_every_reader(
+        &self,
+        table: &str,
+        key: &DecoratedKey,
+        slice: ClusteringRange,
+    ) -> Result<Option<Mutation>, Error> {
+        let _pass = self.enter("get")?;
+        let t = self.table(table)?;
+        let mut reader = t.make_reader_always(PartitionRange::single_key(key.clone()), slice)?;
+        Ok(to_mutations(&mut reader)?.into_iter().next())
+    }
+
+    /// Evicts up to `n` of `table`'s least recently cached partitions, as
+    /// the pool's reclaim would (feature `testing`); returns how many went
+    /// (0 for a table without a cache).
+    ///
+    /// # Errors
+    /// [`Error::UnknownTable`], [`Error::Closed`].
+    #[cfg(feature = "testing")]
+    pub fn evict_cache(&self, table: &str, n: usize) -> Result<usize, Error> {
+        let _pass = self.enter("evict_cache")?;
+        Ok(self.table(table)?.cache.as_ref().map_or(0, |c| c.evict(n)))
     }
 
     /// Test hook: the next `n` flushes fail in their sstable write.

@@ -27,6 +27,7 @@ impl Target for Database {
     fn stats(&self) -> TargetStats {
         let m = self.user_metrics();
         let log = self.commitlog_stats();
+        let cache = self.cache_metrics();
         TargetStats {
             real_dirty: m.real_dirty as u64,
             unspooled_dirty: m.unspooled_dirty as u64,
@@ -40,6 +41,9 @@ impl Target for Database {
             commitlog_synced_entries: log.map_or(0, |l| l.synced_entries),
             commitlog_lag_waits: log.map_or(0, |l| l.sync_lag_waits),
             memtable_pool_bytes: self.pool.stats().system_bytes as u64,
+            cache_enabled: cache.is_some(),
+            cache_hits: cache.as_ref().map_or(0, |c| c.hits),
+            cache_misses: cache.as_ref().map_or(0, |c| c.misses),
         }
     }
 }

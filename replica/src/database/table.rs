@@ -13,6 +13,7 @@ use mutation::{
     ClusteringRange, Fragment, FragmentReader, MergingReader, Mutation, PartitionRange,
 };
 use region_group::RegionGroup;
+use row_cache::{CacheStats, RowCache, UnderlyingSource};
 use sstable::Sstable;
 
 use crate::catalog::TableSchema;
@@ -45,6 +46,36 @@ impl ReplacementSource for TableSstable {
     }
 }
 
+/// A table's sstable list as its row cache reads through to it: a handle on
+/// the table's memtable list, so every read sees the set as it is then
+/// (sstables added by flushes, later ones replaced by compaction).
+pub(crate) struct TableSstables {
+    pub(crate) list: Arc<TableList>,
+}
+
+/// A table's memtable list over its sstables.
+pub(crate) type TableList = MemtableList<TableMemtable, TableSstable>;
+
+impl UnderlyingSource for TableSstables {
+    fn make_reader(
+        &self,
+        range: PartitionRange,
+        slice: ClusteringRange,
+    ) -> Result<Box<dyn FragmentReader + Send>, mutation::Error> {
+        let mut readers: Vec<Box<dyn FragmentReader + Send>> = Vec::new();
+        for sstable in self.list.sstables() {
+            let reader = sstable
+                .sstable
+                .make_reader_opt(&range, Some(slice.clone()))
+                .map_err(|e| mutation::Error::Source(Box::new(e)))?;
+            if let Some(reader) = reader {
+                readers.push(Box::new(reader));
+            }
+        }
+        Ok(Box::new(MergingReader::new(readers)))
+    }
+}
+
 /// A table's counters (statistics only: they order nothing).
 #[derive(Debug, Default)]
 pub(crate) struct TableCounters {
@@ -53,6 +84,9 @@ pub(crate) struct TableCounters {
     pub(crate) flushed_memtable_bytes: AtomicU64,
     pub(crate) sstable_bytes_written: AtomicU64,
     pub(crate) blocked_nanos: AtomicU64,
+    /// Cache updates at flush that failed (the cache dropped what it
+    /// missed; the flush succeeded).
+    pub(crate) cache_update_failures: AtomicU64,
 }
 
 /// One open table.
@@ -60,7 +94,11 @@ pub(crate) struct Table {
     pub(crate) schema: TableSchema,
     /// The table's id in the commit log.
     pub(crate) id: TableId,
-    pub(crate) list: MemtableList<TableMemtable, TableSstable>,
+    pub(crate) list: Arc<TableList>,
+    /// The row cache in front of the sstables (`None`: off for the
+    /// database or the table); in the memtables' pool, outside the
+    /// dirty-memory group.
+    pub(crate) cache: Option<RowCache>,
     /// The region group of the dirty-memory manager its memtables join.
     pub(crate) group: Arc<RegionGroup>,
     pub(crate) pool: Arc<SegmentPool>,
@@ -76,6 +114,72 @@ impl fmt::Debug for Table {
             .field("name", &self.schema.name())
             .field("counts", &self.list.counts())
             .finish_non_exhaustive()
+    }
+}
+
+/// A row cache's figures (of one table, or summed over the tables).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct CacheMetrics {
+    /// Partitions (and known-empty answers) served from the cache.
+    pub hits: u64,
+    /// Partitions or gaps read through to the sstables.
+    pub misses: u64,
+    /// Reads whose result entered the cache.
+    pub populations: u64,
+    /// Partitions evicted (by the pool's reclaim or the cache's budget).
+    pub evictions: u64,
+    /// Flushed partitions merged into cached ones or inserted.
+    pub updated_partitions: u64,
+    /// Cache updates at flush that failed (the cache dropped what it
+    /// missed; the flush itself succeeded).
+    pub update_failures: u64,
+    /// Bytes of encoded partitions cached now.
+    pub bytes: u64,
+    /// Memory the cache's region holds now (segment bytes).
+    pub region_bytes: u64,
+    /// Partitions cached now.
+    pub partitions: u64,
+}
+
+impl CacheMetrics {
+    fn from_stats(s: &CacheStats, update_failures: u64) -> Self {
+        CacheMetrics {
+            hits: s.hits,
+            misses: s.misses,
+            populations: s.populations,
+            evictions: s.evictions,
+            updated_partitions: s.update_merged + s.update_inserted,
+            update_failures,
+            bytes: s.stored_bytes as u64,
+            region_bytes: s.region.footprint_bytes() as u64,
+            partitions: s.partitions as u64,
+        }
+    }
+
+    /// `hits / (hits + misses)`, or 0 before any read.
+    pub fn hit_ratio(&self) -> f64 {
+        let total = self.hits + self.misses;
+        if total == 0 {
+            0.0
+        } else {
+            self.hits as f64 / total as f64
+        }
+    }
+
+    /// `self` plus `other`, field by field.
+    pub fn sum(&self, other: &CacheMetrics) -> CacheMetrics {
+        CacheMetrics {
+            hits: self.hits + other.hits,
+            misses: self.misses + other.misses,
+            populations: self.populations + other.populations,
+            evictions: self.evictions + other.evictions,
+            updated_partitions: self.updated_partitions + other.updated_partitions,
+            update_failures: self.update_failures + other.update_failures,
+            bytes: self.bytes + other.bytes,
+            region_bytes: self.region_bytes + other.region_bytes,
+            partitions: self.partitions + other.partitions,
+        }
     }
 }
 
@@ -105,6 +209,8 @@ pub struct TableMetrics {
     /// Time writes to this table spent waiting for dirty memory, summed
     /// over writers.
     pub writers_blocked: Duration,
+    /// The table's row cache, `None` if it has none.
+    pub cache: Option<CacheMetrics>,
 }
 
 impl Table {
@@ -252,27 +358,22 @@ impl Table {
         Ok(completions)
     }
 
-    /// A reader merging every memtable and sstable that has something in
-    /// `range`, each restricted to `slice`.
+    /// A reader merging every memtable that has something in `range`
+    /// with the row cache (which reads through to the sstables), or with
+    /// the sstables when the table has no cache; each restricted to
+    /// `slice`.
     pub(crate) fn make_reader(
         &self,
         range: PartitionRange,
         slice: ClusteringRange,
     ) -> Result<TableReader, Error> {
         let sources = self.list.sources();
-        let mut readers: Vec<Box<dyn FragmentReader + Send>> = Vec::new();
-        for memtable in &sources.memtables {
-            let reader = memtable
-                .memtable()
-                .make_reader_opt(range.clone(), slice.clone())
-                .map_err(|source| Error::Memtable {
-                    table: self.name().to_owned(),
-                    source,
-                })?;
-            if let Some(reader) = reader {
-                readers.push(Box::new(reader));
-            }
+        if self.cache.is_some() {
+            // The cache reads the sstables itself.
+            return self.make_cached_reader(&sources.memtables, range, slice);
         }
+        let mut readers: Vec<Box<dyn FragmentReader + Send>> = Vec::new();
+        self.push_memtable_readers(&sources.memtables, &range, &slice, &mut readers)?;
         for sstable in &sources.sstables {
             let reader = sstable
                 .sstable
@@ -293,6 +394,114 @@ impl Table {
         }
         Ok(TableReader {
             merged: MergingReader::new(readers),
+        })
+    }
+
+    /// [`make_reader`](Self::make_reader) building a reader of every
+    /// memtable and of the cache even where `make_reader_opt` would know
+    /// there is nothing: the baseline the `cache` bench measures
+    /// `make_reader_opt` against (feature `testing`). Without a cache, as
+    /// `make_reader`.
+    #[cfg(feature = "testing")]
+    pub(crate) fn make_reader_always(
+        &self,
+        range: PartitionRange,
+        slice: ClusteringRange,
+    ) -> Result<TableReader, Error> {
+        let Some(cache) = &self.cache else {
+            return self.make_reader(range, slice);
+        };
+        let mut readers: Vec<Box<dyn FragmentReader + Send>> = Vec::new();
+        for memtable in self.list.sources().memtables {
+            let reader = memtable
+                .memtable()
+                .make_reader(range.clone(), slice.clone())
+                .map_err(|source| Error::Memtable {
+                    table: self.name().to_owned(),
+                    source,
+                })?;
+            readers.push(Box::new(reader));
+        }
+        readers.push(Box::new(cache.make_reader(range, slice)));
+        Ok(TableReader {
+            merged: MergingReader::new(readers),
+        })
+    }
+
+    /// [`make_reader`](Self::make_reader) with the cache in place of the
+    /// sstables.
+    fn make_cached_reader(
+        &self,
+        memtables: &[Arc<TableMemtable>],
+        range: PartitionRange,
+        slice: ClusteringRange,
+    ) -> Result<TableReader, Error> {
+        let mut readers: Vec<Box<dyn FragmentReader + Send>> = Vec::new();
+        self.push_memtable_readers(memtables, &range, &slice, &mut readers)?;
+        if let Some(reader) = self
+            .cache
+            .as_ref()
+            .and_then(|cache| cache.make_reader_opt(range, slice))
+        {
+            readers.push(Box::new(reader));
+        }
+        Ok(TableReader {
+            merged: MergingReader::new(readers),
+        })
+    }
+
+    /// Pushes the reader of each memtable that has something in `range`.
+    fn push_memtable_readers(
+        &self,
+        memtables: &[Arc<TableMemtable>],
+        range: &PartitionRange,
+        slice: &ClusteringRange,
+        readers: &mut Vec<Box<dyn FragmentReader + Send>>,
+    ) -> Result<(), Error> {
+        for memtable in memtables {
+            let reader = memtable
+                .memtable()
+                .make_reader_opt(range.clone(), slice.clone())
+                .map_err(|source| Error::Memtable {
+                    table: self.name().to_owned(),
+                    source,
+                })?;
+            if let Some(reader) = reader {
+                readers.push(Box::new(reader));
+            }
+        }
+        Ok(())
+    }
+
+    /// Brings the flushed `memtable` into the cache (if the table has
+    /// one), after its sstable joined the list. A failure is counted, not
+    /// returned: the cache dropped what it missed, and the flush stands.
+    pub(crate) fn update_cache(&self, memtable: &TableMemtable) {
+        let Some(cache) = &self.cache else { return };
+        let updated = memtable
+            .memtable()
+            .make_reader(PartitionRange::full(), ClusteringRange::full())
+            .map_err(|e| e.to_string())
+            .and_then(|mut reader| cache.update_from(&mut reader).map_err(|e| e.to_string()));
+        if updated.is_err() {
+            // `update_from` invalidated what it missed; a memtable that
+            // could not be read at all brought nothing, so nothing cached
+            // may stand for its keys: drop it all (reads go to the
+            // sstables, which hold the flushed data).
+            cache.invalidate(&PartitionRange::full());
+            self.counters
+                .cache_update_failures
+                .fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// The table's cache figures, `None` without a cache.
+    pub(crate) fn cache_metrics(&self) -> Option<CacheMetrics> {
+        self.cache.as_ref().map(|cache| {
+            CacheMetrics::from_stats(
+                &cache.stats(),
+                self.counters.cache_update_failures.load(Ordering::Relaxed),
+            )
         })
     }
 
@@ -318,12 +527,14 @@ impl Table {
             flushed_memtable_bytes: c.flushed_memtable_bytes.load(Ordering::Relaxed),
             sstable_bytes_written: c.sstable_bytes_written.load(Ordering::Relaxed),
             writers_blocked: Duration::from_nanos(c.blocked_nanos.load(Ordering::Relaxed)),
+            cache: self.cache_metrics(),
         }
     }
 }
 
-/// A read of one table: the merge of its memtables and sstables, in ring
-/// order, every partition reconciled. A reader that stays open across a
+/// A read of one table: the merge of its memtables and its row cache (or
+/// its sstables, without a cache), in ring order, every partition
+/// reconciled. A reader that stays open across a
 /// flush sees each row exactly once: it keeps the sources it started with,
 /// and readers of a flushed memtable continue in its sstable at their next
 /// partition.

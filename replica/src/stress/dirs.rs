@@ -97,6 +97,7 @@ impl RunDirs {
         config.sstable_writer_options.bytes_per_sync = options.sstable_bytes_per_sync;
         config.commitlog = options.commitlog;
         config.commitlog_on_corruption = options.commitlog_on_corruption;
+        config.cache_size = options.cache()?;
         config.validate()?;
         Ok(config)
     }

@@ -9,7 +9,9 @@ use std::time::Duration;
 
 use clap::{Parser, ValueEnum};
 
-use crate::config::{CommitLogMode, FlushPolicy, check_soft_limit_ratio};
+use crate::config::{
+    CacheSize, CommitLogMode, FlushPolicy, MIN_CACHE_SIZE, check_soft_limit_ratio,
+};
 use crate::error::Error;
 use crate::units::{parse_count, parse_duration, parse_size};
 
@@ -122,6 +124,9 @@ fn flush_bandwidth(s: &str) -> Result<u64, Error> {
 }
 fn sstable_bytes_per_sync(s: &str) -> Result<u64, Error> {
     parse_size("--sstable-bytes-per-sync", s)
+}
+fn cache_size(s: &str) -> Result<u64, Error> {
+    parse_size("--cache-size", s)
 }
 fn commitlog(s: &str) -> Result<CommitLogMode, Error> {
     CommitLogMode::parse(s)
@@ -267,6 +272,15 @@ pub struct StressOptions {
     /// entries, report them, keep the damaged segment aside).
     #[arg(long, value_name = "POLICY", value_parser = on_corruption, default_value = "stop")]
     pub commitlog_on_corruption: crate::config::CorruptionPolicy,
+    /// Row cache memory, e.g. 256MiB (at least 1MiB; the memory pool grows
+    /// to hold it beside the dirty budgets). Default: what the pool holds
+    /// beyond the dirty budgets.
+    #[arg(long, value_name = "SIZE", value_parser = cache_size, conflicts_with = "no_cache")]
+    pub cache_size: Option<u64>,
+    /// Run without the row cache: reads that miss the memtables go to the
+    /// sstables.
+    #[arg(long)]
+    pub no_cache: bool,
     /// Data directory (repeatable); given directories are kept after the
     /// run. Default: a temporary directory, removed at the end.
     #[arg(long)]
@@ -324,12 +338,39 @@ fn invalid(name: &'static str, value: impl ToString, expected: impl Into<String>
 }
 
 impl StressOptions {
+    /// The row cache the database runs with: off with `--no-cache`, the
+    /// given size with `--cache-size`, the database's default otherwise.
+    ///
+    /// # Errors
+    /// [`Error::InvalidOption`] naming `--cache-size` for a size below
+    /// [`MIN_CACHE_SIZE`] or beyond this machine's address space.
+    pub fn cache(&self) -> Result<CacheSize, Error> {
+        if self.no_cache {
+            return Ok(CacheSize::Off);
+        }
+        let Some(bytes) = self.cache_size else {
+            return Ok(CacheSize::Auto);
+        };
+        match usize::try_from(bytes) {
+            Ok(n) if n >= MIN_CACHE_SIZE => Ok(CacheSize::Bytes(n)),
+            _ => Err(Error::InvalidOption {
+                name: "--cache-size",
+                value: bytes.to_string(),
+                expected: format!(
+                    "at least {MIN_CACHE_SIZE} bytes and at most {} (or --no-cache)",
+                    usize::MAX
+                ),
+            }),
+        }
+    }
+
     /// Checks the options that shape the load and derives the generator's
     /// [`WorkloadSpec`].
     ///
     /// # Errors
     /// [`Error::InvalidOption`] naming the first option out of range.
     pub fn workload(&self) -> Result<WorkloadSpec, Error> {
+        self.cache()?;
         if self.threads == 0 || self.threads > MAX_THREADS {
             return Err(invalid(
                 "--threads",
@@ -484,6 +525,29 @@ mod tests {
             StopCondition::Duration(DEFAULT_DURATION)
         );
         o.validate().unwrap();
+    }
+
+    #[test]
+    fn cache_options_choose_the_database_cache() {
+        assert_eq!(parse(&[]).unwrap().cache().unwrap(), CacheSize::Auto);
+        assert_eq!(
+            parse(&["--cache-size=64MiB"]).unwrap().cache().unwrap(),
+            CacheSize::Bytes(64 << 20)
+        );
+        assert_eq!(
+            parse(&["--no-cache"]).unwrap().cache().unwrap(),
+            CacheSize::Off
+        );
+        // Both at once is a contradiction clap refuses.
+        assert!(parse(&["--no-cache", "--cache-size=64MiB"]).is_err());
+        let e = parse(&["--cache-size=4KiB"])
+            .unwrap()
+            .workload()
+            .unwrap_err();
+        let e = e.to_string();
+        assert!(e.contains("--cache-size") && e.contains("1048576"), "{e}");
+        let e = parse(&["--cache-size=lots"]).unwrap_err().to_string();
+        assert!(e.contains("--cache-size"), "{e}");
     }
 
     #[test]

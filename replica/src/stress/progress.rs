@@ -1,6 +1,6 @@
 //! The progress line printed once per interval: ops/s, p99 latency, real
-//! and unspooled dirty memory, flushes, and the process's peak resident
-//! set and live heap (`-` where unknown).
+//! and unspooled dirty memory, flushes, the row cache's hit ratio so far,
+//! and the process's peak resident set and live heap (`-` where unknown).
 
 use std::io::Write;
 
@@ -10,7 +10,7 @@ use crate::stress::runner::Observer;
 use crate::units::format_bytes;
 
 /// The header above the progress lines.
-pub const PROGRESS_HEADER: &str = "    time       op/s    p99 ms   errors     real dirty  unspooled dirty   flushes     peak RSS    live heap";
+pub const PROGRESS_HEADER: &str = "    time       op/s    p99 ms   errors     real dirty  unspooled dirty   flushes  cache hit     peak RSS    live heap";
 
 fn bytes_or_dash(bytes: Option<u64>) -> String {
     bytes.map_or_else(|| "-".to_owned(), format_bytes)
@@ -19,7 +19,7 @@ fn bytes_or_dash(bytes: Option<u64>) -> String {
 /// One interval's progress line (the time is the interval's end).
 pub fn progress_line(r: &IntervalReport) -> String {
     format!(
-        "{:>7.1}s {:>10.0} {:>9.2} {:>8} {:>14} {:>16} {:>9} {:>12} {:>12}",
+        "{:>7.1}s {:>10.0} {:>9.2} {:>8} {:>14} {:>16} {:>9} {:>10} {:>12} {:>12}",
         (r.start + r.length).as_secs_f64(),
         r.ops_per_second(),
         r.p99_ms(),
@@ -27,6 +27,9 @@ pub fn progress_line(r: &IntervalReport) -> String {
         format_bytes(r.stats.real_dirty),
         format_bytes(r.stats.unspooled_dirty),
         r.stats.flushes,
+        r.stats
+            .cache_hit_ratio()
+            .map_or_else(|| "-".to_owned(), |h| format!("{:.1}%", h * 100.0)),
         bytes_or_dash(r.memory.peak_resident),
         bytes_or_dash(r.memory.live_heap),
     )
@@ -101,6 +104,9 @@ mod tests {
                 real_dirty: 3 << 20,
                 unspooled_dirty: 1 << 20,
                 flushes: 7,
+                cache_enabled: true,
+                cache_hits: 3,
+                cache_misses: 1,
                 ..TargetStats::default()
             },
             memory: crate::stress::ProcessMemory {
@@ -120,8 +126,8 @@ mod tests {
         assert_eq!(
             fields,
             [
-                "2.5s", "200", "1.00", "0", "3.0", "MiB", "1.0", "MiB", "7", "600.0", "MiB",
-                "300.0", "MiB"
+                "2.5s", "200", "1.00", "0", "3.0", "MiB", "1.0", "MiB", "7", "75.0%", "600.0",
+                "MiB", "300.0", "MiB"
             ]
         );
         let unknown = IntervalReport {
@@ -133,6 +139,19 @@ mod tests {
             .map(str::to_owned)
             .collect();
         assert_eq!(fields[fields.len() - 2..], ["-", "-"]);
+        // Without a cache (or before its first read) the ratio is a dash.
+        let uncached = IntervalReport {
+            stats: TargetStats {
+                cache_enabled: false,
+                ..report.stats
+            },
+            ..unknown
+        };
+        let fields: Vec<String> = progress_line(&uncached)
+            .split_whitespace()
+            .map(str::to_owned)
+            .collect();
+        assert_eq!(fields[9], "-");
         // The header's columns end where the lines' do.
         assert_eq!(PROGRESS_HEADER.len(), lines[1].len());
     }

@@ -399,5 +399,8 @@ fn control<T: Target>(
         first_error,
         memory: memory.merge_peaks(config.memory.sample()),
         memtable_pool_bytes: stats.memtable_pool_bytes,
+        cache_enabled: stats.cache_enabled,
+        cache_hits: stats.cache_hits,
+        cache_misses: stats.cache_misses,
     })
 }

@@ -92,6 +92,12 @@ pub struct Summary {
     /// Bytes the memtable pool held from the system at the end (its peak:
     /// it keeps what it took), part of the live heap.
     pub memtable_pool_bytes: u64,
+    /// Whether the run read through a row cache.
+    pub cache_enabled: bool,
+    /// Reads the row cache answered, over the run.
+    pub cache_hits: u64,
+    /// Reads the row cache passed on to the sstables, over the run.
+    pub cache_misses: u64,
 }
 
 /// One figure of a summary, for comparisons.
@@ -140,6 +146,13 @@ impl Summary {
         per_second(self.counts.rows, self.elapsed)
     }
 
+    /// The row cache's hit ratio over the run, in `[0, 1]`; `None`
+    /// without a cache or without reads.
+    pub fn cache_hit_ratio(&self) -> Option<f64> {
+        let total = self.cache_hits + self.cache_misses;
+        (self.cache_enabled && total > 0).then(|| self.cache_hits as f64 / total as f64)
+    }
+
     /// Mean bytes per flush (0 without flushes).
     pub fn mean_flush_size(&self) -> u64 {
         self.flushed_bytes.checked_div(self.flushes).unwrap_or(0)
@@ -178,6 +191,11 @@ impl Summary {
                 self.peak_real_dirty as f64 / 1048576.0,
             ),
             f("Flushes", "", self.flushes as f64),
+            f(
+                "Cache hit ratio",
+                "%",
+                self.cache_hit_ratio().unwrap_or(0.0) * 100.0,
+            ),
             f(
                 "Mean flush size",
                 "MiB",
@@ -263,6 +281,12 @@ impl Summary {
                 "peak_live_heap_bytes": self.memory.peak_live_heap,
                 "dirty_budget_bytes": self.dirty_budget,
                 "memtable_pool_bytes": self.memtable_pool_bytes,
+            },
+            "cache": {
+                "enabled": self.cache_enabled,
+                "hits": self.cache_hits,
+                "misses": self.cache_misses,
+                "hit_ratio": self.cache_hit_ratio(),
             },
             "longest_pause_ms": self.longest_pause.as_secs_f64() * 1000.0,
             "idle_intervals": self.idle_intervals,
@@ -387,6 +411,19 @@ impl fmt::Display for Summary {
             thousands(self.flushes as f64),
             format_bytes(self.mean_flush_size())
         )?;
+        match self.cache_hit_ratio() {
+            Some(ratio) => writeln!(
+                f,
+                "Row cache hit ratio       : {:>9.1}% ({} hits, {} misses)",
+                ratio * 100.0,
+                thousands(self.cache_hits as f64),
+                thousands(self.cache_misses as f64)
+            )?,
+            None if self.cache_enabled => {
+                writeln!(f, "Row cache hit ratio       :          - (no reads)")?;
+            }
+            None => writeln!(f, "Row cache                 :        off")?,
+        }
         writeln!(
             f,
             "Time writers blocked      : {:>10.3} s",
@@ -522,6 +559,9 @@ mod tests {
                 peak_live_heap: Some(150 << 20),
             },
             memtable_pool_bytes: 100 << 20,
+            cache_enabled: true,
+            cache_hits: 900,
+            cache_misses: 100,
         }
     }
 
@@ -602,6 +642,25 @@ mod tests {
         assert_eq!(m["peak_live_heap_bytes"], 150 << 20);
         assert_eq!(m["dirty_budget_bytes"], 200 << 20);
         assert_eq!(m["memtable_pool_bytes"], 100 << 20);
+        let cache = &v["cache"];
+        assert_eq!(cache["enabled"], true);
+        assert_eq!(
+            (cache["hits"].as_u64(), cache["misses"].as_u64()),
+            (Some(900), Some(100))
+        );
+        assert_eq!(cache["hit_ratio"], 0.9);
+        let mut off = sample("x", 1, 1.0);
+        off.cache_enabled = false;
+        assert!(off.to_json()["cache"]["hit_ratio"].is_null());
+        assert!(
+            off.to_string()
+                .contains("Row cache                 :        off")
+        );
+        let on = sample("x", 1, 1.0).to_string();
+        assert!(
+            on.contains("Row cache hit ratio       :      90.0% (900 hits, 100 misses)"),
+            "{on}"
+        );
         // Unknown figures are null, never 0.
         let mut unknown = sample("x", 1, 1.0);
         unknown.memory = ProcessMemory::default();

@@ -42,6 +42,22 @@ pub struct TargetStats {
     /// (it grows to its peak and keeps it): the part of the heap that is
     /// the pool, for telling it from the rest (0 if the target has none).
     pub memtable_pool_bytes: u64,
+    /// Whether the target reads through a row cache (the hit figures are
+    /// 0 without one).
+    pub cache_enabled: bool,
+    /// Reads the row cache answered (partitions, or known-empty ranges).
+    pub cache_hits: u64,
+    /// Reads the row cache had to pass on to the sstables.
+    pub cache_misses: u64,
+}
+
+impl TargetStats {
+    /// The row cache's hit ratio so far, in `[0, 1]`; `None` without a
+    /// cache or before its first read.
+    pub fn cache_hit_ratio(&self) -> Option<f64> {
+        let total = self.cache_hits + self.cache_misses;
+        (self.cache_enabled && total > 0).then(|| self.cache_hits as f64 / total as f64)
+    }
 }
 
 /// A store the load runs against. The `Database` implements it; tables are

@@ -64,6 +64,9 @@ impl Target for MemTarget {
             commitlog_synced_entries: n,
             commitlog_lag_waits: 0,
             memtable_pool_bytes: 0,
+            cache_enabled: true,
+            cache_hits: n / 2,
+            cache_misses: n / 4,
         }
     }
 }
