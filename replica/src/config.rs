@@ -200,6 +200,9 @@ pub struct DatabaseConfig {
     /// At the limit it asks the database to flush the tables holding the
     /// oldest segment, and writers wait until segments are retired.
     pub commitlog_size_limit: u64,
+    /// Compaction of the tables' sstables: strategy (incremental by
+    /// default), gc_grace, bandwidth limit, workers.
+    pub compaction: crate::CompactionConfig,
 }
 
 impl DatabaseConfig {
@@ -218,6 +221,7 @@ impl DatabaseConfig {
             commitlog: CommitLogMode::default(),
             commitlog_segment_size: 32 << 20,
             commitlog_size_limit: 8 << 30,
+            compaction: crate::CompactionConfig::default(),
         }
     }
 
@@ -320,7 +324,7 @@ impl DatabaseConfig {
                 "a positive duration".to_owned(),
             ));
         }
-        Ok(())
+        self.compaction.validate()
     }
 }
 

@@ -20,6 +20,9 @@ pub enum HookPoint {
     /// A writer holds the table's active memtable (weakly) and has not
     /// applied its mutation to it yet (runs on the writer's thread).
     WriterTookActive,
+    /// A compaction job of a table is about to start (runs on a compaction
+    /// worker, before the job writes anything).
+    CompactionJobStarting,
 }
 
 /// The callback; see [`Database::set_test_hook`](crate::Database::set_test_hook).

@@ -151,12 +151,17 @@ pub use catalog::{
     CATALOG_FILE_NAME, Catalog, MAX_TABLE_NAME_LEN, MAX_TABLES, TableOptions, TableSchema,
     validate_table_name,
 };
+/// The compaction crate, for [`CompactionConfig`]'s strategies and clocks.
+pub use compaction;
 pub use config::{
     CommitLogMode, DEFAULT_BUDGET, DEFAULT_COMMITLOG_SYNC_PERIOD, DEFAULT_SOFT_LIMIT_RATIO,
     DEFAULT_SYSTEM_BUDGET, DEFAULT_WRITE_TIMEOUT, DatabaseConfig, FlushPolicy, MIN_DATABASE_BUDGET,
     check_soft_limit_ratio,
 };
-pub use database::{COMMITLOG_DIR_NAME, Database, DatabaseMetrics, TableMetrics, TableReader};
+pub use database::{
+    COMMITLOG_DIR_NAME, CompactionConfig, Database, DatabaseMetrics, TableCompactionMetrics,
+    TableMetrics, TableReader,
+};
 pub use error::{Error, Result};
 #[cfg(feature = "testing")]
 pub use hooks::{HookPoint, TestHook};

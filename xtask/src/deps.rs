@@ -76,6 +76,7 @@ pub(crate) const ALLOWED_DEPENDENCIES: &[(&str, &[&str])] = &[
             "dirty-memory",
             "flush-scheduler",
             "commitlog",
+            "compaction",
             "replica-sync",
             "thiserror",
             "bytes",

@@ -269,11 +269,18 @@ impl FlushJob for FlushMemtable {
             Ok(s) => s,
             Err(e) => return Err(self.sstable_error(e)),
         };
+        // Readable (and seen by compaction) from now on, before the
+        // memtable leaves the list.
+        let handle = self
+            .table
+            .sstables
+            .add(&committed.dir, sstable)
+            .map_err(flush_scheduler::Error::job_failed)?;
         self.table
             .counters
             .sstable_bytes_written
             .fetch_add(bytes, Ordering::Relaxed);
-        self.committed = Some(Arc::new(TableSstable { sstable }));
+        self.committed = Some(Arc::new(TableSstable { handle }));
         Ok(())
     }
 
@@ -292,7 +299,8 @@ impl FlushJob for FlushMemtable {
                 let size = memtable.stats().region.footprint_bytes();
                 // One step: readers see the rows in the memtable or in the
                 // sstable, never both, never neither.
-                table.list.commit(&memtable, committed.clone());
+                // The sstable is in the table's set already (`write_tail`).
+                table.list.commit(&memtable, None);
                 if let Some(sstable) = committed {
                     let replacement: Arc<dyn ReplacementSource> = sstable;
                     memtable.mark_flushed(replacement);
@@ -309,6 +317,10 @@ impl FlushJob for FlushMemtable {
                 if let Some(log) = log {
                     log.discard_flushed(table.id, &positions);
                 }
+                // Only queues: a flush never waits for compaction. Before
+                // the flush is reported finished, so the check is queued
+                // when a waiter of the flush returns.
+                table.sstables.submit();
                 flush.finish_releasing(|| memtable.detach_from_region_group());
             }
             Err(e) if permanent => flush.fail_permanently(e),

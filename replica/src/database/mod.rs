@@ -13,7 +13,6 @@ use dirty_memory::{DirtyMemoryConfig, DirtyMemoryManager, DirtyMemoryMetrics, Fl
 use flush_scheduler::{FlushScheduler, SchedulerConfig};
 use logalloc::{PoolConfig, SegmentPool};
 use mutation::{ClusteringRange, DecoratedKey, Mutation, PartitionRange, limits, to_mutations};
-use sstable::Sstable;
 
 use crate::catalog::{Catalog, TableSchema};
 use crate::config::{CommitLogMode, DatabaseConfig, FlushPolicy};
@@ -26,6 +25,7 @@ use crate::lock::DirectoryLock;
 use crate::sync::{Arc, Mutex, RwLock};
 use crate::throttle::TokenBucket;
 
+pub(crate) mod compaction;
 mod flush;
 mod gate;
 #[cfg(all(test, loom))]
@@ -37,9 +37,10 @@ mod table;
 #[cfg(all(test, not(loom)))]
 mod tests;
 
+pub use compaction::{CompactionConfig, TableCompactionMetrics};
 use flush::FlushRouter;
 use gate::Gate;
-use table::{Table, TableMemtable, TableSstable};
+use table::{Table, TableMemtable};
 pub use table::{TableMetrics, TableReader};
 
 #[cfg(feature = "stress")]
@@ -67,6 +68,26 @@ pub struct DatabaseMetrics {
     /// The commit log's counters (entries, bytes, syncs, segments), if
     /// there is a commit log.
     pub commitlog: Option<LogStats>,
+    /// The compaction manager's counters: pending and running jobs, bytes
+    /// read and written, peak temporary disk use, backlog.
+    pub compaction: ::compaction::CompactionMetrics,
+}
+
+impl DatabaseMetrics {
+    /// Write amplification: sstable bytes written by flushes and
+    /// compactions over the bytes users wrote (each mutation's
+    /// `mutation::limits::size_bound`); `None` before any write.
+    pub fn write_amplification(&self) -> Option<f64> {
+        let user: u64 = self.tables.iter().map(|t| t.compaction.user_bytes).sum();
+        (user > 0).then(|| {
+            (self.sstable_bytes_written + self.compaction.bytes_written) as f64 / user as f64
+        })
+    }
+
+    /// Sstables of every table.
+    pub fn sstables(&self) -> usize {
+        self.tables.iter().map(|t| t.sstables).sum()
+    }
 }
 
 /// The commit log's directory inside the first data directory (the dot
@@ -87,6 +108,7 @@ pub struct Database {
     router: Arc<FlushRouter>,
     bandwidth: Option<Arc<TokenBucket>>,
     pool: Arc<SegmentPool>,
+    compaction: Arc<compaction::CompactionShared>,
     gate: Gate,
     /// What replaying the commit log at open found.
     replay: Option<ReplayReport>,
@@ -197,6 +219,18 @@ impl Database {
                 ));
             }
         };
+        let compaction = match compaction::CompactionShared::new(
+            &config.compaction,
+            config.sstable_writer_options.clone(),
+        ) {
+            Ok(c) => Arc::new(c),
+            Err(e) => {
+                user.shutdown();
+                system.shutdown();
+                scheduler.shutdown();
+                return Err(e);
+            }
+        };
         let schemas: Vec<TableSchema> = catalog.tables().cloned().collect();
         let db = Database {
             config,
@@ -209,6 +243,7 @@ impl Database {
             router,
             bandwidth,
             pool,
+            compaction,
             gate: Gate::new(),
             replay: None,
         };
@@ -382,16 +417,8 @@ impl Database {
     fn load_table(&self, schema: TableSchema) -> Result<Arc<Table>, Error> {
         let name = schema.name().to_owned();
         let files = open_table_dirs(&schema, self.config.all_dirs())?;
-        let mut sstables = Vec::new();
-        for id in files.sstables() {
-            let sstable =
-                Sstable::open(&id.dir, id.generation).map_err(|source| Error::Sstable {
-                    table: name.clone(),
-                    dir: id.dir.clone(),
-                    source,
-                })?;
-            sstables.push(Arc::new(TableSstable { sstable }));
-        }
+        // The sets recover half-done compactions and open the sstables.
+        let sets = compaction::open_sets(&name, files.dirs())?;
         let group = if schema.options().system {
             Arc::clone(self.system.group())
         } else {
@@ -403,10 +430,11 @@ impl Database {
                 source,
             })?;
         let memtable = TableMemtable::new(memtable);
-        let table = Arc::new(Table {
+        let table = Arc::new_cyclic(|weak| Table {
             id: schema.log_id(),
+            sstables: compaction::TableSstables::new(&name, sets, weak.clone(), &self.compaction),
             schema,
-            list: memtable_list::MemtableList::new(Arc::clone(&memtable), sstables),
+            list: memtable_list::MemtableList::new(Arc::clone(&memtable), Vec::new()),
             group,
             pool: Arc::clone(&self.pool),
             dropped: crate::sync::AtomicBool::new(false),
@@ -420,6 +448,7 @@ impl Database {
             .insert(table.id, Arc::downgrade(&table));
         table.attach_flush_subject(&memtable);
         self.tables.write().insert(name, Arc::clone(&table));
+        table.sstables.submit();
         Ok(table)
     }
 
@@ -486,6 +515,8 @@ impl Database {
         self.tables.write().remove(name);
         self.router.by_id.lock().remove(&table.id);
         table.dropped.store(true, crate::sync::Ordering::Relaxed);
+        // Its jobs end before its files go.
+        table.sstables.stop();
         for memtable in table.list.sources().memtables {
             memtable.detach_from_region_group();
         }
@@ -611,6 +642,18 @@ impl Database {
         first.map_or(Ok(()), Err)
     }
 
+    /// A major compaction of `table`: all its sstables not being compacted
+    /// already go into one job (per table directory). Waits for it.
+    ///
+    /// # Errors
+    /// [`Error::UnknownTable`], [`Error::Closed`], [`Error::Compaction`]
+    /// if the job failed or was stopped by `close` (its inputs stay).
+    pub fn compact(&self, table: &str) -> Result<(), Error> {
+        let _pass = self.enter("compact")?;
+        let t = self.table(table)?;
+        t.sstables.major(table)
+    }
+
     /// Figures of every table and of the database.
     pub fn metrics(&self) -> DatabaseMetrics {
         let tables: Vec<TableMetrics> = self.tables.read().values().map(|t| t.metrics()).collect();
@@ -631,6 +674,7 @@ impl Database {
                 .map(|(region, e)| format!("{region}: {e}"))
                 .collect(),
             commitlog: self.log().map(|log| log.stats()),
+            compaction: self.compaction.metrics(),
         }
     }
 
@@ -646,6 +690,9 @@ impl Database {
         if !self.gate.close() {
             return Ok(());
         }
+        // Compactions stop first (inputs intact, partial outputs removed),
+        // leaving the disk to the last flushes.
+        self.compaction.manager.close();
         let tables: Vec<Arc<Table>> = self.tables.read().values().cloned().collect();
         let flushed = self.flush_tables(&tables);
         // First the policy (it waits for flushes in flight, which need the
@@ -696,12 +743,22 @@ impl Database {
     #[cfg(feature = "testing")]
     pub fn crash(self) {
         self.gate.close();
+        self.compaction.manager.close();
         self.user.shutdown();
         self.system.shutdown();
         drop(self.scheduler.shutdown());
         drop(self.router.log.lock().take());
         self.locks.lock().clear();
         // Drop finds the gate closed and does nothing more.
+    }
+
+    /// Makes every compaction job from now on stop right after step `step`
+    /// of its replacement, leaving the files as a crash at that point
+    /// would (`None`: run normally; feature `testing`). See the
+    /// compaction crate's `JobOptions::stop_after` for the steps.
+    #[cfg(feature = "testing")]
+    pub fn set_compaction_stop_after(&self, step: Option<usize>) {
+        self.compaction.set_stop_after(step);
     }
 
     /// Test hook: the next `n` flushes fail in their sstable write.

@@ -6,6 +6,7 @@ use std::time::{Duration, Instant};
 
 use commitlog::{CommitLog, ReplayPositionSet, TableId};
 
+use compaction::SstableHandle;
 use dirty_memory::{DirtyMemoryManager, FlushCompletion};
 use logalloc::SegmentPool;
 use memtable::{Memtable, ReplacementSource};
@@ -13,9 +14,9 @@ use mutation::{
     ClusteringRange, Fragment, FragmentReader, MergingReader, Mutation, PartitionRange,
 };
 use region_group::RegionGroup;
-use sstable::Sstable;
 
 use crate::catalog::TableSchema;
+use crate::database::compaction::{PinnedSstables, TableCompactionMetrics, TableSstables};
 use crate::database::flush::FlushSubject;
 use crate::database::memtable_list::{Attempt, Logged, MemtableList};
 use crate::error::Error;
@@ -28,7 +29,9 @@ pub(crate) type TableMemtable = Logged<Memtable>;
 /// readers of the memtable it was flushed from continue in.
 #[derive(Debug)]
 pub(crate) struct TableSstable {
-    pub(crate) sstable: Sstable,
+    /// The sstable in its set (the handle pins its files for the
+    /// memtable's readers, whatever compaction does with it).
+    pub(crate) handle: SstableHandle,
 }
 
 impl ReplacementSource for TableSstable {
@@ -37,7 +40,7 @@ impl ReplacementSource for TableSstable {
         range: PartitionRange,
         slice: ClusteringRange,
     ) -> Result<Box<dyn FragmentReader + Send>, mutation::Error> {
-        match self.sstable.make_reader_opt(&range, Some(slice)) {
+        match self.handle.sstable().make_reader_opt(&range, Some(slice)) {
             Ok(Some(reader)) => Ok(Box::new(reader)),
             Ok(None) => Ok(Box::new(mutation::from_mutations(Vec::new()))),
             Err(e) => Err(mutation::Error::Source(Box::new(e))),
@@ -60,7 +63,11 @@ pub(crate) struct Table {
     pub(crate) schema: TableSchema,
     /// The table's id in the commit log.
     pub(crate) id: TableId,
+    /// The memtables (its sstables list stays empty: `sstables` holds
+    /// them).
     pub(crate) list: MemtableList<TableMemtable, TableSstable>,
+    /// The table's sstables, one compacted set per directory.
+    pub(crate) sstables: TableSstables,
     /// The region group of the dirty-memory manager its memtables join.
     pub(crate) group: Arc<RegionGroup>,
     pub(crate) pool: Arc<SegmentPool>,
@@ -105,6 +112,9 @@ pub struct TableMetrics {
     /// Time writes to this table spent waiting for dirty memory, summed
     /// over writers.
     pub writers_blocked: Duration,
+    /// Compaction: live bytes, jobs, sstables replaced and written, user
+    /// bytes, sstables consulted per read.
+    pub compaction: TableCompactionMetrics,
 }
 
 impl Table {
@@ -217,6 +227,7 @@ impl Table {
         }
         if result.is_ok() {
             self.counters.writes.fetch_add(1, Ordering::Relaxed);
+            self.sstables.note_write(m);
         }
         result.map(drop)
     }
@@ -260,6 +271,8 @@ impl Table {
         slice: ClusteringRange,
     ) -> Result<TableReader, Error> {
         let sources = self.list.sources();
+        // After the memtables (see `compaction`'s module docs).
+        let pinned = self.sstables.pin();
         let mut readers: Vec<Box<dyn FragmentReader + Send>> = Vec::new();
         for memtable in &sources.memtables {
             let reader = memtable
@@ -273,14 +286,15 @@ impl Table {
                 readers.push(Box::new(reader));
             }
         }
-        for sstable in &sources.sstables {
-            let reader = sstable
-                .sstable
+        let memtable_readers = readers.len();
+        for handle in pinned.handles() {
+            let reader = handle
+                .sstable()
                 .make_reader_opt(&range, Some(slice.clone()))
                 .map_err(|source| Error::Sstable {
                     table: self.name().to_owned(),
-                    dir: sstable
-                        .sstable
+                    dir: handle
+                        .sstable()
                         .component_path(sstable::Component::Data)
                         .parent()
                         .map(std::path::Path::to_path_buf)
@@ -291,8 +305,10 @@ impl Table {
                 readers.push(Box::new(reader));
             }
         }
+        self.sstables.note_read(readers.len() - memtable_readers);
         Ok(TableReader {
             merged: MergingReader::new(readers),
+            _pinned: pinned,
         })
     }
 
@@ -310,7 +326,7 @@ impl Table {
         TableMetrics {
             name: self.name().to_owned(),
             memtables: sources.memtables.len(),
-            sstables: sources.sstables.len(),
+            sstables: self.sstables.count(),
             real_dirty: real,
             unspooled_dirty: real.saturating_sub(spooled),
             writes: c.writes.load(Ordering::Relaxed),
@@ -318,6 +334,7 @@ impl Table {
             flushed_memtable_bytes: c.flushed_memtable_bytes.load(Ordering::Relaxed),
             sstable_bytes_written: c.sstable_bytes_written.load(Ordering::Relaxed),
             writers_blocked: Duration::from_nanos(c.blocked_nanos.load(Ordering::Relaxed)),
+            compaction: self.sstables.metrics(),
         }
     }
 }
@@ -329,6 +346,9 @@ impl Table {
 /// partition.
 pub struct TableReader {
     merged: MergingReader<Box<dyn FragmentReader + Send>>,
+    /// The sstable versions it reads: compaction deletes none of them
+    /// while it is open.
+    _pinned: PinnedSstables,
 }
 
 impl fmt::Debug for TableReader {
