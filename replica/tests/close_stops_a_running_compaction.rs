@@ -134,11 +134,10 @@ fn a_job_cut_at_any_step_then_a_crash_loses_nothing() {
                 rounds += 1;
             }
             match db.compact("t") {
-                Err(Error::Compaction { source, .. })
-                    if matches!(source, replica::compaction::Error::InjectedCrash(_)) =>
-                {
-                    injected += 1;
-                }
+                Err(Error::Compaction {
+                    source: replica::compaction::Error::InjectedCrash(_),
+                    ..
+                }) => injected += 1,
                 Ok(()) => {}
                 Err(e) => panic!("{name} step {step}: {e:?}"),
             }
