@@ -336,6 +336,10 @@ impl CompactionTable for DirSet {
         options
     }
 
+    fn stopped(&self) -> bool {
+        self.stopped.load(Ordering::Acquire)
+    }
+
     fn replaced(&self, removed: &[u64], added: &[u64]) {
         if let Some(table) = self.table.upgrade() {
             let c = &table.sstables.counters;
@@ -391,6 +395,9 @@ impl CompactionTable for Ticket {
     }
     fn replaced(&self, removed: &[u64], added: &[u64]) {
         self.0.replaced(removed, added);
+    }
+    fn stopped(&self) -> bool {
+        self.0.stopped()
     }
 }
 
@@ -527,8 +534,9 @@ impl TableSstables {
     }
 
     /// Stops the table's compactions (for `drop_table`): no new job
-    /// starts, and this waits for the queued checks and the running job of
-    /// each set to end.
+    /// starts, a running one stops at its next check (inputs intact,
+    /// partial outputs removed), and this waits for the queued checks and
+    /// the running job of each set to end.
     pub(crate) fn stop(&self) {
         for s in &self.sets {
             s.stopped.store(true, Ordering::Release);
