@@ -40,6 +40,7 @@ impl Target for Database {
             commitlog_synced_entries: log.map_or(0, |l| l.synced_entries),
             commitlog_lag_waits: log.map_or(0, |l| l.sync_lag_waits),
             memtable_pool_bytes: self.pool.stats().system_bytes as u64,
+            compaction: self.compaction_figures(),
         }
     }
 }

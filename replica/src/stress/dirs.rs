@@ -96,6 +96,7 @@ impl RunDirs {
         config.flush_bandwidth_limit = options.flush_bandwidth;
         config.sstable_writer_options.bytes_per_sync = options.sstable_bytes_per_sync;
         config.commitlog = options.commitlog;
+        config.compaction.strategy = options.compaction.clone();
         config.validate()?;
         Ok(config)
     }

@@ -251,6 +251,10 @@ pub struct StressOptions {
     /// or batch:WINDOW.
     #[arg(long, value_name = "MODE", value_parser = commitlog, default_value = "periodic")]
     pub commitlog: CommitLogMode,
+    /// Compaction strategy of every table: ics (incremental, the
+    /// default), stcs (size-tiered) or none.
+    #[arg(long, value_name = "STRATEGY", value_parser = crate::stress::parse_compaction, default_value = "ics")]
+    pub compaction: crate::compaction::StrategyConfig,
     /// Data directory (repeatable); given directories are kept after the
     /// run. Default: a temporary directory, removed at the end.
     #[arg(long)]

@@ -10,7 +10,7 @@ use crate::stress::runner::Observer;
 use crate::units::format_bytes;
 
 /// The header above the progress lines.
-pub const PROGRESS_HEADER: &str = "    time       op/s    p99 ms   errors     real dirty  unspooled dirty   flushes     peak RSS    live heap";
+pub const PROGRESS_HEADER: &str = "    time       op/s    p99 ms   errors     real dirty  unspooled dirty   flushes     peak RSS    live heap   sstables     WA";
 
 fn bytes_or_dash(bytes: Option<u64>) -> String {
     bytes.map_or_else(|| "-".to_owned(), format_bytes)
@@ -19,7 +19,7 @@ fn bytes_or_dash(bytes: Option<u64>) -> String {
 /// One interval's progress line (the time is the interval's end).
 pub fn progress_line(r: &IntervalReport) -> String {
     format!(
-        "{:>7.1}s {:>10.0} {:>9.2} {:>8} {:>14} {:>16} {:>9} {:>12} {:>12}",
+        "{:>7.1}s {:>10.0} {:>9.2} {:>8} {:>14} {:>16} {:>9} {:>12} {:>12} {:>10} {:>6}",
         (r.start + r.length).as_secs_f64(),
         r.ops_per_second(),
         r.p99_ms(),
@@ -29,6 +29,8 @@ pub fn progress_line(r: &IntervalReport) -> String {
         r.stats.flushes,
         bytes_or_dash(r.memory.peak_resident),
         bytes_or_dash(r.memory.live_heap),
+        r.stats.compaction.sstables,
+        r.stats.compaction.write_amplification_text(),
     )
 }
 
@@ -121,7 +123,7 @@ mod tests {
             fields,
             [
                 "2.5s", "200", "1.00", "0", "3.0", "MiB", "1.0", "MiB", "7", "600.0", "MiB",
-                "300.0", "MiB"
+                "300.0", "MiB", "0", "-"
             ]
         );
         let unknown = IntervalReport {
@@ -132,7 +134,7 @@ mod tests {
             .split_whitespace()
             .map(str::to_owned)
             .collect();
-        assert_eq!(fields[fields.len() - 2..], ["-", "-"]);
+        assert_eq!(fields[fields.len() - 4..fields.len() - 2], ["-", "-"]);
         // The header's columns end where the lines' do.
         assert_eq!(PROGRESS_HEADER.len(), lines[1].len());
     }

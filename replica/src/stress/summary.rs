@@ -92,6 +92,8 @@ pub struct Summary {
     /// Bytes the memtable pool held from the system at the end (its peak:
     /// it keeps what it took), part of the live heap.
     pub memtable_pool_bytes: u64,
+    /// Compaction's figures at the end.
+    pub compaction: crate::stress::CompactionFigures,
 }
 
 /// One figure of a summary, for comparisons.
@@ -267,6 +269,7 @@ impl Summary {
             "longest_pause_ms": self.longest_pause.as_secs_f64() * 1000.0,
             "idle_intervals": self.idle_intervals,
             "first_error": self.first_error,
+            "compaction": self.compaction.to_json(),
         })
     }
 }
@@ -398,6 +401,9 @@ impl fmt::Display for Summary {
             self.longest_pause.as_secs_f64() * 1000.0,
             self.idle_intervals
         )?;
+        if !self.compaction.strategy.is_empty() {
+            write!(f, "{}", self.compaction)?;
+        }
         if self.commitlog_bytes > 0 {
             writeln!(
                 f,
@@ -522,6 +528,7 @@ mod tests {
                 peak_live_heap: Some(150 << 20),
             },
             memtable_pool_bytes: 100 << 20,
+            compaction: crate::stress::CompactionFigures::default(),
         }
     }
 

@@ -42,6 +42,8 @@ pub struct TargetStats {
     /// (it grows to its peak and keeps it): the part of the heap that is
     /// the pool, for telling it from the rest (0 if the target has none).
     pub memtable_pool_bytes: u64,
+    /// Compaction: sstables, bytes compacted, write amplification.
+    pub compaction: crate::stress::CompactionFigures,
 }
 
 /// A store the load runs against. The `Database` implements it; tables are

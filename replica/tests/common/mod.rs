@@ -64,6 +64,7 @@ impl Target for MemTarget {
             commitlog_synced_entries: n,
             commitlog_lag_waits: 0,
             memtable_pool_bytes: 0,
+            compaction: Default::default(),
         }
     }
 }
