@@ -124,6 +124,11 @@
 //! * [`DirectoryLock`]: the lock file that refuses a second open of the
 //!   same directories, from this process or another.
 //! * [`TokenBucket`]: the flush bandwidth limit.
+//! * [`CompactionConfig`]: how tables' sstables are compacted (the
+//!   [`compaction`] crate: incremental by default, size-tiered or none;
+//!   gc_grace, bandwidth limit); [`Database::compact`] runs a major
+//!   compaction. Each table directory's sstables form one
+//!   `compaction::SstableSet`, compacted in place, pinned by reads.
 //! * [`units`]: parsing of sizes, counts and durations with clear errors.
 //! * Feature `testing`: [`Database::set_test_hook`] and `Database::crash`,
 //!   for tests that pause a thread at a chosen point of the write or flush
