@@ -81,6 +81,7 @@ pub use error::{Error, Result};
 pub use job::{JobControl, JobOptions, JobReport, PendingTransaction, Unthrottled, run_job};
 pub use manager::{
     BacklogController, CompactionManager, CompactionMetrics, CompactionTable, ManagerConfig,
+    TABLE_STOP_POLL,
 };
 pub use purge::{Clock, ManualClock, MaxPurgeable, NothingOutside, PurgeCounts, SystemClock};
 pub use set::{RunMembership, SetSnapshot, SstableHandle, SstableInfo, SstableSet};

@@ -35,7 +35,19 @@ pub trait CompactionTable: MaxPurgeable {
     fn replaced(&self, removed: &[u64], added: &[u64]) {
         let _ = (removed, added);
     }
+
+    /// True once the table's jobs must stop (the table is being dropped):
+    /// a running job stops at its next check as on close (inputs intact,
+    /// partial outputs removed), polled at least every
+    /// [`TABLE_STOP_POLL`] while the job waits for bandwidth.
+    fn stopped(&self) -> bool {
+        false
+    }
 }
+
+/// How often a job that waits for bandwidth checks
+/// [`CompactionTable::stopped`].
+pub const TABLE_STOP_POLL: Duration = Duration::from_millis(50);
 
 /// Maps the backlog to the share of the bandwidth limit compaction may
 /// use, as ScyllaDB's compaction controller maps it to shares: a small
@@ -196,13 +208,14 @@ fn table_id(table: &dyn CompactionTable) -> usize {
 
 struct Control<'a> {
     stop: &'a Stop,
+    table: &'a dyn CompactionTable,
     rate: u64,
     next_allowed: Cell<Option<Instant>>,
 }
 
 impl JobControl for Control<'_> {
     fn should_stop(&self) -> bool {
-        self.stop.is_set()
+        self.stop.is_set() || self.table.stopped()
     }
 
     fn wrote(&self, bytes: u64) {
@@ -213,8 +226,11 @@ impl JobControl for Control<'_> {
         let start = self.next_allowed.get().map_or(now, |t| t.max(now));
         let next = start + Duration::from_secs_f64(bytes as f64 / self.rate as f64);
         self.next_allowed.set(Some(next));
-        if next > now + Duration::from_millis(5) {
-            self.stop.wait_for(next - now);
+        // In slices, so a table's stop is seen while waiting.
+        let mut now = now;
+        while next > now + Duration::from_millis(5) && !self.should_stop() {
+            self.stop.wait_for((next - now).min(TABLE_STOP_POLL));
+            now = Instant::now();
         }
     }
 }
@@ -276,6 +292,7 @@ impl CompactionTask {
     fn run_one(&self, plan: &JobPlan, stop: &Stop) -> Result<JobReport> {
         let control = Control {
             stop,
+            table: &*self.table,
             rate: self.rate(),
             next_allowed: Cell::new(None),
         };
@@ -505,12 +522,70 @@ mod tests {
         assert!((c.share(u64::MAX) - 1.0).abs() < 1e-9);
     }
 
+    /// A table with nothing to compact, stopped on request.
+    struct Idle {
+        set: SstableSet,
+        stopped: crate::sync::AtomicBool,
+    }
+
+    impl MaxPurgeable for Idle {
+        fn max_purgeable(&self, _key: &mutation::DecoratedKey) -> mutation::Timestamp {
+            mutation::Timestamp::MAX
+        }
+    }
+
+    impl CompactionTable for Idle {
+        fn name(&self) -> String {
+            "idle".to_owned()
+        }
+        fn sstables(&self) -> &SstableSet {
+            &self.set
+        }
+        fn strategy(&self) -> &dyn Strategy {
+            &crate::strategy::NoCompaction
+        }
+        fn job_options(&self) -> JobOptions {
+            JobOptions::default()
+        }
+        fn stopped(&self) -> bool {
+            self.stopped.load(Ordering::Acquire)
+        }
+    }
+
+    fn idle() -> Idle {
+        Idle {
+            set: SstableSet::new(None),
+            stopped: crate::sync::AtomicBool::new(false),
+        }
+    }
+
+    #[test]
+    fn a_stopped_table_ends_a_throttled_wait() {
+        let stop = Stop::for_tests();
+        let table = idle();
+        let control = Control {
+            stop: &stop,
+            table: &table,
+            rate: 1,
+            next_allowed: Cell::new(None),
+        };
+        assert!(!control.should_stop());
+        table.stopped.store(true, Ordering::Release);
+        let t = Instant::now();
+        // A second's worth at 1 B/s would be 11 days.
+        control.wrote(1_000_000);
+        assert!(t.elapsed() < Duration::from_secs(5));
+        assert!(control.should_stop());
+    }
+
     #[test]
     fn the_throttle_waits_for_the_rate_and_returns_on_stop() {
         // 1 MB/s: 100 KB must take about 100 ms (well, at least 50).
         let stop = Stop::for_tests();
+        let table = idle();
         let control = Control {
             stop: &stop,
+            table: &table,
             rate: 1_000_000,
             next_allowed: Cell::new(None),
         };
@@ -525,6 +600,7 @@ mod tests {
         // Unlimited: no wait at all, and a stopped control returns at once.
         let free = Control {
             stop: &stop,
+            table: &table,
             rate: 0,
             next_allowed: Cell::new(None),
         };

@@ -254,6 +254,9 @@ pub struct DatabaseConfig {
     /// The row caches' memory (default [`CacheSize::Auto`]); a table can
     /// opt out with [`TableOptions::uncached`](crate::TableOptions::uncached).
     pub cache_size: CacheSize,
+    /// Compaction of the tables' sstables: strategy (incremental by
+    /// default), gc_grace, bandwidth limit, workers.
+    pub compaction: crate::CompactionConfig,
 }
 
 impl DatabaseConfig {
@@ -274,6 +277,7 @@ impl DatabaseConfig {
             commitlog_size_limit: 8 << 30,
             commitlog_on_corruption: CorruptionPolicy::Stop,
             cache_size: CacheSize::default(),
+            compaction: crate::CompactionConfig::default(),
         }
     }
 
@@ -386,7 +390,7 @@ impl DatabaseConfig {
                 "a positive duration".to_owned(),
             ));
         }
-        Ok(())
+        self.compaction.validate()
     }
 }
 

@@ -215,6 +215,16 @@ pub enum Error {
         #[source]
         source: commitlog::Error,
     },
+    /// A compaction of a table failed or was stopped, or a table
+    /// directory's compaction files are damaged.
+    #[error("compaction of table {table:?}")]
+    Compaction {
+        /// The table (and directory, for a job's failure).
+        table: String,
+        /// The compaction crate's error.
+        #[source]
+        source: compaction::Error,
+    },
     /// A background component (dirty-memory manager, flush scheduler,
     /// memory pool) could not be started.
     #[error("cannot start the {what}: {detail}")]

@@ -25,6 +25,9 @@ pub enum HookPoint {
     /// yet (tables with a cache only; runs on the thread completing the
     /// flush).
     FlushBeforeCacheUpdate,
+    /// A compaction job of a table is about to start (runs on a compaction
+    /// worker, before the job writes anything).
+    CompactionJobStarting,
 }
 
 /// The callback; see [`Database::set_test_hook`](crate::Database::set_test_hook).

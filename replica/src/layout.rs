@@ -267,7 +267,10 @@ fn remove_owned_files(dir: &Path) -> Result<(), Error> {
             .file_type()
             .map_err(io_err("read directory", dir))?
             .is_file();
-        if is_file && (sstable::is_sstable_file_name(name) || name == MARKER_TMP_FILE_NAME) {
+        let owned = sstable::is_sstable_file_name(name)
+            || crate::database::compaction::is_compaction_file_name(name)
+            || name == MARKER_TMP_FILE_NAME;
+        if is_file && owned {
             let path = entry.path();
             match fs::remove_file(&path) {
                 Ok(()) => {}

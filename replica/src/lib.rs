@@ -159,6 +159,11 @@
 //! * [`DirectoryLock`]: the lock file that refuses a second open of the
 //!   same directories, from this process or another.
 //! * [`TokenBucket`]: the flush bandwidth limit.
+//! * [`CompactionConfig`]: how tables' sstables are compacted (the
+//!   [`compaction`] crate: incremental by default, size-tiered or none;
+//!   gc_grace, bandwidth limit); [`Database::compact`] runs a major
+//!   compaction. Each table directory's sstables form one
+//!   `compaction::SstableSet`, compacted in place, pinned by reads.
 //! * [`units`]: parsing of sizes, counts and durations with clear errors.
 //! * Feature `testing`: `Database::set_test_hook` and `Database::crash`,
 //!   for tests that pause a thread at a chosen point of the write or flush
@@ -189,13 +194,16 @@ pub use catalog::{
     CATALOG_FILE_NAME, Catalog, MAX_TABLE_NAME_LEN, MAX_TABLES, TableOptions, TableSchema,
     validate_table_name,
 };
+/// The compaction crate, for [`CompactionConfig`]'s strategies and clocks.
+pub use compaction;
 pub use config::{
     CacheSize, CommitLogMode, CorruptionPolicy, DEFAULT_BUDGET, DEFAULT_COMMITLOG_SYNC_PERIOD,
     DEFAULT_SOFT_LIMIT_RATIO, DEFAULT_SYSTEM_BUDGET, DEFAULT_WRITE_TIMEOUT, DatabaseConfig,
     FlushPolicy, MIN_CACHE_SIZE, MIN_DATABASE_BUDGET, check_soft_limit_ratio,
 };
 pub use database::{
-    COMMITLOG_DIR_NAME, CacheMetrics, Database, DatabaseMetrics, TableMetrics, TableReader,
+    COMMITLOG_DIR_NAME, CacheMetrics, CompactionConfig, Database, DatabaseMetrics,
+    TableCompactionMetrics, TableMetrics, TableReader,
 };
 pub use error::{Error, Result};
 #[cfg(feature = "testing")]

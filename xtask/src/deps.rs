@@ -99,6 +99,7 @@ pub(crate) const ALLOWED_DEPENDENCIES: &[(&str, &[&str])] = &[
             "replmem-dirty-memory",
             "replmem-flush-scheduler",
             "replmem-commitlog",
+            "replmem-compaction",
             "replmem-sync",
             "thiserror",
             "bytes",

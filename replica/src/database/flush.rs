@@ -269,11 +269,18 @@ impl FlushJob for FlushMemtable {
             Ok(s) => s,
             Err(e) => return Err(self.sstable_error(e)),
         };
+        // Readable (and seen by compaction) from now on, before the
+        // memtable leaves the list.
+        let handle = self
+            .table
+            .sstables
+            .add(&committed.dir, sstable)
+            .map_err(flush_scheduler::Error::job_failed)?;
         self.table
             .counters
             .sstable_bytes_written
             .fetch_add(bytes, Ordering::Relaxed);
-        self.committed = Some(Arc::new(TableSstable { sstable }));
+        self.committed = Some(Arc::new(TableSstable { handle }));
         Ok(())
     }
 
@@ -290,32 +297,22 @@ impl FlushJob for FlushMemtable {
         match outcome {
             Ok(()) => {
                 let size = memtable.stats().region.footprint_bytes();
-                match (&table.cache, &committed) {
-                    (Some(_), Some(sstable)) => {
-                        // With a cache, three steps (ScyllaDB #1942): the
-                        // sstable joins the set the cache reads through
-                        // to, the memtable still listed (readers see its
-                        // rows in both and reconcile them); the cache
-                        // takes the memtable's data while its memory is
-                        // still accounted as dirty; only then the memtable
-                        // leaves.
-                        if table.list.add_sstable_for(&memtable, Arc::clone(sstable))
-                            && !table.dropped.load(Ordering::Relaxed)
-                        {
-                            #[cfg(feature = "testing")]
-                            table
-                                .hooks
-                                .fire(crate::hooks::HookPoint::FlushBeforeCacheUpdate);
-                            table.update_cache(&memtable);
-                        }
-                        table.list.commit(&memtable, None);
-                    }
-                    // One step: readers see the rows in the memtable or in
-                    // the sstable, never both, never neither.
-                    _ => {
-                        table.list.commit(&memtable, committed.clone());
-                    }
+                // The sstable is in the table's set already (`write_tail`),
+                // the memtable still listed: readers see its rows in both
+                // and reconcile them. With a cache (ScyllaDB #1942), the
+                // cache takes the memtable's data while its memory is still
+                // accounted as dirty; only then the memtable leaves.
+                if table.cache.is_some()
+                    && committed.is_some()
+                    && !table.dropped.load(Ordering::Relaxed)
+                {
+                    #[cfg(feature = "testing")]
+                    table
+                        .hooks
+                        .fire(crate::hooks::HookPoint::FlushBeforeCacheUpdate);
+                    table.update_cache(&memtable);
                 }
+                table.list.commit(&memtable, None);
                 if let Some(sstable) = committed {
                     let replacement: Arc<dyn ReplacementSource> = sstable;
                     memtable.mark_flushed(replacement);
@@ -332,6 +329,10 @@ impl FlushJob for FlushMemtable {
                 if let Some(log) = log {
                     log.discard_flushed(table.id, &positions);
                 }
+                // Only queues: a flush never waits for compaction. Before
+                // the flush is reported finished, so the check is queued
+                // when a waiter of the flush returns.
+                table.sstables.submit();
                 flush.finish_releasing(|| memtable.detach_from_region_group());
             }
             Err(e) if permanent => flush.fail_permanently(e),

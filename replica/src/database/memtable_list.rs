@@ -19,11 +19,12 @@
 //!    it and removes the memtable in one step under the write lock; a
 //!    reader's [`sources`](MemtableList::sources) snapshot, taken under the
 //!    read lock, holds either the memtable or the sstable, never both and
-//!    never neither. With a row cache the commit takes two steps instead
-//!    ([`add_sstable_for`](MemtableList::add_sstable_for), then the cache
-//!    update, then `commit(memtable, None)`): a snapshot then holds the
-//!    memtable, the sstable or both (reconciled by the merging reader),
-//!    never neither.
+//!    never neither. With compaction wired in, a table's sstables live in
+//!    its compaction sets instead: a flush adds its sstable to the set, then
+//!    (with a row cache, after the cache took the memtable's data)
+//!    `commit(memtable, None)` removes the memtable; a reader takes the
+//!    list's sources, then pins the sets, so it sees the memtable, the
+//!    sstable or both (reconciled by the merging reader), never neither.
 
 use commitlog::{ReplayPosition, ReplayPositionSet};
 
@@ -133,6 +134,10 @@ pub(crate) struct Sources<M, S> {
     /// The active memtable first, then the sealed ones, oldest first.
     pub(crate) memtables: Vec<Arc<M>>,
     /// The sstables, oldest first.
+    #[allow(
+        dead_code,
+        reason = "the database keeps its sstables in compaction sets; only the loom models' tests read these"
+    )]
     pub(crate) sstables: Vec<Arc<S>>,
 }
 
@@ -244,26 +249,6 @@ impl<M, S> MemtableList<M, S> {
         state.sealed.remove(i);
         state.sstables.extend(sstable);
         true
-    }
-
-    /// The first step of a flush's commit with a row cache: adds `sstable`
-    /// (the sealed `memtable`'s data) while the memtable stays in the list,
-    /// so a reader sees the rows in both (and reconciles them) until
-    /// [`commit`](Self::commit)`(memtable, None)` removes the memtable.
-    /// Returns false, changing nothing, if `memtable` is not a sealed
-    /// memtable of this list.
-    pub(crate) fn add_sstable_for(&self, memtable: &Arc<M>, sstable: Arc<S>) -> bool {
-        let mut state = self.state.write();
-        if !state.sealed.iter().any(|m| Arc::ptr_eq(m, memtable)) {
-            return false;
-        }
-        state.sstables.push(sstable);
-        true
-    }
-
-    /// The sstables alone, as they are now.
-    pub(crate) fn sstables(&self) -> Vec<Arc<S>> {
-        self.state.read().sstables.clone()
     }
 
     /// Every source, as one consistent snapshot.

@@ -13,7 +13,6 @@ use dirty_memory::{DirtyMemoryConfig, DirtyMemoryManager, DirtyMemoryMetrics, Fl
 use flush_scheduler::{FlushScheduler, SchedulerConfig};
 use logalloc::{PoolConfig, SegmentPool};
 use mutation::{ClusteringRange, DecoratedKey, Mutation, PartitionRange, limits, to_mutations};
-use sstable::Sstable;
 
 use crate::catalog::{Catalog, TableSchema};
 use crate::config::{CommitLogMode, DatabaseConfig, FlushPolicy};
@@ -26,6 +25,7 @@ use crate::lock::DirectoryLock;
 use crate::sync::{Arc, Mutex, RwLock};
 use crate::throttle::TokenBucket;
 
+pub(crate) mod compaction;
 mod flush;
 mod gate;
 #[cfg(all(test, loom))]
@@ -37,10 +37,11 @@ mod table;
 #[cfg(all(test, not(loom)))]
 mod tests;
 
+pub use compaction::{CompactionConfig, TableCompactionMetrics};
 use flush::FlushRouter;
 use gate::Gate;
 pub use table::{CacheMetrics, TableMetrics, TableReader};
-use table::{Table, TableMemtable, TableSstable, TableSstables};
+use table::{CacheSource, Table, TableMemtable};
 
 #[cfg(feature = "stress")]
 pub use stress_target::DatabaseFactory;
@@ -79,6 +80,26 @@ pub struct DatabaseMetrics {
     pub pool_bytes_evicted: u64,
     /// Allocations the pool could not serve even after reclaim.
     pub pool_allocation_failures: u64,
+    /// The compaction manager's counters: pending and running jobs, bytes
+    /// read and written, peak temporary disk use, backlog.
+    pub compaction: ::compaction::CompactionMetrics,
+}
+
+impl DatabaseMetrics {
+    /// Write amplification: sstable bytes written by flushes and
+    /// compactions over the bytes users wrote (each mutation's
+    /// `mutation::limits::size_bound`); `None` before any write.
+    pub fn write_amplification(&self) -> Option<f64> {
+        let user: u64 = self.tables.iter().map(|t| t.compaction.user_bytes).sum();
+        (user > 0).then(|| {
+            (self.sstable_bytes_written + self.compaction.bytes_written) as f64 / user as f64
+        })
+    }
+
+    /// Sstables of every table.
+    pub fn sstables(&self) -> usize {
+        self.tables.iter().map(|t| t.sstables).sum()
+    }
 }
 
 /// The commit log's directory inside the first data directory (the dot
@@ -101,6 +122,7 @@ pub struct Database {
     pool: Arc<SegmentPool>,
     /// Each table's row cache budget; `None`: no caches.
     cache_bytes: Option<usize>,
+    compaction: Arc<compaction::CompactionShared>,
     gate: Gate,
     /// What replaying the commit log at open found.
     replay: Option<ReplayReport>,
@@ -216,6 +238,18 @@ impl Database {
                 ));
             }
         };
+        let compaction = match compaction::CompactionShared::new(
+            &config.compaction,
+            config.sstable_writer_options.clone(),
+        ) {
+            Ok(c) => Arc::new(c),
+            Err(e) => {
+                user.shutdown();
+                system.shutdown();
+                scheduler.shutdown();
+                return Err(e);
+            }
+        };
         let schemas: Vec<TableSchema> = catalog.tables().cloned().collect();
         let db = Database {
             config,
@@ -229,6 +263,7 @@ impl Database {
             bandwidth,
             pool,
             cache_bytes,
+            compaction,
             gate: Gate::new(),
             replay: None,
         };
@@ -403,16 +438,8 @@ impl Database {
     fn load_table(&self, schema: TableSchema) -> Result<Arc<Table>, Error> {
         let name = schema.name().to_owned();
         let files = open_table_dirs(&schema, self.config.all_dirs())?;
-        let mut sstables = Vec::new();
-        for id in files.sstables() {
-            let sstable =
-                Sstable::open(&id.dir, id.generation).map_err(|source| Error::Sstable {
-                    table: name.clone(),
-                    dir: id.dir.clone(),
-                    source,
-                })?;
-            sstables.push(Arc::new(TableSstable { sstable }));
-        }
+        // The sets recover half-done compactions and open the sstables.
+        let sets = compaction::open_sets(&name, files.dirs())?;
         let group = if schema.options().system {
             Arc::clone(self.system.group())
         } else {
@@ -424,41 +451,54 @@ impl Database {
                 source,
             })?;
         let memtable = TableMemtable::new(memtable);
-        let list = Arc::new(memtable_list::MemtableList::new(
-            Arc::clone(&memtable),
-            sstables,
-        ));
-        let cache = match self.cache_bytes {
-            Some(bytes) if !schema.options().uncached => {
-                let source = Arc::new(TableSstables {
-                    list: Arc::clone(&list),
-                });
-                let config = row_cache::CacheConfig::default().with_max_bytes(bytes);
-                Some(
-                    row_cache::RowCache::new(&self.pool, source, config)
-                        .map_err(|e| start_error("row cache")(format!("table {name}: {e}")))?,
-                )
+        let mut cache_error = None;
+        let table = Arc::new_cyclic(|weak: &std::sync::Weak<Table>| {
+            let cache = match self.cache_bytes {
+                Some(bytes) if !schema.options().uncached => {
+                    let source = Arc::new(CacheSource {
+                        table: weak.clone(),
+                    });
+                    let config = row_cache::CacheConfig::default().with_max_bytes(bytes);
+                    match row_cache::RowCache::new(&self.pool, source, config) {
+                        Ok(cache) => Some(cache),
+                        Err(e) => {
+                            cache_error =
+                                Some(start_error("row cache")(format!("table {name}: {e}")));
+                            None
+                        }
+                    }
+                }
+                _ => None,
+            };
+            Table {
+                id: schema.log_id(),
+                sstables: compaction::TableSstables::new(
+                    &name,
+                    sets,
+                    weak.clone(),
+                    &self.compaction,
+                ),
+                schema,
+                list: memtable_list::MemtableList::new(Arc::clone(&memtable), Vec::new()),
+                cache,
+                group,
+                pool: Arc::clone(&self.pool),
+                dropped: crate::sync::AtomicBool::new(false),
+                counters: table::TableCounters::default(),
+                #[cfg(feature = "testing")]
+                hooks: self.router.hooks.clone(),
             }
-            _ => None,
-        };
-        let table = Arc::new(Table {
-            id: schema.log_id(),
-            schema,
-            list,
-            cache,
-            group,
-            pool: Arc::clone(&self.pool),
-            dropped: crate::sync::AtomicBool::new(false),
-            counters: table::TableCounters::default(),
-            #[cfg(feature = "testing")]
-            hooks: self.router.hooks.clone(),
         });
+        if let Some(e) = cache_error {
+            return Err(e);
+        }
         self.router
             .by_id
             .lock()
             .insert(table.id, Arc::downgrade(&table));
         table.attach_flush_subject(&memtable);
         self.tables.write().insert(name, Arc::clone(&table));
+        table.sstables.submit();
         Ok(table)
     }
 
@@ -525,6 +565,8 @@ impl Database {
         self.tables.write().remove(name);
         self.router.by_id.lock().remove(&table.id);
         table.dropped.store(true, crate::sync::Ordering::Relaxed);
+        // Its jobs end before its files go.
+        table.sstables.stop();
         for memtable in table.list.sources().memtables {
             memtable.detach_from_region_group();
         }
@@ -655,6 +697,18 @@ impl Database {
         first.map_or(Ok(()), Err)
     }
 
+    /// A major compaction of `table`: all its sstables not being compacted
+    /// already go into one job (per table directory). Waits for it.
+    ///
+    /// # Errors
+    /// [`Error::UnknownTable`], [`Error::Closed`], [`Error::Compaction`]
+    /// if the job failed or was stopped by `close` (its inputs stay).
+    pub fn compact(&self, table: &str) -> Result<(), Error> {
+        let _pass = self.enter("compact")?;
+        let t = self.table(table)?;
+        t.sstables.major(table)
+    }
+
     /// Figures of every table and of the database.
     pub fn metrics(&self) -> DatabaseMetrics {
         let tables: Vec<TableMetrics> = self.tables.read().values().map(|t| t.metrics()).collect();
@@ -684,6 +738,7 @@ impl Database {
                 .map(|(region, e)| format!("{region}: {e}"))
                 .collect(),
             commitlog: self.log().map(|log| log.stats()),
+            compaction: self.compaction.metrics(),
         }
     }
 
@@ -699,6 +754,9 @@ impl Database {
         if !self.gate.close() {
             return Ok(());
         }
+        // Compactions stop first (inputs intact, partial outputs removed),
+        // leaving the disk to the last flushes.
+        self.compaction.manager.close();
         let tables: Vec<Arc<Table>> = self.tables.read().values().cloned().collect();
         let flushed = self.flush_tables(&tables);
         // First the policy (it waits for flushes in flight, which need the
@@ -766,6 +824,7 @@ impl Database {
     #[cfg(feature = "testing")]
     pub fn crash(self) {
         self.gate.close();
+        self.compaction.manager.close();
         self.user.shutdown();
         self.system.shutdown();
         drop(self.scheduler.shutdown());
@@ -804,6 +863,15 @@ impl Database {
     pub fn evict_cache(&self, table: &str, n: usize) -> Result<usize, Error> {
         let _pass = self.enter("evict_cache")?;
         Ok(self.table(table)?.cache.as_ref().map_or(0, |c| c.evict(n)))
+    }
+
+    /// Makes every compaction job from now on stop right after step `step`
+    /// of its replacement, leaving the files as a crash at that point
+    /// would (`None`: run normally; feature `testing`). See the
+    /// compaction crate's `JobOptions::stop_after` for the steps.
+    #[cfg(feature = "testing")]
+    pub fn set_compaction_stop_after(&self, step: Option<usize>) {
+        self.compaction.set_stop_after(step);
     }
 
     /// Test hook: the next `n` flushes fail in their sstable write.

@@ -44,6 +44,7 @@ impl Target for Database {
             cache_enabled: cache.is_some(),
             cache_hits: cache.as_ref().map_or(0, |c| c.hits),
             cache_misses: cache.as_ref().map_or(0, |c| c.misses),
+            compaction: self.compaction_figures(),
         }
     }
 }

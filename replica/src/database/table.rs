@@ -6,6 +6,7 @@ use std::time::{Duration, Instant};
 
 use commitlog::{CommitLog, ReplayPositionSet, TableId};
 
+use compaction::SstableHandle;
 use dirty_memory::{DirtyMemoryManager, FlushCompletion};
 use logalloc::SegmentPool;
 use memtable::{Memtable, ReplacementSource};
@@ -14,9 +15,9 @@ use mutation::{
 };
 use region_group::RegionGroup;
 use row_cache::{CacheStats, RowCache, UnderlyingSource};
-use sstable::Sstable;
 
 use crate::catalog::TableSchema;
+use crate::database::compaction::{PinnedSstables, TableCompactionMetrics, TableSstables};
 use crate::database::flush::FlushSubject;
 use crate::database::memtable_list::{Attempt, Logged, MemtableList};
 use crate::error::Error;
@@ -29,7 +30,9 @@ pub(crate) type TableMemtable = Logged<Memtable>;
 /// readers of the memtable it was flushed from continue in.
 #[derive(Debug)]
 pub(crate) struct TableSstable {
-    pub(crate) sstable: Sstable,
+    /// The sstable in its set (the handle pins its files for the
+    /// memtable's readers, whatever compaction does with it).
+    pub(crate) handle: SstableHandle,
 }
 
 impl ReplacementSource for TableSstable {
@@ -38,7 +41,7 @@ impl ReplacementSource for TableSstable {
         range: PartitionRange,
         slice: ClusteringRange,
     ) -> Result<Box<dyn FragmentReader + Send>, mutation::Error> {
-        match self.sstable.make_reader_opt(&range, Some(slice)) {
+        match self.handle.sstable().make_reader_opt(&range, Some(slice)) {
             Ok(Some(reader)) => Ok(Box::new(reader)),
             Ok(None) => Ok(Box::new(mutation::from_mutations(Vec::new()))),
             Err(e) => Err(mutation::Error::Source(Box::new(e))),
@@ -46,33 +49,60 @@ impl ReplacementSource for TableSstable {
     }
 }
 
-/// A table's sstable list as its row cache reads through to it: a handle on
-/// the table's memtable list, so every read sees the set as it is then
-/// (sstables added by flushes, later ones replaced by compaction).
-pub(crate) struct TableSstables {
-    pub(crate) list: Arc<TableList>,
+/// A table's sstables as its row cache reads through to them: the table,
+/// weakly (the cache is the table's), so every read pins the table's sets
+/// as they are then (sstables added by flushes, replaced by compaction).
+pub(crate) struct CacheSource {
+    pub(crate) table: std::sync::Weak<Table>,
 }
 
-/// A table's memtable list over its sstables.
-pub(crate) type TableList = MemtableList<TableMemtable, TableSstable>;
+/// A read of the pinned sstables for the cache: the pin lives as long as
+/// the read.
+struct PinnedRead {
+    merged: MergingReader<Box<dyn FragmentReader + Send>>,
+    _pinned: PinnedSstables,
+}
 
-impl UnderlyingSource for TableSstables {
+impl FragmentReader for PinnedRead {
+    fn next(&mut self) -> Result<Option<Fragment>, mutation::Error> {
+        self.merged.next()
+    }
+
+    fn fast_forward_to(&mut self, range: PartitionRange) -> Result<(), mutation::Error> {
+        self.merged.fast_forward_to(range)
+    }
+
+    fn next_partition(&mut self) -> Result<(), mutation::Error> {
+        self.merged.next_partition()
+    }
+}
+
+impl UnderlyingSource for CacheSource {
     fn make_reader(
         &self,
         range: PartitionRange,
         slice: ClusteringRange,
     ) -> Result<Box<dyn FragmentReader + Send>, mutation::Error> {
+        let Some(table) = self.table.upgrade() else {
+            // The table is gone (dropped or closed): nothing to read.
+            return Ok(Box::new(mutation::from_mutations(Vec::new())));
+        };
+        let pinned = table.sstables.pin();
         let mut readers: Vec<Box<dyn FragmentReader + Send>> = Vec::new();
-        for sstable in self.list.sstables() {
-            let reader = sstable
-                .sstable
+        for handle in pinned.handles() {
+            let reader = handle
+                .sstable()
                 .make_reader_opt(&range, Some(slice.clone()))
                 .map_err(|e| mutation::Error::Source(Box::new(e)))?;
             if let Some(reader) = reader {
                 readers.push(Box::new(reader));
             }
         }
-        Ok(Box::new(MergingReader::new(readers)))
+        table.sstables.note_read(readers.len());
+        Ok(Box::new(PinnedRead {
+            merged: MergingReader::new(readers),
+            _pinned: pinned,
+        }))
     }
 }
 
@@ -94,7 +124,11 @@ pub(crate) struct Table {
     pub(crate) schema: TableSchema,
     /// The table's id in the commit log.
     pub(crate) id: TableId,
-    pub(crate) list: Arc<TableList>,
+    /// The memtables (its sstables list stays empty: `sstables` holds
+    /// them).
+    pub(crate) list: MemtableList<TableMemtable, TableSstable>,
+    /// The table's sstables, one compacted set per directory.
+    pub(crate) sstables: TableSstables,
     /// The row cache in front of the sstables (`None`: off for the
     /// database or the table); in the memtables' pool, outside the
     /// dirty-memory group.
@@ -211,6 +245,9 @@ pub struct TableMetrics {
     pub writers_blocked: Duration,
     /// The table's row cache, `None` if it has none.
     pub cache: Option<CacheMetrics>,
+    /// Compaction: live bytes, jobs, sstables replaced and written, user
+    /// bytes, sstables consulted per read.
+    pub compaction: TableCompactionMetrics,
 }
 
 impl Table {
@@ -323,6 +360,7 @@ impl Table {
         }
         if result.is_ok() {
             self.counters.writes.fetch_add(1, Ordering::Relaxed);
+            self.sstables.note_write(m);
         }
         result.map(drop)
     }
@@ -368,20 +406,23 @@ impl Table {
         slice: ClusteringRange,
     ) -> Result<TableReader, Error> {
         let sources = self.list.sources();
+        // After the memtables (see `compaction`'s module docs).
+        let pinned = self.sstables.pin();
         if self.cache.is_some() {
-            // The cache reads the sstables itself.
-            return self.make_cached_reader(&sources.memtables, range, slice);
+            // The cache reads the sstables itself (pinning them per read).
+            return self.make_cached_reader(&sources.memtables, range, slice, pinned);
         }
         let mut readers: Vec<Box<dyn FragmentReader + Send>> = Vec::new();
         self.push_memtable_readers(&sources.memtables, &range, &slice, &mut readers)?;
-        for sstable in &sources.sstables {
-            let reader = sstable
-                .sstable
+        let memtable_readers = readers.len();
+        for handle in pinned.handles() {
+            let reader = handle
+                .sstable()
                 .make_reader_opt(&range, Some(slice.clone()))
                 .map_err(|source| Error::Sstable {
                     table: self.name().to_owned(),
-                    dir: sstable
-                        .sstable
+                    dir: handle
+                        .sstable()
                         .component_path(sstable::Component::Data)
                         .parent()
                         .map(std::path::Path::to_path_buf)
@@ -392,8 +433,10 @@ impl Table {
                 readers.push(Box::new(reader));
             }
         }
+        self.sstables.note_read(readers.len() - memtable_readers);
         Ok(TableReader {
             merged: MergingReader::new(readers),
+            _pinned: pinned,
         })
     }
 
@@ -425,6 +468,7 @@ impl Table {
         readers.push(Box::new(cache.make_reader(range, slice)));
         Ok(TableReader {
             merged: MergingReader::new(readers),
+            _pinned: self.sstables.pin(),
         })
     }
 
@@ -435,6 +479,7 @@ impl Table {
         memtables: &[Arc<TableMemtable>],
         range: PartitionRange,
         slice: ClusteringRange,
+        pinned: PinnedSstables,
     ) -> Result<TableReader, Error> {
         let mut readers: Vec<Box<dyn FragmentReader + Send>> = Vec::new();
         self.push_memtable_readers(memtables, &range, &slice, &mut readers)?;
@@ -447,6 +492,7 @@ impl Table {
         }
         Ok(TableReader {
             merged: MergingReader::new(readers),
+            _pinned: pinned,
         })
     }
 
@@ -519,7 +565,7 @@ impl Table {
         TableMetrics {
             name: self.name().to_owned(),
             memtables: sources.memtables.len(),
-            sstables: sources.sstables.len(),
+            sstables: self.sstables.count(),
             real_dirty: real,
             unspooled_dirty: real.saturating_sub(spooled),
             writes: c.writes.load(Ordering::Relaxed),
@@ -528,6 +574,7 @@ impl Table {
             sstable_bytes_written: c.sstable_bytes_written.load(Ordering::Relaxed),
             writers_blocked: Duration::from_nanos(c.blocked_nanos.load(Ordering::Relaxed)),
             cache: self.cache_metrics(),
+            compaction: self.sstables.metrics(),
         }
     }
 }
@@ -540,6 +587,9 @@ impl Table {
 /// partition.
 pub struct TableReader {
     merged: MergingReader<Box<dyn FragmentReader + Send>>,
+    /// The sstable versions it reads: compaction deletes none of them
+    /// while it is open.
+    _pinned: PinnedSstables,
 }
 
 impl fmt::Debug for TableReader {

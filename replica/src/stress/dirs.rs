@@ -98,6 +98,7 @@ impl RunDirs {
         config.commitlog = options.commitlog;
         config.commitlog_on_corruption = options.commitlog_on_corruption;
         config.cache_size = options.cache()?;
+        config.compaction.strategy = options.compaction.clone();
         config.validate()?;
         Ok(config)
     }

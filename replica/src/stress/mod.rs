@@ -12,6 +12,7 @@
 //! The `Database` will implement [`Target`]; until then the runner is
 //! exercised against test targets (`tests/stress_runner.rs`).
 
+mod compaction;
 mod dirs;
 mod hdr_log;
 mod latency;
@@ -25,6 +26,7 @@ mod target;
 mod workload;
 
 pub use crate::database::DatabaseFactory;
+pub use compaction::{CompactionFigures, parse_compaction, strategy_name};
 pub use dirs::RunDirs;
 pub use hdr_log::HdrLog;
 pub use latency::{Counts, IntervalReport, LATENCY_UNIT};

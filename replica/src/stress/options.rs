@@ -281,6 +281,10 @@ pub struct StressOptions {
     /// sstables.
     #[arg(long)]
     pub no_cache: bool,
+    /// Compaction strategy of every table: ics (incremental, the
+    /// default), stcs (size-tiered) or none.
+    #[arg(long, value_name = "STRATEGY", value_parser = crate::stress::parse_compaction, default_value = "ics")]
+    pub compaction: crate::compaction::StrategyConfig,
     /// Data directory (repeatable); given directories are kept after the
     /// run. Default: a temporary directory, removed at the end.
     #[arg(long)]

@@ -10,7 +10,7 @@ use crate::stress::runner::Observer;
 use crate::units::format_bytes;
 
 /// The header above the progress lines.
-pub const PROGRESS_HEADER: &str = "    time       op/s    p99 ms   errors     real dirty  unspooled dirty   flushes  cache hit     peak RSS    live heap";
+pub const PROGRESS_HEADER: &str = "    time       op/s    p99 ms   errors     real dirty  unspooled dirty   flushes  cache hit     peak RSS    live heap   sstables     WA";
 
 fn bytes_or_dash(bytes: Option<u64>) -> String {
     bytes.map_or_else(|| "-".to_owned(), format_bytes)
@@ -19,7 +19,7 @@ fn bytes_or_dash(bytes: Option<u64>) -> String {
 /// One interval's progress line (the time is the interval's end).
 pub fn progress_line(r: &IntervalReport) -> String {
     format!(
-        "{:>7.1}s {:>10.0} {:>9.2} {:>8} {:>14} {:>16} {:>9} {:>10} {:>12} {:>12}",
+        "{:>7.1}s {:>10.0} {:>9.2} {:>8} {:>14} {:>16} {:>9} {:>10} {:>12} {:>12} {:>10} {:>6}",
         (r.start + r.length).as_secs_f64(),
         r.ops_per_second(),
         r.p99_ms(),
@@ -32,6 +32,8 @@ pub fn progress_line(r: &IntervalReport) -> String {
             .map_or_else(|| "-".to_owned(), |h| format!("{:.1}%", h * 100.0)),
         bytes_or_dash(r.memory.peak_resident),
         bytes_or_dash(r.memory.live_heap),
+        r.stats.compaction.sstables,
+        r.stats.compaction.write_amplification_text(),
     )
 }
 
@@ -127,7 +129,7 @@ mod tests {
             fields,
             [
                 "2.5s", "200", "1.00", "0", "3.0", "MiB", "1.0", "MiB", "7", "75.0%", "600.0",
-                "MiB", "300.0", "MiB"
+                "MiB", "300.0", "MiB", "0", "-"
             ]
         );
         let unknown = IntervalReport {
@@ -138,7 +140,7 @@ mod tests {
             .split_whitespace()
             .map(str::to_owned)
             .collect();
-        assert_eq!(fields[fields.len() - 2..], ["-", "-"]);
+        assert_eq!(fields[fields.len() - 4..fields.len() - 2], ["-", "-"]);
         // Without a cache (or before its first read) the ratio is a dash.
         let uncached = IntervalReport {
             stats: TargetStats {

@@ -391,6 +391,7 @@ fn control<T: Target>(
         flushed_bytes: stats.flushed_bytes,
         writers_blocked: stats.writers_blocked,
         commitlog_bytes: stats.commitlog_bytes,
+        compaction: stats.compaction,
         commitlog_syncs: stats.commitlog_syncs,
         commitlog_synced_entries: stats.commitlog_synced_entries,
         commitlog_lag_waits: stats.commitlog_lag_waits,

@@ -98,6 +98,8 @@ pub struct Summary {
     pub cache_hits: u64,
     /// Reads the row cache passed on to the sstables, over the run.
     pub cache_misses: u64,
+    /// Compaction's figures at the end.
+    pub compaction: crate::stress::CompactionFigures,
 }
 
 /// One figure of a summary, for comparisons.
@@ -291,6 +293,7 @@ impl Summary {
             "longest_pause_ms": self.longest_pause.as_secs_f64() * 1000.0,
             "idle_intervals": self.idle_intervals,
             "first_error": self.first_error,
+            "compaction": self.compaction.to_json(),
         })
     }
 }
@@ -435,6 +438,9 @@ impl fmt::Display for Summary {
             self.longest_pause.as_secs_f64() * 1000.0,
             self.idle_intervals
         )?;
+        if !self.compaction.strategy.is_empty() {
+            write!(f, "{}", self.compaction)?;
+        }
         if self.commitlog_bytes > 0 {
             writeln!(
                 f,
@@ -562,6 +568,7 @@ mod tests {
             cache_enabled: true,
             cache_hits: 900,
             cache_misses: 100,
+            compaction: crate::stress::CompactionFigures::default(),
         }
     }
 

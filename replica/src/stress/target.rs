@@ -49,6 +49,8 @@ pub struct TargetStats {
     pub cache_hits: u64,
     /// Reads the row cache had to pass on to the sstables.
     pub cache_misses: u64,
+    /// Compaction: sstables, bytes compacted, write amplification.
+    pub compaction: crate::stress::CompactionFigures,
 }
 
 impl TargetStats {

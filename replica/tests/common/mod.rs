@@ -67,6 +67,7 @@ impl Target for MemTarget {
             cache_enabled: true,
             cache_hits: n / 2,
             cache_misses: n / 4,
+            compaction: Default::default(),
         }
     }
 }

@@ -1,0 +1,667 @@
+//! Compaction of a table's sstables, wired in: the `compaction` crate's
+//! [`SstableSet`] is the one place that holds a table's sstables (the
+//! memtable list keeps only memtables), and each set is a
+//! [`CompactionTable`] of the database's [`CompactionManager`].
+//!
+//! # One set per table directory
+//!
+//! The crate writes a job's outputs into its set's directory and names
+//! generations per directory, so a table has one set per directory it
+//! lives in: one per data directory and one per separate flush directory.
+//! Each set compacts in place (flushed sstables in a flush directory are
+//! compacted there: moving them to a data directory would need jobs whose
+//! outputs go to another directory than their inputs, which the crate does
+//! not do yet). Reads pin every set; a tombstone is purged only when no
+//! memtable of the table and no sstable outside the job, in any of the
+//! table's sets, may hold data it shadows ([`MaxPurgeable`]).
+//!
+//! # Ordering with flushes and reads
+//!
+//! A flush adds its sstable to the set (`SstableSet::add`) before its
+//! memtable leaves the memtable list. A read takes the memtable list's
+//! sources first and pins the sets after: a memtable it does not see was
+//! removed after its sstable joined a set, so the pinned version has it
+//! (the memtable and its sstable may both be seen; the merging reader
+//! reconciles identical data). `max_purgeable` looks at the memtables
+//! first and the sets after, for the same reason.
+
+use std::collections::HashSet;
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use compaction::{
+    CompactionManager, CompactionMetrics, CompactionTable, JobOptions, ManagerConfig, MaxPurgeable,
+    NoCompaction, SetSnapshot, SstableHandle, SstableSet, Strategy, StrategyConfig,
+};
+use mutation::{DecoratedKey, Mutation, Timestamp};
+use sstable::{Sstable, WriterOptions};
+
+use crate::database::table::Table;
+use crate::error::Error;
+use crate::sync::{Arc, AtomicBool, AtomicU64, Condvar, Mutex, Ordering, Weak};
+
+/// How a database compacts its tables' sstables
+/// ([`DatabaseConfig::compaction`](crate::DatabaseConfig::compaction)).
+///
+/// ```
+/// use replica::{CompactionConfig, compaction::StrategyConfig};
+///
+/// let mut config = CompactionConfig::default();
+/// config.strategy = StrategyConfig::parse("stcs")?;
+/// config.bandwidth_limit = Some(64 << 20);
+/// config.validate()?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Clone)]
+#[non_exhaustive]
+pub struct CompactionConfig {
+    /// Every table's strategy: incremental (the crate's default: it tiers
+    /// like size-tiered but needs a few fragments of temporary disk per
+    /// job, not up to its whole input), size-tiered, or none.
+    pub strategy: StrategyConfig,
+    /// Tombstones younger than this are never purged (default 10 days,
+    /// Cassandra's `gc_grace_seconds`; at most `u32::MAX` seconds).
+    pub gc_grace: Duration,
+    /// Disk bandwidth limit of all compactions in bytes written per
+    /// second (`None`, the default: unlimited). Compaction takes a share
+    /// of it that grows with its backlog.
+    pub bandwidth_limit: Option<u64>,
+    /// Compaction worker threads (default 1, for a 2-core machine; 1 to
+    /// 64).
+    pub workers: usize,
+    /// The clock deletion times and TTLs are compared with (the system
+    /// clock by default; tests use `compaction::ManualClock`).
+    pub clock: Arc<dyn compaction::Clock>,
+}
+
+impl Default for CompactionConfig {
+    fn default() -> Self {
+        let job = JobOptions::default();
+        let manager = ManagerConfig::default();
+        CompactionConfig {
+            strategy: StrategyConfig::default(),
+            gc_grace: job.gc_grace,
+            bandwidth_limit: manager.bandwidth,
+            workers: manager.workers,
+            clock: job.clock,
+        }
+    }
+}
+
+impl fmt::Debug for CompactionConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CompactionConfig")
+            .field("strategy", &self.strategy)
+            .field("gc_grace", &self.gc_grace)
+            .field("bandwidth_limit", &self.bandwidth_limit)
+            .field("workers", &self.workers)
+            .field("clock", &self.clock)
+            .finish()
+    }
+}
+
+impl PartialEq for CompactionConfig {
+    fn eq(&self, other: &Self) -> bool {
+        self.strategy == other.strategy
+            && self.gc_grace == other.gc_grace
+            && self.bandwidth_limit == other.bandwidth_limit
+            && self.workers == other.workers
+            && std::ptr::addr_eq(Arc::as_ptr(&self.clock), Arc::as_ptr(&other.clock))
+    }
+}
+
+impl CompactionConfig {
+    /// Checks every option.
+    ///
+    /// # Errors
+    /// [`Error::InvalidOption`] naming `compaction` and the compaction
+    /// crate's complaint: a bad strategy option, a gc_grace above
+    /// `u32::MAX` seconds, zero or more than 64 workers, or a zero
+    /// bandwidth limit.
+    pub fn validate(&self) -> Result<(), Error> {
+        let invalid = |e: compaction::Error| Error::InvalidOption {
+            name: "compaction",
+            value: format!("{self:?}"),
+            expected: e.to_string(),
+        };
+        self.strategy.build().map_err(invalid)?;
+        self.manager_config().validate().map_err(invalid)?;
+        let mut job = JobOptions::default();
+        job.gc_grace = self.gc_grace;
+        job.validate().map_err(invalid)
+    }
+
+    fn manager_config(&self) -> ManagerConfig {
+        let mut m = ManagerConfig::default();
+        m.workers = self.workers;
+        m.bandwidth = self.bandwidth_limit;
+        m
+    }
+}
+
+/// True for the files the compaction crate keeps next to a table's
+/// sstables (transaction files and run membership), which the database
+/// owns and removes with the table's sstables.
+pub(crate) fn is_compaction_file_name(name: &str) -> bool {
+    let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    if let Some(rest) = name.strip_prefix("run-") {
+        return rest.strip_suffix(".txt").is_some_and(digits);
+    }
+    if let Some(rest) = name.strip_prefix("compaction-") {
+        let rest = rest
+            .strip_suffix(".txn.tmp")
+            .or_else(|| rest.strip_suffix(".txn"));
+        return rest.is_some_and(|r| {
+            r.split_once('-')
+                .is_some_and(|(a, b)| digits(a) && digits(b))
+        });
+    }
+    false
+}
+
+/// What every table's sets share: the manager and the job options.
+pub(crate) struct CompactionShared {
+    pub(crate) manager: CompactionManager,
+    config: CompactionConfig,
+    writer: WriterOptions,
+    /// Test hook: stop every job after this step of its replacement, as a
+    /// crash would (`usize::MAX`: never).
+    #[cfg_attr(
+        not(feature = "testing"),
+        expect(dead_code, reason = "read by the testing feature's job options")
+    )]
+    stop_after: AtomicU64,
+}
+
+impl fmt::Debug for CompactionShared {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CompactionShared")
+            .field("manager", &self.manager)
+            .finish_non_exhaustive()
+    }
+}
+
+impl CompactionShared {
+    /// Starts the manager's workers.
+    pub(crate) fn new(config: &CompactionConfig, writer: WriterOptions) -> Result<Self, Error> {
+        let manager =
+            CompactionManager::new(config.manager_config()).map_err(|e| Error::Start {
+                what: "compaction manager",
+                detail: e.to_string(),
+            })?;
+        Ok(CompactionShared {
+            manager,
+            config: config.clone(),
+            writer,
+            stop_after: AtomicU64::new(u64::MAX),
+        })
+    }
+
+    /// Test hook: stop the next jobs after step `step` of the replacement.
+    #[cfg(feature = "testing")]
+    pub(crate) fn set_stop_after(&self, step: Option<usize>) {
+        let v = step.map_or(u64::MAX, |s| s as u64);
+        self.stop_after.store(v, Ordering::SeqCst);
+    }
+
+    /// The manager's counters.
+    pub(crate) fn metrics(&self) -> CompactionMetrics {
+        self.manager.metrics()
+    }
+}
+
+/// A table's figures of compaction, in [`TableMetrics`](crate::TableMetrics).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct TableCompactionMetrics {
+    /// Bytes on disk of the table's live sstables.
+    pub live_sstable_bytes: u64,
+    /// Compactions of the table that completed.
+    pub jobs_completed: u64,
+    /// Sstables those jobs replaced.
+    pub sstables_compacted: u64,
+    /// Sstables those jobs wrote.
+    pub sstables_written: u64,
+    /// Bytes written by users (an upper bound of each applied mutation's
+    /// sstable encoding, `mutation::limits::size_bound`).
+    pub user_bytes: u64,
+    /// Reads of the table.
+    pub reads: u64,
+    /// Sstables those reads consulted (key range and bloom filter admit
+    /// the read's range), summed.
+    pub sstables_consulted: u64,
+}
+
+impl TableCompactionMetrics {
+    /// Sstables consulted per read, on average (0 before any read).
+    pub fn sstables_per_read(&self) -> f64 {
+        if self.reads == 0 {
+            0.0
+        } else {
+            self.sstables_consulted as f64 / self.reads as f64
+        }
+    }
+}
+
+#[derive(Debug, Default)]
+struct Counters {
+    jobs: AtomicU64,
+    compacted: AtomicU64,
+    written: AtomicU64,
+    user_bytes: AtomicU64,
+    reads: AtomicU64,
+    consulted: AtomicU64,
+}
+
+/// One directory's sstables of a table, as the manager compacts them.
+pub(crate) struct DirSet {
+    set: SstableSet,
+    strategy: Box<dyn Strategy>,
+    table: Weak<Table>,
+    name: String,
+    shared: Arc<CompactionShared>,
+    /// Set by `drop_table`: no new job starts.
+    stopped: AtomicBool,
+    /// Tickets the manager holds (queued or running checks).
+    tickets: Mutex<usize>,
+    idle: Condvar,
+}
+
+impl fmt::Debug for DirSet {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("DirSet")
+            .field("name", &self.name)
+            .field("set", &self.set)
+            .finish_non_exhaustive()
+    }
+}
+
+impl MaxPurgeable for DirSet {
+    fn max_purgeable(&self, key: &DecoratedKey) -> Timestamp {
+        // A table being dropped purges nothing (its data goes anyway).
+        let Some(table) = self.table.upgrade() else {
+            return Timestamp::MIN;
+        };
+        let mut min = Timestamp::MAX;
+        // Memtables first, then the sets: see the module docs.
+        for memtable in table.list.sources().memtables {
+            if let Some(ts) = memtable.memtable().stats().min_timestamp {
+                min = min.min(ts);
+            }
+        }
+        let none = HashSet::new();
+        for other in &table.sstables.sets {
+            if !std::ptr::eq(&**other, self) {
+                min = min.min(other.set.snapshot().max_purgeable(key, &none));
+            }
+        }
+        min
+    }
+}
+
+impl CompactionTable for DirSet {
+    fn name(&self) -> String {
+        self.name.clone()
+    }
+
+    fn sstables(&self) -> &SstableSet {
+        &self.set
+    }
+
+    fn strategy(&self) -> &dyn Strategy {
+        if self.stopped.load(Ordering::Acquire) {
+            &NoCompaction
+        } else {
+            &*self.strategy
+        }
+    }
+
+    fn job_options(&self) -> JobOptions {
+        #[cfg(feature = "testing")]
+        if let Some(table) = self.table.upgrade() {
+            table
+                .hooks
+                .fire(crate::hooks::HookPoint::CompactionJobStarting);
+        }
+        let mut options = JobOptions::default();
+        options.gc_grace = self.shared.config.gc_grace;
+        options.clock = Arc::clone(&self.shared.config.clock);
+        options.writer = self.shared.writer.clone();
+        #[cfg(feature = "testing")]
+        {
+            let step = self.shared.stop_after.load(Ordering::SeqCst);
+            options.stop_after = usize::try_from(step).ok().filter(|_| step != u64::MAX);
+        }
+        options
+    }
+
+    fn stopped(&self) -> bool {
+        self.stopped.load(Ordering::Acquire)
+    }
+
+    fn replaced(&self, removed: &[u64], added: &[u64]) {
+        if let Some(table) = self.table.upgrade() {
+            let c = &table.sstables.counters;
+            c.jobs.fetch_add(1, Ordering::Relaxed);
+            c.compacted
+                .fetch_add(removed.len() as u64, Ordering::Relaxed);
+            c.written.fetch_add(added.len() as u64, Ordering::Relaxed);
+        }
+    }
+}
+
+/// What the manager holds of a [`DirSet`] while a check of it is queued
+/// or running, so `drop_table` can wait for the set's jobs to end.
+struct Ticket(Arc<DirSet>);
+
+impl Ticket {
+    fn new(set: &Arc<DirSet>) -> Self {
+        *set.tickets.lock() += 1;
+        Ticket(Arc::clone(set))
+    }
+}
+
+impl Drop for Ticket {
+    fn drop(&mut self) {
+        let mut n = self.0.tickets.lock();
+        *n -= 1;
+        if *n == 0 {
+            self.0.idle.notify_all();
+        }
+    }
+}
+
+impl MaxPurgeable for Ticket {
+    fn max_purgeable(&self, key: &DecoratedKey) -> Timestamp {
+        self.0.max_purgeable(key)
+    }
+}
+
+impl CompactionTable for Ticket {
+    fn name(&self) -> String {
+        self.0.name()
+    }
+    fn sstables(&self) -> &SstableSet {
+        // The same set (and address) for every ticket of the directory:
+        // the manager tells tables apart by it.
+        self.0.sstables()
+    }
+    fn strategy(&self) -> &dyn Strategy {
+        self.0.strategy()
+    }
+    fn job_options(&self) -> JobOptions {
+        self.0.job_options()
+    }
+    fn replaced(&self, removed: &[u64], added: &[u64]) {
+        self.0.replaced(removed, added);
+    }
+    fn stopped(&self) -> bool {
+        self.0.stopped()
+    }
+}
+
+/// A table's sstables: one set per table directory.
+pub(crate) struct TableSstables {
+    pub(crate) sets: Vec<Arc<DirSet>>,
+    counters: Counters,
+}
+
+impl fmt::Debug for TableSstables {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_list().entries(&self.sets).finish()
+    }
+}
+
+/// Every set of a table, pinned for one read.
+#[derive(Debug, Clone)]
+pub(crate) struct PinnedSstables {
+    snapshots: Vec<SetSnapshot>,
+}
+
+impl PinnedSstables {
+    /// The sstables, set by set.
+    pub(crate) fn handles(&self) -> impl Iterator<Item = &SstableHandle> {
+        self.snapshots.iter().flat_map(SetSnapshot::handles)
+    }
+}
+
+/// Opens the set of each of `dirs` (recovering half-done compactions
+/// first).
+///
+/// # Errors
+/// [`Error::Compaction`] naming the table for a damaged transaction file
+/// or an sstable that does not open.
+pub(crate) fn open_sets(table: &str, dirs: &[PathBuf]) -> Result<Vec<SstableSet>, Error> {
+    dirs.iter()
+        .map(|dir| {
+            SstableSet::open(dir).map_err(|source| Error::Compaction {
+                table: table.to_owned(),
+                source,
+            })
+        })
+        .collect()
+}
+
+impl TableSstables {
+    /// The sstables of the table `table` will point to, from its opened
+    /// `sets` (the table's strategy built from the shared configuration,
+    /// which was validated).
+    pub(crate) fn new(
+        name: &str,
+        sets: Vec<SstableSet>,
+        table: Weak<Table>,
+        shared: &Arc<CompactionShared>,
+    ) -> Self {
+        let sets = sets
+            .into_iter()
+            .map(|set| {
+                let strategy = shared
+                    .config
+                    .strategy
+                    .build()
+                    .unwrap_or_else(|_| Box::new(NoCompaction));
+                let dir = set.dir().map(Path::display).map(|d| d.to_string());
+                Arc::new(DirSet {
+                    name: format!("{name} in {}", dir.unwrap_or_default()),
+                    set,
+                    strategy,
+                    table: table.clone(),
+                    shared: Arc::clone(shared),
+                    stopped: AtomicBool::new(false),
+                    tickets: Mutex::new(0),
+                    idle: Condvar::new(),
+                })
+            })
+            .collect();
+        TableSstables {
+            sets,
+            counters: Counters::default(),
+        }
+    }
+
+    /// Adds a flushed sstable to the set of the directory it was written
+    /// in, and returns its handle (which pins its files).
+    ///
+    /// # Errors
+    /// [`Error::Compaction`] (`NotInSet`) for an sstable of a directory
+    /// the table has no set for (flushes write only to the table's
+    /// directories, so it does not happen).
+    pub(crate) fn add(&self, dir: &Path, sstable: Sstable) -> Result<SstableHandle, Error> {
+        match self.sets.iter().find(|s| s.set.dir() == Some(dir)) {
+            Some(s) => Ok(s.set.add(sstable)),
+            None => Err(Error::Compaction {
+                table: self
+                    .sets
+                    .first()
+                    .map(|s| s.name.clone())
+                    .unwrap_or_default(),
+                source: compaction::Error::NotInSet {
+                    generation: sstable.generation(),
+                },
+            }),
+        }
+    }
+
+    /// Asks the manager to check every set (after a flush, at open). Only
+    /// queues: never waits for a compaction. A closed manager is ignored.
+    pub(crate) fn submit(&self) {
+        for s in &self.sets {
+            if s.stopped.load(Ordering::Acquire) {
+                continue;
+            }
+            let ticket = std::sync::Arc::new(Ticket::new(s));
+            drop(s.shared.manager.submit(ticket));
+        }
+    }
+
+    /// A major compaction of every set, waiting for each.
+    ///
+    /// # Errors
+    /// [`Error::Compaction`] with the first failure.
+    pub(crate) fn major(&self, table: &str) -> Result<(), Error> {
+        for s in &self.sets {
+            let ticket = std::sync::Arc::new(Ticket::new(s));
+            s.shared
+                .manager
+                .major(ticket)
+                .map_err(|source| Error::Compaction {
+                    table: table.to_owned(),
+                    source,
+                })?;
+        }
+        Ok(())
+    }
+
+    /// Stops the table's compactions (for `drop_table`): no new job
+    /// starts, a running one stops at its next check (inputs intact,
+    /// partial outputs removed), and this waits for the queued checks and
+    /// the running job of each set to end.
+    pub(crate) fn stop(&self) {
+        for s in &self.sets {
+            s.stopped.store(true, Ordering::Release);
+        }
+        for s in &self.sets {
+            let mut n = s.tickets.lock();
+            while *n > 0 {
+                s.idle.wait(&mut n);
+            }
+        }
+    }
+
+    /// Pins every set for one read.
+    pub(crate) fn pin(&self) -> PinnedSstables {
+        PinnedSstables {
+            snapshots: self.sets.iter().map(|s| s.set.snapshot()).collect(),
+        }
+    }
+
+    /// Counts a read that consulted `consulted` sstables.
+    pub(crate) fn note_read(&self, consulted: usize) {
+        self.counters.reads.fetch_add(1, Ordering::Relaxed);
+        self.counters
+            .consulted
+            .fetch_add(consulted as u64, Ordering::Relaxed);
+    }
+
+    /// Counts a user's write.
+    pub(crate) fn note_write(&self, m: &Mutation) {
+        self.counters
+            .user_bytes
+            .fetch_add(mutation::limits::size_bound(m) as u64, Ordering::Relaxed);
+    }
+
+    /// How many sstables the table has.
+    pub(crate) fn count(&self) -> usize {
+        self.sets.iter().map(|s| s.set.snapshot().len()).sum()
+    }
+
+    /// The table's compaction figures.
+    pub(crate) fn metrics(&self) -> TableCompactionMetrics {
+        let c = &self.counters;
+        let load = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        TableCompactionMetrics {
+            live_sstable_bytes: self
+                .sets
+                .iter()
+                .map(|s| s.set.snapshot().total_size())
+                .sum(),
+            jobs_completed: load(&c.jobs),
+            sstables_compacted: load(&c.compacted),
+            sstables_written: load(&c.written),
+            user_bytes: load(&c.user_bytes),
+            reads: load(&c.reads),
+            sstables_consulted: load(&c.consulted),
+        }
+    }
+}
+
+#[cfg(feature = "stress")]
+impl crate::Database {
+    /// Compaction's figures for `replica-stress`'s reports.
+    pub(crate) fn compaction_figures(&self) -> crate::stress::CompactionFigures {
+        let m = self.metrics();
+        let sum = |f: fn(&TableCompactionMetrics) -> u64| -> u64 {
+            m.tables.iter().map(|t| f(&t.compaction)).sum()
+        };
+        crate::stress::CompactionFigures {
+            strategy: crate::stress::strategy_name(&self.config.compaction.strategy),
+            sstables: m.sstables() as u64,
+            live_bytes: sum(|c| c.live_sstable_bytes),
+            jobs: m.compaction.jobs_completed,
+            pending_jobs: m.compaction.pending_jobs + m.compaction.running_jobs,
+            bytes_read: m.compaction.bytes_read,
+            bytes_written: m.compaction.bytes_written,
+            flush_bytes: m.sstable_bytes_written,
+            user_bytes: sum(|c| c.user_bytes),
+            peak_temporary_bytes: m.compaction.peak_temporary_bytes,
+            reads: sum(|c| c.reads),
+            sstables_consulted: sum(|c| c.sstables_consulted),
+        }
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn compaction_files_are_recognised_and_others_are_not() {
+        for yes in [
+            "run-12.txt",
+            "compaction-3-0.txn",
+            "compaction-3-12.txn.tmp",
+        ] {
+            assert!(is_compaction_file_name(yes), "{yes}");
+        }
+        for no in [
+            "run-.txt",
+            "run-1.txt.bak",
+            "compaction-3.txn",
+            "compaction-a-1.txn",
+            "photos",
+            "sst-1-Data.db",
+        ] {
+            assert!(!is_compaction_file_name(no), "{no}");
+        }
+    }
+
+    #[test]
+    fn bad_options_are_named() {
+        let mut c = CompactionConfig::default();
+        c.validate().unwrap();
+        c.workers = 0;
+        let e = c.validate().unwrap_err().to_string();
+        assert!(e.contains("compaction") && e.contains("workers"), "{e}");
+        let c = CompactionConfig {
+            bandwidth_limit: Some(0),
+            ..CompactionConfig::default()
+        };
+        assert!(c.validate().unwrap_err().to_string().contains("bandwidth"));
+        let c = CompactionConfig {
+            gc_grace: Duration::from_secs(u64::from(u32::MAX) + 1),
+            ..CompactionConfig::default()
+        };
+        assert!(c.validate().unwrap_err().to_string().contains("gc_grace"));
+    }
+}

@@ -1,0 +1,165 @@
+//! Compaction's figures in `replica-stress`'s reports: the `--compaction`
+//! option's parser, what the target reports ([`CompactionFigures`]), and
+//! their summary line and JSON.
+
+use std::fmt;
+
+use serde_json::{Value, json};
+
+use crate::compaction::StrategyConfig;
+use crate::error::Error;
+use crate::units::format_bytes;
+
+/// Parses `--compaction`: `stcs`, `ics` or `none`.
+///
+/// # Errors
+/// [`Error::InvalidOption`] naming `--compaction`.
+pub fn parse_compaction(s: &str) -> Result<StrategyConfig, Error> {
+    StrategyConfig::parse(s).map_err(|_| Error::InvalidOption {
+        name: "--compaction",
+        value: s.to_owned(),
+        expected: "stcs, ics or none".to_owned(),
+    })
+}
+
+/// The command line's name of a strategy.
+pub fn strategy_name(strategy: &StrategyConfig) -> &'static str {
+    match strategy {
+        StrategyConfig::SizeTiered(_) => "stcs",
+        StrategyConfig::None => "none",
+        _ => "ics",
+    }
+}
+
+/// What a target reports of its compaction (all zero for a target that
+/// has none).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CompactionFigures {
+    /// The strategy's name (`""` when unknown).
+    pub strategy: &'static str,
+    /// Sstables of every table now.
+    pub sstables: u64,
+    /// Bytes of those sstables.
+    pub live_bytes: u64,
+    /// Compaction jobs completed.
+    pub jobs: u64,
+    /// Jobs queued and running now.
+    pub pending_jobs: u64,
+    /// Bytes compactions read.
+    pub bytes_read: u64,
+    /// Bytes compactions wrote (the bytes compacted).
+    pub bytes_written: u64,
+    /// Sstable bytes flushes wrote.
+    pub flush_bytes: u64,
+    /// Bytes users wrote (`mutation::limits::size_bound` of each write).
+    pub user_bytes: u64,
+    /// The largest temporary disk use of one job.
+    pub peak_temporary_bytes: u64,
+    /// Reads, and the sstables they consulted.
+    pub reads: u64,
+    /// Sstables those reads consulted.
+    pub sstables_consulted: u64,
+}
+
+impl CompactionFigures {
+    /// (flush + compaction bytes written) / bytes written by users; `None`
+    /// before any write.
+    pub fn write_amplification(&self) -> Option<f64> {
+        (self.user_bytes > 0)
+            .then(|| (self.flush_bytes + self.bytes_written) as f64 / self.user_bytes as f64)
+    }
+
+    /// Sstables consulted per read (0 before any read).
+    pub fn sstables_per_read(&self) -> f64 {
+        if self.reads == 0 {
+            0.0
+        } else {
+            self.sstables_consulted as f64 / self.reads as f64
+        }
+    }
+
+    /// The write amplification for a progress line (`-` before any write).
+    pub fn write_amplification_text(&self) -> String {
+        self.write_amplification()
+            .map_or_else(|| "-".to_owned(), |wa| format!("{wa:.2}"))
+    }
+
+    /// The figures as JSON.
+    pub fn to_json(&self) -> Value {
+        json!({
+            "strategy": self.strategy,
+            "sstables": self.sstables,
+            "live_bytes": self.live_bytes,
+            "jobs": self.jobs,
+            "pending_jobs": self.pending_jobs,
+            "bytes_read": self.bytes_read,
+            "bytes_compacted": self.bytes_written,
+            "flush_bytes": self.flush_bytes,
+            "user_bytes": self.user_bytes,
+            "write_amplification": self.write_amplification(),
+            "peak_temporary_bytes": self.peak_temporary_bytes,
+            "sstables_per_read": self.sstables_per_read(),
+        })
+    }
+}
+
+/// The summary's compaction lines.
+impl fmt::Display for CompactionFigures {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(
+            f,
+            "Compaction ({:<4})         : {:>10} sstables ({}), {} jobs, {} compacted, peak temporary {}",
+            self.strategy,
+            self.sstables,
+            format_bytes(self.live_bytes),
+            self.jobs,
+            format_bytes(self.bytes_written),
+            format_bytes(self.peak_temporary_bytes),
+        )?;
+        writeln!(
+            f,
+            "Write amplification       : {:>10}, {:.2} sstables per read",
+            self.write_amplification_text(),
+            self.sstables_per_read()
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_parse_and_bad_ones_are_named() {
+        for name in ["stcs", "ics", "none"] {
+            assert_eq!(strategy_name(&parse_compaction(name).unwrap()), name);
+        }
+        let e = parse_compaction("lcs").unwrap_err().to_string();
+        assert!(e.contains("--compaction") && e.contains("stcs"), "{e}");
+    }
+
+    #[test]
+    fn figures_give_write_amplification_and_lines() {
+        let f = CompactionFigures {
+            strategy: "stcs",
+            sstables: 7,
+            bytes_written: 300,
+            flush_bytes: 100,
+            user_bytes: 100,
+            reads: 4,
+            sstables_consulted: 6,
+            ..CompactionFigures::default()
+        };
+        assert_eq!(f.write_amplification(), Some(4.0));
+        assert_eq!(CompactionFigures::default().write_amplification(), None);
+        assert!((f.sstables_per_read() - 1.5).abs() < 1e-9);
+        let text = f.to_string();
+        assert!(
+            text.contains("Compaction (stcs)") && text.contains("4.00"),
+            "{text}"
+        );
+        let j = f.to_json();
+        assert_eq!(j["sstables"], 7);
+        assert_eq!(j["write_amplification"], 4.0);
+    }
+}
