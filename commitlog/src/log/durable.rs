@@ -31,7 +31,7 @@ use crate::{Error, ReplayPosition};
 #[derive(Debug)]
 pub(super) struct Wakers<V> {
     next_key: u64,
-    map: HashMap<u64, (V, Waker)>,
+    pub(super) map: HashMap<u64, (V, Waker)>,
 }
 
 impl<V> Default for Wakers<V> {
