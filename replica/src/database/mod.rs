@@ -563,6 +563,11 @@ impl Database {
     ///   crash and replay before then may bring the write back, whole (a
     ///   timed-out write may come back the same way, as in Cassandra).
     ///
+    /// A future that has been polled and has not finished is an operation
+    /// in progress: [`close`](Self::close) (and `crash`) wait for it to
+    /// finish or be dropped, so do not close the database from the thread
+    /// that would poll it.
+    ///
     /// # Errors
     /// Those of [`apply`](Self::apply), from the future.
     pub async fn apply_async(&self, table: &str, mutation: Mutation) -> Result<(), Error> {
