@@ -2,7 +2,7 @@
 //! in the same run.
 //!
 //! ```text
-//! cargo bench -p replmem-commitlog --bench append -- [--quick] [--scale F] [--dir PATH] [--only batch|periodic] [--threads 1,8,64,100] [--per-call 16] [--bytes-per-sync 1048576,0]
+//! cargo bench -p replmem-commitlog --bench append -- [--quick] [--scale F] [--dir PATH] [--only batch|periodic|async] [--threads 1,8,64,100] [--per-call 16] [--bytes-per-sync 1048576,0] [--async-threads 1,2] [--in-flight 64,256]
 //! ```
 //!
 //! * **Batch mode** (`SyncMode::Batch(0)`), 1 KiB mutations, 1, 8, 64 and
@@ -23,6 +23,15 @@
 //!   thread: appends per second against appending the same encoded bytes to
 //!   a `Vec<u8>` (encoding included in both).
 //!
+//! * **Async** (`--only async`; also part of the default run):
+//!   `CommitLog::add_async` in `Batch(0)`, 1 and 2 threads (`--async-threads`)
+//!   each keeping 64 and 256 appends in flight (`--in-flight`) on a small
+//!   executor of its own (one waker per future, the thread parked while
+//!   none is woken); latency from the call to the future's resolution.
+//!   Each row is set against its bound row in the same run: one write +
+//!   fdatasync of all the entries in flight (threads x in flight) at a
+//!   time. The issue's targets (24): at least 0.8x the bound's MB/s, and
+//!   p99 at most 3x one fdatasync's p99 at 64 in flight.
 //! * `--bytes-per-sync N,M,...` (default `1048576,0`): every commit-log row
 //!   is run once per value of `Config::bytes_per_sync` (incremental
 //!   write-back every N bytes; 0 off), in the same run, so the option's
@@ -35,13 +44,16 @@
 //! test.
 
 use std::fs::{File, OpenOptions};
+use std::future::Future;
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::pin::Pin;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::task::{Context, Poll, Wake, Waker};
 use std::time::{Duration, Instant};
 
-use commitlog::{CommitLog, Config, SyncMode};
+use commitlog::{CommitLog, Config, Durable, SyncMode};
 use hdrhistogram::Histogram;
 use mutation::{Cell, DecoratedKey, Mutation, Timestamp};
 
@@ -54,6 +66,10 @@ struct Args {
     per_call: u64,
     /// `Config::bytes_per_sync` values; each log row runs once per value.
     bytes_per_sync: Vec<u64>,
+    /// Thread counts of the async rows.
+    async_threads: Vec<u64>,
+    /// Appends each async thread keeps in flight.
+    in_flight: Vec<u64>,
 }
 
 fn parse_args() -> Args {
@@ -64,6 +80,8 @@ fn parse_args() -> Args {
         threads: vec![1, 8, 64, 100],
         per_call: 16,
         bytes_per_sync: vec![1 << 20, 0],
+        async_threads: vec![1, 2],
+        in_flight: vec![64, 256],
     };
     let mut it = std::env::args().skip(1);
     while let Some(a) = it.next() {
@@ -96,9 +114,22 @@ fn parse_args() -> Args {
                     .and_then(|v| v.split(',').map(|t| t.parse().ok()).collect())
                     .expect("--bytes-per-sync takes a comma-separated list of byte counts")
             }
+            "--async-threads" => {
+                args.async_threads = it
+                    .next()
+                    .and_then(|v| v.split(',').map(|t| t.parse().ok()).collect())
+                    .expect("--async-threads takes a comma-separated list of numbers")
+            }
+            "--in-flight" => {
+                args.in_flight = it
+                    .next()
+                    .and_then(|v| v.split(',').map(|t| t.parse().ok()).collect())
+                    .filter(|v: &Vec<u64>| v.iter().all(|&n| n >= 1))
+                    .expect("--in-flight takes a comma-separated list of numbers, each at least 1")
+            }
             "--bench" => {}
             other => panic!(
-                "unknown argument {other}; use --quick, --scale F, --dir PATH, --only batch|periodic, --threads N,M,..., --per-call N, --bytes-per-sync N,M,..."
+                "unknown argument {other}; use --quick, --scale F, --dir PATH, --only batch|periodic|async, --threads N,M,..., --per-call N, --bytes-per-sync N,M,..., --async-threads N,M,..., --in-flight N,M,..."
             ),
         }
     }
@@ -490,6 +521,167 @@ fn bench_periodic(args: &Args) {
     println!();
 }
 
+/// Marks one in-flight append woken and unparks its thread.
+struct Mark {
+    woken: AtomicBool,
+    thread: std::thread::Thread,
+}
+
+impl Wake for Mark {
+    fn wake(self: Arc<Self>) {
+        self.wake_by_ref();
+    }
+    fn wake_by_ref(self: &Arc<Self>) {
+        self.woken.store(true, Ordering::Release);
+        self.thread.unpark();
+    }
+}
+
+/// `entries` appends with `add_async` in `Batch(0)` from `threads`
+/// threads, each keeping `in_flight` futures pending; latency is from the
+/// call to the resolution.
+fn run_async(dir: &Path, threads: u64, in_flight: u64, entries: u64) -> Run {
+    let dir = tempfile::tempdir_in(dir).expect("bench dir");
+    let (log, _) = CommitLog::open(
+        dir.path(),
+        log_config(SyncMode::Batch(Duration::ZERO), 1 << 20),
+        |_, _, _| {},
+    )
+    .expect("open log");
+    let log = Arc::new(log);
+    let next = Arc::new(AtomicU64::new(0));
+    let all: Arc<Vec<Mutation>> = Arc::new((0..entries).map(mutation).collect());
+    let cpu_before = process_cpu();
+    let start = Instant::now();
+    let handles: Vec<_> = (0..threads)
+        .map(|_| {
+            let (log, next, all) = (Arc::clone(&log), Arc::clone(&next), Arc::clone(&all));
+            std::thread::spawn(move || {
+                let mut h = histogram();
+                let mut slots: Vec<(Durable, Arc<Mark>, Waker, Instant)> = Vec::new();
+                let mut exhausted = false;
+                loop {
+                    while !exhausted && (slots.len() as u64) < in_flight {
+                        let i = next.fetch_add(1, Ordering::Relaxed);
+                        if i >= entries {
+                            exhausted = true;
+                            break;
+                        }
+                        let t = Instant::now();
+                        let fut = log.add_async(i % 4, &all[i as usize]).expect("append");
+                        let mark = Arc::new(Mark {
+                            woken: AtomicBool::new(true),
+                            thread: std::thread::current(),
+                        });
+                        let waker = Waker::from(Arc::clone(&mark));
+                        slots.push((fut, mark, waker, t));
+                    }
+                    if slots.is_empty() {
+                        return h;
+                    }
+                    let mut progressed = false;
+                    let mut k = 0;
+                    while k < slots.len() {
+                        if !slots[k].1.woken.swap(false, Ordering::Acquire) {
+                            k += 1;
+                            continue;
+                        }
+                        let (fut, _, waker, _) = &mut slots[k];
+                        match Pin::new(fut).poll(&mut Context::from_waker(waker)) {
+                            Poll::Ready(r) => {
+                                r.expect("durable");
+                                let t = slots.swap_remove(k).3;
+                                h.record(t.elapsed().as_nanos() as u64).expect("in range");
+                                progressed = true;
+                            }
+                            Poll::Pending => k += 1,
+                        }
+                    }
+                    if !progressed && (exhausted || slots.len() as u64 == in_flight) {
+                        std::thread::park();
+                    }
+                }
+            })
+        })
+        .collect();
+    let mut latency = histogram();
+    for h in handles {
+        latency.add(h.join().expect("writer")).expect("same bounds");
+    }
+    let took = start.elapsed();
+    let cpu = process_cpu()
+        .zip(cpu_before)
+        .map(|(a, b)| a.saturating_sub(b));
+    let stats = log.stats();
+    Run {
+        entries,
+        bytes: stats.bytes,
+        took,
+        latency,
+        syncs: stats.syncs,
+        cpu,
+    }
+}
+
+fn bench_async(args: &Args) {
+    let entries = ((65_536.0 * args.scale) as u64).max(1024);
+    let one = ((2_048.0 * args.scale) as u64).max(16);
+    println!("## Async appends (add_async), Batch(0): 1 KiB mutations, many in flight per thread");
+    println!();
+    println!(
+        "Directory: {}. {entries} entries per row; entry = {} bytes on disk. Each commitlog row follows its bound row: one write + fdatasync of all entries in flight at a time.",
+        args.dir.display(),
+        entry_bytes(&mutation(0))
+    );
+    println!();
+    let per_write = run_sync_per_write(&args.dir, one);
+    let fsync_p99 = per_write.latency.value_at_quantile(0.99).max(1);
+    println!(
+        "| writer | threads | in flight per thread | entries/s | MB/s | p50 (us) | p99 (us) | syncs | entries/sync | MB/s vs bound | p99 vs fdatasync p99 | CPU us/entry |"
+    );
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|");
+    let row = |name: &str, threads: u64, in_flight: u64, r: &Run, bound: Option<&Run>| {
+        let cpu_per = r.cpu.map_or("-".to_string(), |c| {
+            format!("{:.1}", c.as_secs_f64() * 1e6 / r.entries as f64)
+        });
+        let vs_bound = bound.map_or("1.00x".to_string(), |b| {
+            format!("{:.2}x", r.mb_per_s() / b.mb_per_s())
+        });
+        println!(
+            "| {name} | {threads} | {in_flight} | {:.0} | {:.1} | {:.0} | {:.0} | {} | {:.1} | {vs_bound} | {:.2}x | {cpu_per} |",
+            r.per_s(),
+            r.mb_per_s(),
+            us(r.latency.value_at_quantile(0.5)),
+            us(r.latency.value_at_quantile(0.99)),
+            r.syncs,
+            r.entries as f64 / r.syncs.max(1) as f64,
+            r.latency.value_at_quantile(0.99) as f64 / fsync_p99 as f64,
+        );
+    };
+    row("write+fdatasync each", 1, 1, &per_write, Some(&per_write));
+    for &threads in &args.async_threads {
+        for &in_flight in &args.in_flight {
+            let group = threads * in_flight;
+            let rounds = (entries / group).clamp(16, 1024);
+            let bound = run_group_bound(&args.dir, group, rounds);
+            row(
+                "bound: one write + fdatasync of all in flight",
+                threads,
+                in_flight,
+                &bound,
+                None,
+            );
+            let r = run_async(&args.dir, threads, in_flight, entries);
+            row("commitlog add_async", threads, in_flight, &r, Some(&bound));
+        }
+    }
+    println!();
+    println!(
+        "Targets (issue 24): MB/s vs bound >= 0.8x for the same entries in flight; p99 vs fdatasync p99 <= 3x at 64 in flight. The bound rows' p50/p99 are per sync."
+    );
+    println!();
+}
+
 fn main() {
     let args = parse_args();
     println!("# commitlog append benchmark (scale {})", args.scale);
@@ -499,5 +691,8 @@ fn main() {
     }
     if args.only.as_deref().is_none_or(|o| o == "periodic") {
         bench_periodic(&args);
+    }
+    if args.only.as_deref().is_none_or(|o| o == "async") {
+        bench_async(&args);
     }
 }

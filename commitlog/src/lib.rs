@@ -25,6 +25,12 @@
 //!   short. [`CommitLog::add_batch`] appends several mutations, each its
 //!   own entry, for one wait: a writer with many mutations pays one wakeup
 //!   rather than one per mutation.
+//! * [`CommitLog::add_async`] places the entry as `add` does and returns a
+//!   [`Durable`] future for the wait: it resolves once the same
+//!   group-commit cycle synced the entry (the flusher runs it), so one
+//!   thread can keep many writes in flight. It is runtime-agnostic (waker
+//!   based, woken after the sync by whoever ran it); dropping it cancels
+//!   only the wait.
 //! * In batch mode, segments are made ahead of need ([`Preallocate`]): a
 //!   background thread keeps one segment zero-filled at its full size and
 //!   synced, so a segment switch is a rename and the group-commit
@@ -133,7 +139,7 @@ pub use crate::config::{
     Config, CorruptionPolicy, MAX_SEGMENT_SIZE, MIN_SEGMENT_SIZE, Preallocate, SyncMode,
 };
 pub use crate::error::Error;
-pub use crate::log::{CommitLog, FlushHandler, FlushRequest, LogStats};
+pub use crate::log::{CommitLog, Durable, FlushHandler, FlushRequest, LogStats};
 pub use crate::positions::ReplayPositionSet;
 pub use crate::replay::{Damage, ReplayReport, TornTail, replay};
 

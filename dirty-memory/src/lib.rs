@@ -205,5 +205,5 @@ pub use config::{
 };
 pub use error::{Error, FlushFailure};
 pub use flush::{Flush, FlushReason, FlushTarget};
-pub use manager::DirtyMemoryManager;
+pub use manager::{DirtyMemoryManager, WhenAdmitted};
 pub use metrics::DirtyMemoryMetrics;

@@ -13,7 +13,7 @@
 //! Allocations per read are counted by a counting global allocator and
 //! printed once per benchmark (`allocs/op`), outside the timed loops.
 //!
-//! `cargo bench -p replica --bench cache` (add `-- --test` for one quick
+//! `cargo bench -p replmem-replica --bench cache` (add `-- --test` for one quick
 //! pass).
 
 use std::alloc::{GlobalAlloc, Layout, System};

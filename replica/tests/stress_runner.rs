@@ -42,6 +42,7 @@ fn config(workload: WorkloadSpec, threads: usize, stop: StopCondition) -> RunCon
         stop,
         interval: Duration::from_millis(20),
         memory: replica::stress::MemoryProbe::default(),
+        async_in_flight: 0,
     }
 }
 
@@ -396,4 +397,22 @@ fn the_targets_own_high_water_mark_beats_the_samples() {
     );
     let s = run(&Peaky(MemTarget::default()), &cfg, &mut no_observer()).unwrap();
     assert_eq!(s.peak_real_dirty, 1 << 40);
+}
+
+/// `--async`: a mixed load with 16 writes in flight per thread on a target
+/// whose async write is the default (ready at once) runs the exact count.
+#[test]
+fn an_async_run_issues_the_exact_operation_count() {
+    let target = MemTarget::default();
+    let mut cfg = config(
+        spec(Mode::Mixed, Distribution::Uniform),
+        3,
+        StopCondition::Operations(1500),
+    );
+    cfg.async_in_flight = 16;
+    let s = run(&target, &cfg, &mut no_observer()).unwrap();
+    assert_eq!(s.counts.ops, 1500);
+    assert_eq!(s.counts.writes + s.counts.reads, 1500);
+    assert_eq!(s.counts.errors, 0);
+    assert_eq!(target.applies.load(Ordering::Relaxed), s.counts.writes);
 }

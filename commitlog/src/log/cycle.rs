@@ -84,6 +84,11 @@ impl Shared {
                 Some(e) => s.failed = Some(PlainArc::clone(e)),
                 None => s.done = s.done.max(cycle_no),
             }
+            // The tasks of `Durable` futures, woken after the cycle's sync
+            // and under the slot's lock, so that a future dropped (its
+            // waker taken out under this lock) is never woken after. Only
+            // this cycle's futures (or, on failure, every one) are here.
+            s.wakers.wake_all();
             drop(s);
             slot.cv.notify_all();
         }
@@ -251,6 +256,7 @@ impl Shared {
                 let e = PlainArc::new(e);
                 self.publish(cycle_no, Some(&e));
                 st.failed = Some(e);
+                st.lag_wakers.wake_all();
             }
             Ok(()) if sync_now => {
                 let entries = std::mem::take(&mut st.unsynced_entries);
@@ -292,7 +298,10 @@ impl Shared {
         });
         st.syncing = false;
         match result {
-            Err(e) => st.failed = Some(PlainArc::new(e)),
+            Err(e) => {
+                st.failed = Some(PlainArc::new(e));
+                st.lag_wakers.wake_all();
+            }
             Ok(()) => {
                 self.note_synced(st, target, entries, now);
                 self.retire(st);
@@ -318,6 +327,9 @@ impl Shared {
         // covered, and no older than its start.
         st.unsynced_since = (!st.pending.is_empty() || !st.unsynced.is_empty()).then_some(now);
         let upto = st.synced;
+        // Periodic-mode futures held for a lagging sync that this one
+        // covered.
+        st.lag_wakers.wake_where(|&end| end <= upto);
         for (&id, seg) in st.segments.range_mut(..=upto.segment) {
             if seg.file.is_none() {
                 continue;

@@ -2,6 +2,7 @@
 //! and flusher code over the in-memory store.
 
 use std::collections::BTreeMap;
+use std::future::Future;
 use std::time::Duration;
 
 use super::tests::mutation;
@@ -353,5 +354,103 @@ fn loom_the_periodic_writer_thread_racing_a_sync_keeps_every_entry() {
         for p in [first, second] {
             assert!(durable(&storage, p), "{p:?} lost");
         }
+    });
+}
+
+/// A task waker for the async models: unparks the polling thread (loom's
+/// park token, so a wake before the park is not lost), and fails the
+/// model if it is woken after its future was dropped. Its flag is a loom
+/// `Arc`, so a waker the log kept after the drop is reported as a leak.
+struct TaskWaker {
+    thread: loom::thread::Thread,
+    dropped: Arc<sync::AtomicBool>,
+}
+
+impl std::task::Wake for TaskWaker {
+    fn wake(self: PlainArc<Self>) {
+        self.wake_by_ref();
+    }
+
+    fn wake_by_ref(self: &PlainArc<Self>) {
+        assert!(
+            !self.dropped.load(sync::Ordering::SeqCst),
+            "a dropped future's task was woken"
+        );
+        self.thread.unpark();
+    }
+}
+
+/// A waker for the current thread, with the flag its future's drop sets.
+fn task_waker() -> (std::task::Waker, Arc<sync::AtomicBool>) {
+    let dropped = Arc::new(sync::AtomicBool::new(false));
+    let waker = std::task::Waker::from(PlainArc::new(TaskWaker {
+        thread: loom::thread::current(),
+        dropped: Arc::clone(&dropped),
+    }));
+    (waker, dropped)
+}
+
+/// Polls `fut` to completion on this thread, parking between polls: a
+/// lost wake-up leaves the thread parked, which loom reports as a
+/// deadlock.
+fn block_on<F: std::future::Future + Unpin>(mut fut: F) -> F::Output {
+    let (waker, _dropped) = task_waker();
+    let mut cx = std::task::Context::from_waker(&waker);
+    loop {
+        if let std::task::Poll::Ready(out) = std::pin::Pin::new(&mut fut).poll(&mut cx) {
+            return out;
+        }
+        loom::thread::park();
+    }
+}
+
+/// An async append against a blocking writer in `Batch(0)`: whichever
+/// runs the cycle (the blocking writer leading it, or the flusher the
+/// async append woke), the future is woken (no lost wake-up) and resolves
+/// only once its entry is in the store's durable image.
+#[test]
+fn loom_an_async_append_is_woken_only_after_its_sync() {
+    model(|| {
+        let (log, storage, other) = batch_log_and_another_writer();
+        let fut = log.add_async(2, &mutation("b", 10)).unwrap();
+        let want = fut.position();
+        let mine = block_on(fut).unwrap();
+        assert_eq!(mine, want);
+        assert!(durable(&storage, mine), "resolved before its sync");
+        let theirs = other.join().unwrap();
+        assert_ne!(mine, theirs);
+        assert_eq!(log.stats().synced_entries, 2);
+        PlainArc::try_unwrap(log).unwrap().close().unwrap();
+    });
+}
+
+/// An async append polled once (its waker registered unless the flusher
+/// already synced it) and dropped while the flusher syncs it: the drop
+/// takes the waker out of the slot (none left behind: loom would report
+/// the waker's `Arc` leaked at the model's end, and the slot is checked
+/// empty), the task is never woken after the drop, and the entry is still
+/// made durable.
+#[test]
+fn loom_a_dropped_async_append_leaves_no_waker_behind() {
+    model(|| {
+        let storage = MemStorage::default();
+        let log = batch_log(&storage);
+        let mut fut = log.add_async(1, &mutation("a", 10)).unwrap();
+        let pos = fut.position();
+        let (waker, dropped) = task_waker();
+        let mut cx = std::task::Context::from_waker(&waker);
+        let first = std::pin::Pin::new(&mut fut).poll(&mut cx);
+        if first.is_pending() {
+            assert!(fut.is_registered());
+        }
+        drop(fut);
+        dropped.store(true, sync::Ordering::SeqCst);
+        drop(waker);
+        for slot in &log.shared.done {
+            assert_eq!(slot.state.lock().wakers.len(), 0, "a waker left behind");
+        }
+        log.sync().unwrap();
+        assert!(durable(&storage, pos));
+        PlainArc::try_unwrap(log).unwrap().close().unwrap();
     });
 }

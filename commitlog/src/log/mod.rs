@@ -45,6 +45,7 @@
 
 mod append;
 mod cycle;
+mod durable;
 #[cfg(all(loom, test))]
 mod loom_tests;
 mod requests;
@@ -66,6 +67,8 @@ use crate::replay::{self, ReplayReport};
 use crate::storage::{DirStorage, SegmentFile, Storage};
 use crate::sync::{self, Arc, Condvar, Mutex, PlainArc};
 use crate::{Error, ReplayPosition, ReplayPositionSet, TableId};
+
+pub use self::durable::Durable;
 
 /// A request from the log to its owner: flush `table`'s memtables holding
 /// entries up to `up_to`; each flush then hands its entries back with
@@ -225,6 +228,10 @@ struct State {
     stats: LogStats,
     /// Emptied buffers for reuse.
     pool: Vec<Vec<u8>>,
+    /// Periodic mode: the tasks of [`Durable`] futures held for a lagging
+    /// sync, by key, with the end of their entry; woken when a sync covers
+    /// it (or the log fails).
+    lag_wakers: durable::Wakers<ReplayPosition>,
 }
 
 /// Completed batch cycles of one parity (see [`Shared::done`]).
@@ -240,6 +247,9 @@ struct GenState {
     done: u64,
     /// The log failed: no waiting cycle will finish.
     failed: Option<PlainArc<io::Error>>,
+    /// The tasks of [`Durable`] futures waiting for a cycle of this parity,
+    /// by key; woken (under this slot's lock) when one ends.
+    wakers: durable::Wakers<()>,
 }
 
 impl GenSlot {
@@ -420,6 +430,7 @@ impl CommitLog {
             last_sync_start: None,
             stats,
             pool: Vec::new(),
+            lag_wakers: durable::Wakers::default(),
         };
         let shared = Arc::new(Shared {
             state: Mutex::new(state),
@@ -506,6 +517,49 @@ impl CommitLog {
         let wait_sync = matches!(self.shared.config.sync, SyncMode::Batch(_));
         self.shared
             .append(table, KIND_MUTATION, &payload, wait_sync)
+    }
+
+    /// Appends `mutation` for `table` as [`CommitLog::add`] does (the
+    /// entry is placed, and has its position, when this returns) and
+    /// returns a future that resolves once the entry is as durable as
+    /// `add` makes it before returning: in [`SyncMode::Batch`] once an
+    /// fdatasync covered it (the same group-commit cycle as the blocking
+    /// writers'), in [`SyncMode::Periodic`] at once (or, while the sync lags
+    /// by over two intervals, once a sync covered it).
+    ///
+    /// The future is runtime-agnostic (see [`Durable`]); the sync is run by
+    /// the log's flusher thread, which this call wakes. Placement itself
+    /// may block as `add` does: while the unwritten buffers are at their
+    /// budget or the log is at its size limit (up to
+    /// [`Config::write_timeout`]).
+    ///
+    /// Dropping the future unresolved leaves the entry in the log: it may
+    /// come back at replay. An owner that will not apply the mutation hands
+    /// the entry back with [`CommitLog::discard_flushed`].
+    ///
+    /// # Errors
+    /// The placement errors of [`CommitLog::add`] here; the future fails
+    /// with [`Error::Failed`] if a write or sync fails before the entry is
+    /// durable.
+    pub fn add_async(&self, table: TableId, mutation: &Mutation) -> Result<Durable, Error> {
+        let payload = mutation_payload(table, mutation);
+        // No thread waits to lead the cycle: the flusher runs it.
+        let (st, placed) = self
+            .shared
+            .place(table, KIND_MUTATION, &payload, false, true)?;
+        let shared = Arc::clone(&self.shared);
+        Ok(match self.shared.config.sync {
+            SyncMode::Batch(_) => Durable::cycle(shared, placed.pos, placed.cycle_no),
+            SyncMode::Periodic(_) if placed.lagging => {
+                let mut st = st;
+                st.stats.sync_lag_waits += 1;
+                st.sync_requested = true;
+                self.shared.work.notify_one();
+                self.shared.progress.notify_all();
+                Durable::synced(shared, placed.pos, placed.end)
+            }
+            SyncMode::Periodic(_) => Durable::ready(shared, placed.pos),
+        })
     }
 
     /// Appends several mutations, in order, and returns their positions.

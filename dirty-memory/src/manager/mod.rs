@@ -13,6 +13,7 @@
 //!   requests and shutdown.
 
 mod admission;
+pub use admission::WhenAdmitted;
 mod flush_loop;
 mod metrics;
 mod policy;

@@ -621,6 +621,52 @@ impl Database {
         )
     }
 
+    /// The asynchronous form of [`apply`](Self::apply): the same checks,
+    /// commit-log append, dirty-memory admission and apply, but the waits
+    /// (for the log's sync in batch mode, for dirty memory at its hard
+    /// limit) are futures, so one thread can keep many writes in flight.
+    /// The future is runtime-agnostic: it registers its task's waker with
+    /// the log (woken after the fdatasync that covered the entry, by the
+    /// log's flusher thread) and with the dirty-memory group (woken when
+    /// the write is admitted). The checks and the log append run at the
+    /// first poll; the log append itself may block briefly when the log's
+    /// buffers are at their budget or the log is at its size limit, as for
+    /// `apply`. When the future resolves `Ok` the write is readable (and in
+    /// batch mode durable), exactly as when `apply` returns.
+    ///
+    /// # Cancellation
+    /// Dropping the future before it resolved leaves no partial state: the
+    /// write reaches its memtable inside the one poll that then resolves
+    /// the future, so a dropped future never applied its write and it is
+    /// never readable from a memtable. What can be observed of it:
+    /// * dropped before its first poll, or before its log append: nothing;
+    /// * dropped after its log append (waiting for the sync or for dirty
+    ///   memory): the entry is handed back to the log at once (it pins no
+    ///   segment), but it stays in its segment until that is retired, so a
+    ///   crash and replay before then may bring the write back, whole (a
+    ///   timed-out write may come back the same way, as in Cassandra).
+    ///
+    /// A future that has been polled and has not finished is an operation
+    /// in progress: [`close`](Self::close) (and `crash`) wait for it to
+    /// finish or be dropped, so do not close the database from the thread
+    /// that would poll it.
+    ///
+    /// # Errors
+    /// Those of [`apply`](Self::apply), from the future.
+    pub async fn apply_async(&self, table: &str, mutation: Mutation) -> Result<(), Error> {
+        let _pass = self.enter("apply")?;
+        let t = self.table(table)?;
+        check_mutation(table, &mutation)?;
+        let log = self.log();
+        t.apply_async(
+            self.manager(&t),
+            &mutation,
+            self.config.write_timeout,
+            log.as_deref(),
+        )
+        .await
+    }
+
     /// Reads partition `key` of `table`, restricted to the clustering rows
     /// in `slice` (its static row and partition tombstone always come),
     /// merged from every memtable and sstable; `None` if no source has it.

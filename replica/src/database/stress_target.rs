@@ -1,6 +1,9 @@
 //! The database as `replica-stress` drives it: [`Target`] for
 //! [`Database`], and the [`TargetFactory`] that opens one per run.
 
+use std::future::Future;
+use std::pin::Pin;
+
 use mutation::{ClusteringRange, DecoratedKey, Mutation};
 
 use crate::catalog::TableSchema;
@@ -16,6 +19,14 @@ impl Target for Database {
 
     fn apply(&self, table: &str, mutation: Mutation) -> Result<(), Error> {
         Database::apply(self, table, &mutation)
+    }
+
+    fn apply_async<'a>(
+        &'a self,
+        table: &'a str,
+        mutation: Mutation,
+    ) -> Pin<Box<dyn Future<Output = Result<(), Error>> + 'a>> {
+        Box::pin(Database::apply_async(self, table, mutation))
     }
 
     fn read(&self, table: &str, key: &DecoratedKey) -> Result<u64, Error> {

@@ -365,6 +365,102 @@ impl Table {
         result.map(drop)
     }
 
+    /// The asynchronous form of [`apply`](Self::apply): the same log
+    /// append, admission and apply, waiting for the log's sync and for
+    /// dirty memory as futures. The entry is appended at the first poll.
+    ///
+    /// Cancel-safe: the write reaches a memtable inside one poll, which
+    /// then completes the future, so a future dropped unfinished never
+    /// applied its write; the entry it appended (if it got that far) is
+    /// handed back to the log by the drop (see [`EntryGuard`]).
+    pub(crate) async fn apply_async(
+        &self,
+        manager: &DirtyMemoryManager,
+        m: &Mutation,
+        timeout: Duration,
+        log: Option<&CommitLog>,
+    ) -> Result<(), Error> {
+        let entered = Instant::now();
+        let mut guard = EntryGuard {
+            log,
+            table: self.id,
+            position: None,
+        };
+        if let Some(log) = log {
+            let durable = log
+                .add_async(self.id, m)
+                .map_err(|source| Error::CommitLog { source })?;
+            guard.position = Some(durable.position());
+            durable
+                .await
+                .map_err(|source| Error::CommitLog { source })?;
+        }
+        let position = guard.position;
+        let mut blocked = Duration::ZERO;
+        let result = loop {
+            // `memtable` is weak: waiting below keeps no flushed memtable
+            // alive.
+            let memtable = Arc::downgrade(&self.list.active());
+            #[cfg(feature = "testing")]
+            self.hooks.fire(crate::hooks::HookPoint::WriterTookActive);
+            let admitted = manager
+                .run_when_memory_available_async(
+                    || {
+                        let applied = memtable
+                            .upgrade()
+                            .map(|memtable| memtable.apply_recorded(position, |mt| mt.apply(m)));
+                        (entered.elapsed(), applied)
+                    },
+                    Some(timeout),
+                )
+                .await;
+            // From here to the end no await: a write that reached a
+            // memtable completes this poll.
+            let attempt = match admitted {
+                Ok((waited, applied)) => {
+                    blocked = waited;
+                    match applied {
+                        Some(Ok(already_flushed)) => Ok(already_flushed),
+                        None => Err(Attempt::Sealed),
+                        Some(Err(memtable::Error::Sealed { .. })) => Err(Attempt::Sealed),
+                        Some(Err(source)) => Err(Attempt::Failed(Error::Memtable {
+                            table: self.name().to_owned(),
+                            source,
+                        })),
+                    }
+                }
+                Err(dirty_memory::Error::Admission {
+                    source: region_group::Error::Shutdown { .. },
+                    ..
+                }) => Err(Attempt::Failed(Error::Closed { operation: "apply" })),
+                Err(source) => Err(Attempt::Failed(Error::WriteTimeout {
+                    table: self.name().to_owned(),
+                    timeout,
+                    source,
+                })),
+            };
+            match attempt {
+                Ok(already_flushed) => break Ok(already_flushed),
+                Err(Attempt::Sealed) => continue,
+                Err(Attempt::Failed(e)) => break Err(e),
+            }
+        };
+        let nanos = u64::try_from(blocked.as_nanos()).unwrap_or(u64::MAX);
+        self.counters
+            .blocked_nanos
+            .fetch_add(nanos, Ordering::Relaxed);
+        // The memtable holds the entry now (handed back by its flush);
+        // otherwise the guard hands it back as it goes.
+        if matches!(result, Ok(false)) {
+            guard.position = None;
+        }
+        drop(guard);
+        if result.is_ok() {
+            self.counters.writes.fetch_add(1, Ordering::Relaxed);
+        }
+        result.map(drop)
+    }
+
     /// Asks `manager` to flush each memtable of the table that holds data
     /// (or is sealed, being flushed already), and returns the completions
     /// to wait for: the one place that knows which memtables a flush of the
@@ -609,5 +705,24 @@ impl FragmentReader for TableReader {
 
     fn next_partition(&mut self) -> Result<(), mutation::Error> {
         self.merged.next_partition()
+    }
+}
+
+/// A write's log entry between its append and its apply: handed back to
+/// the log ([`CommitLog::discard_flushed`]) when the guard goes, unless the
+/// write reached a memtable that keeps it (`position` cleared). The async
+/// write path's cancel-safety: a future dropped between its append and its
+/// apply drops the guard too.
+struct EntryGuard<'a> {
+    log: Option<&'a CommitLog>,
+    table: TableId,
+    position: Option<commitlog::ReplayPosition>,
+}
+
+impl Drop for EntryGuard<'_> {
+    fn drop(&mut self) {
+        if let (Some(log), Some(p)) = (self.log, self.position.take()) {
+            log.discard_flushed(self.table, &ReplayPositionSet::from(p));
+        }
     }
 }

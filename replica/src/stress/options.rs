@@ -17,6 +17,8 @@ use crate::units::{parse_count, parse_duration, parse_size};
 
 /// The largest thread count accepted.
 pub const MAX_THREADS: usize = 10_000;
+/// The most writes `--async` keeps in flight per client thread.
+pub const MAX_ASYNC_IN_FLIGHT: usize = 65_536;
 /// The largest number of tables a load may be spread over: as many as a
 /// catalog holds.
 pub const MAX_TABLES: u32 = crate::catalog::MAX_TABLES as u32;
@@ -217,6 +219,11 @@ pub struct StressOptions {
     /// Client threads issuing operations (the seed experiment used 100).
     #[arg(long, default_value_t = 100)]
     pub threads: usize,
+    /// Writes each client thread keeps in flight, through the database's
+    /// asynchronous write path (`Database::apply_async`), polled on a small
+    /// executor per thread; 0 (the default): one blocking write at a time.
+    #[arg(long = "async", value_name = "N", default_value_t = 0)]
+    pub async_in_flight: usize,
     /// Number of distinct partitions (the population), e.g. 1M.
     #[arg(long, default_value = "1M", value_parser = partitions)]
     pub partitions: u64,
@@ -476,6 +483,13 @@ impl StressOptions {
         self.workload()?;
         self.stop_condition()?;
         check_soft_limit_ratio(self.soft_limit_ratio)?;
+        if self.async_in_flight > MAX_ASYNC_IN_FLIGHT {
+            return Err(invalid(
+                "--async",
+                self.async_in_flight,
+                format!("0 to {MAX_ASYNC_IN_FLIGHT} writes in flight per thread"),
+            ));
+        }
         if let Some(b) = self.budget
             && b < crate::config::MIN_DATABASE_BUDGET as u64
         {

@@ -72,11 +72,14 @@ fn describe(options: &StressOptions, config: &RunConfig, policy: FlushPolicy) ->
         StopCondition::Duration(d) => format!("for {d:?}"),
         StopCondition::Operations(n) => format!("for {n} operations"),
     };
+    let clients = match config.async_in_flight {
+        0 => format!("{} threads", config.threads),
+        n => format!("{} threads x {n} async writes in flight", config.threads),
+    };
     format!(
-        "{} with {} threads {stop}: {} partitions ({}) of {} x {} B rows over {} table(s), \
+        "{} with {clients} {stop}: {} partitions ({}) of {} x {} B rows over {} table(s), \
          flush policy {}, commit log {}, seed {}",
         options.mode.name(),
-        config.threads,
         w.partitions,
         w.distribution.name(),
         w.rows_per_partition,
@@ -143,12 +146,19 @@ pub fn execute<F: TargetFactory>(
         writeln!(out, "{}", compare(a, b)).map_err(output)?;
     }
     if let Some(path) = &options.json {
-        let value = match summaries.as_slice() {
+        let mut value = match summaries.as_slice() {
             [a, b] => compare_json(a, b),
             runs => runs
                 .first()
                 .map_or(serde_json::Value::Null, Summary::to_json),
         };
+        if let Some(object) = value.as_object_mut() {
+            // How the clients wrote (`--async`): 0 for blocking writes.
+            object.insert(
+                "async_in_flight".to_owned(),
+                serde_json::Value::from(options.async_in_flight),
+            );
+        }
         write_json(path, &value)?;
     }
     Ok(summaries)

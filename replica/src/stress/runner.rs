@@ -35,6 +35,9 @@ pub struct RunConfig {
     pub interval: Duration,
     /// What is sampled of the process's memory at each interval.
     pub memory: crate::stress::MemoryProbe,
+    /// Writes each client thread keeps in flight through
+    /// [`Target::apply_async`] (`--async`); 0: one blocking write at a time.
+    pub async_in_flight: usize,
 }
 
 impl RunConfig {
@@ -51,6 +54,7 @@ impl RunConfig {
             stop: options.stop_condition()?,
             interval: Duration::from_secs(1),
             memory: options.memory,
+            async_in_flight: options.async_in_flight,
         })
     }
 }
@@ -108,19 +112,19 @@ impl Observer for Observers<'_> {
 
 /// What the client threads share.
 #[derive(Debug)]
-struct Shared {
-    start: Instant,
-    stop: AtomicBool,
+pub(crate) struct Shared {
+    pub(crate) start: Instant,
+    pub(crate) stop: AtomicBool,
     /// Operations started, checked against `limit`.
-    issued: AtomicU64,
-    limit: u64,
-    recorder: Recorder,
+    pub(crate) issued: AtomicU64,
+    pub(crate) limit: u64,
+    pub(crate) recorder: Recorder,
     /// Nanoseconds from `start` to the latest completion.
-    last_done: AtomicU64,
+    pub(crate) last_done: AtomicU64,
     /// The longest time between two completions (or from the start to
     /// the first), in nanoseconds.
-    longest_pause: AtomicU64,
-    first_error: Mutex<Option<String>>,
+    pub(crate) longest_pause: AtomicU64,
+    pub(crate) first_error: Mutex<Option<String>>,
     /// Client threads still running, and the controller's wake-up.
     running: Mutex<usize>,
     changed: Condvar,
@@ -128,7 +132,7 @@ struct Shared {
 
 /// Decrements the running count when a client thread leaves, even by
 /// unwinding, so the controller never waits for a thread that is gone.
-struct Leaving<'a>(&'a Shared);
+pub(crate) struct Leaving<'a>(pub(crate) &'a Shared);
 
 impl Drop for Leaving<'_> {
     fn drop(&mut self) {
@@ -138,7 +142,15 @@ impl Drop for Leaving<'_> {
     }
 }
 
-fn nanos(d: Duration) -> u64 {
+/// What an async client thread needs of the run.
+pub(crate) struct ClientArgs<'a> {
+    pub(crate) shared: &'a Shared,
+    pub(crate) names: &'a [String],
+    pub(crate) thread: usize,
+    pub(crate) rows_per_write: u64,
+}
+
+pub(crate) fn nanos(d: Duration) -> u64 {
     u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
 }
 
@@ -258,8 +270,20 @@ pub fn run<T: Target>(
             .map(|thread| {
                 let generator = OpGenerator::new(spec, pool.clone(), thread, config.threads);
                 let (shared, names) = (&shared, &names);
-                scope
-                    .spawn(move || client(target, shared, names, generator, thread, rows_per_write))
+                let in_flight = config.async_in_flight;
+                scope.spawn(move || {
+                    if in_flight > 0 {
+                        let c = ClientArgs {
+                            shared,
+                            names,
+                            thread,
+                            rows_per_write,
+                        };
+                        crate::stress::async_client::run(target, &c, generator, in_flight)
+                    } else {
+                        client(target, shared, names, generator, thread, rows_per_write)
+                    }
+                })
             })
             .collect();
         let controlled = control(target, config, &shared, deadline, observer);

@@ -1,6 +1,8 @@
 //! What the load runs against: the [`Target`] trait, which the `Database`
 //! implements, and the figures it reports about itself.
 
+use std::future::Future;
+use std::pin::Pin;
 use std::time::Duration;
 
 use mutation::{DecoratedKey, Mutation};
@@ -71,6 +73,18 @@ pub trait Target: Sync {
 
     /// Writes `mutation` to `table`.
     fn apply(&self, table: &str, mutation: Mutation) -> Result<(), Self::Error>;
+
+    /// Writes `mutation` to `table` as a future, for `--async`: a client
+    /// thread keeps many in flight. By default the blocking
+    /// [`apply`](Self::apply), run at the call, in a ready future; the
+    /// `Database` returns its `apply_async`.
+    fn apply_async<'a>(
+        &'a self,
+        table: &'a str,
+        mutation: Mutation,
+    ) -> Pin<Box<dyn Future<Output = Result<(), Self::Error>> + 'a>> {
+        Box::pin(std::future::ready(self.apply(table, mutation)))
+    }
 
     /// Reads the whole partition `key` of `table`; returns the number of
     /// rows read.

@@ -2,6 +2,7 @@
 
 mod append;
 mod cycle;
+mod durable;
 mod segments;
 
 pub(crate) use super::*;

@@ -1,0 +1,95 @@
+//! `add_async`'s future outside the loom models: the lagging-sync bound
+//! of periodic mode, and a failure while batch futures wait.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering as O};
+use std::task::{Context, Poll, Wake, Waker};
+use std::time::Instant;
+
+use super::cycle::roomy_periodic;
+use super::*;
+
+#[derive(Default)]
+struct Flag(AtomicBool);
+
+impl Wake for Flag {
+    fn wake(self: PlainArc<Self>) {
+        self.0.store(true, O::SeqCst);
+    }
+}
+
+fn poll(fut: &mut Durable, waker: &Waker) -> Poll<Result<ReplayPosition, Error>> {
+    Pin::new(fut).poll(&mut Context::from_waker(waker))
+}
+
+fn wait_woken(flag: &Flag) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !flag.0.load(O::SeqCst) {
+        assert!(Instant::now() < deadline, "never woken");
+        std::thread::yield_now();
+    }
+}
+
+#[test]
+fn a_periodic_future_is_held_while_the_sync_lags_and_woken_by_the_sync() {
+    let (log, storage) = mem_log(roomy_periodic(Duration::from_millis(1), 64 << 20));
+    // The disk stops: nothing is synced, so the oldest entry ages.
+    storage.0.lock().stall = true;
+    let flag = PlainArc::new(Flag::default());
+    let waker = Waker::from(PlainArc::clone(&flag));
+    let mut ready = 0u64;
+    let mut held = loop {
+        let mut fut = log.add_async(1, &mutation("k", 10)).unwrap();
+        match poll(&mut fut, &waker) {
+            Poll::Ready(r) => {
+                assert_eq!(r.unwrap(), fut.position());
+                ready += 1;
+            }
+            Poll::Pending => break fut,
+        }
+    };
+    assert!(ready >= 1, "appends are ready at once until the sync lags");
+    assert_eq!(log.stats().sync_lag_waits, 1);
+    assert!(!flag.0.load(O::SeqCst));
+    storage.unstall();
+    wait_woken(&flag);
+    let pos = match poll(&mut held, &waker) {
+        Poll::Ready(r) => r.unwrap(),
+        Poll::Pending => panic!("woken before its sync"),
+    };
+    let s = storage.0.lock();
+    let at = pos.offset as usize;
+    let h = format::parse_entry_header(&s.durable[&pos.segment][at..at + format::ENTRY_HEADER_LEN]);
+    assert!(
+        h.is_some_and(|h| h.segment == pos.segment),
+        "durable once resolved"
+    );
+    drop(s);
+    assert!(log.shared.state.lock().lag_wakers.map.is_empty());
+}
+
+#[test]
+fn waiting_batch_futures_fail_with_the_log_and_again_when_polled_again() {
+    let (log, storage) = mem_log(small(SyncMode::Batch(Duration::ZERO)));
+    storage.0.lock().stall = true;
+    let flag = PlainArc::new(Flag::default());
+    let waker = Waker::from(PlainArc::clone(&flag));
+    let mut fut = log.add_async(1, &mutation("k", 10)).unwrap();
+    // Either the flusher has not finished the (stalled) write, or it failed
+    // already: both end in the failure below.
+    let first = poll(&mut fut, &waker);
+    storage.0.lock().fail_writes = true;
+    storage.unstall();
+    if first.is_pending() {
+        wait_woken(&flag);
+    }
+    for _ in 0..2 {
+        let got = poll(&mut fut, &waker);
+        assert!(matches!(got, Poll::Ready(Err(Error::Failed(_)))), "{got:?}");
+    }
+    assert!(matches!(
+        log.add_async(1, &mutation("k", 10)),
+        Err(Error::Failed(_))
+    ));
+}
