@@ -76,7 +76,8 @@ pub struct Config {
     /// (`sync_file_range(SYNC_FILE_RANGE_WRITE)` on Linux, nothing
     /// elsewhere), so the page cache holds at most about this much unsynced
     /// log data per segment and a periodic fdatasync stays short (RocksDB's
-    /// `wal_bytes_per_sync`). Default 1 MiB; 0 turns it off. Durability
+    /// `wal_bytes_per_sync`). Default 1 MiB; 0 turns it off. Periodic mode
+    /// only: batch mode fdatasyncs every write cycle anyway. Durability
     /// still rests on the fdatasyncs alone.
     pub bytes_per_sync: u64,
     /// What [`crate::CommitLog::open`] does when replay meets damage

@@ -201,7 +201,13 @@ impl Shared {
             st.last_sync_start = Some(now);
         }
         let mut writeback_from = st.writeback_from;
-        let per_sync = self.config.bytes_per_sync;
+        // Batch mode fdatasyncs every cycle: write-back between those syncs
+        // would only add system calls (and, measured, cost up to a fifth of
+        // the throughput at 64 writers). Periodic mode is what it is for.
+        let per_sync = match self.config.sync {
+            SyncMode::Periodic(_) => self.config.bytes_per_sync,
+            SyncMode::Batch(_) => 0,
+        };
         st.flusher_busy = true;
         let result = MutexGuard::unlocked(st, || {
             for c in &chunks {

@@ -278,3 +278,15 @@ fn write_back_starts_every_n_bytes_and_not_at_zero() {
         assert!(calls.len() as u64 >= written / (per_sync + (1 << 19)));
     }
 }
+
+/// Batch mode starts no write-back: each cycle's fdatasync writes it all.
+#[test]
+fn batch_mode_starts_no_write_back() {
+    let mut config = small(SyncMode::Batch(Duration::ZERO));
+    config.bytes_per_sync = 4096;
+    let (log, storage) = mem_log(config);
+    for _ in 0..12 {
+        log.add(1, &mutation("w", 1000)).unwrap();
+    }
+    assert!(storage.0.lock().writebacks.is_empty());
+}
