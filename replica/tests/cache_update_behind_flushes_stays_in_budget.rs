@@ -7,8 +7,11 @@
 //! memtable, the manager's own bound) and the pool within its limit; once
 //! the update goes on, every write completes and reads back.
 
+mod pause;
+
+use pause::Pause;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Condvar, Mutex};
 use std::thread;
 use std::time::Duration;
 
@@ -18,40 +21,6 @@ use replica::{CommitLogMode, Database, DatabaseConfig, HookPoint, TableSchema};
 /// logalloc's default segment size, which the database's pool uses.
 const SEGMENT: usize = 128 << 10;
 const WRITES: u32 = 400;
-
-/// A point where one thread stops (the first time only) until released.
-#[derive(Default)]
-struct Pause {
-    armed: AtomicBool,
-    state: Mutex<(bool, bool)>, // (reached, released)
-    cv: Condvar,
-}
-
-impl Pause {
-    fn stop_here(&self) {
-        if !self.armed.swap(false, Ordering::SeqCst) {
-            return;
-        }
-        let mut st = self.state.lock().unwrap();
-        st.0 = true;
-        self.cv.notify_all();
-        while !st.1 {
-            st = self.cv.wait(st).unwrap();
-        }
-    }
-
-    fn wait_reached(&self) {
-        let mut st = self.state.lock().unwrap();
-        while !st.0 {
-            st = self.cv.wait(st).unwrap();
-        }
-    }
-
-    fn release(&self) {
-        self.state.lock().unwrap().1 = true;
-        self.cv.notify_all();
-    }
-}
 
 fn write(i: u32) -> Mutation {
     Mutation::builder(DecoratedKey::from_bytes(format!("pk{i:04}")).unwrap())
@@ -77,8 +46,7 @@ fn a_held_cache_update_keeps_its_memtable_accounted_and_memory_in_budget() {
     // The ring known: every flush's partitions enter the cache.
     let mut scan = db.scan("t", PartitionRange::full()).unwrap();
     assert!(mutation::to_mutations(&mut scan).unwrap().is_empty());
-    let pause = Arc::new(Pause::default());
-    pause.armed.store(true, Ordering::SeqCst);
+    let pause = Pause::armed();
     {
         let pause = Arc::clone(&pause);
         db.set_test_hook(Some(Arc::new(move |point| {

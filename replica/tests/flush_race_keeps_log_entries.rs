@@ -6,9 +6,11 @@
 //! log retire the segment that only M2 (not flushed) still needs: after a
 //! crash, replay brings every acknowledged write back.
 
+mod pause;
+
+use pause::Pause;
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::Arc;
 use std::thread;
 use std::time::Duration;
 
@@ -33,46 +35,6 @@ fn write(key: &str) -> Mutation {
         )
         .build()
         .unwrap()
-}
-
-/// A point where one thread stops (the first time only) until released.
-#[derive(Default)]
-struct Pause {
-    armed: AtomicBool,
-    state: Mutex<(bool, bool)>, // (reached, released)
-    cv: Condvar,
-}
-
-impl Pause {
-    fn armed() -> Arc<Pause> {
-        let p = Pause::default();
-        p.armed.store(true, Ordering::SeqCst);
-        Arc::new(p)
-    }
-
-    fn stop_here(&self) {
-        if !self.armed.swap(false, Ordering::SeqCst) {
-            return;
-        }
-        let mut st = self.state.lock().unwrap();
-        st.0 = true;
-        self.cv.notify_all();
-        while !st.1 {
-            st = self.cv.wait(st).unwrap();
-        }
-    }
-
-    fn wait_reached(&self) {
-        let mut st = self.state.lock().unwrap();
-        while !st.0 {
-            st = self.cv.wait(st).unwrap();
-        }
-    }
-
-    fn release(&self) {
-        self.state.lock().unwrap().1 = true;
-        self.cv.notify_all();
-    }
 }
 
 fn read(db: &Database, key: &str) -> Option<Mutation> {

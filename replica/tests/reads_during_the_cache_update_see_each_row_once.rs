@@ -7,9 +7,11 @@
 //! is missing; after the flush the cache serves the same answers, and the
 //! real dirty memory stayed accounted until the cache held the data.
 
+mod pause;
+
+use pause::Pause;
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::Arc;
 use std::thread;
 
 use mutation::{
@@ -17,40 +19,6 @@ use mutation::{
     Timestamp, Tombstone,
 };
 use replica::{Database, DatabaseConfig, HookPoint, TableSchema};
-
-/// A point where one thread stops (the first time only) until released.
-#[derive(Default)]
-struct Pause {
-    armed: AtomicBool,
-    state: Mutex<(bool, bool)>, // (reached, released)
-    cv: Condvar,
-}
-
-impl Pause {
-    fn stop_here(&self) {
-        if !self.armed.swap(false, Ordering::SeqCst) {
-            return;
-        }
-        let mut st = self.state.lock().unwrap();
-        st.0 = true;
-        self.cv.notify_all();
-        while !st.1 {
-            st = self.cv.wait(st).unwrap();
-        }
-    }
-
-    fn wait_reached(&self) {
-        let mut st = self.state.lock().unwrap();
-        while !st.0 {
-            st = self.cv.wait(st).unwrap();
-        }
-    }
-
-    fn release(&self) {
-        self.state.lock().unwrap().1 = true;
-        self.cv.notify_all();
-    }
-}
 
 fn key(i: u32) -> DecoratedKey {
     DecoratedKey::from_bytes(format!("pk{i:03}")).unwrap()
@@ -130,8 +98,7 @@ fn reads_paused_between_the_sstable_and_the_cache_update_see_each_row_once() {
     db.apply("t", &deletion).unwrap();
     model.get_mut(&key(5)).unwrap().apply(deletion).unwrap();
 
-    let pause = Arc::new(Pause::default());
-    pause.armed.store(true, Ordering::SeqCst);
+    let pause = Pause::armed();
     {
         let pause = Arc::clone(&pause);
         db.set_test_hook(Some(Arc::new(move |point| {

@@ -1,0 +1,51 @@
+//! A point where one thread stops, the first time it gets there, until the
+//! test releases it: how the interleaving tests pause a flush or a writer
+//! at a test hook (`Database::set_test_hook`).
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+
+/// A one-shot stop: armed when made, disarmed by the first thread that
+/// reaches it.
+#[derive(Default)]
+pub(crate) struct Pause {
+    armed: AtomicBool,
+    state: Mutex<(bool, bool)>, // (reached, released)
+    cv: Condvar,
+}
+
+impl Pause {
+    /// A pause that stops the first thread to call [`stop_here`](Self::stop_here).
+    pub(crate) fn armed() -> Arc<Pause> {
+        let p = Pause::default();
+        p.armed.store(true, Ordering::SeqCst);
+        Arc::new(p)
+    }
+
+    /// Stops here until released, the first time only.
+    pub(crate) fn stop_here(&self) {
+        if !self.armed.swap(false, Ordering::SeqCst) {
+            return;
+        }
+        let mut st = self.state.lock().unwrap();
+        st.0 = true;
+        self.cv.notify_all();
+        while !st.1 {
+            st = self.cv.wait(st).unwrap();
+        }
+    }
+
+    /// Waits until a thread stopped here.
+    pub(crate) fn wait_reached(&self) {
+        let mut st = self.state.lock().unwrap();
+        while !st.0 {
+            st = self.cv.wait(st).unwrap();
+        }
+    }
+
+    /// Lets the stopped thread (and any later one) go on.
+    pub(crate) fn release(&self) {
+        self.state.lock().unwrap().1 = true;
+        self.cv.notify_all();
+    }
+}
