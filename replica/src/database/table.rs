@@ -323,30 +323,7 @@ impl Table {
                 },
                 Some(timeout),
             );
-            match admitted {
-                Ok((waited, applied)) => {
-                    blocked = waited;
-                    match applied {
-                        Some(Ok(already_flushed)) => Ok(already_flushed),
-                        // Flushed and freed while this writer waited.
-                        None => Err(Attempt::Sealed),
-                        Some(Err(memtable::Error::Sealed { .. })) => Err(Attempt::Sealed),
-                        Some(Err(source)) => Err(Attempt::Failed(Error::Memtable {
-                            table: self.name().to_owned(),
-                            source,
-                        })),
-                    }
-                }
-                Err(dirty_memory::Error::Admission {
-                    source: region_group::Error::Shutdown { .. },
-                    ..
-                }) => Err(Attempt::Failed(Error::Closed { operation: "apply" })),
-                Err(source) => Err(Attempt::Failed(Error::WriteTimeout {
-                    table: self.name().to_owned(),
-                    timeout,
-                    source,
-                })),
-            }
+            self.attempt_outcome(admitted, timeout, &mut blocked)
         });
         let nanos = u64::try_from(blocked.as_nanos()).unwrap_or(u64::MAX);
         self.counters
@@ -416,29 +393,7 @@ impl Table {
                 .await;
             // From here to the end no await: a write that reached a
             // memtable completes this poll.
-            let attempt = match admitted {
-                Ok((waited, applied)) => {
-                    blocked = waited;
-                    match applied {
-                        Some(Ok(already_flushed)) => Ok(already_flushed),
-                        None => Err(Attempt::Sealed),
-                        Some(Err(memtable::Error::Sealed { .. })) => Err(Attempt::Sealed),
-                        Some(Err(source)) => Err(Attempt::Failed(Error::Memtable {
-                            table: self.name().to_owned(),
-                            source,
-                        })),
-                    }
-                }
-                Err(dirty_memory::Error::Admission {
-                    source: region_group::Error::Shutdown { .. },
-                    ..
-                }) => Err(Attempt::Failed(Error::Closed { operation: "apply" })),
-                Err(source) => Err(Attempt::Failed(Error::WriteTimeout {
-                    table: self.name().to_owned(),
-                    timeout,
-                    source,
-                })),
-            };
+            let attempt = self.attempt_outcome(admitted, timeout, &mut blocked);
             match attempt {
                 Ok(already_flushed) => break Ok(already_flushed),
                 Err(Attempt::Sealed) => continue,
@@ -459,6 +414,42 @@ impl Table {
             self.counters.writes.fetch_add(1, Ordering::Relaxed);
         }
         result.map(drop)
+    }
+
+    /// What one admitted attempt on a memtable came to, for `apply` and
+    /// `apply_async` alike: `Ok(true)` if the write reached a memtable whose
+    /// flush had already handed its log entries back; sealed (try the new
+    /// active memtable); or the error to report. Records the time waited.
+    fn attempt_outcome(
+        &self,
+        admitted: Result<(Duration, Option<Result<bool, memtable::Error>>), dirty_memory::Error>,
+        timeout: Duration,
+        blocked: &mut Duration,
+    ) -> Result<bool, Attempt<Error>> {
+        match admitted {
+            Ok((waited, applied)) => {
+                *blocked = waited;
+                match applied {
+                    Some(Ok(already_flushed)) => Ok(already_flushed),
+                    // Flushed and freed while this writer waited.
+                    None => Err(Attempt::Sealed),
+                    Some(Err(memtable::Error::Sealed { .. })) => Err(Attempt::Sealed),
+                    Some(Err(source)) => Err(Attempt::Failed(Error::Memtable {
+                        table: self.name().to_owned(),
+                        source,
+                    })),
+                }
+            }
+            Err(dirty_memory::Error::Admission {
+                source: region_group::Error::Shutdown { .. },
+                ..
+            }) => Err(Attempt::Failed(Error::Closed { operation: "apply" })),
+            Err(source) => Err(Attempt::Failed(Error::WriteTimeout {
+                table: self.name().to_owned(),
+                timeout,
+                source,
+            })),
+        }
     }
 
     /// Asks `manager` to flush each memtable of the table that holds data
