@@ -97,6 +97,14 @@ impl<T> RwLock<T> {
         self.0.try_write().map(RwLockWriteGuard)
     }
 
+    /// Exclusive access if it can be had within `timeout`, `None`
+    /// otherwise. While it waits, new readers wait behind it (parking_lot's
+    /// writer priority), so a stream of short readers cannot keep it out
+    /// the way they keep out [`try_write`](Self::try_write).
+    pub fn try_write_for(&self, timeout: std::time::Duration) -> Option<RwLockWriteGuard<'_, T>> {
+        self.0.try_write_for(timeout).map(RwLockWriteGuard)
+    }
+
     /// The value, through exclusive access (no locking needed).
     pub fn get_mut(&mut self) -> &mut T {
         self.0.get_mut()

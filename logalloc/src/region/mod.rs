@@ -55,7 +55,7 @@ use self::inner::RegionInner;
 use crate::config::{MAX_ALIGN, MAX_ALIGN_SEGMENT_DIVISOR};
 use crate::pool::SegmentPool;
 use crate::stats::RegionStats;
-use crate::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use crate::sync::{Arc, AtomicBool, Ordering, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use crate::{Error, Handle, RegionId, RegionListener};
 
 /// The region state shared with the pool's registry.
@@ -63,6 +63,10 @@ use crate::{Error, Handle, RegionId, RegionListener};
 pub(crate) struct RegionShared {
     pub(crate) id: RegionId,
     pub(crate) inner: RwLock<RegionInner>,
+    /// Whether the region has an eviction callback, readable without its
+    /// lock: another region's allocation that finds the pool dry waits for
+    /// a busy evictable region (see `find_room_slow`), never for others.
+    pub(crate) evictable: AtomicBool,
 }
 
 /// A region: a set of segments that objects are bump-allocated into.
@@ -182,6 +186,7 @@ impl Region {
         let shared = Arc::new(RegionShared {
             id,
             inner: RwLock::new(RegionInner::new(id, pool)),
+            evictable: AtomicBool::new(false),
         });
         let key = pool.register(shared.clone());
         Region {
@@ -347,11 +352,13 @@ impl Region {
         evict: impl FnMut(&mut Evictor<'_>) -> Eviction + Send + Sync + 'static,
     ) {
         self.shared.inner.write().evictor = Some(Box::new(evict));
+        self.shared.evictable.store(true, Ordering::Relaxed);
     }
 
     /// Makes the region non-evictable again.
     pub fn clear_eviction_fn(&mut self) {
         self.shared.inner.write().evictor = None;
+        self.shared.evictable.store(false, Ordering::Relaxed);
     }
 
     /// Starts reporting usage to `listener` (replacing any previous one,

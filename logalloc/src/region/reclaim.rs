@@ -4,11 +4,12 @@
 //! [`Evictor`], and as a last resort runs forced compaction.
 
 use std::fmt;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use super::inner::{RegionInner, record_len};
 use crate::pool::{Purpose, SegmentPool};
 use crate::stats::RegionStats;
+use crate::sync::Ordering;
 use crate::table::Location;
 use crate::{Error, Handle, RegionId};
 
@@ -24,6 +25,15 @@ const RECLAIM_STEPS_PER_SEGMENT: usize = 2;
 
 /// See [`RECLAIM_STEPS_PER_SEGMENT`].
 const RECLAIM_EXTRA_STEPS: usize = 16;
+
+/// How long an allocation that found nothing to reclaim waits for the lock
+/// of a busy evictable region (readers copying out of a cache hold it
+/// shared; reclaim normally only tries it), per attempt.
+const BUSY_REGION_WAIT: Duration = Duration::from_millis(200);
+
+/// Attempts of [`BUSY_REGION_WAIT`] an allocation makes before it reports
+/// out of memory.
+const BUSY_REGION_ATTEMPTS: u32 = 10;
 
 /// What a round of forced compaction did (see `forced_reclaim_step`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -140,6 +150,7 @@ impl RegionInner {
         // leave more room plus free segments than the last; a few rounds in
         // a row that do not mean the objects cannot be packed any tighter.
         let (mut last_potential, mut stalls) = (None, 0);
+        let mut busy_attempts = BUSY_REGION_ATTEMPTS;
         let out_of_memory = || Error::OutOfMemory {
             size: size as usize,
             limit: pool.memory_limit(),
@@ -163,6 +174,16 @@ impl RegionInner {
                 continue;
             }
             match self.forced_reclaim_step(pool, size, align) {
+                Forced::Nothing if busy_attempts > 0 => {
+                    // Nothing could be had without waiting; an evictable
+                    // region whose lock was only busy (readers copying out)
+                    // still holds memory to give back.
+                    busy_attempts -= 1;
+                    if !self.reclaim_from_busy_evictable(pool) {
+                        break Err(out_of_memory());
+                    }
+                    (last_potential, stalls) = (None, 0);
+                }
                 Forced::Nothing => break Err(out_of_memory()),
                 Forced::Other => {}
                 Forced::Own => {
@@ -236,6 +257,39 @@ impl RegionInner {
         } else {
             Forced::Nothing
         }
+    }
+
+    /// Waits (at most [`BUSY_REGION_WAIT`] each) for the lock of every other
+    /// evictable region in turn, and in the first that gives something back
+    /// evicts once and compacts its sparsest segment. True if one did.
+    ///
+    /// Reclaim otherwise only *tries* other regions' locks, and a cache's
+    /// lock is held shared by every reader copying out of it: under a read
+    /// load, the memory the cache could give back stayed out of reach and a
+    /// memtable's write failed with out of memory. The wait is bounded, so
+    /// two allocations each holding a region the other waits for both go
+    /// on after it (and report out of memory, as before).
+    fn reclaim_from_busy_evictable(&mut self, pool: &SegmentPool) -> bool {
+        pool.other_regions(self.id)
+            .iter()
+            .filter(|region| region.evictable.load(Ordering::Relaxed))
+            .any(|region| {
+                region
+                    .inner
+                    .try_write_for(BUSY_REGION_WAIT)
+                    .is_some_and(|mut inner| {
+                        // Freed objects give a segment back only once it is
+                        // compacted, and the lock may be busy again on the
+                        // next step: evict, then compact the sparsest
+                        // segment (often the one just emptied), while held.
+                        let evicted = inner.evict_once(pool);
+                        let compacted = match inner.compaction_candidate() {
+                            Some((segment, _)) => inner.compact_segment(pool, segment),
+                            None => false,
+                        };
+                        evicted || compacted
+                    })
+            })
     }
 
     /// Calls the eviction callback once. True if it freed something.

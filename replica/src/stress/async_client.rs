@@ -50,7 +50,7 @@ struct InFlight<'a, E> {
 }
 
 /// Records one finished operation, as the blocking client does.
-fn finish<E: std::fmt::Display>(
+fn finish<E: std::error::Error>(
     c: &ClientArgs<'_>,
     write: bool,
     result: Result<u64, E>,
@@ -63,7 +63,7 @@ fn finish<E: std::fmt::Display>(
         Err(e) => {
             let mut first = shared.first_error.lock();
             if first.is_none() {
-                *first = Some(e.to_string());
+                *first = Some(crate::stress::runner::describe_error(&e));
             }
             (false, 0)
         }

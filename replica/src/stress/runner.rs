@@ -150,6 +150,20 @@ pub(crate) struct ClientArgs<'a> {
     pub(crate) rows_per_write: u64,
 }
 
+/// An error and its chain of sources, `outer: inner: ...`, as the reports
+/// show the first error: the outer message alone often names only the
+/// layer ("memtable of table ...") and not what went wrong.
+pub(crate) fn describe_error(e: &dyn std::error::Error) -> String {
+    let mut s = e.to_string();
+    let mut source = e.source();
+    while let Some(inner) = source {
+        s.push_str(": ");
+        s.push_str(&inner.to_string());
+        source = inner.source();
+    }
+    s
+}
+
 pub(crate) fn nanos(d: Duration) -> u64 {
     u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
 }
@@ -190,7 +204,7 @@ fn client<T: Target>(
             Err(e) => {
                 let mut first = shared.first_error.lock();
                 if first.is_none() {
-                    *first = Some(e.to_string());
+                    *first = Some(describe_error(&e));
                 }
                 (false, 0)
             }
@@ -428,4 +442,26 @@ fn control<T: Target>(
         cache_hits: stats.cache_hits,
         cache_misses: stats.cache_misses,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::describe_error;
+
+    #[derive(Debug, thiserror::Error)]
+    #[error("pool out of memory")]
+    struct Inner;
+
+    #[derive(Debug, thiserror::Error)]
+    #[error("memtable of table \"t\"")]
+    struct Outer(#[source] Inner);
+
+    #[test]
+    fn the_first_error_names_its_whole_chain() {
+        assert_eq!(
+            describe_error(&Outer(Inner)),
+            "memtable of table \"t\": pool out of memory"
+        );
+        assert_eq!(describe_error(&Inner), "pool out of memory");
+    }
 }
