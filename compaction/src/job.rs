@@ -19,7 +19,7 @@
 //! 8. the transaction file is removed (once the released inputs are gone).
 
 use std::cell::{Cell, RefCell};
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashSet};
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -30,6 +30,7 @@ use sstable::{Sstable, Writer, WriterOptions};
 use crate::error::{Error, Result};
 use crate::files::{remove_generation, sync_dir, write_run_file};
 use crate::purge::{Clock, MaxPurgeable, PurgeCounts, Purger, SystemClock};
+use crate::run_reader::RunReader;
 use crate::set::{RunMembership, SstableHandle, SstableSet};
 use crate::strategy::{JobPlan, invalid};
 use crate::sync::PlainArc;
@@ -330,12 +331,7 @@ impl Job<'_> {
             .iter()
             .filter_map(|i| Some((i.first.clone()?, i.last.clone()?)))
             .collect();
-        let readers: Vec<_> = self
-            .inputs
-            .iter()
-            .filter_map(|i| i.handle.as_ref().map(|h| h.sstable().scan()))
-            .collect();
-        let mut merged = MergingReader::new(readers);
+        let mut merged = MergingReader::new(run_readers(&self.inputs));
         let set = self.set;
         let incremental = self.fragment_size.is_some();
         let min_cut: RefCell<Option<DecoratedKey>> = RefCell::new(None);
@@ -467,6 +463,38 @@ impl Job<'_> {
         let txn = self.txn;
         Ok(try_finish(txn, &released)?.map(|txn| PendingTransaction { txn, released }))
     }
+}
+
+/// The readers of a job's inputs: one [`RunReader`] per input run whose
+/// fragments have disjoint key ranges (checked, in key order), so at most
+/// one fragment per run is open and an exhausted fragment's files are
+/// not held open (see `run_reader`); fragments that overlap (a damaged run
+/// file) are read each on its own. Empty inputs have nothing to read.
+fn run_readers(inputs: &[Input]) -> Vec<RunReader> {
+    let mut runs: BTreeMap<u64, Vec<&SstableHandle>> = BTreeMap::new();
+    for handle in inputs.iter().filter_map(|i| i.handle.as_ref()) {
+        if handle.info().key_range.is_some() {
+            runs.entry(handle.info().run_id()).or_default().push(handle);
+        }
+    }
+    let mut readers = Vec::new();
+    for (_, mut members) in runs {
+        members.sort_by(|a, b| a.info().key_range.cmp(&b.info().key_range));
+        let disjoint =
+            members
+                .windows(2)
+                .all(|w| match (&w[0].info().key_range, &w[1].info().key_range) {
+                    (Some((_, last)), Some((first, _))) => last < first,
+                    _ => false,
+                });
+        let tables = members.iter().map(|h| h.sstable().clone());
+        if disjoint {
+            readers.push(RunReader::new(tables.collect()));
+        } else {
+            readers.extend(tables.map(|t| RunReader::new(vec![t])));
+        }
+    }
+    readers
 }
 
 fn dir_of(set: &SstableSet) -> Result<&Path> {

@@ -72,6 +72,7 @@ mod job;
 mod manager;
 mod pool;
 mod purge;
+mod run_reader;
 mod set;
 mod strategy;
 mod sync;

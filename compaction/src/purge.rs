@@ -13,10 +13,22 @@
 //!   nothing; inside the job, the merge has already removed what it
 //!   shadows.
 //!
-//! An expired cell or marker that may not be dropped yet stays as it is
-//! (reads treat it as dead); it is not rewritten as a tombstone, because
-//! that would change how it reconciles with an equal-timestamp expiring
-//! cell elsewhere.
+//! An expired TTL cell first becomes a tombstone: when it may not be
+//! dropped yet, it is rewritten as a cell tombstone with the cell's
+//! timestamp and a local deletion time of `expiry - ttl` (its write time),
+//! as Cassandra's `AbstractCell::purge` (`BufferCell.tombstone(...,
+//! localDeletionTime() - ttl(), ...)`) and ScyllaDB's `compact_and_expire`
+//! (`atomic_cell::make_dead(timestamp, deletion_time())`, where a live
+//! expiring cell's `deletion_time()` is `expiry - ttl`) do; the value's
+//! bytes go. It is then purged by the tombstone rules above. The rewrite
+//! happens only when the cell's timestamp is below the key's max purgeable
+//! timestamp: no source outside the job can then hold a cell of the same
+//! timestamp, the one case where a tombstone (which beats a live cell of
+//! equal timestamp) and an expired cell (which loses to an equal-timestamp
+//! expiring cell with a later expiry) reconcile differently. Otherwise the
+//! expired cell stays as it is; reads treat it as dead either way. An
+//! expired row marker has no tombstone form and stays until it may be
+//! dropped.
 
 use std::fmt;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -115,6 +127,8 @@ pub struct PurgeCounts {
     pub cell_tombstones: u64,
     /// Expired TTL cells and markers dropped.
     pub expired: u64,
+    /// Expired TTL cells rewritten as cell tombstones (not dropped yet).
+    pub expired_to_tombstones: u64,
 }
 
 /// Drops purgeable tombstones from a reconciled stream, one partition at
@@ -157,20 +171,27 @@ impl<'a> Purger<'a> {
         self.purged_in_partition
     }
 
+    /// The current key's max purgeable timestamp, looked up on first need.
+    fn max_purgeable(&mut self) -> Timestamp {
+        match self.max_purgeable {
+            Some(mp) => mp,
+            None => {
+                let mp = match self.key.as_ref() {
+                    Some(key) => (self.lookup)(key),
+                    // Nothing outside a partition is purged.
+                    None => Timestamp::MIN,
+                };
+                self.max_purgeable = Some(mp);
+                mp
+            }
+        }
+    }
+
     fn can_purge(&mut self, t: Tombstone) -> bool {
         if t.local_deletion_time >= self.gc_before {
             return false;
         }
-        let mp = match self.max_purgeable {
-            Some(mp) => mp,
-            None => {
-                let key = self.key.as_ref().expect("a tombstone inside a partition");
-                let mp = (self.lookup)(key);
-                self.max_purgeable = Some(mp);
-                mp
-            }
-        };
-        if t.timestamp < mp {
+        if t.timestamp < self.max_purgeable() {
             self.purged_in_partition = true;
             true
         } else {
@@ -222,6 +243,12 @@ impl<'a> Purger<'a> {
                 } else {
                     self.counts.cell_tombstones += 1;
                 }
+            } else if expired && t.timestamp < self.max_purgeable() {
+                // See the module docs: the expired cell becomes the
+                // tombstone it is equivalent to.
+                row.cells
+                    .insert(col, Cell::tombstone(t.timestamp, t.local_deletion_time));
+                self.counts.expired_to_tombstones += 1;
             }
         }
     }
@@ -349,5 +376,33 @@ mod tests {
             .unwrap();
         assert_eq!(run(&m, 105, 0, i64::MAX), m.fragments());
         assert_eq!(run(&m, 110, 0, i64::MAX), Vec::new());
+    }
+
+    #[test]
+    fn an_expired_cell_not_yet_purgeable_becomes_a_tombstone_of_its_write_time() {
+        let key = DecoratedKey::from_bytes("k").unwrap();
+        let m = Mutation::builder(key.clone())
+            .cell(
+                "r",
+                1,
+                Cell::expiring("v", ts(10), Ttl::new(10, 110).unwrap()),
+            )
+            .build()
+            .unwrap();
+        let tombstone = Mutation::builder(key)
+            .cell("r", 1, Cell::tombstone(ts(10), 100))
+            .build()
+            .unwrap();
+        // Expired, but its write time (100) is within gc_grace (50 at 120).
+        assert_eq!(run(&m, 120, 50, i64::MAX), tombstone.fragments());
+        // Past gc_grace but data as old may sit outside: the cell stays as
+        // it is (an equal-timestamp cell outside must reconcile as before).
+        assert_eq!(run(&m, 200, 50, 10), m.fragments());
+        // Past gc_grace, nothing outside: dropped.
+        assert_eq!(run(&m, 200, 50, 11), Vec::new());
+        // A tombstone that is still within gc_grace then goes by the
+        // tombstone rules.
+        assert_eq!(run(&tombstone, 120, 50, i64::MAX), tombstone.fragments());
+        assert_eq!(run(&tombstone, 200, 50, 11), Vec::new());
     }
 }

@@ -5,9 +5,12 @@
 //!   sstables is compacted into one sstable.
 //! * [`Incremental`] (ScyllaDB's ICS): the same tiering over *runs*; the
 //!   output is a run of fragments of about `fragment_size` bytes, and each
-//!   input fragment is released as soon as its data is in committed
+//!   input fragment is released (and its disk space freed: the job reads
+//!   each run one fragment at a time) as soon as its data is in committed
 //!   outputs, so the job needs a few fragments of temporary space, not the
-//!   size of its input.
+//!   size of its input: at most about one fragment per input run (the
+//!   consumed part of each run's current fragment, whose data is already
+//!   in outputs) plus the open output.
 //! * [`NoCompaction`]: never compacts (major compactions still run).
 //!
 //! The default for new tables is [`Incremental`]: it tiers exactly like
