@@ -4,6 +4,7 @@ use std::time::Duration;
 
 use crate::Error;
 use crate::format;
+use crate::sync::PlainArc;
 
 /// The smallest segment size accepted (tests use small segments).
 pub const MIN_SEGMENT_SIZE: u32 = 4096;
@@ -83,6 +84,15 @@ pub struct Config {
     /// What [`crate::CommitLog::open`] does when replay meets damage
     /// (default [`CorruptionPolicy::Stop`]).
     pub on_corruption: CorruptionPolicy,
+    /// The device the log's directory is on (default `None`: no model,
+    /// nothing charged). Every byte written to a segment (each buffer the
+    /// log writes out, and the zeros of a preallocated reserve) is charged
+    /// to it before the write, in the thread writing, which holds no lock
+    /// then (the log's state lock is released for its I/O): writers that
+    /// only append to the buffers go on until the buffer budget, as with a
+    /// slow disk. Replay's reads are charged too. The drop side file (a
+    /// few bytes per table drop, written under the drops lock) is not.
+    pub device: Option<PlainArc<device::Device>>,
 }
 
 /// What opening the log does with damage found by replay.
@@ -156,6 +166,7 @@ impl Default for Config {
             on_corruption: CorruptionPolicy::Stop,
             write_interval: Duration::from_millis(2),
             bytes_per_sync: 1 << 20,
+            device: None,
         }
     }
 }

@@ -340,6 +340,7 @@ pub(crate) fn replay_segments(
     dir: &Path,
     segments: &BTreeMap<u64, PathBuf>,
     policy: CorruptionPolicy,
+    device: Option<&device::Device>,
     mut f: impl FnMut(TableId, Mutation, ReplayPosition),
 ) -> Result<Replayed, Error> {
     let mut report = ReplayReport::default();
@@ -371,6 +372,9 @@ pub(crate) fn replay_segments(
     let mut scanned = Vec::with_capacity(segments.len());
     for (&id, path) in segments {
         let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
+        // Charged as read (after the read: its length is known then; the
+        // wait lands before the segment is used all the same).
+        device::charge_read(device, bytes.len() as u64);
         let stop = scan(id, path, &bytes, |offset, kind, table, _| {
             if kind == KIND_DROP {
                 note_drop(&mut drops, table, ReplayPosition::new(id, offset));
@@ -431,6 +435,9 @@ pub(crate) fn replay_segments(
     for s in scanned {
         let (id, path) = (s.id, &s.path);
         let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
+        // Charged as read (after the read: its length is known then; the
+        // wait lands before the segment is used all the same).
+        device::charge_read(device, bytes.len() as u64);
         let mut summary = SegmentSummary {
             len: bytes.len() as u64,
             ..SegmentSummary::default()
@@ -522,5 +529,5 @@ pub fn replay(
     f: impl FnMut(TableId, Mutation, ReplayPosition),
 ) -> Result<ReplayReport, Error> {
     let (segments, _) = list_segments(dir)?;
-    replay_segments(dir, &segments, CorruptionPolicy::Skip, f).map(|r| r.report)
+    replay_segments(dir, &segments, CorruptionPolicy::Skip, None, f).map(|r| r.report)
 }

@@ -8,6 +8,7 @@ use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
 use crate::format;
+use crate::sync::PlainArc;
 
 /// One segment's bytes.
 pub(crate) trait SegmentFile: Send + Sync + std::fmt::Debug {
@@ -146,6 +147,92 @@ impl Storage for DirStorage {
 
     fn path(&self, id: u64) -> PathBuf {
         self.dir.join(format::file_name(id))
+    }
+}
+
+/// A [`Storage`] whose segment writes are charged to a device before they
+/// happen (`Config::device`): each chunk written out, and a reserve's
+/// zeros. Only the flusher cycle (with the state lock released) writes
+/// chunks and only the preallocator (likewise) creates reserves, so no
+/// charge sleeps under a lock writers need.
+#[derive(Debug)]
+pub(crate) struct ChargedStorage {
+    inner: Box<dyn Storage>,
+    device: PlainArc<device::Device>,
+}
+
+impl ChargedStorage {
+    pub(crate) fn new(inner: Box<dyn Storage>, device: PlainArc<device::Device>) -> Self {
+        ChargedStorage { inner, device }
+    }
+
+    fn wrap(&self, file: Box<dyn SegmentFile>) -> Box<dyn SegmentFile> {
+        Box::new(ChargedSegment {
+            inner: file,
+            device: PlainArc::clone(&self.device),
+        })
+    }
+}
+
+#[derive(Debug)]
+struct ChargedSegment {
+    inner: Box<dyn SegmentFile>,
+    device: PlainArc<device::Device>,
+}
+
+impl SegmentFile for ChargedSegment {
+    fn write_at(&self, offset: u64, buf: &[u8]) -> io::Result<()> {
+        self.device.charge_write(buf.len() as u64);
+        self.inner.write_at(offset, buf)
+    }
+
+    fn sync_data(&self) -> io::Result<()> {
+        self.inner.sync_data()
+    }
+
+    fn start_writeback(&self, offset: u64, len: u64) -> io::Result<()> {
+        self.inner.start_writeback(offset, len)
+    }
+}
+
+impl Storage for ChargedStorage {
+    fn create(&self, id: u64, size: u32) -> io::Result<Box<dyn SegmentFile>> {
+        // Sparse: nothing written yet.
+        self.inner.create(id, size).map(|f| self.wrap(f))
+    }
+
+    fn create_reserve(&self, size: u32) -> io::Result<Box<dyn SegmentFile>> {
+        // The zeros are written in full.
+        self.device.charge_write(u64::from(size));
+        self.inner.create_reserve(size).map(|f| self.wrap(f))
+    }
+
+    fn install_reserve(&self, id: u64) -> io::Result<()> {
+        self.inner.install_reserve(id)
+    }
+
+    fn remove_reserve(&self) -> io::Result<()> {
+        self.inner.remove_reserve()
+    }
+
+    fn remove(&self, id: u64) -> io::Result<()> {
+        self.inner.remove(id)
+    }
+
+    fn quarantine(&self, id: u64) -> io::Result<()> {
+        self.inner.quarantine(id)
+    }
+
+    fn sync_dir(&self) -> io::Result<()> {
+        self.inner.sync_dir()
+    }
+
+    fn write_drops(&self, bytes: &[u8]) -> io::Result<()> {
+        self.inner.write_drops(bytes)
+    }
+
+    fn path(&self, id: u64) -> PathBuf {
+        self.inner.path(id)
     }
 }
 

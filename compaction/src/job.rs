@@ -248,7 +248,12 @@ impl Job<'_> {
         };
         let committed = writer.commit()?;
         self.step()?;
-        let table = Sstable::open(&self.dir, committed.generation)?;
+        // On the device the output was written to: the same directory.
+        let table = Sstable::open_on(
+            &self.dir,
+            committed.generation,
+            self.options.writer.device.clone(),
+        )?;
         let run = match self.fragment_size {
             Some(_) => {
                 let run_id = *self.run_id.get_or_insert(committed.generation);

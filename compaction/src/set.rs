@@ -271,6 +271,21 @@ impl SstableSet {
     /// A damaged transaction file ([`Error::CorruptTransaction`]), or an
     /// sstable that does not open.
     pub fn open(dir: impl AsRef<Path>) -> Result<Self> {
+        Self::open_on(dir, None)
+    }
+
+    /// [`open`](Self::open), with the sstables opened on `device` (the
+    /// device `dir` is on): their reads, compaction's among them, are
+    /// charged to it (`sstable::Sstable::open_on`). A job's outputs are
+    /// opened on the device of its writer options
+    /// (`JobOptions::writer`'s `device`).
+    ///
+    /// # Errors
+    /// As [`open`](Self::open).
+    pub fn open_on(
+        dir: impl AsRef<Path>,
+        device: Option<PlainArc<device::Device>>,
+    ) -> Result<Self> {
         let dir = dir.as_ref();
         crate::txn::recover(dir)?;
         let listed = sstable::SstableDirectory::open(dir)?;
@@ -279,7 +294,7 @@ impl SstableSet {
         remove_orphan_run_files(dir, &generations)?;
         let mut handles = Vec::new();
         for &generation in listed.generations() {
-            let table = Sstable::open(dir, generation)?;
+            let table = Sstable::open_on(dir, generation, device.clone())?;
             let run = read_run_file(dir, generation)?;
             handles.push(set.make_handle(table, run));
         }

@@ -167,6 +167,162 @@ impl FlushPolicy {
     }
 }
 
+/// A modelled device of a [`DeviceModel`]: a name and a bandwidth.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct DeviceSpec {
+    /// The device's name (1 to [`device::MAX_NAME_LEN`] bytes, unique in
+    /// the model).
+    pub name: String,
+    /// Bytes per second, reads and writes together; at least 1.
+    pub bandwidth: u64,
+}
+
+/// Which directory of a [`DeviceModel`] is on which device.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Placement {
+    /// A data directory, a flush directory, or the commit log's
+    /// directory ([`DatabaseConfig::commitlog_dir`]).
+    pub dir: PathBuf,
+    /// The name of the device it is on.
+    pub device: String,
+}
+
+/// The database's model of devices ([`DatabaseConfig::devices`]): named
+/// bandwidths, and which of the database's directories is on which.
+///
+/// Every byte the database writes or reads in a directory (flushes'
+/// sstable writes, compactions' reads and writes, sstable reads, the
+/// commit log's writes and replay) is charged to the device of the
+/// closest placed directory that holds it, and waits for that device's
+/// bandwidth (a token bucket shared by everything on the device; see the
+/// `device` crate). The commit log lives inside the first data directory,
+/// so it is on that directory's device unless placed itself. A directory
+/// not placed, and not inside a placed one, is a real device: nothing
+/// charged. The empty model (the default) throttles nothing.
+///
+/// ```
+/// use replica::{DatabaseConfig, DeviceModel};
+///
+/// let mut config = DatabaseConfig::new("/d");
+/// config.flush_dirs = vec!["/f".into()];
+/// let mut model = DeviceModel::default();
+/// model
+///     .add_device("data", 100 << 20)
+///     .add_device("flash", 100 << 20)
+///     .add_device("log", 50 << 20)
+///     .place("/d", "data")
+///     .place("/f", "flash")
+///     .place(config.commitlog_dir(), "log");
+/// config.devices = model;
+/// config.validate()?;
+/// # Ok::<(), replica::Error>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub struct DeviceModel {
+    /// The devices.
+    pub devices: Vec<DeviceSpec>,
+    /// Which directory is on which device.
+    pub placements: Vec<Placement>,
+}
+
+impl DeviceModel {
+    /// Adds a device of `bandwidth` bytes per second.
+    pub fn add_device(&mut self, name: impl Into<String>, bandwidth: u64) -> &mut Self {
+        self.devices.push(DeviceSpec {
+            name: name.into(),
+            bandwidth,
+        });
+        self
+    }
+
+    /// Puts `dir` on the device named `device`.
+    pub fn place(&mut self, dir: impl Into<PathBuf>, device: impl Into<String>) -> &mut Self {
+        self.placements.push(Placement {
+            dir: dir.into(),
+            device: device.into(),
+        });
+        self
+    }
+
+    /// True when there is no device: nothing is throttled.
+    pub fn is_empty(&self) -> bool {
+        self.devices.is_empty() && self.placements.is_empty()
+    }
+
+    /// The device `dir` is placed on, by name, if it is placed.
+    pub fn device_of(&self, dir: &Path) -> Option<&str> {
+        self.placements
+            .iter()
+            .find(|p| p.dir == dir)
+            .map(|p| p.device.as_str())
+    }
+
+    /// Checks the model against the directories of the database.
+    fn validate(&self, dirs: &[&Path]) -> Result<(), Error> {
+        let invalid = |value: String, expected: String| Error::InvalidOption {
+            name: "devices",
+            value,
+            expected,
+        };
+        let mut names = BTreeSet::new();
+        for d in &self.devices {
+            if d.name.is_empty() || d.name.len() > device::MAX_NAME_LEN {
+                return Err(invalid(
+                    format!("device name [{}]", d.name),
+                    format!("a name of 1 to {} bytes", device::MAX_NAME_LEN),
+                ));
+            }
+            if d.bandwidth == 0 {
+                return Err(invalid(
+                    format!("device {}=0", d.name),
+                    "a bandwidth of at least 1 byte per second".to_owned(),
+                ));
+            }
+            if !names.insert(d.name.as_str()) {
+                return Err(invalid(
+                    format!("device {} defined twice", d.name),
+                    "each device named once".to_owned(),
+                ));
+            }
+        }
+        let mut placed: Vec<(&Path, &str)> = Vec::new();
+        for p in &self.placements {
+            if !names.contains(p.device.as_str()) {
+                let known: Vec<&str> = names.iter().copied().collect();
+                return Err(invalid(
+                    format!("{} on unknown device {}", p.dir.display(), p.device),
+                    if known.is_empty() {
+                        "a device defined in the model (there is none)".to_owned()
+                    } else {
+                        format!("one of the devices defined: {}", known.join(", "))
+                    },
+                ));
+            }
+            if !dirs.contains(&p.dir.as_path()) {
+                let listed: Vec<String> = dirs.iter().map(|d| d.display().to_string()).collect();
+                return Err(invalid(
+                    format!("{} on device {}", p.dir.display(), p.device),
+                    format!(
+                        "a data, flush or commit-log directory of the database: {}",
+                        listed.join(", ")
+                    ),
+                ));
+            }
+            if let Some(&(_, other)) = placed.iter().find(|(d, _)| *d == p.dir.as_path()) {
+                return Err(invalid(
+                    format!("{} on devices {other} and {}", p.dir.display(), p.device),
+                    "each directory on one device".to_owned(),
+                ));
+            }
+            placed.push((p.dir.as_path(), p.device.as_str()));
+        }
+        Ok(())
+    }
+}
+
 /// Checks a soft-limit ratio as the dirty-memory manager does
 /// (`dirty_memory::limits_for_budget`): a fraction of the budget in
 /// `(0, dirty_memory::MAX_SOFT_LIMIT_RATIO]`, since the soft limit must lie
@@ -222,12 +378,16 @@ pub struct DatabaseConfig {
     pub flush_policy: FlushPolicy,
     /// The separate, small dirty-memory budget of system tables.
     pub system_dirty_memory_budget: usize,
-    /// Options of every sstable a flush writes. The sstable crate checks
-    /// them when a writer is created.
+    /// Options of every sstable a flush or compaction writes. The sstable
+    /// crate checks them when a writer is created. Their `device` is set
+    /// by the database from [`devices`](Self::devices), per directory.
     pub sstable_writer_options: sstable::WriterOptions,
-    /// Limit on flush write bandwidth, in bytes per second; `None` (the
-    /// default) is unlimited. A token bucket on sstable writes.
-    pub flush_bandwidth_limit: Option<u64>,
+    /// The model of devices: which directory is on which modelled device,
+    /// and each device's bandwidth, which every read and write there is
+    /// charged to. Empty (the default): nothing is throttled. (It replaces
+    /// the flush bandwidth limit: a flush limit is a device holding the
+    /// flush directories.)
+    pub devices: DeviceModel,
     /// How long a write may wait for dirty memory (at the hard limit)
     /// before it fails with an error naming its table; default
     /// [`DEFAULT_WRITE_TIMEOUT`]. Must not be zero.
@@ -270,7 +430,7 @@ impl DatabaseConfig {
             flush_policy: FlushPolicy::default(),
             system_dirty_memory_budget: DEFAULT_SYSTEM_BUDGET,
             sstable_writer_options: sstable::WriterOptions::default(),
-            flush_bandwidth_limit: None,
+            devices: DeviceModel::default(),
             write_timeout: DEFAULT_WRITE_TIMEOUT,
             commitlog: CommitLogMode::default(),
             commitlog_segment_size: 32 << 20,
@@ -291,6 +451,17 @@ impl DatabaseConfig {
         }
     }
 
+    /// The commit log's directory: [`COMMITLOG_DIR_NAME`] in the first
+    /// data directory.
+    ///
+    /// [`COMMITLOG_DIR_NAME`]: crate::COMMITLOG_DIR_NAME
+    pub fn commitlog_dir(&self) -> PathBuf {
+        self.data_dirs
+            .first()
+            .map(|d| d.join(crate::database::COMMITLOG_DIR_NAME))
+            .unwrap_or_default()
+    }
+
     /// Every directory that holds sstables of the database: the data
     /// directories, then the flush directories not among them.
     pub fn all_dirs(&self) -> Vec<&Path> {
@@ -308,9 +479,11 @@ impl DatabaseConfig {
     /// # Errors
     /// [`Error::InvalidOption`] naming the first field out of range: no
     /// data directory, an empty or repeated directory, a budget below
-    /// [`MIN_DATABASE_BUDGET`], a soft-limit ratio outside `(0, 0.5]`, or a zero
-    /// bandwidth limit, a zero write timeout, or a cache size below
-    /// [`MIN_CACHE_SIZE`].
+    /// [`MIN_DATABASE_BUDGET`], a soft-limit ratio outside `(0, 0.5]`, a zero
+    /// write timeout, a cache size below [`MIN_CACHE_SIZE`], or a bad
+    /// device model (named `devices`: a device with a bad name, a zero
+    /// bandwidth or defined twice, a directory placed on an unknown
+    /// device, on two devices, or not one of the database's).
     pub fn validate(&self) -> Result<(), Error> {
         let invalid = |name, value: String, expected: String| Error::InvalidOption {
             name,
@@ -358,13 +531,12 @@ impl DatabaseConfig {
             }
         }
         check_soft_limit_ratio(self.soft_limit_ratio)?;
-        if self.flush_bandwidth_limit == Some(0) {
-            return Err(invalid(
-                "flush_bandwidth_limit",
-                "0".to_owned(),
-                "at least 1 byte per second, or None for no limit".to_owned(),
-            ));
+        let commitlog_dir = self.commitlog_dir();
+        let mut dirs = self.all_dirs();
+        if self.commitlog != CommitLogMode::Off {
+            dirs.push(&commitlog_dir);
         }
+        self.devices.validate(&dirs)?;
         if let CommitLogMode::Periodic(d) = self.commitlog
             && d.is_zero()
         {
@@ -404,7 +576,7 @@ mod tests {
         c.validate().unwrap();
         assert_eq!(c.effective_flush_dirs(), &[PathBuf::from("/d")]);
         assert_eq!(c.flush_policy, FlushPolicy::SoftLimit);
-        assert_eq!(c.flush_bandwidth_limit, None);
+        assert!(c.devices.is_empty());
         assert_eq!(c.all_dirs(), vec![Path::new("/d")]);
     }
 
@@ -471,11 +643,6 @@ mod tests {
                 "cache_size",
                 "1048576",
             ),
-            (
-                Box::new(|c| c.flush_bandwidth_limit = Some(0)),
-                "flush_bandwidth_limit",
-                "None",
-            ),
         ];
         for (change, name, limit) in cases {
             let mut c = base.clone();
@@ -483,6 +650,92 @@ mod tests {
             let e = c.validate().unwrap_err().to_string();
             assert!(e.contains(name) && e.contains(limit), "{e}");
         }
+    }
+
+    #[test]
+    fn device_models_are_checked_against_the_directories() {
+        let mut base = DatabaseConfig::new("/d");
+        base.flush_dirs = vec!["/f".into()];
+        let mut good = DeviceModel::default();
+        good.add_device("disk", 100 << 20)
+            .add_device("flash", 1)
+            .place("/d", "disk")
+            .place("/f", "flash")
+            .place(base.commitlog_dir(), "flash");
+        let mut c = base.clone();
+        c.devices = good.clone();
+        c.validate().unwrap();
+        assert_eq!(c.devices.device_of(Path::new("/f")), Some("flash"));
+        assert_eq!(c.devices.device_of(Path::new("/x")), None);
+        assert_eq!(c.commitlog_dir(), Path::new("/d/replica.commitlog"));
+
+        type Change = Box<dyn Fn(&mut DeviceModel)>;
+        let cases: Vec<(Change, &[&str])> = vec![
+            (
+                Box::new(|m| {
+                    m.place("/d", "tape");
+                }),
+                &["/d on unknown device tape", "disk, flash"],
+            ),
+            (
+                Box::new(|m| {
+                    m.add_device("zero", 0);
+                }),
+                &["device zero=0", "at least 1 byte per second"],
+            ),
+            (
+                Box::new(|m| {
+                    m.add_device("disk", 5);
+                }),
+                &["device disk defined twice", "each device named once"],
+            ),
+            (
+                Box::new(|m| {
+                    m.add_device("", 5);
+                }),
+                &["device name []", "1 to 64 bytes"],
+            ),
+            (
+                Box::new(|m| {
+                    m.place("/f", "disk");
+                }),
+                &[
+                    "/f on devices flash and disk",
+                    "each directory on one device",
+                ],
+            ),
+            (
+                Box::new(|m| {
+                    m.place("/elsewhere", "disk");
+                }),
+                &["/elsewhere on device", "/d, /f, /d/replica.commitlog"],
+            ),
+        ];
+        for (change, expected) in cases {
+            let mut c = base.clone();
+            c.devices = good.clone();
+            change(&mut c.devices);
+            let e = c.validate().unwrap_err().to_string();
+            assert!(e.contains("devices"), "{e}");
+            for part in expected {
+                assert!(e.contains(part), "{e} lacks {part}");
+            }
+        }
+        // Without a commit log its directory is no directory of the
+        // database; a model with no devices cannot place anything.
+        let mut c = base.clone();
+        c.commitlog = CommitLogMode::Off;
+        c.devices = good;
+        assert!(
+            c.validate()
+                .unwrap_err()
+                .to_string()
+                .contains("replica.commitlog")
+        );
+        let mut c = base;
+        c.devices.place("/d", "disk");
+        let e = c.validate().unwrap_err().to_string();
+        assert!(e.contains("there is none"), "{e}");
     }
 
     #[test]

@@ -151,14 +151,20 @@
 //! # Also here
 //!
 //! * [`DatabaseConfig`]: directories, budgets, soft-limit ratio, flush
-//!   policy, sstable writer options, flush bandwidth limit, write timeout,
-//!   commit log mode ([`CommitLogMode`]), row cache size ([`CacheSize`]).
+//!   policy, sstable writer options, the device model ([`DeviceModel`]),
+//!   write timeout, commit log mode ([`CommitLogMode`]), row cache size
+//!   ([`CacheSize`]).
 //! * [`Catalog`]: which tables exist, persisted atomically with a checksum.
 //! * [`open_table_dirs`]: each table's sstables in its data and flush
 //!   directories, after removing the leftovers of unfinished flushes.
 //! * [`DirectoryLock`]: the lock file that refuses a second open of the
 //!   same directories, from this process or another.
-//! * [`TokenBucket`]: the flush bandwidth limit.
+//! * [`DeviceModel`]: modelled devices (the [`device`] crate's
+//!   [`Device`], a [`TokenBucket`] of bandwidth) and which directory is on
+//!   which; every sstable write and read (flushes, compaction, reads) and
+//!   every commit-log write is charged to its directory's device, and
+//!   [`DatabaseMetrics::devices`] says how much went through each and how
+//!   long it made the I/O wait.
 //! * [`CompactionConfig`]: how tables' sstables are compacted (the
 //!   [`compaction`] crate: incremental by default, size-tiered or none;
 //!   gc_grace, bandwidth limit); [`Database::compact`] runs a major
@@ -179,6 +185,7 @@
 mod catalog;
 mod config;
 mod database;
+mod devices;
 mod error;
 #[cfg(feature = "testing")]
 mod hooks;
@@ -187,7 +194,6 @@ mod lock;
 #[cfg(feature = "stress")]
 pub mod stress;
 mod sync;
-mod throttle;
 pub mod units;
 
 pub use catalog::{
@@ -199,12 +205,16 @@ pub use compaction;
 pub use config::{
     CacheSize, CommitLogMode, CorruptionPolicy, DEFAULT_BUDGET, DEFAULT_COMMITLOG_SYNC_PERIOD,
     DEFAULT_SOFT_LIMIT_RATIO, DEFAULT_SYSTEM_BUDGET, DEFAULT_WRITE_TIMEOUT, DatabaseConfig,
-    FlushPolicy, MIN_CACHE_SIZE, MIN_DATABASE_BUDGET, check_soft_limit_ratio,
+    DeviceModel, DeviceSpec, FlushPolicy, MIN_CACHE_SIZE, MIN_DATABASE_BUDGET, Placement,
+    check_soft_limit_ratio,
 };
 pub use database::{
     COMMITLOG_DIR_NAME, CacheMetrics, CompactionConfig, Database, DatabaseMetrics,
     TableCompactionMetrics, TableMetrics, TableReader,
 };
+/// The device crate, for [`DeviceModel`]'s devices and their clocks.
+pub use device;
+pub use device::{Clock, Device, DeviceStats, ManualClock, SystemClock, TokenBucket};
 pub use error::{Error, Result};
 #[cfg(feature = "testing")]
 pub use hooks::{HookPoint, TestHook};
@@ -213,7 +223,6 @@ pub use layout::{
     read_table_marker, remove_table_dirs, table_dir,
 };
 pub use lock::{DirectoryLock, LOCK_FILE_NAME};
-pub use throttle::{Clock, ManualClock, SystemClock, TokenBucket, WriteThrottle};
 
 // The README's example runs as a doc test, so it cannot go stale.
 #[cfg(doctest)]

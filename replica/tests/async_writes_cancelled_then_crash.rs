@@ -38,8 +38,13 @@ fn config(dir: &Path) -> DatabaseConfig {
     // Small, so that flushes run and writers wait for dirty memory.
     config.dirty_memory_budget = 1 << 20;
     // Flushes slower than the writers (about 2.4 MB written), so writers
-    // do wait for dirty memory however loaded the machine is.
-    config.flush_bandwidth_limit = Some(2 << 20);
+    // do wait for dirty memory however loaded the machine is: their
+    // directory is on a modelled device of 2 MiB/s.
+    config.flush_dirs = vec![dir.join("flush")];
+    config
+        .devices
+        .add_device("slow", 2 << 20)
+        .place(dir.join("flush"), "slow");
     config
 }
 

@@ -178,8 +178,13 @@ fn a_write_held_at_the_hard_limit_times_out_naming_its_table() {
     let dir = tempfile::tempdir().unwrap();
     let mut config = DatabaseConfig::new(dir.path());
     config.dirty_memory_budget = 1 << 20;
-    // Flushes write at 2 MiB/s, so memory comes back slowly...
-    config.flush_bandwidth_limit = Some(2 << 20);
+    // Flushes write at 2 MiB/s (their directory is on a modelled device
+    // of that bandwidth), so memory comes back slowly...
+    config.flush_dirs = vec![dir.path().join("flush")];
+    config
+        .devices
+        .add_device("slow", 2 << 20)
+        .place(dir.path().join("flush"), "slow");
     // ... and writes give up at once.
     config.write_timeout = Duration::from_millis(1);
     let db = Arc::new(Database::open(config).unwrap());

@@ -181,3 +181,55 @@ fn bad_options_and_factory_errors_stop_the_program() {
     .unwrap_err();
     assert!(e.to_string().contains("missing"), "{e}");
 }
+
+#[test]
+fn a_results_directory_gets_the_per_second_table_the_hdr_log_and_the_summaries() {
+    let dir = tempfile::tempdir().unwrap();
+    let results = dir.path().join("results").join("run-1");
+    let o = options(&[
+        "--compare",
+        "--columns=4",
+        "--device=disk=100MiB",
+        &format!("--results-dir={}", results.display()),
+    ]);
+    let mut factory = Factory::default();
+    let mut out = Vec::new();
+    execute(&o, &mut factory, &mut out).unwrap();
+    let text = String::from_utf8(out).unwrap();
+    assert!(text.contains("256 B rows (4 columns)"), "{text}");
+    assert!(
+        text.contains(
+            "devices disk=100.0 MiB/s (data dirs on disk, flush dirs on disk, commit log on disk)"
+        ),
+        "{text}"
+    );
+    for policy in ["per-memtable", "soft-limit"] {
+        let csv = std::fs::read_to_string(results.join(format!("{policy}.ops.csv"))).unwrap();
+        let mut lines = csv.lines();
+        assert!(
+            lines
+                .next()
+                .unwrap()
+                .starts_with("time_s,ops,op_rate,errors,p50_ms")
+        );
+        let ops: u64 = lines
+            .map(|l| l.split(',').nth(1).unwrap().parse::<u64>().unwrap())
+            .sum();
+        assert_eq!(ops, 300, "every operation is in one row");
+        assert!(hlog_intervals(&results.join(format!("{policy}.hlog"))) >= 1);
+        let summary =
+            std::fs::read_to_string(results.join(format!("{policy}.summary.txt"))).unwrap();
+        assert!(summary.starts_with("Running write"), "{summary}");
+        assert!(
+            summary.contains(&format!("Results ({policy}):")),
+            "{summary}"
+        );
+    }
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(results.join("summary.json")).unwrap())
+            .unwrap();
+    assert_eq!(v["baseline"]["label"], "per-memtable");
+    assert_eq!(v["columns"], 4);
+    assert_eq!(v["device_model"]["devices"][0]["name"], "disk");
+    assert_eq!(v["device_model"]["flush_dirs"], "disk");
+}

@@ -29,6 +29,7 @@ fn spec(mode: Mode, distribution: Distribution) -> WorkloadSpec {
         distribution,
         rows_per_partition: 3,
         row_size: 64,
+        columns: 1,
         tables: 4,
         seed: 42,
     }

@@ -13,6 +13,7 @@ use std::path::Path;
 
 use crate::error::{Error, io_err};
 use crate::storage::Source;
+use crate::sync::Arc;
 use crate::varint::Origin;
 
 /// Bytes of every component's preamble: the 4-byte magic, then the 4-byte
@@ -178,12 +179,20 @@ pub(crate) struct ComponentFile {
     len: u64,
     /// Incremental write-back of what reached the file.
     pub(crate) writeback: writeback::WriteBack,
+    /// The device every byte is charged to before it is written.
+    device: Option<Arc<device::Device>>,
 }
 
 impl ComponentFile {
     /// Creates `path` (which must not exist) with an I/O buffer of `buffer`
-    /// bytes, starting write-back every `bytes_per_sync` bytes (0: never).
-    pub(crate) fn create(path: &Path, buffer: usize, bytes_per_sync: u64) -> Result<Self, Error> {
+    /// bytes, starting write-back every `bytes_per_sync` bytes (0: never),
+    /// charging what it writes to `device`.
+    pub(crate) fn create(
+        path: &Path,
+        buffer: usize,
+        bytes_per_sync: u64,
+        device: Option<Arc<device::Device>>,
+    ) -> Result<Self, Error> {
         let file = std::fs::OpenOptions::new()
             .write(true)
             .create_new(true)
@@ -194,11 +203,14 @@ impl ComponentFile {
             path: path.to_path_buf(),
             len: 0,
             writeback: writeback::WriteBack::new(bytes_per_sync),
+            device,
         })
     }
 
-    /// Appends bytes.
+    /// Appends bytes (charged to the device first: they are on their way
+    /// to the file, through the buffer).
     pub(crate) fn write(&mut self, bytes: &[u8]) -> Result<(), Error> {
+        device::charge_write(self.device.as_deref(), bytes.len() as u64);
         self.out
             .write_all(bytes)
             .map_err(io_err("write", &self.path))?;

@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 
 use crate::block::{HEADER_LEN, TRAILER_LEN};
 use crate::error::{Error, io_err};
+use crate::sync::Arc;
 use writeback::WriteBack;
 
 /// Streaming writer of checksummed Data blocks.
@@ -38,6 +39,8 @@ pub(crate) struct DataWriter {
     pub(crate) blocks: u64,
     /// Raw payload bytes of finished blocks.
     pub(crate) raw_bytes: u64,
+    /// The device every buffer is charged to before it is written.
+    device: Option<Arc<device::Device>>,
 }
 
 impl DataWriter {
@@ -49,6 +52,7 @@ impl DataWriter {
         compress: bool,
         bytes_per_sync: u64,
         preamble: &[u8],
+        device: Option<Arc<device::Device>>,
     ) -> Result<Self, Error> {
         let file = OpenOptions::new()
             .write(true)
@@ -73,6 +77,7 @@ impl DataWriter {
             writeback: WriteBack::new(bytes_per_sync),
             blocks: 0,
             raw_bytes: 0,
+            device,
         })
     }
 
@@ -143,6 +148,7 @@ impl DataWriter {
     }
 
     fn write_out(&mut self) -> Result<(), Error> {
+        device::charge_write(self.device.as_deref(), self.out.len() as u64);
         self.file
             .write_all(&self.out)
             .map_err(io_err("write", &self.path))?;
@@ -180,7 +186,8 @@ mod tests {
         for compress in [false, true] {
             let dir = tempfile::tempdir().unwrap();
             let path = dir.path().join("d");
-            let mut w = DataWriter::create(&path, 4096, 512, compress, 8192, b"PREAMBLE").unwrap();
+            let mut w =
+                DataWriter::create(&path, 4096, 512, compress, 8192, b"PREAMBLE", None).unwrap();
             let mut x = 12345u32;
             for i in 0..100u32 {
                 if i < 30 {

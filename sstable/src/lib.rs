@@ -45,6 +45,12 @@
 //! by another, or no descriptor free even after closing cached ones) makes
 //! the read fail with [`Error::Io`] naming it, never return stale bytes.
 //!
+//! Devices: a writer whose [`WriterOptions::device`] is set charges every
+//! byte of its files to that `device::Device` before writing it, and an
+//! sstable opened with [`Sstable::open_on`] charges every byte it reads;
+//! the charging thread blocks while the device's bandwidth is spent (the
+//! replica's model of disks, shared by flushes, compaction and reads).
+//!
 //! The `sstable` command (crate `sstable-tool`) dumps (JSON lines),
 //! describes and verifies files.
 //!

@@ -6,6 +6,7 @@ use std::os::unix::fs::FileExt;
 use std::path::Path;
 
 use crate::file_cache::CachedFile;
+use crate::sync::Arc;
 
 /// Something a component can be read from at arbitrary offsets.
 pub(crate) trait Source: Send + Sync + std::fmt::Debug {
@@ -17,26 +18,34 @@ pub(crate) trait Source: Send + Sync + std::fmt::Debug {
 
 /// A component file, read through the process-wide cache of open files
 /// (`file_cache`): it is opened when a read needs it and the cache has
-/// closed it, so an open sstable holds no descriptor of its own.
+/// closed it, so an open sstable holds no descriptor of its own. Every
+/// read is charged to the device the file is on, if it has one.
 #[derive(Debug)]
-pub(crate) struct FileSource(CachedFile);
+pub(crate) struct FileSource {
+    file: CachedFile,
+    device: Option<Arc<device::Device>>,
+}
 
 impl FileSource {
-    /// Opens `path` (through the cache) and records its length.
-    pub(crate) fn open(path: &Path) -> io::Result<Self> {
-        CachedFile::open(path).map(FileSource)
+    /// Opens `path` (through the cache) and records its length; reads
+    /// will be charged to `device`.
+    pub(crate) fn open(path: &Path, device: Option<Arc<device::Device>>) -> io::Result<Self> {
+        CachedFile::open(path).map(|file| FileSource { file, device })
     }
 }
 
 impl Source for FileSource {
     fn len(&self) -> u64 {
-        self.0.len()
+        self.file.len()
     }
 
     fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
+        // Charged before the read, holding no lock (a reader waiting for
+        // its device holds up only itself).
+        device::charge_read(self.device.as_deref(), buf.len() as u64);
         // The clone keeps the file open for this read even if the cache
         // closes it meanwhile; no lock is held during the read.
-        let file = self.0.file()?;
+        let file = self.file.file()?;
         FileExt::read_exact_at(&*file, buf, offset)
     }
 }

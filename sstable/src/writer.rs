@@ -17,6 +17,7 @@ use crate::directory::{
 use crate::error::{Component, Error, io_err};
 use crate::statistics::Statistics;
 use crate::summary::{Summary, SummaryEntry};
+use crate::sync::Arc;
 use crate::toc::{encode_digest, encode_toc};
 use crate::tracker::Tracker;
 use crate::{DATA_MAGIC, FILTER_MAGIC, INDEX_MAGIC, STATISTICS_MAGIC, SUMMARY_MAGIC};
@@ -80,6 +81,13 @@ pub struct WriterOptions {
     /// the disk; elsewhere nothing. Counted by
     /// [`Writer::writeback_requests`].
     pub bytes_per_sync: u64,
+    /// The device the sstable's directory is on (default `None`: no
+    /// model, nothing charged). Every byte written to the sstable's files
+    /// is charged to it before it is written, in the writing thread,
+    /// blocking the writer while the device's bandwidth is spent: the
+    /// Data and Index buffers as they go to their files, the small
+    /// components and the TOC at commit.
+    pub device: Option<Arc<device::Device>>,
     /// Fault injection for crash-safety tests: stop the commit right after
     /// this step and return [`Error::InjectedCrash`], leaving the files
     /// exactly as a process crash at that point would (no cleanup). Only
@@ -98,6 +106,7 @@ impl Default for WriterOptions {
             large_partition_threshold: 64 << 10,
             io_buffer: 1 << 20,
             bytes_per_sync: 1 << 20,
+            device: None,
             #[cfg(feature = "testing")]
             crash_after: None,
         }
@@ -227,11 +236,13 @@ impl Writer {
                 options.compression,
                 options.bytes_per_sync,
                 &preamble(DATA_MAGIC),
+                options.device.clone(),
             )?;
             let mut index = ComponentFile::create(
                 &temp_path(&dir, generation, Component::Index),
                 options.io_buffer,
                 options.bytes_per_sync,
+                options.device.clone(),
             )?;
             index.write(&preamble(INDEX_MAGIC))?;
             Ok::<_, Error>((data, index))
@@ -530,7 +541,12 @@ impl Writer {
         ];
         for (component, bytes) in &small {
             // Written whole and synced at once: no write-back on the way.
-            let mut f = ComponentFile::create(&temp_path(&dir, generation, *component), 4096, 0)?;
+            let mut f = ComponentFile::create(
+                &temp_path(&dir, generation, *component),
+                4096,
+                0,
+                self.options.device.clone(),
+            )?;
             f.write(bytes)?;
             f.finish()?;
         }
@@ -554,7 +570,9 @@ impl Writer {
                 .truncate(true)
                 .open(&marker)
                 .map_err(io_err("open", &marker))?;
-            std::io::Write::write_all(&mut &file, encode_toc().as_bytes())
+            let toc = encode_toc();
+            device::charge_write(self.options.device.as_deref(), toc.len() as u64);
+            std::io::Write::write_all(&mut &file, toc.as_bytes())
                 .map_err(io_err("write", &marker))?;
             file.sync_data().map_err(io_err("fdatasync", &marker))?;
         }

@@ -56,6 +56,7 @@ pub(crate) const ALLOWED_DEPENDENCIES: &[(&str, &[&str])] = &[
             "crc32c",
             "lz4_flex",
             "replmem-writeback",
+            "replmem-device",
         ],
     ),
     (
@@ -65,6 +66,7 @@ pub(crate) const ALLOWED_DEPENDENCIES: &[(&str, &[&str])] = &[
     ("replmem-flush-scheduler", &["replmem-sync", "thiserror"]),
     // sync_file_range (Linux only): no safe wrapper in rustix or nix.
     ("replmem-writeback", &["libc"]),
+    ("replmem-device", &["replmem-sync", "thiserror"]),
     (
         "replmem-commitlog",
         &[
@@ -74,6 +76,7 @@ pub(crate) const ALLOWED_DEPENDENCIES: &[(&str, &[&str])] = &[
             "bytes",
             "crc32c",
             "replmem-writeback",
+            "replmem-device",
         ],
     ),
     (
@@ -81,6 +84,7 @@ pub(crate) const ALLOWED_DEPENDENCIES: &[(&str, &[&str])] = &[
         &[
             "replmem-mutation",
             "replmem-sstable",
+            "replmem-device",
             "replmem-sync",
             "thiserror",
             "crc32c",
@@ -100,6 +104,7 @@ pub(crate) const ALLOWED_DEPENDENCIES: &[(&str, &[&str])] = &[
             "replmem-flush-scheduler",
             "replmem-commitlog",
             "replmem-compaction",
+            "replmem-device",
             "replmem-sync",
             "thiserror",
             "bytes",

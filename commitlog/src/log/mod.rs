@@ -64,7 +64,7 @@ use self::append::mutation_payload;
 use crate::config::{Config, SyncMode};
 use crate::format::{self, FRAMING, KIND_DROP, KIND_MUTATION};
 use crate::replay::{self, ReplayReport};
-use crate::storage::{DirStorage, SegmentFile, Storage};
+use crate::storage::{ChargedStorage, DirStorage, SegmentFile, Storage};
 use crate::sync::{self, Arc, Condvar, Mutex, PlainArc};
 use crate::{Error, ReplayPosition, ReplayPositionSet, TableId};
 
@@ -340,7 +340,13 @@ impl CommitLog {
             report,
             summaries,
             drops,
-        } = replay::replay_segments(dir, &files, config.on_corruption, on_entry)?;
+        } = replay::replay_segments(
+            dir,
+            &files,
+            config.on_corruption,
+            config.device.as_deref(),
+            on_entry,
+        )?;
         let mut segments = BTreeMap::new();
         for (id, s) in summaries {
             let len = u32::try_from(s.len).unwrap_or(u32::MAX);
@@ -386,6 +392,11 @@ impl CommitLog {
         max_id_in_use: u64,
     ) -> Result<CommitLog, Error> {
         config.validate()?;
+        // With a device model, every segment write is charged to it.
+        let storage: Box<dyn Storage> = match &config.device {
+            Some(device) => Box::new(ChargedStorage::new(storage, PlainArc::clone(device))),
+            None => storage,
+        };
         // A reserve left by a crash holds nothing: it was never named.
         storage
             .remove_reserve()

@@ -38,6 +38,7 @@ use mutation::{DecoratedKey, Mutation, Timestamp};
 use sstable::{Sstable, WriterOptions};
 
 use crate::database::table::Table;
+use crate::devices::Devices;
 use crate::error::Error;
 use crate::sync::{Arc, AtomicBool, AtomicU64, Condvar, Mutex, Ordering, Weak};
 
@@ -165,6 +166,9 @@ pub(crate) struct CompactionShared {
     pub(crate) manager: CompactionManager,
     config: CompactionConfig,
     writer: WriterOptions,
+    /// Which device each table directory is on: a set's jobs read and
+    /// write through its directory's device.
+    devices: Arc<Devices>,
     /// Test hook: stop every job after this step of its replacement, as a
     /// crash would (`usize::MAX`: never).
     #[cfg_attr(
@@ -184,7 +188,11 @@ impl fmt::Debug for CompactionShared {
 
 impl CompactionShared {
     /// Starts the manager's workers.
-    pub(crate) fn new(config: &CompactionConfig, writer: WriterOptions) -> Result<Self, Error> {
+    pub(crate) fn new(
+        config: &CompactionConfig,
+        writer: WriterOptions,
+        devices: Arc<Devices>,
+    ) -> Result<Self, Error> {
         let manager =
             CompactionManager::new(config.manager_config()).map_err(|e| Error::Start {
                 what: "compaction manager",
@@ -194,6 +202,7 @@ impl CompactionShared {
             manager,
             config: config.clone(),
             writer,
+            devices,
             stop_after: AtomicU64::new(u64::MAX),
         })
     }
@@ -257,6 +266,9 @@ struct Counters {
 /// One directory's sstables of a table, as the manager compacts them.
 pub(crate) struct DirSet {
     set: SstableSet,
+    /// The device of the set's directory (its jobs' outputs are written
+    /// and opened on it; its sstables were opened on it).
+    device: Option<Arc<device::Device>>,
     strategy: Box<dyn Strategy>,
     table: Weak<Table>,
     name: String,
@@ -328,6 +340,7 @@ impl CompactionTable for DirSet {
         options.gc_grace = self.shared.config.gc_grace;
         options.clock = Arc::clone(&self.shared.config.clock);
         options.writer = self.shared.writer.clone();
+        options.writer.device = self.device.clone();
         #[cfg(feature = "testing")]
         {
             let step = self.shared.stop_after.load(Ordering::SeqCst);
@@ -427,15 +440,19 @@ impl PinnedSstables {
 }
 
 /// Opens the set of each of `dirs` (recovering half-done compactions
-/// first).
+/// first), each on its directory's device.
 ///
 /// # Errors
 /// [`Error::Compaction`] naming the table for a damaged transaction file
 /// or an sstable that does not open.
-pub(crate) fn open_sets(table: &str, dirs: &[PathBuf]) -> Result<Vec<SstableSet>, Error> {
+pub(crate) fn open_sets(
+    table: &str,
+    dirs: &[PathBuf],
+    devices: &Devices,
+) -> Result<Vec<SstableSet>, Error> {
     dirs.iter()
         .map(|dir| {
-            SstableSet::open(dir).map_err(|source| Error::Compaction {
+            SstableSet::open_on(dir, devices.for_path(dir)).map_err(|source| Error::Compaction {
                 table: table.to_owned(),
                 source,
             })
@@ -462,9 +479,11 @@ impl TableSstables {
                     .build()
                     .unwrap_or_else(|_| Box::new(NoCompaction));
                 let dir = set.dir().map(Path::display).map(|d| d.to_string());
+                let device = set.dir().and_then(|d| shared.devices.for_path(d));
                 Arc::new(DirSet {
                     name: format!("{name} in {}", dir.unwrap_or_default()),
                     set,
+                    device,
                     strategy,
                     table: table.clone(),
                     shared: Arc::clone(shared),

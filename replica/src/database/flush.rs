@@ -35,9 +35,9 @@ use region_group::{RegionId, RegionListener};
 use sstable::{Sstable, Writer, WriterOptions};
 
 use crate::database::table::{Table, TableMemtable, TableSstable};
+use crate::devices::Devices;
 use crate::layout::table_dir;
 use crate::sync::{Arc, AtomicU64, Mutex, Ordering};
-use crate::throttle::{TokenBucket, WriteThrottle};
 
 /// What a memtable's region carries for its flush
 /// ([`Flush::owner`](dirty_memory::Flush::owner)): the memtable and its
@@ -95,7 +95,7 @@ pub(crate) struct FlushRouter {
     pub(crate) log: Arc<LogSlot>,
     scheduler: Arc<FlushScheduler>,
     options: WriterOptions,
-    bandwidth: Option<Arc<TokenBucket>>,
+    devices: Arc<Devices>,
     pub(crate) faults: FlushFaults,
     #[cfg(feature = "testing")]
     pub(crate) hooks: crate::hooks::Hooks,
@@ -113,14 +113,14 @@ impl FlushRouter {
     pub(crate) fn new(
         scheduler: Arc<FlushScheduler>,
         options: WriterOptions,
-        bandwidth: Option<Arc<TokenBucket>>,
+        devices: Arc<Devices>,
     ) -> Self {
         FlushRouter {
             by_id: Arc::new(Mutex::new(HashMap::new())),
             log: Arc::new(Mutex::new(None)),
             scheduler,
             options,
-            bandwidth,
+            devices,
             faults: FlushFaults::default(),
             #[cfg(feature = "testing")]
             hooks: crate::hooks::Hooks::default(),
@@ -168,7 +168,7 @@ impl FlushTarget for FlushRouter {
             memtable,
             log: Arc::clone(&self.log),
             options: self.options.clone(),
-            bandwidth: self.bandwidth.clone(),
+            devices: Arc::clone(&self.devices),
             fail: self.faults.take(),
             writer: None,
             committed: None,
@@ -193,7 +193,8 @@ struct FlushMemtable {
     memtable: Arc<TableMemtable>,
     log: Arc<LogSlot>,
     options: WriterOptions,
-    bandwidth: Option<Arc<TokenBucket>>,
+    /// Which device each flush directory is on.
+    devices: Arc<Devices>,
     /// Fail the data phase after its first fragment (test hook).
     fail: bool,
     /// The writer between the data and tail phases.
@@ -222,16 +223,15 @@ impl FlushJob for FlushMemtable {
             return Ok(());
         }
         let dir = table_dir(ctx.dir(), self.table.name());
-        let mut writer = match Writer::create(&dir, self.options.clone()) {
+        // Every byte of the sstable is charged to the flush directory's
+        // device as the writer writes it (in this thread, holding only the
+        // data-write permit, which is the point of a slow disk).
+        let mut options = self.options.clone();
+        options.device = self.devices.for_path(&dir);
+        let mut writer = match Writer::create(&dir, options) {
             Ok(w) => w,
             Err(e) => return Err(self.sstable_error(e)),
         };
-        if let Some(bucket) = &self.bandwidth {
-            let mut throttle = WriteThrottle::new(Arc::clone(bucket));
-            writer.on_progress(move |p| {
-                throttle.bytes_written(p.bytes_written);
-            });
-        }
         let mut reader = self.memtable.memtable().make_flush_reader(|_| {});
         let mut reported = 0;
         loop {
@@ -265,7 +265,8 @@ impl FlushJob for FlushMemtable {
             Ok(c) => c,
             Err(e) => return Err(self.sstable_error(e)),
         };
-        let sstable = match Sstable::open(&committed.dir, committed.generation) {
+        let device = self.devices.for_path(&committed.dir);
+        let sstable = match Sstable::open_on(&committed.dir, committed.generation, device) {
             Ok(s) => s,
             Err(e) => return Err(self.sstable_error(e)),
         };

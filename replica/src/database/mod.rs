@@ -4,7 +4,6 @@
 
 use std::collections::BTreeMap;
 use std::fs;
-use std::time::Duration;
 
 use std::collections::HashMap;
 
@@ -16,6 +15,7 @@ use mutation::{ClusteringRange, DecoratedKey, Mutation, PartitionRange, limits, 
 
 use crate::catalog::{Catalog, TableSchema};
 use crate::config::{CommitLogMode, DatabaseConfig, FlushPolicy};
+use crate::devices::Devices;
 use crate::error::{Error, io_err};
 use crate::layout::{
     create_table_dirs, find_table_data, open_table_dirs, orphan_table_dirs,
@@ -23,7 +23,6 @@ use crate::layout::{
 };
 use crate::lock::DirectoryLock;
 use crate::sync::{Arc, Mutex, RwLock};
-use crate::throttle::TokenBucket;
 
 pub(crate) mod compaction;
 mod flush;
@@ -60,8 +59,10 @@ pub struct DatabaseMetrics {
     pub system: DirtyMemoryMetrics,
     /// Sstable bytes written by flushes (Data and Index), all tables.
     pub sstable_bytes_written: u64,
-    /// Time flushes spent waiting for the flush bandwidth limit.
-    pub flush_bandwidth_wait: Duration,
+    /// Each modelled device's counters (bytes read and written, time the
+    /// I/O waited for its bandwidth), in the order
+    /// [`DatabaseConfig::devices`] defines them; empty without a model.
+    pub devices: Vec<device::DeviceStats>,
     /// Memtables whose flush failed permanently (kept in memory), with
     /// the error.
     pub failed_permanently: Vec<String>,
@@ -118,7 +119,7 @@ pub struct Database {
     system: Arc<DirtyMemoryManager>,
     scheduler: Arc<FlushScheduler>,
     router: Arc<FlushRouter>,
-    bandwidth: Option<Arc<TokenBucket>>,
+    devices: Arc<Devices>,
     pool: Arc<SegmentPool>,
     /// Each table's row cache budget; `None`: no caches.
     cache_bytes: Option<usize>,
@@ -209,17 +210,17 @@ impl Database {
             )
             .map_err(|e| start_error("flush scheduler")(e.to_string()))?,
         );
-        let bandwidth = match config.flush_bandwidth_limit {
-            Some(rate) => Some(Arc::new(TokenBucket::new(
-                rate,
-                rate.clamp(64 << 10, 4 << 20),
-            )?)),
-            None => None,
+        let devices = match Devices::new(&config.devices) {
+            Ok(d) => Arc::new(d),
+            Err(e) => {
+                scheduler.shutdown();
+                return Err(e);
+            }
         };
         let router = Arc::new(FlushRouter::new(
             Arc::clone(&scheduler),
             config.sstable_writer_options.clone(),
-            bandwidth.clone(),
+            Arc::clone(&devices),
         ));
         let mut user_config = DirtyMemoryConfig::new("user", config.dirty_memory_budget);
         user_config.soft_limit_ratio = config.soft_limit_ratio;
@@ -241,6 +242,7 @@ impl Database {
         let compaction = match compaction::CompactionShared::new(
             &config.compaction,
             config.sstable_writer_options.clone(),
+            Arc::clone(&devices),
         ) {
             Ok(c) => Arc::new(c),
             Err(e) => {
@@ -260,7 +262,7 @@ impl Database {
             system: Arc::new(system),
             scheduler,
             router,
-            bandwidth,
+            devices,
             pool,
             cache_bytes,
             compaction,
@@ -290,7 +292,8 @@ impl Database {
         log_config.segment_size = self.config.commitlog_segment_size;
         log_config.total_size_limit = self.config.commitlog_size_limit;
         log_config.on_corruption = self.config.commitlog_on_corruption;
-        let dir = self.config.data_dirs[0].join(COMMITLOG_DIR_NAME);
+        let dir = self.config.commitlog_dir();
+        log_config.device = self.devices.for_path(&dir);
         let tables: HashMap<TableId, Arc<Table>> = self
             .tables
             .read()
@@ -439,7 +442,7 @@ impl Database {
         let name = schema.name().to_owned();
         let files = open_table_dirs(&schema, self.config.all_dirs())?;
         // The sets recover half-done compactions and open the sstables.
-        let sets = compaction::open_sets(&name, files.dirs())?;
+        let sets = compaction::open_sets(&name, files.dirs(), &self.devices)?;
         let group = if schema.options().system {
             Arc::clone(self.system.group())
         } else {
@@ -772,10 +775,7 @@ impl Database {
             tables,
             user: self.user.metrics(),
             system: self.system.metrics(),
-            flush_bandwidth_wait: self
-                .bandwidth
-                .as_ref()
-                .map_or(Duration::ZERO, |b| b.total_wait()),
+            devices: self.devices.stats(),
             failed_permanently: self
                 .router
                 .failed_permanently
@@ -844,6 +844,12 @@ impl Database {
         let mut caches = tables.values().filter_map(|t| t.cache_metrics()).peekable();
         caches.peek()?;
         Some(caches.fold(CacheMetrics::default(), |sum, c| sum.sum(&c)))
+    }
+
+    /// Each modelled device's counters (cheaper than
+    /// [`metrics`](Self::metrics)); empty without a device model.
+    pub fn device_stats(&self) -> Vec<device::DeviceStats> {
+        self.devices.stats()
     }
 
     /// The commit log's counters, if there is one (cheaper than

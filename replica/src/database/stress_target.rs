@@ -58,6 +58,10 @@ impl Target for Database {
             compaction: self.compaction_figures(),
         }
     }
+
+    fn devices(&self) -> Vec<device::DeviceStats> {
+        self.device_stats()
+    }
 }
 
 /// Opens a [`Database`] for each run of `replica-stress`, in the

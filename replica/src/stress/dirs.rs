@@ -4,12 +4,15 @@
 //! Without `--data-dir` a run writes to a fresh temporary directory,
 //! removed when the run's [`RunDirs`] is dropped; given directories are
 //! kept. With `--compare` each policy gets its own subdirectory (named
-//! after the policy), so the two runs never share files.
+//! after the policy), so the two runs never share files. A run in a
+//! temporary directory whose `--flush-dir-device` names another device
+//! than its data directories' gets a flush directory of its own there
+//! (`<policy>-flush`), since one directory cannot be on two devices.
 
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use crate::config::{DatabaseConfig, FlushPolicy};
+use crate::config::{CommitLogMode, DatabaseConfig, DeviceModel, FlushPolicy};
 use crate::error::{Error, io_err};
 use crate::stress::options::StressOptions;
 
@@ -44,7 +47,15 @@ impl RunDirs {
         } else {
             (None, options.data_dir.iter().map(per_run).collect())
         };
-        let flush_dirs: Vec<PathBuf> = options.flush_dir.iter().map(per_run).collect();
+        let mut flush_dirs: Vec<PathBuf> = options.flush_dir.iter().map(per_run).collect();
+        let (data_device, flush_device, _) = options.placements();
+        if let Some(t) = &temporary
+            && flush_dirs.is_empty()
+            && flush_device.is_some()
+            && flush_device != data_device
+        {
+            flush_dirs.push(t.path().join(format!("{}-flush", policy.name())));
+        }
         for d in data_dirs.iter().chain(&flush_dirs) {
             fs::create_dir_all(d).map_err(io_err("create directory", d))?;
         }
@@ -71,9 +82,66 @@ impl RunDirs {
         self.temporary.as_ref().map(tempfile::TempDir::path)
     }
 
+    /// The device model of the options for these directories: each
+    /// `--device`, the data directories on `--data-dir-device`, the flush
+    /// directories (when they are not the data directories) on
+    /// `--flush-dir-device`, the commit log on `--commitlog-device`.
+    ///
+    /// # Errors
+    /// [`Error::InvalidOption`] naming `--flush-dir-device` when it names
+    /// another device than the data directories' while the flushes go to
+    /// the data directories (no `--flush-dir`).
+    pub fn device_model(
+        &self,
+        options: &StressOptions,
+        config: &DatabaseConfig,
+    ) -> Result<DeviceModel, Error> {
+        let mut model = DeviceModel::default();
+        for d in options.device_args() {
+            model.add_device(d.name, d.bandwidth);
+        }
+        let (data, flush, log) = options.placements();
+        let shared = self.flush_dirs.is_empty();
+        let data = match (shared, data, &flush) {
+            // Flushes go to the data directories: they are on one device.
+            (true, None, Some(f)) => Some(f.clone()),
+            (true, Some(d), Some(f)) if d != *f => {
+                return Err(Error::InvalidOption {
+                    name: "--flush-dir-device",
+                    value: f.clone(),
+                    expected: format!(
+                        "the data directories' device ({d}): without --flush-dir the \
+                         flushes go to the data directories"
+                    ),
+                });
+            }
+            (_, data, _) => data,
+        };
+        if let Some(d) = &data {
+            for dir in &self.data_dirs {
+                model.place(dir.clone(), d.clone());
+            }
+        }
+        if let Some(f) = &flush {
+            for dir in self
+                .flush_dirs
+                .iter()
+                .filter(|f| !self.data_dirs.contains(f))
+            {
+                model.place(dir.clone(), f.clone());
+            }
+        }
+        if let Some(l) = log
+            && options.commitlog != CommitLogMode::Off
+        {
+            model.place(config.commitlog_dir(), l);
+        }
+        Ok(model)
+    }
+
     /// The database configuration of the run of `policy` in these
     /// directories: `--budget` (or the machine's), `--soft-limit-ratio`,
-    /// `--flush-bandwidth`, `--commitlog`, defaults for the rest.
+    /// the device model, `--commitlog`, defaults for the rest.
     ///
     /// # Errors
     /// [`Error::InvalidOption`] if the configuration is not valid.
@@ -93,7 +161,7 @@ impl RunDirs {
         })?;
         config.soft_limit_ratio = options.soft_limit_ratio;
         config.flush_policy = policy;
-        config.flush_bandwidth_limit = options.flush_bandwidth;
+        config.devices = self.device_model(options, &config)?;
         config.sstable_writer_options.bytes_per_sync = options.sstable_bytes_per_sync;
         config.commitlog = options.commitlog;
         config.commitlog_on_corruption = options.commitlog_on_corruption;
@@ -117,14 +185,14 @@ mod tests {
 
     #[test]
     fn without_data_dirs_the_run_uses_a_temporary_directory_removed_at_the_end() {
-        let o = options(&["--budget=64MiB", "--flush-bandwidth=8MiB"]);
+        let o = options(&["--budget=64MiB"]);
         let dirs = RunDirs::prepare(&o, FlushPolicy::SoftLimit).unwrap();
         let temp = dirs.temporary().unwrap().to_path_buf();
         assert_eq!(dirs.data_dirs(), [temp.join("soft-limit")]);
         assert!(dirs.data_dirs()[0].is_dir());
         let c = dirs.database_config(&o, FlushPolicy::SoftLimit).unwrap();
         assert_eq!(c.dirty_memory_budget, 64 << 20);
-        assert_eq!(c.flush_bandwidth_limit, Some(8 << 20));
+        assert!(c.devices.is_empty());
         assert_eq!(c.sstable_writer_options.bytes_per_sync, 1 << 20);
         assert_eq!(c.flush_policy, FlushPolicy::SoftLimit);
         assert_eq!(c.effective_flush_dirs(), dirs.data_dirs());
@@ -161,6 +229,83 @@ mod tests {
         let single = options(&[&format!("--data-dir={}", data.display())]);
         let dirs = RunDirs::prepare(&single, FlushPolicy::SoftLimit).unwrap();
         assert_eq!(dirs.data_dirs(), std::slice::from_ref(&data));
+    }
+
+    #[test]
+    fn devices_place_the_run_directories() {
+        // A flush device apart from the data device, in a temporary
+        // directory: the run gets a flush directory of its own.
+        let o = options(&[
+            "--device=data=100MiB",
+            "--device=flash=100MiB",
+            "--device=log=100MiB",
+            "--data-dir-device=data",
+            "--flush-dir-device=flash",
+            "--commitlog-device=log",
+        ]);
+        let dirs = RunDirs::prepare(&o, FlushPolicy::SoftLimit).unwrap();
+        let temp = dirs.temporary().unwrap().to_path_buf();
+        assert_eq!(dirs.flush_dirs(), [temp.join("soft-limit-flush")]);
+        let c = dirs.database_config(&o, FlushPolicy::SoftLimit).unwrap();
+        let m = &c.devices;
+        assert_eq!(m.devices.len(), 3);
+        assert_eq!(m.device_of(&dirs.data_dirs()[0]), Some("data"));
+        assert_eq!(m.device_of(&dirs.flush_dirs()[0]), Some("flash"));
+        assert_eq!(m.device_of(&c.commitlog_dir()), Some("log"));
+
+        // Data and flushes on one device, the log on another.
+        let o = options(&[
+            "--device=data=100MiB",
+            "--device=log=100MiB",
+            "--data-dir-device=data",
+            "--commitlog-device=log",
+        ]);
+        let dirs = RunDirs::prepare(&o, FlushPolicy::SoftLimit).unwrap();
+        assert!(dirs.flush_dirs().is_empty());
+        let c = dirs.database_config(&o, FlushPolicy::SoftLimit).unwrap();
+        assert_eq!(c.devices.placements.len(), 2);
+        assert_eq!(c.devices.device_of(&c.commitlog_dir()), Some("log"));
+
+        // --flush-bandwidth alone, in a temporary directory: the flushes
+        // get a directory of their own on the `flush` device; the data
+        // directory (and the log in it) is on no modelled device.
+        let o = options(&["--flush-bandwidth=8MiB"]);
+        let dirs = RunDirs::prepare(&o, FlushPolicy::SoftLimit).unwrap();
+        let c = dirs.database_config(&o, FlushPolicy::SoftLimit).unwrap();
+        assert_eq!(c.devices.devices[0].bandwidth, 8 << 20);
+        assert_eq!(c.devices.device_of(&dirs.flush_dirs()[0]), Some("flush"));
+        assert_eq!(c.devices.device_of(&dirs.data_dirs()[0]), None);
+        // With given data directories and no --flush-dir, the flushes go
+        // to the data directories: those are on the `flush` device.
+        let base = tempfile::tempdir().unwrap();
+        let d = base.path().join("d");
+        let o = options(&[
+            &format!("--data-dir={}", d.display()),
+            "--flush-bandwidth=8MiB",
+        ]);
+        let dirs = RunDirs::prepare(&o, FlushPolicy::SoftLimit).unwrap();
+        let c = dirs.database_config(&o, FlushPolicy::SoftLimit).unwrap();
+        assert_eq!(c.devices.device_of(&d), Some("flush"));
+
+        // Given data directories without --flush-dir: the flushes cannot
+        // be on another device than the data.
+        let base = tempfile::tempdir().unwrap();
+        let o = options(&[
+            &format!("--data-dir={}", base.path().join("d").display()),
+            "--device=data=100MiB",
+            "--device=flash=100MiB",
+            "--data-dir-device=data",
+            "--flush-dir-device=flash",
+        ]);
+        let dirs = RunDirs::prepare(&o, FlushPolicy::SoftLimit).unwrap();
+        let e = dirs
+            .database_config(&o, FlushPolicy::SoftLimit)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("--flush-dir-device") && e.contains("--flush-dir"),
+            "{e}"
+        );
     }
 
     #[test]

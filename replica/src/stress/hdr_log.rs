@@ -128,6 +128,7 @@ mod tests {
             latency,
             stats: TargetStats::default(),
             memory: crate::stress::ProcessMemory::default(),
+            devices: Vec::new(),
         }
     }
 

@@ -76,6 +76,9 @@ pub struct IntervalReport {
     pub stats: TargetStats,
     /// The process's memory at its end.
     pub memory: crate::stress::ProcessMemory,
+    /// The target's modelled devices at its end (counters since the run
+    /// started; empty without a model).
+    pub devices: Vec<device::DeviceStats>,
 }
 
 impl IntervalReport {

@@ -28,6 +28,8 @@ pub const MAX_ROW_SIZE: u64 = 16 << 20;
 /// The largest partition size: the generator builds a whole partition in
 /// memory for each write.
 pub const MAX_PARTITION_SIZE: u64 = 1 << 30;
+/// The most columns (cells) a generated row has.
+pub const MAX_COLUMNS: u32 = 1024;
 /// How long a run lasts when neither `--duration` nor `--ops` is given.
 pub const DEFAULT_DURATION: Duration = Duration::from_secs(30);
 
@@ -123,6 +125,48 @@ fn budget(s: &str) -> Result<u64, Error> {
 }
 fn flush_bandwidth(s: &str) -> Result<u64, Error> {
     parse_size("--flush-bandwidth", s)
+}
+
+/// A modelled device of the command line, `--device NAME=BANDWIDTH`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeviceArg {
+    /// The device's name.
+    pub name: String,
+    /// Its bandwidth in bytes per second.
+    pub bandwidth: u64,
+}
+
+impl DeviceArg {
+    /// Parses `NAME=BANDWIDTH`, the bandwidth a size per second as
+    /// [`parse_size`] reads it (`disk=100MiB`).
+    ///
+    /// # Errors
+    /// [`Error::InvalidOption`] naming `--device`: no `=`, a name that is
+    /// empty or longer than 64 bytes, a bandwidth that does not parse or is
+    /// zero.
+    pub fn parse(value: &str) -> Result<DeviceArg, Error> {
+        let bad = |expected: &str| Error::InvalidOption {
+            name: "--device",
+            value: value.to_owned(),
+            expected: expected.to_owned(),
+        };
+        let (name, bandwidth) = value
+            .split_once('=')
+            .ok_or_else(|| bad("NAME=BANDWIDTH, such as disk=100MiB (bytes per second)"))?;
+        let name = name.trim();
+        if name.is_empty() || name.len() > device::MAX_NAME_LEN {
+            return Err(bad("a device name of 1 to 64 bytes before the ="));
+        }
+        let bandwidth = parse_size("--device", bandwidth.trim())
+            .map_err(|_| bad("a bandwidth after the =, such as 100MiB (bytes per second)"))?;
+        if bandwidth == 0 {
+            return Err(bad("a bandwidth of at least 1 byte per second"));
+        }
+        Ok(DeviceArg {
+            name: name.to_owned(),
+            bandwidth,
+        })
+    }
 }
 fn sstable_bytes_per_sync(s: &str) -> Result<u64, Error> {
     parse_size("--sstable-bytes-per-sync", s)
@@ -237,6 +281,11 @@ pub struct StressOptions {
     /// rows. Default: the partition size (one row per partition).
     #[arg(long, value_parser = row_size)]
     pub row_size: Option<u64>,
+    /// Columns (cells) per row, the row's value bytes split evenly over
+    /// them (cassandra-stress `-col n=FIXED(N)`; the separate flush
+    /// directory experiment used 50). 1 to 1024, at most the row size.
+    #[arg(long, default_value_t = 1)]
+    pub columns: u32,
     /// Number of tables the load is spread over (many tables mean many
     /// memtables).
     #[arg(long, default_value_t = 1)]
@@ -261,9 +310,31 @@ pub struct StressOptions {
     #[arg(long, value_enum, default_value_t = FlushPolicy::SoftLimit)]
     pub flush_policy: FlushPolicy,
     /// Limit on flush write bandwidth in bytes per second, e.g. 64MiB
-    /// (default: unlimited).
-    #[arg(long, value_parser = flush_bandwidth)]
+    /// (default: unlimited): shorthand for `--device flush=BANDWIDTH
+    /// --flush-dir-device flush`.
+    #[arg(long, value_parser = flush_bandwidth, conflicts_with = "flush_dir_device")]
     pub flush_bandwidth: Option<u64>,
+    /// A modelled device, NAME=BANDWIDTH in bytes per second (repeatable),
+    /// e.g. `--device disk=100MiB`: every sstable and commit-log byte read
+    /// or written in a directory on it is charged to its bandwidth, which
+    /// everything on it shares. With one device and no `--*-device`
+    /// placement, every directory is on it.
+    #[arg(long = "device", value_name = "NAME=BANDWIDTH", value_parser = DeviceArg::parse)]
+    pub devices: Vec<DeviceArg>,
+    /// The device the data directories are on (and the commit log, unless
+    /// `--commitlog-device` says otherwise).
+    #[arg(long, value_name = "NAME")]
+    pub data_dir_device: Option<String>,
+    /// The device the flush directories are on. Without `--flush-dir` the
+    /// flushes go to the data directories, so this must name their device;
+    /// except in a temporary directory (no `--data-dir`), where the run
+    /// gets a flush directory of its own when this names another device.
+    #[arg(long, value_name = "NAME")]
+    pub flush_dir_device: Option<String>,
+    /// The device the commit log's directory is on (default: the first
+    /// data directory's device).
+    #[arg(long, value_name = "NAME")]
+    pub commitlog_device: Option<String>,
     /// Flushes start write-back of the sstable they write every this many
     /// bytes, e.g. 1MiB (the default); 0 turns it off
     /// (`sstable::WriterOptions::bytes_per_sync`).
@@ -306,6 +377,13 @@ pub struct StressOptions {
     /// Write the summary to FILE as JSON.
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
+    /// Keep the run's results in DIR (created if missing): per run
+    /// `<policy>.ops.csv` (the per-second table: op rate, latency
+    /// percentiles, dirty memory, flushes, each device's share),
+    /// `<policy>.hlog` (unless `--hdr-log` is given) and
+    /// `<policy>.summary.txt`; `summary.json` (unless `--json` is given).
+    #[arg(long, value_name = "DIR")]
+    pub results_dir: Option<PathBuf>,
     /// Run the load under both flush policies, back to back, and print the
     /// summaries side by side.
     #[arg(long)]
@@ -334,6 +412,10 @@ pub struct WorkloadSpec {
     pub rows_per_partition: u32,
     /// Value bytes per row, at least 1.
     pub row_size: u32,
+    /// Cells (columns) per row, 1 to [`MAX_COLUMNS`] and at most
+    /// `row_size`: the row's value bytes split over them, the first
+    /// taking the remainder.
+    pub columns: u32,
     /// Number of tables; partition `i` lives in table `i % tables`.
     pub tables: u32,
     /// Seed of every generator.
@@ -428,6 +510,20 @@ impl StressOptions {
                 format!("at most the partition size ({} bytes)", self.partition_size),
             ));
         }
+        if self.columns == 0 || self.columns > MAX_COLUMNS {
+            return Err(invalid(
+                "--columns",
+                self.columns,
+                format!("1 to {MAX_COLUMNS} columns"),
+            ));
+        }
+        if u64::from(self.columns) > row_size {
+            return Err(invalid(
+                "--columns",
+                self.columns,
+                format!("at most the row size ({row_size} bytes): a column holds at least one"),
+            ));
+        }
         let rows = self.partition_size / row_size;
         Ok(WorkloadSpec {
             mode: self.mode,
@@ -448,6 +544,7 @@ impl StressOptions {
                     format!("at most {MAX_ROW_SIZE} bytes"),
                 )
             })?,
+            columns: self.columns,
             tables: self.tables,
             seed: self.seed,
         })
@@ -513,9 +610,89 @@ impl StressOptions {
                 "at least 1 byte per second (omit the option for no limit)",
             ));
         }
+        self.check_devices()
+    }
+
+    /// Every modelled device: the `--device`s, and the `flush` device of
+    /// `--flush-bandwidth`.
+    pub fn device_args(&self) -> Vec<DeviceArg> {
+        let mut devices = self.devices.clone();
+        if let Some(bandwidth) = self.flush_bandwidth {
+            devices.push(DeviceArg {
+                name: FLUSH_BANDWIDTH_DEVICE.to_owned(),
+                bandwidth,
+            });
+        }
+        devices
+    }
+
+    /// The devices of the data directories, the flush directories and
+    /// the commit log, as the options place them (`None`: not placed):
+    /// the `--*-device` options, `--flush-bandwidth`'s `flush` device for
+    /// the flush directories, and with a single device and no placement,
+    /// that device for every directory.
+    pub fn placements(&self) -> (Option<String>, Option<String>, Option<String>) {
+        let flush = self.flush_dir_device.clone().or_else(|| {
+            self.flush_bandwidth
+                .map(|_| FLUSH_BANDWIDTH_DEVICE.to_owned())
+        });
+        let (data, log) = (self.data_dir_device.clone(), self.commitlog_device.clone());
+        let devices = self.device_args();
+        if let ([only], None, None, None) = (devices.as_slice(), &data, &flush, &log) {
+            let name = Some(only.name.clone());
+            return (name.clone(), name.clone(), name);
+        }
+        (data, flush, log)
+    }
+
+    /// Checks the device model of the options: devices named once, and
+    /// every placement naming one of them.
+    fn check_devices(&self) -> Result<(), Error> {
+        let devices = self.device_args();
+        let mut names = std::collections::BTreeSet::new();
+        for d in &devices {
+            if !names.insert(d.name.as_str()) {
+                return Err(invalid(
+                    "--device",
+                    &d.name,
+                    "each device defined once (--flush-bandwidth defines `flush`)",
+                ));
+            }
+        }
+        let listed = || names.iter().copied().collect::<Vec<_>>().join(", ");
+        for (option, name) in [
+            ("--data-dir-device", &self.data_dir_device),
+            ("--flush-dir-device", &self.flush_dir_device),
+            ("--commitlog-device", &self.commitlog_device),
+        ] {
+            if let Some(name) = name
+                && !names.contains(name.as_str())
+            {
+                return Err(invalid(
+                    option,
+                    name,
+                    if names.is_empty() {
+                        "a device defined with --device NAME=BANDWIDTH (there is none)".to_owned()
+                    } else {
+                        format!("one of the devices defined with --device: {}", listed())
+                    },
+                ));
+            }
+        }
+        if devices.len() > 1 && self.placements() == (None, None, None) {
+            return Err(invalid(
+                "--device",
+                listed(),
+                "--data-dir-device, --flush-dir-device or --commitlog-device to place \
+                 directories on them (only a single device needs no placement)",
+            ));
+        }
         Ok(())
     }
 }
+
+/// The device `--flush-bandwidth` defines for the flush directories.
+pub const FLUSH_BANDWIDTH_DEVICE: &str = "flush";
 
 #[cfg(test)]
 mod tests {
@@ -615,6 +792,111 @@ mod tests {
             o.stop_condition().unwrap(),
             StopCondition::Duration(Duration::from_secs(120))
         );
+    }
+
+    #[test]
+    fn devices_parse_and_place_directories() {
+        let o = parse(&[
+            "--device=data=100MiB",
+            "--device",
+            "flash = 50MiB",
+            "--device=log=1GiB",
+            "--data-dir-device=data",
+            "--flush-dir-device=flash",
+            "--commitlog-device=log",
+            "--columns=50",
+        ])
+        .unwrap();
+        o.validate().unwrap();
+        assert_eq!(
+            o.device_args(),
+            vec![
+                DeviceArg {
+                    name: "data".to_owned(),
+                    bandwidth: 100 << 20
+                },
+                DeviceArg {
+                    name: "flash".to_owned(),
+                    bandwidth: 50 << 20
+                },
+                DeviceArg {
+                    name: "log".to_owned(),
+                    bandwidth: 1 << 30
+                },
+            ]
+        );
+        let some = |s: &str| Some(s.to_owned());
+        assert_eq!(o.placements(), (some("data"), some("flash"), some("log")));
+        assert_eq!(o.workload().unwrap().columns, 50);
+        // One device and no placement: everything is on it.
+        let o = parse(&["--device=disk=10MiB"]).unwrap();
+        o.validate().unwrap();
+        assert_eq!(o.placements(), (some("disk"), some("disk"), some("disk")));
+        // --flush-bandwidth is a `flush` device under the flush directories.
+        let o = parse(&[
+            "--flush-bandwidth=8MiB",
+            "--device=disk=1GiB",
+            "--data-dir-device=disk",
+        ])
+        .unwrap();
+        o.validate().unwrap();
+        assert_eq!(o.placements(), (some("disk"), some("flush"), None));
+        assert_eq!(o.device_args()[1].name, FLUSH_BANDWIDTH_DEVICE);
+        let o = parse(&["--flush-bandwidth=8MiB"]).unwrap();
+        assert_eq!(o.placements(), (None, some("flush"), None));
+        assert!(parse(&["--flush-bandwidth=8MiB", "--flush-dir-device=x"]).is_err());
+    }
+
+    #[test]
+    fn bad_devices_name_the_option_and_what_it_needs() {
+        for (value, part) in [
+            ("disk", "NAME=BANDWIDTH"),
+            ("=10MiB", "1 to 64 bytes"),
+            ("disk=fast", "a bandwidth after the ="),
+            ("disk=0", "at least 1 byte per second"),
+        ] {
+            let e = DeviceArg::parse(value).unwrap_err().to_string();
+            assert!(e.contains("--device") && e.contains(part), "{e}");
+            assert!(parse(&[&format!("--device={value}")]).is_err());
+        }
+        let cases: &[(&[&str], &str, &str)] = &[
+            (
+                &["--device=a=1MiB", "--device=a=2MiB"],
+                "--device",
+                "defined once",
+            ),
+            (
+                &["--device=flush=1MiB", "--flush-bandwidth=2MiB"],
+                "--device",
+                "defined once",
+            ),
+            (
+                &["--device=a=1MiB", "--data-dir-device=b"],
+                "--data-dir-device",
+                "one of the devices defined with --device: a",
+            ),
+            (
+                &["--flush-dir-device=b"],
+                "--flush-dir-device",
+                "there is none",
+            ),
+            (
+                &["--device=a=1MiB", "--device=b=1MiB"],
+                "--device",
+                "to place",
+            ),
+            (&["--columns=0"], "--columns", "1 to 1024"),
+            (&["--columns=2000"], "--columns", "1 to 1024"),
+            (
+                &["--partition-size=16", "--columns=20"],
+                "--columns",
+                "at most the row size (16 bytes)",
+            ),
+        ];
+        for (args, option, part) in cases {
+            let e = parse(args).unwrap().validate().unwrap_err().to_string();
+            assert!(e.contains(option) && e.contains(part), "{args:?}: {e}");
+        }
     }
 
     #[test]

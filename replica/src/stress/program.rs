@@ -14,6 +14,7 @@ use crate::error::Error;
 use crate::stress::hdr_log::HdrLog;
 use crate::stress::options::{StopCondition, StressOptions};
 use crate::stress::progress::ProgressPrinter;
+use crate::stress::rate_table::RateTable;
 use crate::stress::runner::{Observers, RunConfig, run};
 use crate::stress::summary::{Summary, compare, compare_json, write_json};
 use crate::stress::target::Target;
@@ -76,9 +77,13 @@ fn describe(options: &StressOptions, config: &RunConfig, policy: FlushPolicy) ->
         0 => format!("{} threads", config.threads),
         n => format!("{} threads x {n} async writes in flight", config.threads),
     };
+    let columns = match w.columns {
+        1 => String::new(),
+        n => format!(" ({n} columns)"),
+    };
     format!(
-        "{} with {clients} {stop}: {} partitions ({}) of {} x {} B rows over {} table(s), \
-         flush policy {}, commit log {}, seed {}",
+        "{} with {clients} {stop}: {} partitions ({}) of {} x {} B rows{columns} over {} \
+         table(s), flush policy {}, commit log {}, compaction {}, {}, seed {}",
         options.mode.name(),
         w.partitions,
         w.distribution.name(),
@@ -87,8 +92,54 @@ fn describe(options: &StressOptions, config: &RunConfig, policy: FlushPolicy) ->
         w.tables,
         policy.name(),
         options.commitlog.name(),
+        crate::stress::strategy_name(&options.compaction),
+        describe_devices(options),
         w.seed,
     )
+}
+
+/// The device model of the options in words: each device's bandwidth and
+/// which directories are on it.
+pub fn describe_devices(options: &StressOptions) -> String {
+    let devices = options.device_args();
+    if devices.is_empty() {
+        return "no device model".to_owned();
+    }
+    let list: Vec<String> = devices
+        .iter()
+        .map(|d| format!("{}={}/s", d.name, crate::units::format_bytes(d.bandwidth)))
+        .collect();
+    let (data, flush, log) = options.placements();
+    let on = |d: Option<String>| d.unwrap_or_else(|| "no modelled device".to_owned());
+    // Unplaced, the flush directories are the data directories (or a
+    // directory of their own), and the commit log is in the first data
+    // directory.
+    let flush = flush.or_else(|| data.clone());
+    let log = log.or_else(|| data.clone());
+    format!(
+        "devices {} (data dirs on {}, flush dirs on {}, commit log on {})",
+        list.join(", "),
+        on(data),
+        on(flush),
+        on(log),
+    )
+}
+
+/// The device model of the options as JSON, for the summary file.
+fn devices_json(options: &StressOptions) -> serde_json::Value {
+    let (data, flush, log) = options.placements();
+    let flush = flush.or_else(|| data.clone());
+    let log = log.or_else(|| data.clone());
+    serde_json::json!({
+        "devices": options
+            .device_args()
+            .iter()
+            .map(|d| serde_json::json!({ "name": d.name, "bandwidth_bytes_per_s": d.bandwidth }))
+            .collect::<Vec<_>>(),
+        "data_dirs": data,
+        "flush_dirs": flush,
+        "commitlog": log,
+    })
 }
 
 fn output(e: std::io::Error) -> Error {
@@ -110,17 +161,27 @@ pub fn execute<F: TargetFactory>(
     out: &mut dyn Write,
 ) -> Result<Vec<Summary>, Error> {
     options.validate()?;
+    if let Some(dir) = &options.results_dir {
+        std::fs::create_dir_all(dir).map_err(crate::error::io_err("create directory", dir))?;
+    }
     let mut summaries = Vec::new();
     for policy in policies(options) {
         let config = RunConfig::from_options(options, policy.name())?;
         let description = describe(options, &config, policy);
         writeln!(out, "Running {description}").map_err(output)?;
         let target = factory.open(policy, &config)?;
-        let mut hdr_log = match &options.hdr_log {
-            Some(path) => Some(HdrLog::create(
-                &hdr_log_path(path, policy, options.compare),
-                SystemTime::now(),
-                &description,
+        let hdr_path = match (&options.hdr_log, &options.results_dir) {
+            (Some(path), _) => Some(hdr_log_path(path, policy, options.compare)),
+            (None, Some(dir)) => Some(dir.join(format!("{}.hlog", policy.name()))),
+            (None, None) => None,
+        };
+        let mut hdr_log = match &hdr_path {
+            Some(path) => Some(HdrLog::create(path, SystemTime::now(), &description)?),
+            None => None,
+        };
+        let mut table = match &options.results_dir {
+            Some(dir) => Some(RateTable::create(
+                &dir.join(format!("{}.ops.csv", policy.name())),
             )?),
             None => None,
         };
@@ -131,6 +192,9 @@ pub fn execute<F: TargetFactory>(
             if let Some(log) = hdr_log.as_mut() {
                 observers.push(log);
             }
+            if let Some(t) = table.as_mut() {
+                observers.push(t);
+            }
             run(&target, &config, &mut observers)
         };
         let closed = factory.close(target);
@@ -139,13 +203,26 @@ pub fn execute<F: TargetFactory>(
         if let Some(log) = hdr_log {
             log.finish()?;
         }
+        if let Some(t) = table {
+            t.finish()?;
+        }
         writeln!(out, "\n{summary}").map_err(output)?;
+        if let Some(dir) = &options.results_dir {
+            let path = dir.join(format!("{}.summary.txt", policy.name()));
+            std::fs::write(&path, format!("Running {description}\n\n{summary}"))
+                .map_err(crate::error::io_err("write", &path))?;
+        }
         summaries.push(summary);
     }
     if let [a, b] = summaries.as_slice() {
         writeln!(out, "{}", compare(a, b)).map_err(output)?;
     }
-    if let Some(path) = &options.json {
+    let json_path = match (&options.json, &options.results_dir) {
+        (Some(path), _) => Some(path.clone()),
+        (None, Some(dir)) => Some(dir.join("summary.json")),
+        (None, None) => None,
+    };
+    if let Some(path) = &json_path {
         let mut value = match summaries.as_slice() {
             [a, b] => compare_json(a, b),
             runs => runs
@@ -157,6 +234,12 @@ pub fn execute<F: TargetFactory>(
             object.insert(
                 "async_in_flight".to_owned(),
                 serde_json::Value::from(options.async_in_flight),
+            );
+            // The run's shape, so a results file says what it measured.
+            object.insert("device_model".to_owned(), devices_json(options));
+            object.insert(
+                "columns".to_owned(),
+                serde_json::Value::from(options.columns),
             );
         }
         write_json(path, &value)?;

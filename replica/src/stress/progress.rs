@@ -116,6 +116,7 @@ mod tests {
                 live_heap: Some(300 << 20),
                 ..Default::default()
             },
+            devices: Vec::new(),
         };
         let mut p = ProgressPrinter::new(Vec::new());
         p.on_interval(&report).unwrap();

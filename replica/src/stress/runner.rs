@@ -374,6 +374,7 @@ fn control<T: Target>(
                 latency: interval_histogram.clone(),
                 stats,
                 memory: now_memory,
+                devices: target.devices(),
             };
             total.add(&interval_histogram).map_err(|e| Error::Report {
                 what: "latency histogram",
@@ -441,6 +442,7 @@ fn control<T: Target>(
         cache_enabled: stats.cache_enabled,
         cache_hits: stats.cache_hits,
         cache_misses: stats.cache_misses,
+        devices: target.devices(),
     })
 }
 

@@ -100,6 +100,23 @@ pub struct Summary {
     pub cache_misses: u64,
     /// Compaction's figures at the end.
     pub compaction: crate::stress::CompactionFigures,
+    /// The modelled devices' counters at the end (empty without a model):
+    /// with the elapsed time, which device was busy, and how long the I/O
+    /// waited for it.
+    pub devices: Vec<device::DeviceStats>,
+}
+
+/// A device's counters as JSON, its utilisation over `elapsed`.
+pub(crate) fn device_json(d: &device::DeviceStats, elapsed: Duration) -> Value {
+    json!({
+        "name": d.name,
+        "bandwidth_bytes_per_s": d.bandwidth,
+        "bytes_read": d.bytes_read,
+        "bytes_written": d.bytes_written,
+        "utilisation": d.utilisation(elapsed),
+        "waits": d.waits,
+        "waited_s": d.waited.as_secs_f64(),
+    })
 }
 
 /// One figure of a summary, for comparisons.
@@ -294,6 +311,11 @@ impl Summary {
             "idle_intervals": self.idle_intervals,
             "first_error": self.first_error,
             "compaction": self.compaction.to_json(),
+            "devices": self
+                .devices
+                .iter()
+                .map(|d| device_json(d, self.elapsed))
+                .collect::<Vec<_>>(),
         })
     }
 }
@@ -441,6 +463,20 @@ impl fmt::Display for Summary {
         if !self.compaction.strategy.is_empty() {
             write!(f, "{}", self.compaction)?;
         }
+        for d in &self.devices {
+            writeln!(
+                f,
+                "Device {:<19}: {:>8}/s, read {}, written {}, {:.1}% busy, \
+                 I/O waited {:.1} s ({} waits)",
+                d.name,
+                format_bytes(d.bandwidth),
+                format_bytes(d.bytes_read),
+                format_bytes(d.bytes_written),
+                d.utilisation(self.elapsed) * 100.0,
+                d.waited.as_secs_f64(),
+                thousands(d.waits as f64),
+            )?;
+        }
         if self.commitlog_bytes > 0 {
             writeln!(
                 f,
@@ -569,6 +605,7 @@ mod tests {
             cache_hits: 900,
             cache_misses: 100,
             compaction: crate::stress::CompactionFigures::default(),
+            devices: Vec::new(),
         }
     }
 
@@ -679,6 +716,37 @@ mod tests {
             text.contains("Live heap                 :    not counted"),
             "{text}"
         );
+    }
+
+    #[test]
+    fn devices_are_reported_with_their_share_of_the_bandwidth() {
+        let mut s = sample("x", 10, 1.0);
+        assert!(!s.to_string().contains("Device"), "none without a model");
+        assert_eq!(s.to_json()["devices"], json!([]));
+        // 10 s at 10 MiB/s: 100 MiB of capacity, 75 MiB used.
+        let clock: std::sync::Arc<dyn device::Clock> =
+            std::sync::Arc::new(device::ManualClock::new());
+        let disk = device::Device::with_clock("disk", 10 << 20, 1 << 40, clock).unwrap();
+        disk.charge_read(25 << 20);
+        disk.charge_write(50 << 20);
+        s.devices = vec![disk.stats()];
+        let text = s.to_string();
+        assert!(
+            text.contains(
+                "Device disk               : 10.0 MiB/s, read 25.0 MiB, written 50.0 MiB, \
+                 75.0% busy, I/O waited 0.0 s (0 waits)"
+            ),
+            "{text}"
+        );
+        let d = &s.to_json()["devices"][0];
+        assert_eq!(d["name"], "disk");
+        assert_eq!(d["bandwidth_bytes_per_s"], 10 << 20);
+        assert_eq!(
+            (d["bytes_read"].as_u64(), d["bytes_written"].as_u64()),
+            (Some(25 << 20), Some(50 << 20))
+        );
+        assert_eq!(d["utilisation"], 0.75);
+        assert_eq!(d["waited_s"], 0.0);
     }
 
     #[test]

@@ -92,4 +92,10 @@ pub trait Target: Sync {
 
     /// The target's current figures.
     fn stats(&self) -> TargetStats;
+
+    /// The counters of the target's modelled devices (bytes read and
+    /// written, time waited for their bandwidth); none by default.
+    fn devices(&self) -> Vec<device::DeviceStats> {
+        Vec::new()
+    }
 }

@@ -4,8 +4,9 @@
 //! * Partition `i` (0-based, below `partitions`) has the key
 //!   `key0000000042`-style bytes `key{i:010}` and lives in table
 //!   `i % tables`, so a read finds what a write to the same index wrote.
-//! * A write fills every row of the partition: rows `row{r:08}`, one cell
-//!   (column 0) of `row_size` value bytes each. Values are slices of a
+//! * A write fills every row of the partition: rows `row{r:08}`, each of
+//!   `columns` cells (columns `0..columns`) sharing `row_size` value bytes
+//!   (the first column takes the remainder). Values are slices of a
 //!   pseudo-random pool built once from the seed, so generating a 128 KiB
 //!   row costs no copying and values differ from write to write.
 //! * Write timestamps are `1 + n * threads + thread` microseconds for the
@@ -197,7 +198,17 @@ impl OpGenerator {
         let mut builder = Mutation::builder(key);
         for row in 0..self.spec.rows_per_partition {
             let value = self.pool.value(&mut self.rng);
-            builder = builder.cell(format!("row{row:08}"), 0, Cell::live(value, ts));
+            let clustering = Bytes::from(format!("row{row:08}"));
+            let columns = self.spec.columns.max(1) as usize;
+            let each = value.len() / columns;
+            let first = value.len() - each * (columns - 1);
+            let mut at = 0;
+            for column in 0..columns {
+                let len = if column == 0 { first } else { each };
+                let cell = Cell::live(value.slice(at..at + len), ts);
+                builder = builder.cell(clustering.clone(), column as u32, cell);
+                at += len;
+            }
         }
         Ok(Op::Write {
             table,
@@ -222,6 +233,7 @@ mod tests {
             distribution,
             rows_per_partition: 4,
             row_size: 100,
+            columns: 1,
             tables: 3,
             seed: 7,
         }
@@ -251,6 +263,29 @@ mod tests {
                 };
                 assert_eq!(value.len(), 100);
             }
+        }
+    }
+
+    #[test]
+    fn a_row_of_many_columns_splits_its_value_bytes_over_them() {
+        let mut s = spec(Distribution::Uniform, Mode::Write);
+        s.row_size = 103;
+        s.columns = 50;
+        let mut g = OpGenerator::new(&s, ValuePool::new(&s), 0, 1);
+        let Op::Write { mutation, .. } = g.next_op().unwrap() else {
+            panic!("a write load wrote nothing");
+        };
+        for row in mutation.rows().values() {
+            assert_eq!(row.cells.len(), 50);
+            let lens: Vec<usize> = (0..50u32)
+                .map(|c| match &row.cells[&c] {
+                    Cell::Live { value, .. } => value.len(),
+                    _ => panic!("a written cell is a tombstone"),
+                })
+                .collect();
+            // 103 = 5 + 49 * 2: the first column takes the remainder.
+            assert_eq!(lens[0], 5);
+            assert!(lens[1..].iter().all(|&l| l == 2), "{lens:?}");
         }
     }
 

@@ -24,8 +24,22 @@ use crate::{DATA_MAGIC, FILTER_MAGIC, INDEX_MAGIC, STATISTICS_MAGIC, SUMMARY_MAG
 const MAX_TOC_LEN: usize = 1 << 20;
 
 impl Sstable {
-    /// Opens the committed sstable `generation` in `dir`.
+    /// Opens the committed sstable `generation` in `dir`. Its reads are
+    /// charged to no device (see [`open_on`](Self::open_on)).
     pub fn open(dir: impl AsRef<Path>, generation: u64) -> Result<Self, Error> {
+        Self::open_on(dir, generation, None)
+    }
+
+    /// Opens the committed sstable `generation` in `dir`, on `device`:
+    /// every byte read from its files, at open and by its readers (point
+    /// lookups, scans, compaction's reads, the verifier), is charged to the
+    /// device before it is read, blocking the reader while the device's
+    /// bandwidth is spent. `None` charges nothing.
+    pub fn open_on(
+        dir: impl AsRef<Path>,
+        generation: u64,
+        device: Option<Arc<device::Device>>,
+    ) -> Result<Self, Error> {
         let dir = dir.as_ref();
         let toc = component_path(dir, generation, Component::Toc);
         if !toc.exists() {
@@ -38,7 +52,7 @@ impl Sstable {
         let mut sources: Vec<Arc<dyn Source>> = Vec::new();
         for c in Component::ALL {
             let path = component_path(dir, generation, c);
-            let source = match FileSource::open(&path) {
+            let source = match FileSource::open(&path, device.clone()) {
                 Ok(s) => s,
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                     return Err(Error::MissingComponent {

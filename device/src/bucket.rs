@@ -1,162 +1,22 @@
-//! The flush bandwidth limit: a token bucket that sstable writes draw on,
-//! blocking the writer until its bytes fit the rate.
-//!
-//! The bucket is kept as a "theoretical arrival time" (GCRA, the virtual
+//! The token bucket every device is: a rate in bytes per second and a
+//! burst, kept as a "theoretical arrival time" (GCRA, the virtual
 //! scheduling form of a token bucket): the time at which every byte
 //! granted so far will have been paid for at `rate`. A request of `n`
 //! bytes moves it `n / rate` later and may proceed once it lies no more
 //! than `burst / rate` ahead of the clock. So over any span `t`, at most
 //! `burst + rate * t` bytes are granted; an idle bucket refills to `burst`
 //! and no further; a request larger than the burst is granted once the
-//! bucket would have held it. One lock guards the arrival time; waiting
-//! happens outside it, on the [`Clock`].
-//!
-//! The clock is injected: [`SystemClock`] in production, [`ManualClock`]
-//! in tests, which moves only when the test advances it, so tests of
-//! throttled code never sleep.
+//! bucket would have held it. Requests are granted in the order they
+//! reserved (first come, first served), so chargers sharing a bucket share
+//! its rate in proportion to what they ask. One lock guards the arrival
+//! time, held only to move it; waiting happens outside it, on the
+//! [`Clock`].
 
-use std::fmt;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
+use crate::clock::{Clock, SystemClock};
 use crate::error::Error;
-use crate::sync::{Arc, AtomicU64, Condvar, Mutex, Ordering};
-
-/// Time as a throttle sees it.
-pub trait Clock: Send + Sync + fmt::Debug {
-    /// Time since the clock's origin; never decreases.
-    fn now(&self) -> Duration;
-
-    /// Blocks the calling thread until [`now`](Self::now) reaches
-    /// `deadline` (returns at once if it has).
-    fn wait_until(&self, deadline: Duration);
-}
-
-impl<C: Clock + ?Sized> Clock for Arc<C> {
-    fn now(&self) -> Duration {
-        (**self).now()
-    }
-
-    fn wait_until(&self, deadline: Duration) {
-        (**self).wait_until(deadline);
-    }
-}
-
-/// The monotonic system clock, from its creation.
-#[derive(Debug, Clone, Copy)]
-pub struct SystemClock {
-    origin: Instant,
-}
-
-impl SystemClock {
-    /// A clock whose origin is now.
-    pub fn new() -> Self {
-        SystemClock {
-            origin: Instant::now(),
-        }
-    }
-}
-
-impl Default for SystemClock {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-impl Clock for SystemClock {
-    fn now(&self) -> Duration {
-        self.origin.elapsed()
-    }
-
-    /// Sleeps: waiting for time to pass is what a rate limit is, and no
-    /// other thread can end the wait sooner, so there is no one to notify.
-    fn wait_until(&self, deadline: Duration) {
-        loop {
-            let now = self.now();
-            if now >= deadline {
-                return;
-            }
-            std::thread::sleep(deadline - now);
-        }
-    }
-}
-
-/// A clock that moves only when told to, for tests of throttled code:
-/// threads waiting on it block on a condition variable until
-/// [`advance`](Self::advance) moves it past their deadline.
-#[derive(Debug, Default)]
-pub struct ManualClock {
-    state: Mutex<ManualState>,
-    changed: Condvar,
-}
-
-#[derive(Debug, Default)]
-struct ManualState {
-    now: Duration,
-    /// The threads blocked in `wait_until` whose deadline is still ahead,
-    /// as (ticket, deadline).
-    waiting: Vec<(u64, Duration)>,
-    next_ticket: u64,
-}
-
-impl ManualClock {
-    /// A clock at time zero.
-    pub fn new() -> Self {
-        Self::default()
-    }
-
-    /// Moves the clock `by` forward and wakes the waiters.
-    pub fn advance(&self, by: Duration) {
-        let mut s = self.state.lock();
-        s.now += by;
-        let now = s.now;
-        // Waiters whose deadline passed are no longer waiting, even before
-        // they wake and leave.
-        s.waiting.retain(|&(_, deadline)| deadline > now);
-        self.changed.notify_all();
-    }
-
-    /// How many threads are blocked in `wait_until` with a deadline still
-    /// ahead.
-    pub fn waiting(&self) -> usize {
-        self.state.lock().waiting.len()
-    }
-
-    /// The earliest deadline a blocked thread waits for.
-    pub fn next_deadline(&self) -> Option<Duration> {
-        self.state.lock().waiting.iter().map(|&(_, d)| d).min()
-    }
-
-    /// Blocks until at least `n` threads are blocked in `wait_until` with
-    /// a deadline still ahead.
-    pub fn wait_for_waiters(&self, n: usize) {
-        let mut s = self.state.lock();
-        while s.waiting.len() < n {
-            self.changed.wait(&mut s);
-        }
-    }
-}
-
-impl Clock for ManualClock {
-    fn now(&self) -> Duration {
-        self.state.lock().now
-    }
-
-    fn wait_until(&self, deadline: Duration) {
-        let mut s = self.state.lock();
-        if s.now >= deadline {
-            return;
-        }
-        let ticket = s.next_ticket;
-        s.next_ticket += 1;
-        s.waiting.push((ticket, deadline));
-        self.changed.notify_all();
-        while s.now < deadline {
-            self.changed.wait(&mut s);
-        }
-        // `advance` removed the entry already.
-        debug_assert!(s.waiting.iter().all(|&(t, _)| t != ticket));
-    }
-}
+use crate::sync::{AtomicU64, Mutex, Ordering};
 
 const NANOS_PER_SEC: u128 = 1_000_000_000;
 
@@ -166,7 +26,7 @@ const NANOS_PER_SEC: u128 = 1_000_000_000;
 /// ```
 /// use std::sync::Arc;
 /// use std::time::Duration;
-/// use replica::{Clock, ManualClock, TokenBucket};
+/// use device::{Clock, ManualClock, TokenBucket};
 ///
 /// let clock = Arc::new(ManualClock::new());
 /// let bucket = TokenBucket::with_clock(1 << 20, 64 << 10, clock.clone())?;
@@ -174,7 +34,7 @@ const NANOS_PER_SEC: u128 = 1_000_000_000;
 /// assert_eq!(bucket.acquire(64 << 10), Duration::ZERO);
 /// // The next 64 KiB are paid for 1/16 s later.
 /// assert_eq!(bucket.ready_at(64 << 10), Duration::from_millis(62) + Duration::from_micros(500));
-/// # Ok::<(), replica::Error>(())
+/// # Ok::<(), device::Error>(())
 /// ```
 #[derive(Debug)]
 pub struct TokenBucket<C: Clock = SystemClock> {
@@ -209,20 +69,17 @@ impl<C: Clock> TokenBucket<C> {
     /// full at the clock's current time.
     ///
     /// # Errors
-    /// [`Error::InvalidOption`] for a zero rate or burst.
+    /// [`Error::ZeroBandwidth`] or [`Error::ZeroBurst`] for a zero rate or
+    /// burst.
     pub fn with_clock(rate: u64, burst: u64, clock: C) -> Result<Self, Error> {
         if rate == 0 {
-            return Err(Error::InvalidOption {
-                name: "flush bandwidth limit",
-                value: "0".to_owned(),
-                expected: "at least 1 byte per second".to_owned(),
+            return Err(Error::ZeroBandwidth {
+                what: "token bucket".to_owned(),
             });
         }
         if burst == 0 {
-            return Err(Error::InvalidOption {
-                name: "flush bandwidth burst",
-                value: "0".to_owned(),
-                expected: "at least 1 byte".to_owned(),
+            return Err(Error::ZeroBurst {
+                what: "token bucket".to_owned(),
             });
         }
         let now = clock.now();
@@ -277,9 +134,11 @@ impl<C: Clock> TokenBucket<C> {
         (paid_until, ready.max(now))
     }
 
-    /// Reserves `bytes` now; returns the time of the reservation and the
-    /// time it is granted (no earlier than the first).
-    fn reserve(&self, bytes: u64) -> (Duration, Duration) {
+    /// Reserves `bytes` now without waiting; returns the time of the
+    /// reservation and the time the bytes are granted (no earlier than the
+    /// first), for a caller that waits for that time itself.
+    /// [`acquire`](Self::acquire) is this and the wait.
+    pub fn reserve(&self, bytes: u64) -> (Duration, Duration) {
         let mut paid_until = self.paid_until.lock();
         let now = self.clock.now();
         let (next, ready) = self.schedule(*paid_until, now, bytes);
@@ -305,41 +164,11 @@ impl<C: Clock> TokenBucket<C> {
     }
 }
 
-/// Throttles a writer through its progress reports: each report's growth
-/// in bytes written is taken from the bucket, blocking the writer (inside
-/// its `write` call) until the bytes fit the rate. Made for
-/// `sstable::Writer::on_progress`, whose reports carry the total bytes
-/// written so far.
-#[derive(Debug)]
-pub struct WriteThrottle<C: Clock = SystemClock> {
-    bucket: Arc<TokenBucket<C>>,
-    seen: u64,
-}
-
-impl<C: Clock> WriteThrottle<C> {
-    /// A throttle for one writer, drawing on `bucket` (which every flush
-    /// shares).
-    pub fn new(bucket: Arc<TokenBucket<C>>) -> Self {
-        WriteThrottle { bucket, seen: 0 }
-    }
-
-    /// Takes the bytes written since the last call from the bucket, given
-    /// the writer's running total; returns the clock time spent blocked.
-    /// A total that did not grow takes nothing.
-    pub fn bytes_written(&mut self, total: u64) -> Duration {
-        let delta = total.saturating_sub(self.seen);
-        self.seen = self.seen.max(total);
-        if delta == 0 {
-            Duration::ZERO
-        } else {
-            self.bucket.acquire(delta)
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::clock::{ManualClock, SystemClock};
+    use crate::sync::{Arc, Ordering};
 
     fn ms(n: u64) -> Duration {
         Duration::from_millis(n)
@@ -349,7 +178,7 @@ mod tests {
     fn zero_rate_or_burst_is_refused() {
         let e = TokenBucket::new(0, 1).unwrap_err().to_string();
         assert!(
-            e.contains("flush bandwidth limit") && e.contains("1 byte per second"),
+            e.contains("token bucket") && e.contains("at least 1 byte per second"),
             "{e}"
         );
         let e = TokenBucket::new(1, 0).unwrap_err().to_string();
@@ -406,6 +235,49 @@ mod tests {
     }
 
     #[test]
+    fn two_chargers_share_the_rate_in_turn() {
+        // Two chargers on one bucket, each asking again the moment its
+        // previous request is granted: a small-request one (1 KB) and a
+        // large-request one (4 KB). Simulated on the manual clock, one
+        // grant at a time in grant order, as two blocked threads would be
+        // woken. Each gets its turn in reservation order, so over any
+        // stretch their shares of the bytes follow what they ask (1:4),
+        // and neither waits longer than the other's one request.
+        let clock = Arc::new(ManualClock::new());
+        let (rate, burst) = (1_000_000u64, 1_000u64);
+        let b = TokenBucket::with_clock(rate, burst, clock.clone()).unwrap();
+        let sizes = [1_000u64, 4_000];
+        let mut granted = [0u64; 2];
+        // Each charger's pending grant time.
+        let mut ready = [b.reserve(sizes[0]).1, b.reserve(sizes[1]).1];
+        let mut turns = [0u64; 2];
+        for _ in 0..1_000 {
+            let who = usize::from(ready[1] < ready[0]);
+            let at = ready[who];
+            if at > clock.now() {
+                clock.advance(at - clock.now());
+            }
+            granted[who] += sizes[who];
+            turns[who] += 1;
+            let (now, next) = b.reserve(sizes[who]);
+            assert_eq!(now, at);
+            // It waits for the other's pending request and its own.
+            let other = 1 - who;
+            let most = nanos_for(sizes[who] + sizes[other], rate);
+            assert!(next - now <= most, "{who} waits {:?}", next - now);
+            ready[who] = next;
+        }
+        // Taking turns: equal grant counts (within one), so bytes 1:4.
+        assert!(turns[0].abs_diff(turns[1]) <= 1, "{turns:?}");
+        let t = clock.now();
+        let allowed = u128::from(burst) + u128::from(rate) * t.as_nanos() / NANOS_PER_SEC;
+        assert!(u128::from(granted[0] + granted[1]) <= allowed + 1);
+        // And the bucket was kept busy: the rate, less one request.
+        let expected = u128::from(rate) * t.as_nanos() / NANOS_PER_SEC;
+        assert!(u128::from(granted[0] + granted[1]) + 4_000 >= expected);
+    }
+
+    #[test]
     fn acquire_blocks_until_the_clock_reaches_its_turn() {
         let clock = Arc::new(ManualClock::new());
         let b = Arc::new(TokenBucket::with_clock(1000, 100, clock.clone()).unwrap());
@@ -458,55 +330,6 @@ mod tests {
             w.join().unwrap();
         }
         assert_eq!(clock.now(), ms(39));
-    }
-
-    #[test]
-    fn a_write_throttle_takes_what_an_sstable_writer_reports() {
-        use mutation::{Cell, DecoratedKey, Mutation, Timestamp};
-        let clock = Arc::new(ManualClock::new());
-        // A burst big enough that nothing blocks: this checks the
-        // accounting, the blocking is checked above.
-        let bucket = Arc::new(TokenBucket::with_clock(1, 1 << 40, clock).unwrap());
-        let dir = tempfile::tempdir().unwrap();
-        let mut options = sstable::WriterOptions::default();
-        options.block_size = 512;
-        options.compression = false;
-        let mut writer = sstable::Writer::create(dir.path(), options).unwrap();
-        let mut throttle = WriteThrottle::new(bucket.clone());
-        let reports = Arc::new(AtomicU64::new(0));
-        let counted = reports.clone();
-        writer.on_progress(move |p| {
-            throttle.bytes_written(p.bytes_written);
-            counted.store(p.bytes_written, Ordering::Relaxed);
-        });
-        let mutations = (0..200u32).map(|i| {
-            Mutation::builder(DecoratedKey::from_bytes(format!("k{i:04}")).unwrap())
-                .cell(
-                    "r",
-                    0,
-                    Cell::live(vec![7u8; 100], Timestamp::from_micros(1)),
-                )
-                .build()
-                .unwrap()
-        });
-        // In ring order, as a memtable streams them.
-        for m in Mutation::reconcile_all(mutations) {
-            for f in m.fragments() {
-                writer.write(&f).unwrap();
-            }
-        }
-        let last_report = reports.load(Ordering::Relaxed);
-        assert!(last_report > 10_000, "{last_report}");
-        assert_eq!(bucket.granted_bytes(), last_report);
-        writer.commit().unwrap();
-
-        let mut t = WriteThrottle::new(bucket.clone());
-        let before = bucket.granted_bytes();
-        t.bytes_written(100);
-        t.bytes_written(100);
-        t.bytes_written(50);
-        t.bytes_written(130);
-        assert_eq!(bucket.granted_bytes() - before, 130);
     }
 
     #[test]
