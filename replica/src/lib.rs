@@ -84,11 +84,15 @@
 //! the cache's `make_reader_opt` (in place of the sstables): a source that
 //! knows it has nothing in the range adds no reader.
 //!
-//! Its own budget is the pool's room beyond the dirty budgets
-//! ([`CacheSize::Auto`]), given to each table's cache; when the pool runs
-//! dry anyway (several tables' caches, or a memtable allocation at an
-//! unlucky moment), logalloc calls the cache's eviction hook and the cache
-//! frees its least recently used partitions.
+//! Every table's cache is in one [`row_cache::CacheTracker`] of the
+//! database, as ScyllaDB's caches are in one `cache_tracker` per shard:
+//! one logalloc region, one LRU list over every table's partitions, and
+//! one budget, the cache share (the pool's room beyond the dirty budgets,
+//! [`CacheSize::Auto`], or [`CacheSize::Bytes`]), which bounds the sum of
+//! all the tables' caches. Beyond it, and whenever the pool runs dry
+//! anyway (a memtable allocation at an unlucky moment), the least recently
+//! used partitions of any table are evicted, so a cold table's cache gives
+//! its memory to a hot one.
 //!
 //! A flush with a cache commits in three steps: (1) the sstable joins the
 //! table's list while the memtable stays (a reader sees the rows in both,

@@ -67,11 +67,24 @@
 //! for a read without a slice or an update at flush, the read's slice
 //! otherwise); a read whose slice the entry covers is a hit, another one
 //! re-reads the partition over the hull of the two ranges.
-//! The index (a `BTreeMap` by ring position, an LRU list in a slab, the
-//! continuity set) is on the heap, one small entry per partition; it takes
-//! one lock, which is a *leaf*: nothing else is locked while it is held,
-//! which is what lets the eviction callback (running with the region
-//! locked) wait for it.
+//! The index (a `BTreeMap` by ring position per cache, one LRU list in a
+//! slab, each cache's continuity set) is on the heap, one small entry per
+//! partition; it takes one lock, which is a *leaf*: nothing else is locked
+//! while it is held, which is what lets the eviction callback (running
+//! with the region locked) wait for it.
+//!
+//! # One tracker for every table's cache
+//!
+//! A [`CacheTracker`] is what ScyllaDB's per-shard `cache_tracker` is: one
+//! region for the partitions of every cache in it, one LRU list over all
+//! of them, one index lock, and one budget ([`CacheTracker::new`]'s
+//! `max_bytes`) that bounds their sum. Each table's [`RowCache`] is made in
+//! the database's tracker ([`RowCache::with_tracker`]) and keeps its own
+//! key map, continuity, population phase, source and counters; eviction,
+//! by the budget or by logalloc's reclaim, takes the least recently used
+//! partition of whichever cache holds it, so a cold table gives memory to
+//! a hot one, and N tables never hold N budgets. [`RowCache::new`] makes
+//! a cache with a tracker of its own.
 //!
 //! **Continuity** is a set of closed intervals of ring points (before or
 //! after a token, just before, at or just after a key, the ring's ends).
@@ -120,11 +133,11 @@
 //!
 //! The region is evictable ([`logalloc::Region::set_eviction_fn`]): when
 //! an allocation anywhere in the pool finds no segment and compaction is
-//! not enough, logalloc calls the cache, which evicts from its least
-//! recently used partition: the last piece of a wide one (the entry then
+//! not enough, logalloc calls the tracker, which evicts from the least
+//! recently used partition of any of its caches: the last piece of a wide one (the entry then
 //! covers only the rows before that piece, so a read of those rows goes to
 //! the source), the whole entry otherwise, and frees the objects. An optional budget
-//! ([`CacheConfig::max_bytes`]) evicts beyond a size of its own. A reader
+//! (the tracker's) evicts beyond a size of its own. A reader
 //! copies an entry's handles under the index lock and reads the objects
 //! afterwards; if the entry was evicted in between, the handles are stale
 //! (logalloc detects that) and the reader reads the partition from the
@@ -133,13 +146,13 @@
 //! # For the `replica` crate
 //!
 //! ```text
-//! // One cache per table, in the database's pool (the memtables' pool),
-//! // not in the dirty-memory region group.
+//! // One tracker per database, in the database's pool (the memtables'
+//! // pool), not in the dirty-memory region group; one cache per table in it.
+//! let tracker = CacheTracker::new(&pool, Some(pool_limit - dirty_budget))?; // the share
 //! impl UnderlyingSource for TableSstables { .. }   // a MergingReader over make_reader_opt
 //!                                                 // of the table's current sstable set
-//! let cache = RowCache::new(&pool, Arc::new(sstables), CacheConfig::default()
-//!     .with_max_bytes(pool_limit - dirty_budget)); // optional: leave the dirty budget free
-//! cache.listen(cache_group_listener);              // optional: count it in a "cache" group
+//! let cache = RowCache::with_tracker(&tracker, Arc::new(sstables), CacheConfig::default())?;
+//! tracker.listen(cache_group_listener);            // optional: count it in a "cache" group
 //!
 //! // Reads: every memtable's make_reader_opt, plus the cache's (instead of
 //! // the sstables'), merged.
@@ -157,7 +170,8 @@
 //!
 //! cache.clear()                 // truncate / drop of the table's data
 //! cache.stats()                 // hits, misses, populations, evictions, bytes, partitions
-//! // Close: drop the cache (its region goes back to the pool).
+//! tracker.stats()               // the totals of every table's cache
+//! // Close: drop the caches and the tracker (the region goes back to the pool).
 //! ```
 
 #![forbid(unsafe_code)]
@@ -175,11 +189,11 @@ mod stats;
 mod stored;
 mod sync;
 
-pub use crate::cache::{CacheConfig, DEFAULT_PIECE_BYTES, RowCache};
+pub use crate::cache::{CacheConfig, CacheTracker, DEFAULT_PIECE_BYTES, RowCache};
 pub use crate::error::Error;
 pub use crate::reader::CacheReader;
 pub use crate::source::UnderlyingSource;
-pub use crate::stats::{CacheStats, UpdateStats};
+pub use crate::stats::{CacheStats, TrackerStats, UpdateStats};
 
 // The README's example runs as a doc test, so it cannot go stale.
 #[cfg(doctest)]
