@@ -103,7 +103,10 @@
 //! only then the memtable leaves the list and the dirty-memory group, so
 //! its memory stays accounted until the cache holds the data (ScyllaDB
 //! #1942: a cache update falling behind flushes holds the writers back
-//! instead of letting memory overflow). Dropping a table and closing the
+//! instead of letting memory overflow). A compaction job that may have
+//! purged tombstones makes the cache forget those keys once its outputs
+//! replace its inputs, so the cache never keeps a tombstone the sstables
+//! dropped. Dropping a table and closing the
 //! database clear its cache. [`CacheMetrics`] are in [`TableMetrics`] and,
 //! summed, in [`DatabaseMetrics`].
 //!

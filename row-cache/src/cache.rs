@@ -678,6 +678,27 @@ impl RowCache {
         shared.tracker.free(doomed);
     }
 
+    /// Drops the cached partitions of `keys` and makes each key's
+    /// neighbourhood discontinuous, in one step: for data that changed
+    /// behind the cache's back key by key, as compaction's purge changes
+    /// it (see the crate documentation). Call it after the change is
+    /// visible to the underlying source: a population that read the
+    /// source before this call is refused.
+    pub fn invalidate_keys(&self, keys: &[DecoratedKey]) {
+        let shared = &*self.shared;
+        let c = shared.id;
+        let doomed = {
+            let mut idx = shared.index().lock();
+            idx.cache_mut(c).phase += 1;
+            let mut doomed = Vec::new();
+            for key in keys {
+                doomed.extend(idx.invalidate_key(c, key));
+            }
+            doomed
+        };
+        shared.tracker.free(doomed);
+    }
+
     /// Evicts up to `n` of this cache's least recently used partitions
     /// (or tails of wide ones), as logalloc's eviction does; returns how
     /// many went. ([`CacheTracker::evict`] evicts from every cache of the

@@ -129,6 +129,34 @@
 //! cache update that falls behind the flushes holds the flush (and, through
 //! the dirty limits, the writers) instead of letting memory overflow.
 //!
+//! # Compaction's purge
+//!
+//! The cache is a copy of what its source returned. Compaction changes the
+//! sstables under it without a flush, and everything it does but one is
+//! invisible to reads: merging sstables reconciles data that reconciles
+//! the same in the cache. The exception is the purge: a tombstone past
+//! `gc_grace` (or an expired cell) that nothing outside the job can need
+//! is dropped from the sstables, but a cached copy of its partition still
+//! holds it. Its shadowed data is gone in both, so no live cell differs
+//! at that moment; but the two answer differently from then on: the
+//! cache returns the tombstone where the sstables return nothing, and a
+//! late write older than the tombstone, flushed after the purge, is
+//! hidden by the cached tombstone (the flush merges it into the cached
+//! entry) and live in the sstables, then live in the cache too once the
+//! entry is evicted: an answer that depends on the cache's state. So the
+//! cache must learn of the purge: the owner calls
+//! [`RowCache::invalidate_keys`] with every key the job purged in (or
+//! [`RowCache::invalidate`] with their span), *after* the job's outputs
+//! replace its inputs in the source. The phase rule makes that enough:
+//! the invalidation advances the phase, so a population that read the
+//! inputs before the swap (and so still carries the tombstone) is refused,
+//! and one that reads after the invalidation reads the outputs. Between
+//! the swap and the invalidation the cache answers as if the purge had not
+//! happened yet, which is an answer the database could have given a
+//! moment earlier. The replica records the keys its jobs ask the purge
+//! oracle about (every key a job may purge in) and invalidates them when
+//! the manager reports the job's replacement.
+//!
 //! # Eviction
 //!
 //! The region is evictable ([`logalloc::Region::set_eviction_fn`]): when
@@ -167,6 +195,9 @@
 //! //     the cache holds the data).
 //! // An update error leaves the cache consistent (what it missed is
 //! // invalidated); the flush itself has succeeded.
+//!
+//! // Compaction, after a job's outputs replaced its inputs:
+//! cache.invalidate_keys(&keys_the_job_may_have_purged_in)
 //!
 //! cache.clear()                 // truncate / drop of the table's data
 //! cache.stats()                 // hits, misses, populations, evictions, bytes, partitions

@@ -485,6 +485,7 @@ impl Database {
                     sets,
                     weak.clone(),
                     &self.compaction,
+                    cache.is_some(),
                 ),
                 schema,
                 list: memtable_list::MemtableList::new(Arc::clone(&memtable), Vec::new()),
