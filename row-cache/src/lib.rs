@@ -118,7 +118,9 @@
 //! region (merged with the cached entry where there is one). The cost is
 //! one encode per flushed partition, plus a decode and re-encode of each
 //! cached partition it merges into; the `row_cache` bench measures it
-//! against writing the same data (`update_from` vs a flush-like encode).
+//! against the flush's own cost on the same batch (`update_from` against
+//! `flush_sstable`, which writes and commits it as an sstable, and against
+//! `flush_encode`, the encoding alone).
 //!
 //! **Dirty memory (ScyllaDB #1942).** While `update_from` runs, the
 //! memtable must stay accounted in the dirty-memory group: the replica
