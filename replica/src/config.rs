@@ -39,9 +39,10 @@ pub const DEFAULT_COMMITLOG_SYNC_PERIOD: Duration = Duration::from_secs(10);
 /// hold a handful of partitions and evict on nearly every population.
 pub const MIN_CACHE_SIZE: usize = 1 << 20;
 
-/// How much memory the tables' row caches may hold (each table's cache
-/// keeps at most this many bytes of partitions on its own budget, and
-/// gives memory back to the memtables whenever the pool runs dry).
+/// How much memory the tables' row caches may hold together (one share
+/// for every table's cache: the caches are in one tracker, with one LRU
+/// list, and give memory back to the memtables whenever the pool runs
+/// dry).
 ///
 /// The caches live in the memtables' memory pool, outside the dirty-memory
 /// budgets. The pool is sized `max(2 * budgets, 64 MiB)` without a cache
@@ -63,8 +64,9 @@ pub enum CacheSize {
 }
 
 impl CacheSize {
-    /// The pool limit and each table's cache budget (`None`: no cache) for
-    /// dirty-memory budgets summing to `budgets`.
+    /// The pool limit and the cache share of all the tables' caches
+    /// together (`None`: no cache) for dirty-memory budgets summing to
+    /// `budgets`.
     pub fn pool_and_cache(self, budgets: usize) -> (usize, Option<usize>) {
         let base = budgets.saturating_mul(2).max(64 << 20);
         match self {
@@ -411,7 +413,8 @@ pub struct DatabaseConfig {
     /// [`Database::replay_report`](crate::Database::replay_report), and the
     /// damaged segment is kept aside; a dropped table's rows never return).
     pub commitlog_on_corruption: CorruptionPolicy,
-    /// The row caches' memory (default [`CacheSize::Auto`]); a table can
+    /// The row caches' memory, one share for every table's cache together
+    /// (default [`CacheSize::Auto`]); a table can
     /// opt out with [`TableOptions::uncached`](crate::TableOptions::uncached).
     pub cache_size: CacheSize,
     /// Compaction of the tables' sstables: strategy (incremental by

@@ -84,11 +84,15 @@
 //! the cache's `make_reader_opt` (in place of the sstables): a source that
 //! knows it has nothing in the range adds no reader.
 //!
-//! Its own budget is the pool's room beyond the dirty budgets
-//! ([`CacheSize::Auto`]), given to each table's cache; when the pool runs
-//! dry anyway (several tables' caches, or a memtable allocation at an
-//! unlucky moment), logalloc calls the cache's eviction hook and the cache
-//! frees its least recently used partitions.
+//! Every table's cache is in one [`row_cache::CacheTracker`] of the
+//! database, as ScyllaDB's caches are in one `cache_tracker` per shard:
+//! one logalloc region, one LRU list over every table's partitions, and
+//! one budget, the cache share (the pool's room beyond the dirty budgets,
+//! [`CacheSize::Auto`], or [`CacheSize::Bytes`]), which bounds the sum of
+//! all the tables' caches. Beyond it, and whenever the pool runs dry
+//! anyway (a memtable allocation at an unlucky moment), the least recently
+//! used partitions of any table are evicted, so a cold table's cache gives
+//! its memory to a hot one.
 //!
 //! A flush with a cache commits in three steps: (1) the sstable joins the
 //! table's list while the memtable stays (a reader sees the rows in both,
@@ -99,7 +103,10 @@
 //! only then the memtable leaves the list and the dirty-memory group, so
 //! its memory stays accounted until the cache holds the data (ScyllaDB
 //! #1942: a cache update falling behind flushes holds the writers back
-//! instead of letting memory overflow). Dropping a table and closing the
+//! instead of letting memory overflow). A compaction job that may have
+//! purged tombstones makes the cache forget those keys once its outputs
+//! replace its inputs, so the cache never keeps a tombstone the sstables
+//! dropped. Dropping a table and closing the
 //! database clear its cache. [`CacheMetrics`] are in [`TableMetrics`] and,
 //! summed, in [`DatabaseMetrics`].
 //!

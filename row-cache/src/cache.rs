@@ -1,5 +1,5 @@
-//! The cache: construction, population, update at flush, eviction,
-//! statistics.
+//! The cache: the tracker its caches share (region, LRU, budget),
+//! construction, population, update at flush, eviction, statistics.
 
 use std::fmt;
 
@@ -7,12 +7,12 @@ use logalloc::{Eviction, Handle, Region, RegionId, RegionListener, SegmentPool};
 use mutation::{ClusteringRange, DecoratedKey, FragmentReader, Mutation, PartitionRange};
 
 use crate::Error;
-use crate::index::Index;
+use crate::index::{CacheId, Index};
 use crate::point::{AFTER, BEFORE, Point};
 use crate::reader::CacheReader;
 use crate::slice::next_partition;
 use crate::source::UnderlyingSource;
-use crate::stats::{CacheStats, Counters, UpdateStats};
+use crate::stats::{CacheStats, Counters, Sizes, TrackerStats, UpdateStats};
 use crate::stored::{self, Piece};
 use crate::sync::{Arc, Mutex, RwLock};
 
@@ -20,10 +20,13 @@ use crate::sync::{Arc, Mutex, RwLock};
 #[derive(Debug, Clone, Default)]
 #[non_exhaustive]
 pub struct CacheConfig {
-    /// The most bytes of encoded partitions the cache keeps on its own
-    /// (least recently used partitions are evicted beyond it); `None`: no
-    /// budget of its own, the cache grows until the pool runs dry and
-    /// logalloc evicts it. Between one segment and the pool's memory limit.
+    /// For [`RowCache::new`], the budget of the cache's own tracker: the
+    /// most bytes of encoded partitions it keeps (least recently used
+    /// partitions are evicted beyond it); `None`: no budget, the cache
+    /// grows until the pool runs dry and logalloc evicts it. Between one
+    /// segment and the pool's memory limit. Must be `None` for
+    /// [`RowCache::with_tracker`]: the shared tracker's budget
+    /// ([`CacheTracker::new`]) bounds all its caches together.
     pub max_bytes: Option<usize>,
     /// About how many bytes of rows one piece of a wide partition holds
     /// (see the crate documentation); `None`: [`DEFAULT_PIECE_BYTES`]. At
@@ -48,86 +51,17 @@ impl CacheConfig {
     }
 }
 
-/// What the cache's reader and the eviction callback share.
-pub(crate) struct Shared {
+/// What every cache of a tracker shares: the index (every cache's
+/// entries and the one LRU list), the region, the budget.
+pub(crate) struct TrackerShared {
     /// The leaf lock (see `index.rs`); an `Arc` because the eviction
     /// callback, owned by the region, holds it too.
     pub(crate) index: Arc<Mutex<Index>>,
     pub(crate) region: RwLock<Region>,
-    /// Serialises updates at flush.
-    updating: Mutex<()>,
-    pub(crate) source: Arc<dyn UnderlyingSource>,
-    pub(crate) counters: Arc<Counters>,
     max_bytes: Option<usize>,
-    piece_bytes: usize,
 }
 
-/// A populated partition, or the news that a range holds none.
-pub(crate) struct Population<'a> {
-    /// The partition read, restricted to `covered`.
-    pub(crate) partition: Option<&'a Mutation>,
-    pub(crate) covered: &'a ClusteringRange,
-    /// A range of the ring the read showed complete.
-    pub(crate) continuous: Option<(Point, Point)>,
-    /// The phase the source was opened in.
-    pub(crate) phase: u64,
-}
-
-impl Shared {
-    /// Inserts what a read learned, unless an update at flush began since
-    /// the read opened its source (the population-phase rule). Returns
-    /// whether it was taken.
-    pub(crate) fn populate(&self, p: Population<'_>) -> bool {
-        let stored = match p.partition {
-            Some(m) => match stored::store(&mut self.region.write(), m, self.piece_bytes) {
-                Ok(pieces) => Some((m.key().clone(), pieces)),
-                Err(_) => {
-                    Counters::add(&self.counters.population_failures, 1);
-                    return false;
-                }
-            },
-            None => None,
-        };
-        let mut to_free = Vec::new();
-        let taken = {
-            let mut idx = self.index.lock();
-            if idx.phase != p.phase {
-                if let Some((_, pieces)) = stored {
-                    to_free = stored::handles(&pieces);
-                }
-                false
-            } else {
-                if let Some((key, pieces)) = stored {
-                    match idx.find(&key) {
-                        Some(i) if crate::slice::slice_covers(&idx.entry(i).covered, p.covered) => {
-                            idx.touch(i);
-                            to_free = stored::handles(&pieces);
-                        }
-                        Some(i) => to_free = idx.replace(i, pieces, p.covered.clone()),
-                        None => idx.insert(key, pieces, p.covered.clone()),
-                    }
-                }
-                if let Some((s, e)) = p.continuous {
-                    idx.continuity.insert(s, e);
-                }
-                true
-            }
-        };
-        Counters::add(
-            if taken {
-                &self.counters.populations
-            } else {
-                &self.counters.population_refusals
-            },
-            1,
-        );
-        self.free(to_free);
-        if taken {
-            self.shrink_to_budget();
-        }
-        taken
-    }
-
+impl TrackerShared {
     /// Frees objects already unlinked from the index.
     pub(crate) fn free(&self, handles: Vec<Handle>) {
         if handles.is_empty() {
@@ -139,7 +73,8 @@ impl Shared {
         }
     }
 
-    /// Evicts least recently used partitions while over the budget.
+    /// Evicts the least recently used partitions of every cache while
+    /// the caches together are over the budget.
     fn shrink_to_budget(&self) {
         let Some(max) = self.max_bytes else { return };
         loop {
@@ -151,79 +86,83 @@ impl Shared {
                 idx.evict_oldest()
             };
             let Some(handles) = victim else { return };
-            Counters::add(&self.counters.evictions, 1);
             self.free(handles);
         }
     }
-
-    /// Loads the pieces of `key` that `slice` needs, as one mutation;
-    /// `Ok(None)` if one was evicted meanwhile.
-    pub(crate) fn load(
-        &self,
-        key: &DecoratedKey,
-        pieces: &[Piece],
-        slice: &ClusteringRange,
-    ) -> Result<Option<Mutation>, Error> {
-        let bytes = {
-            let region = self.region.read();
-            let reader = region.reader();
-            stored::copy_out(&reader, pieces, slice)
-        };
-        let Some(bytes) = bytes else { return Ok(None) };
-        stored::decode(bytes)
-            .map(Some)
-            .map_err(|source| Error::Corrupt {
-                key: key.to_string(),
-                source,
-            })
-    }
 }
 
-/// A cache of partitions in a logalloc region, in front of an
-/// [`UnderlyingSource`]; see the [crate documentation](crate).
-pub struct RowCache {
-    shared: Arc<Shared>,
+/// The shared part of the row caches of one database: one logalloc region
+/// for every cache's partitions, one LRU list over all of them, and one
+/// budget ([`CacheTracker::new`]'s `max_bytes`) bounding their sum, as
+/// ScyllaDB's per-shard `cache_tracker` is shared by every table's cache.
+/// Eviction (the budget's, or logalloc's when the pool runs dry) takes the
+/// least recently used partition of whichever cache holds it.
+///
+/// Each table's [`RowCache`] is made with
+/// [`RowCache::with_tracker`]; [`RowCache::new`] makes a tracker of its
+/// own. A tracker is a handle: clones share the same tracker.
+///
+/// ```
+/// use std::sync::Arc;
+/// use logalloc::{PoolConfig, SegmentPool};
+/// use mutation::{ClusteringRange, FragmentReader, PartitionRange, from_mutations};
+/// use row_cache::{CacheConfig, CacheTracker, RowCache, UnderlyingSource};
+///
+/// struct Empty;
+/// impl UnderlyingSource for Empty {
+///     fn make_reader(
+///         &self,
+///         _range: PartitionRange,
+///         _slice: ClusteringRange,
+///     ) -> Result<Box<dyn FragmentReader + Send>, mutation::Error> {
+///         Ok(Box::new(from_mutations(Vec::new())))
+///     }
+/// }
+///
+/// let pool = SegmentPool::new(PoolConfig::default().with_memory_limit(16 << 20))?;
+/// // One budget for both tables' caches together.
+/// let tracker = CacheTracker::new(&pool, Some(4 << 20))?;
+/// let users = RowCache::with_tracker(&tracker, Arc::new(Empty), CacheConfig::default())?;
+/// let orders = RowCache::with_tracker(&tracker, Arc::new(Empty), CacheConfig::default())?;
+/// assert_eq!(tracker.stats().caches, 2);
+/// assert_eq!(users.region_id(), orders.region_id());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Clone)]
+pub struct CacheTracker {
+    shared: Arc<TrackerShared>,
 }
 
-impl fmt::Debug for RowCache {
+impl fmt::Debug for CacheTracker {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("RowCache")
+        f.debug_struct("CacheTracker")
             .field("stats", &self.stats())
             .finish()
     }
 }
 
-impl RowCache {
-    /// A cache in a new region of `pool` (the memtables' pool), in front
-    /// of `source`. The region is evictable: when an allocation anywhere
-    /// in the pool finds no free segment, logalloc calls the cache, which
-    /// evicts its least recently used partition.
+impl CacheTracker {
+    /// A tracker with a new region of `pool` (the memtables' pool). The
+    /// region is evictable: when an allocation anywhere in the pool finds
+    /// no free segment, logalloc calls the tracker, which evicts the least
+    /// recently used partitions of its caches. `max_bytes`: the most bytes
+    /// of encoded partitions all its caches together keep on their own
+    /// (`None`: no budget, the caches grow until the pool runs dry).
     ///
     /// # Errors
     /// [`Error::BudgetOutOfRange`] for a `max_bytes` below one segment or
-    /// above the pool's memory limit, [`Error::PieceBytesZero`] for a
-    /// `piece_bytes` of 0.
-    pub fn new(
-        pool: &Arc<SegmentPool>,
-        source: Arc<dyn UnderlyingSource>,
-        config: CacheConfig,
-    ) -> Result<RowCache, Error> {
-        if let Some(bytes) = config.max_bytes {
+    /// above the pool's memory limit.
+    pub fn new(pool: &Arc<SegmentPool>, max_bytes: Option<usize>) -> Result<CacheTracker, Error> {
+        if let Some(bytes) = max_bytes {
             let (min, max) = (pool.segment_size(), pool.memory_limit());
             if bytes < min || bytes > max {
                 return Err(Error::BudgetOutOfRange { bytes, min, max });
             }
         }
-        let piece_bytes = config.piece_bytes.unwrap_or(DEFAULT_PIECE_BYTES);
-        if piece_bytes == 0 {
-            return Err(Error::PieceBytesZero);
-        }
         let index = Arc::new(Mutex::new(Index::default()));
-        let counters = Arc::new(Counters::default());
         let mut region = Region::new(pool);
         {
             let index = Arc::clone(&index);
-            let counters = Arc::clone(&counters);
             // One call evicts about a segment's worth of the least recently
             // used data, not one partition: logalloc bounds the reclaim
             // steps of one allocation, and freed objects only give a
@@ -252,21 +191,296 @@ impl RowCache {
                 for h in freed {
                     let _ = evictor.free(h);
                 }
-                Counters::add(&counters.evictions, evicted);
                 Eviction::Evicted
             });
         }
-        Ok(RowCache {
-            shared: Arc::new(Shared {
+        Ok(CacheTracker {
+            shared: Arc::new(TrackerShared {
                 index,
                 region: RwLock::new(region),
-                updating: Mutex::new(()),
-                source,
-                counters,
-                max_bytes: config.max_bytes,
-                piece_bytes,
+                max_bytes,
             }),
         })
+    }
+
+    /// The budget of all its caches together (`None`: none).
+    pub fn max_bytes(&self) -> Option<usize> {
+        self.shared.max_bytes
+    }
+
+    /// Evicts up to `n` least recently used partitions (or tails of wide
+    /// ones) of any of its caches, as logalloc's eviction does; returns
+    /// how many went.
+    pub fn evict(&self, n: usize) -> usize {
+        let mut done = 0;
+        while done < n {
+            let Some(handles) = self.shared.index.lock().evict_oldest() else {
+                break;
+            };
+            self.shared.free(handles);
+            done += 1;
+        }
+        done
+    }
+
+    /// The region's id (to recognise it in a listener).
+    pub fn region_id(&self) -> RegionId {
+        self.shared.region.read().id()
+    }
+
+    /// Reports the region's memory (every cache of the tracker) to
+    /// `listener` (for example a region group that shows the caches' share
+    /// of the pool; it should not be the dirty-memory group, which the
+    /// caches are not part of).
+    pub fn listen(&self, listener: std::sync::Arc<dyn RegionListener>) {
+        self.shared.region.write().listen(listener);
+    }
+
+    /// A snapshot of the totals of every cache of the tracker.
+    pub fn stats(&self) -> TrackerStats {
+        let (caches, partitions, stored_bytes, evictions) = {
+            let idx = self.shared.index.lock();
+            (idx.caches(), idx.len(), idx.stored_bytes, idx.evictions)
+        };
+        TrackerStats {
+            caches,
+            partitions,
+            stored_bytes,
+            evictions,
+            max_bytes: self.shared.max_bytes,
+            region: self.shared.region.read().stats(),
+        }
+    }
+
+    /// Recounts the index (every cache's part) and checks that the region
+    /// holds exactly the entries' objects (for tests; call it with no
+    /// operation running).
+    ///
+    /// # Errors
+    /// A description of the first inconsistency.
+    pub fn check_invariants(&self) -> Result<(), String> {
+        let objects = self.shared.index.lock().check()?;
+        let region = self.shared.region.read();
+        region.check_invariants()?;
+        let held = region.stats().objects;
+        if held != objects {
+            return Err(format!(
+                "the region holds {held} objects, the entries {objects}"
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// What one cache's readers share with it.
+pub(crate) struct Shared {
+    pub(crate) tracker: Arc<TrackerShared>,
+    /// The cache's slot in the tracker's index.
+    pub(crate) id: CacheId,
+    /// Serialises updates at flush.
+    updating: Mutex<()>,
+    pub(crate) source: Arc<dyn UnderlyingSource>,
+    pub(crate) counters: Counters,
+    piece_bytes: usize,
+}
+
+impl Drop for Shared {
+    /// The cache and its last reader are gone: its entries leave the
+    /// tracker and their memory goes back to the region.
+    fn drop(&mut self) {
+        let doomed = self.tracker.index.lock().remove_cache(self.id);
+        self.tracker.free(doomed);
+    }
+}
+
+/// A populated partition, or the news that a range holds none.
+pub(crate) struct Population<'a> {
+    /// The partition read, restricted to `covered`.
+    pub(crate) partition: Option<&'a Mutation>,
+    pub(crate) covered: &'a ClusteringRange,
+    /// A range of the ring the read showed complete.
+    pub(crate) continuous: Option<(Point, Point)>,
+    /// The phase the source was opened in.
+    pub(crate) phase: u64,
+}
+
+impl Shared {
+    /// The tracker's index (every cache's).
+    pub(crate) fn index(&self) -> &Mutex<Index> {
+        &self.tracker.index
+    }
+
+    /// The cache's current population phase.
+    pub(crate) fn phase(&self) -> u64 {
+        self.index().lock().cache(self.id).phase
+    }
+
+    /// Inserts what a read learned, unless an update at flush began since
+    /// the read opened its source (the population-phase rule). Returns
+    /// whether it was taken.
+    pub(crate) fn populate(&self, p: Population<'_>) -> bool {
+        let c = self.id;
+        let stored = match p.partition {
+            Some(m) => match stored::store(&mut self.tracker.region.write(), m, self.piece_bytes) {
+                Ok(pieces) => Some((m.key().clone(), pieces)),
+                Err(_) => {
+                    Counters::add(&self.counters.population_failures, 1);
+                    return false;
+                }
+            },
+            None => None,
+        };
+        let mut to_free = Vec::new();
+        let taken = {
+            let mut idx = self.index().lock();
+            if idx.cache(c).phase != p.phase {
+                if let Some((_, pieces)) = stored {
+                    to_free = stored::handles(&pieces);
+                }
+                false
+            } else {
+                if let Some((key, pieces)) = stored {
+                    match idx.find(c, &key) {
+                        Some(i) if crate::slice::slice_covers(&idx.entry(i).covered, p.covered) => {
+                            idx.touch(i);
+                            to_free = stored::handles(&pieces);
+                        }
+                        Some(i) => to_free = idx.replace(i, pieces, p.covered.clone()),
+                        None => idx.insert(c, key, pieces, p.covered.clone()),
+                    }
+                }
+                if let Some((s, e)) = p.continuous {
+                    idx.cache_mut(c).continuity.insert(s, e);
+                }
+                true
+            }
+        };
+        Counters::add(
+            if taken {
+                &self.counters.populations
+            } else {
+                &self.counters.population_refusals
+            },
+            1,
+        );
+        self.tracker.free(to_free);
+        if taken {
+            self.tracker.shrink_to_budget();
+        }
+        taken
+    }
+
+    /// Loads the pieces of `key` that `slice` needs, as one mutation;
+    /// `Ok(None)` if one was evicted meanwhile.
+    pub(crate) fn load(
+        &self,
+        key: &DecoratedKey,
+        pieces: &[Piece],
+        slice: &ClusteringRange,
+    ) -> Result<Option<Mutation>, Error> {
+        let bytes = {
+            let region = self.tracker.region.read();
+            let reader = region.reader();
+            stored::copy_out(&reader, pieces, slice)
+        };
+        let Some(bytes) = bytes else { return Ok(None) };
+        stored::decode(bytes)
+            .map(Some)
+            .map_err(|source| Error::Corrupt {
+                key: key.to_string(),
+                source,
+            })
+    }
+}
+
+/// A cache of partitions in a logalloc region, in front of an
+/// [`UnderlyingSource`]; see the [crate documentation](crate).
+pub struct RowCache {
+    shared: Arc<Shared>,
+}
+
+impl fmt::Debug for RowCache {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RowCache")
+            .field("stats", &self.stats())
+            .finish()
+    }
+}
+
+impl RowCache {
+    /// A cache in front of `source` with a tracker of its own (a new
+    /// region of `pool`, the memtables' pool, and `config.max_bytes` as
+    /// its budget): see [`CacheTracker::new`]. Several tables' caches
+    /// that are to share one budget and one LRU are made with
+    /// [`with_tracker`](Self::with_tracker) instead.
+    ///
+    /// # Errors
+    /// [`Error::BudgetOutOfRange`] for a `max_bytes` below one segment or
+    /// above the pool's memory limit, [`Error::PieceBytesZero`] for a
+    /// `piece_bytes` of 0.
+    pub fn new(
+        pool: &Arc<SegmentPool>,
+        source: Arc<dyn UnderlyingSource>,
+        config: CacheConfig,
+    ) -> Result<RowCache, Error> {
+        let piece_bytes = Self::piece_bytes(&config)?;
+        let tracker = CacheTracker::new(pool, config.max_bytes)?;
+        Ok(Self::build(&tracker, source, piece_bytes))
+    }
+
+    /// A cache in front of `source` in `tracker`: its partitions share the
+    /// tracker's region, LRU list and budget with every other cache of the
+    /// tracker, so eviction takes the least recently used partition of
+    /// any of them. Its statistics ([`stats`](Self::stats)) are its own.
+    ///
+    /// # Errors
+    /// [`Error::BudgetOfSharedTracker`] if `config.max_bytes` is set (the
+    /// tracker's budget is the one budget), [`Error::PieceBytesZero`] for a
+    /// `piece_bytes` of 0.
+    pub fn with_tracker(
+        tracker: &CacheTracker,
+        source: Arc<dyn UnderlyingSource>,
+        config: CacheConfig,
+    ) -> Result<RowCache, Error> {
+        if let Some(bytes) = config.max_bytes {
+            return Err(Error::BudgetOfSharedTracker { bytes });
+        }
+        let piece_bytes = Self::piece_bytes(&config)?;
+        Ok(Self::build(tracker, source, piece_bytes))
+    }
+
+    fn piece_bytes(config: &CacheConfig) -> Result<usize, Error> {
+        let piece_bytes = config.piece_bytes.unwrap_or(DEFAULT_PIECE_BYTES);
+        if piece_bytes == 0 {
+            return Err(Error::PieceBytesZero);
+        }
+        Ok(piece_bytes)
+    }
+
+    fn build(
+        tracker: &CacheTracker,
+        source: Arc<dyn UnderlyingSource>,
+        piece_bytes: usize,
+    ) -> RowCache {
+        let tracker = Arc::clone(&tracker.shared);
+        let id = tracker.index.lock().add_cache();
+        RowCache {
+            shared: Arc::new(Shared {
+                tracker,
+                id,
+                updating: Mutex::new(()),
+                source,
+                counters: Counters::default(),
+                piece_bytes,
+            }),
+        }
+    }
+
+    /// The tracker this cache is in.
+    pub fn tracker(&self) -> CacheTracker {
+        CacheTracker {
+            shared: Arc::clone(&self.shared.tracker),
+        }
     }
 
     /// A reader of `range` with each partition restricted to `slice`:
@@ -313,8 +527,9 @@ impl RowCache {
     /// partition on is invalidated first.
     pub fn update_from(&self, flushed: &mut dyn FragmentReader) -> Result<UpdateStats, Error> {
         let shared = &*self.shared;
+        let c = shared.id;
         let _serial = shared.updating.lock();
-        shared.index.lock().phase += 1;
+        shared.index().lock().cache_mut(c).phase += 1;
         let mut stats = UpdateStats::default();
         let mut last: Option<DecoratedKey> = None;
         let failure = loop {
@@ -352,11 +567,11 @@ impl RowCache {
         if let Some((from, e)) = failure {
             // What the update did not bring in must not be answered from
             // the cache: drop it and make it discontinuous.
-            let doomed = shared.index.lock().invalidate_range(from, Point::Max);
-            shared.free(doomed);
+            let doomed = shared.index().lock().invalidate_range(c, from, Point::Max);
+            shared.tracker.free(doomed);
             return Err(e);
         }
-        shared.shrink_to_budget();
+        shared.tracker.shrink_to_budget();
         Ok(stats)
     }
 
@@ -367,41 +582,43 @@ impl RowCache {
     fn update_one(&self, p: Mutation, stats: &mut UpdateStats) -> Result<(), Error> {
         const ROUNDS: usize = 4;
         let shared = &*self.shared;
+        let c = shared.id;
         let key = p.key().clone();
         for _ in 0..ROUNDS {
             let (cached, continuous) = {
-                let idx = shared.index.lock();
-                match idx.find(&key) {
+                let idx = shared.index().lock();
+                match idx.find(c, &key) {
                     Some(i) => (Some(idx.snapshot(i)), false),
-                    None => (None, idx.continuity.contains_key(&key)),
+                    None => (None, idx.cache(c).continuity.contains_key(&key)),
                 }
             };
             let Some(snap) = cached else {
                 if continuous {
-                    let stored = stored::store(&mut shared.region.write(), &p, shared.piece_bytes);
-                    let mut idx = shared.index.lock();
+                    let stored =
+                        stored::store(&mut shared.tracker.region.write(), &p, shared.piece_bytes);
+                    let mut idx = shared.index().lock();
                     let to_free = match stored {
-                        Ok(pieces) if idx.find(&key).is_some() => {
+                        Ok(pieces) if idx.find(c, &key).is_some() => {
                             // A population got there first: merge into it.
                             drop(idx);
-                            shared.free(stored::handles(&pieces));
+                            shared.tracker.free(stored::handles(&pieces));
                             continue;
                         }
-                        Ok(pieces) if idx.continuity.contains_key(&key) => {
+                        Ok(pieces) if idx.cache(c).continuity.contains_key(&key) => {
                             stats.inserted += 1;
                             stats.bytes_copied += stored::total_len(&pieces);
-                            idx.insert(key, pieces, ClusteringRange::full());
+                            idx.insert(c, key, pieces, ClusteringRange::full());
                             Vec::new()
                         }
                         // Evicted around it meanwhile: nothing to claim.
                         Ok(pieces) => stored::handles(&pieces),
                         Err(_) => {
                             stats.invalidated += 1;
-                            idx.invalidate_key(&key)
+                            idx.invalidate_key(c, &key)
                         }
                     };
                     drop(idx);
-                    shared.free(to_free);
+                    shared.tracker.free(to_free);
                 }
                 return Ok(());
             };
@@ -413,9 +630,10 @@ impl RowCache {
             if old.apply(flushed).is_err() {
                 break; // the same key: cannot happen
             }
-            let stored = stored::store(&mut shared.region.write(), &old, shared.piece_bytes);
-            let mut idx = shared.index.lock();
-            let to_free = match (stored, idx.find(&key)) {
+            let stored =
+                stored::store(&mut shared.tracker.region.write(), &old, shared.piece_bytes);
+            let mut idx = shared.index().lock();
+            let to_free = match (stored, idx.find(c, &key)) {
                 (Ok(pieces), Some(i)) if idx.entry(i).version == snap.version => {
                     stats.merged += 1;
                     stats.bytes_copied += stored::total_len(&pieces);
@@ -424,23 +642,23 @@ impl RowCache {
                 (Ok(pieces), Some(_)) => {
                     // Changed since the lookup: look again.
                     drop(idx);
-                    shared.free(stored::handles(&pieces));
+                    shared.tracker.free(stored::handles(&pieces));
                     continue;
                 }
                 // Evicted (its neighbourhood made discontinuous).
                 (Ok(pieces), None) => stored::handles(&pieces),
                 (Err(_), _) => {
                     stats.invalidated += 1;
-                    idx.invalidate_key(&key)
+                    idx.invalidate_key(c, &key)
                 }
             };
             drop(idx);
-            shared.free(to_free);
+            shared.tracker.free(to_free);
             return Ok(());
         }
         stats.invalidated += 1;
-        let doomed = shared.index.lock().invalidate_key(&key);
-        shared.free(doomed);
+        let doomed = shared.index().lock().invalidate_key(c, &key);
+        shared.tracker.free(doomed);
         Ok(())
     }
 
@@ -449,83 +667,107 @@ impl RowCache {
     /// cache's back).
     pub fn invalidate(&self, range: &PartitionRange) {
         let shared = &*self.shared;
+        let c = shared.id;
         let doomed = {
-            let mut idx = shared.index.lock();
+            let mut idx = shared.index().lock();
             // A population that read the range before this must not
             // bring it back.
-            idx.phase += 1;
-            idx.invalidate_range(Point::start(range.start()), Point::end(range.end()))
+            idx.cache_mut(c).phase += 1;
+            idx.invalidate_range(c, Point::start(range.start()), Point::end(range.end()))
         };
-        shared.free(doomed);
+        shared.tracker.free(doomed);
     }
 
-    /// Evicts up to `n` least recently used partitions, as logalloc's
-    /// eviction does; returns how many went.
+    /// Drops the cached partitions of `keys` and makes each key's
+    /// neighbourhood discontinuous, in one step: for data that changed
+    /// behind the cache's back key by key, as compaction's purge changes
+    /// it (see the crate documentation). Call it after the change is
+    /// visible to the underlying source: a population that read the
+    /// source before this call is refused.
+    pub fn invalidate_keys(&self, keys: &[DecoratedKey]) {
+        let shared = &*self.shared;
+        let c = shared.id;
+        let doomed = {
+            let mut idx = shared.index().lock();
+            idx.cache_mut(c).phase += 1;
+            let mut doomed = Vec::new();
+            for key in keys {
+                doomed.extend(idx.invalidate_key(c, key));
+            }
+            doomed
+        };
+        shared.tracker.free(doomed);
+    }
+
+    /// Evicts up to `n` of this cache's least recently used partitions
+    /// (or tails of wide ones), as logalloc's eviction does; returns how
+    /// many went. ([`CacheTracker::evict`] evicts from every cache of the
+    /// tracker, in LRU order.)
     pub fn evict(&self, n: usize) -> usize {
         let shared = &*self.shared;
         let mut done = 0;
         while done < n {
-            let Some(handles) = shared.index.lock().evict_oldest() else {
+            let Some(handles) = shared.index().lock().evict_oldest_of(shared.id) else {
                 break;
             };
-            Counters::add(&shared.counters.evictions, 1);
-            shared.free(handles);
+            shared.tracker.free(handles);
             done += 1;
         }
         done
     }
 
-    /// Evicts everything and forgets all continuity.
+    /// Evicts everything of this cache and forgets all its continuity.
     pub fn clear(&self) {
         let shared = &*self.shared;
+        let c = shared.id;
         let doomed = {
-            let mut idx = shared.index.lock();
-            idx.phase += 1;
-            idx.invalidate_range(Point::Min, Point::Max)
+            let mut idx = shared.index().lock();
+            idx.cache_mut(c).phase += 1;
+            idx.invalidate_range(c, Point::Min, Point::Max)
         };
-        shared.free(doomed);
+        shared.tracker.free(doomed);
     }
 
-    /// The cache region's id (to recognise it in a listener).
+    /// The id of the tracker's region (shared by every cache of the
+    /// tracker), to recognise it in a listener.
     pub fn region_id(&self) -> RegionId {
-        self.shared.region.read().id()
+        self.shared.tracker.region.read().id()
     }
 
-    /// Reports the cache region's memory to `listener` (for example a
-    /// region group that shows the cache's share of the pool; it should
-    /// not be the dirty-memory group, which the cache is not part of).
+    /// Reports the tracker's region's memory to `listener`: see
+    /// [`CacheTracker::listen`] (the region is every cache's of the
+    /// tracker).
     pub fn listen(&self, listener: std::sync::Arc<dyn RegionListener>) {
-        self.shared.region.write().listen(listener);
+        self.shared.tracker.region.write().listen(listener);
     }
 
-    /// A snapshot of the cache's counters and sizes.
+    /// A snapshot of this cache's counters and sizes (its own partitions
+    /// and bytes; the region's figures are the tracker's, shared by every
+    /// cache of it).
     pub fn stats(&self) -> CacheStats {
         let shared = &*self.shared;
-        let (partitions, stored_bytes, continuous_ranges) = {
-            let idx = shared.index.lock();
-            (idx.len(), idx.stored_bytes, idx.continuity.len())
+        let sizes = {
+            let idx = shared.index().lock();
+            let c = idx.cache(shared.id);
+            Sizes {
+                partitions: c.len(),
+                stored_bytes: c.stored_bytes,
+                continuous_ranges: c.continuity.len(),
+                evictions: c.evictions,
+            }
         };
-        let region = shared.region.read().stats();
-        shared
-            .counters
-            .snapshot(partitions, stored_bytes, continuous_ranges, region)
+        let region = shared.tracker.region.read().stats();
+        shared.counters.snapshot(sizes, region)
     }
 
-    /// Recounts the index and checks that the region holds exactly the
-    /// entries' objects (for tests; call it with no operation running).
+    /// Recounts the tracker's index (this cache's and every other cache's
+    /// part: they share the region) and checks that the region holds
+    /// exactly the entries' objects (for tests; call it with no operation
+    /// running).
     ///
     /// # Errors
     /// A description of the first inconsistency.
     pub fn check_invariants(&self) -> Result<(), String> {
-        let objects = self.shared.index.lock().check()?;
-        let region = self.shared.region.read();
-        region.check_invariants()?;
-        let held = region.stats().objects;
-        if held != objects {
-            return Err(format!(
-                "the region holds {held} objects, the entries {objects}"
-            ));
-        }
-        Ok(())
+        self.tracker().check_invariants()
     }
 }

@@ -18,6 +18,17 @@ pub enum Error {
         /// The largest allowed budget (the pool's memory limit).
         max: usize,
     },
+    /// A [`CacheConfig::max_bytes`](crate::CacheConfig::max_bytes) given
+    /// to a cache in a shared [`CacheTracker`](crate::CacheTracker), whose
+    /// budget is the one budget of all its caches.
+    #[error(
+        "row cache budget of {bytes} bytes given to a cache in a shared tracker: the \
+         tracker's budget bounds all its caches together, so a cache in it takes none"
+    )]
+    BudgetOfSharedTracker {
+        /// The budget that was given.
+        bytes: usize,
+    },
     /// A [`CacheConfig::piece_bytes`](crate::CacheConfig::piece_bytes) of 0.
     #[error("row cache piece size of 0 bytes is below the 1-byte minimum")]
     PieceBytesZero,

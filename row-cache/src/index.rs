@@ -1,11 +1,17 @@
-//! The cache's index: entries in ring order, the LRU list, the continuity
-//! set and the population phase. It lives on the heap behind one mutex
-//! (bounded: one small entry per cached partition); the partitions' bytes
-//! live in the region.
+//! The caches' index: every cache's entries in ring order, one LRU list
+//! over the entries of every cache of a tracker, each cache's continuity
+//! set and population phase. It lives on the heap behind one mutex, the
+//! tracker's (bounded: one small entry per cached partition); the
+//! partitions' bytes live in the tracker's region.
 //!
 //! **The index lock is a leaf.** Nothing else is locked while it is held:
 //! no region access, no other lock. That is what lets the eviction callback,
 //! which runs with the region locked, take it and wait for it.
+//!
+//! One lock for every cache of a tracker (ScyllaDB's `cache_tracker` is
+//! one per shard, its LRU shared by every table) is what makes eviction
+//! global: the least recently used entry of any cache goes first, and it
+//! leaves its cache's key map and continuity in the same critical section.
 
 use std::collections::BTreeMap;
 use std::ops::Bound;
@@ -17,9 +23,14 @@ use slab::Slab;
 use crate::point::{AT, Continuity, Point, Probe, RingKey};
 use crate::stored::{self, Pieces};
 
+/// A cache's slot in its tracker's index.
+pub(crate) type CacheId = usize;
+
 /// One cached partition.
 #[derive(Debug)]
 pub(crate) struct Entry {
+    /// The cache it belongs to.
+    owner: CacheId,
     pub(crate) key: DecoratedKey,
     pub(crate) pieces: Pieces,
     /// Encoded length (what the budget counts).
@@ -41,40 +52,95 @@ pub(crate) struct Snapshot {
     pub(crate) version: u64,
 }
 
-/// The index; see the module documentation.
+/// One cache's part of the index.
+#[derive(Debug, Default)]
+pub(crate) struct CacheIndex {
+    by_key: BTreeMap<Point, usize>,
+    pub(crate) continuity: Continuity,
+    /// Advanced by every update at flush and invalidation of this cache; a
+    /// population carries the phase it read the source in and is refused
+    /// if it changed.
+    pub(crate) phase: u64,
+    /// Sum of this cache's entries' encoded lengths.
+    pub(crate) stored_bytes: usize,
+    /// Entries (or tails of entries) of this cache evicted, by whoever
+    /// evicted them.
+    pub(crate) evictions: u64,
+}
+
+impl CacheIndex {
+    /// Partitions this cache holds.
+    pub(crate) fn len(&self) -> usize {
+        self.by_key.len()
+    }
+}
+
+/// The index of every cache of a tracker; see the module documentation.
 #[derive(Debug, Default)]
 pub(crate) struct Index {
     entries: Slab<Entry>,
-    by_key: BTreeMap<Point, usize>,
-    pub(crate) continuity: Continuity,
+    caches: Slab<CacheIndex>,
     newest: Option<usize>,
     oldest: Option<usize>,
-    /// Advanced by every update at flush; a population carries the phase it
-    /// read the source in and is refused if it changed.
-    pub(crate) phase: u64,
     next_version: u64,
-    /// Sum of the entries' encoded lengths.
+    /// Sum of every entry's encoded length (what the tracker's budget
+    /// counts).
     pub(crate) stored_bytes: usize,
+    /// Evictions of every cache.
+    pub(crate) evictions: u64,
 }
 
 impl Index {
+    /// Adds an empty cache.
+    pub(crate) fn add_cache(&mut self) -> CacheId {
+        self.caches.insert(CacheIndex::default())
+    }
+
+    /// Removes cache `c` with all its entries; returns their objects (to
+    /// free).
+    pub(crate) fn remove_cache(&mut self, c: CacheId) -> Vec<Handle> {
+        let doomed: Vec<usize> = self.caches[c].by_key.values().copied().collect();
+        let out = doomed
+            .into_iter()
+            .flat_map(|i| stored::handles(&self.remove(i).pieces))
+            .collect();
+        self.caches.remove(c);
+        out
+    }
+
+    /// How many caches there are.
+    pub(crate) fn caches(&self) -> usize {
+        self.caches.len()
+    }
+
+    pub(crate) fn cache(&self, c: CacheId) -> &CacheIndex {
+        &self.caches[c]
+    }
+
+    pub(crate) fn cache_mut(&mut self, c: CacheId) -> &mut CacheIndex {
+        &mut self.caches[c]
+    }
+
+    /// Partitions of every cache.
     pub(crate) fn len(&self) -> usize {
         self.entries.len()
     }
 
-    /// The entry of `key`.
-    pub(crate) fn find(&self, key: &DecoratedKey) -> Option<usize> {
-        self.by_key
+    /// The entry of `key` in cache `c`.
+    pub(crate) fn find(&self, c: CacheId, key: &DecoratedKey) -> Option<usize> {
+        self.caches[c]
+            .by_key
             .get::<dyn RingKey>(Probe::key(key, AT).as_dyn())
             .copied()
     }
 
-    /// The first entry whose key lies in `[start, end]`.
-    pub(crate) fn first_in(&self, start: Probe<'_>, end: Probe<'_>) -> Option<usize> {
+    /// The first entry of cache `c` whose key lies in `[start, end]`.
+    pub(crate) fn first_in(&self, c: CacheId, start: Probe<'_>, end: Probe<'_>) -> Option<usize> {
         if start.as_dyn() > end.as_dyn() {
             return None;
         }
-        self.by_key
+        self.caches[c]
+            .by_key
             .range::<dyn RingKey, _>((
                 Bound::Included(start.as_dyn()),
                 Bound::Included(end.as_dyn()),
@@ -97,7 +163,7 @@ impl Index {
         }
     }
 
-    /// Marks entry `i` most recently used.
+    /// Marks entry `i` most recently used (of every cache).
     pub(crate) fn touch(&mut self, i: usize) {
         if self.newest == Some(i) {
             return;
@@ -106,11 +172,19 @@ impl Index {
         self.push_newest(i);
     }
 
-    /// Adds an entry (the key must be absent) as the most recently used.
-    pub(crate) fn insert(&mut self, key: DecoratedKey, pieces: Pieces, covered: ClusteringRange) {
+    /// Adds an entry to cache `c` (the key must be absent there) as the
+    /// most recently used.
+    pub(crate) fn insert(
+        &mut self,
+        c: CacheId,
+        key: DecoratedKey,
+        pieces: Pieces,
+        covered: ClusteringRange,
+    ) {
         self.next_version += 1;
         let len = stored::total_len(&pieces);
         let i = self.entries.insert(Entry {
+            owner: c,
             key: key.clone(),
             pieces,
             len,
@@ -119,7 +193,9 @@ impl Index {
             newer: None,
             older: None,
         });
-        self.by_key.insert(Point::Key(key, AT), i);
+        let cache = &mut self.caches[c];
+        cache.by_key.insert(Point::Key(key, AT), i);
+        cache.stored_bytes += len;
         self.stored_bytes += len;
         self.push_newest(i);
     }
@@ -134,11 +210,14 @@ impl Index {
         self.next_version += 1;
         let len = stored::total_len(&pieces);
         let e = &mut self.entries[i];
-        self.stored_bytes = self.stored_bytes - e.len + len;
+        let old_len = e.len;
         e.len = len;
         e.covered = covered;
         e.version = self.next_version;
         let old = std::mem::replace(&mut e.pieces, pieces);
+        let cache = &mut self.caches[e.owner];
+        cache.stored_bytes = cache.stored_bytes - old_len + len;
+        self.stored_bytes = self.stored_bytes - old_len + len;
         self.touch(i);
         stored::handles(&old)
     }
@@ -147,25 +226,52 @@ impl Index {
     pub(crate) fn remove(&mut self, i: usize) -> Entry {
         self.unlink_lru(i);
         let e = self.entries.remove(i);
-        self.by_key
+        let cache = &mut self.caches[e.owner];
+        cache
+            .by_key
             .remove::<dyn RingKey>(Probe::key(&e.key, AT).as_dyn());
+        cache.stored_bytes -= e.len;
         self.stored_bytes -= e.len;
         e
     }
 
-    /// Evicts from the least recently used entry: its last piece if it has
-    /// several (the entry then covers only the rows before that piece, and
-    /// stays the least recently used), else the whole entry, making its
-    /// neighbourhood discontinuous. Returns the objects to free, or `None`
-    /// if the cache is empty.
+    /// Evicts from the least recently used entry of every cache (see
+    /// [`evict_entry`](Self::evict_entry)). Returns the objects to free,
+    /// or `None` if every cache is empty.
     pub(crate) fn evict_oldest(&mut self) -> Option<Vec<Handle>> {
         let i = self.oldest?;
+        Some(self.evict_entry(i))
+    }
+
+    /// As [`evict_oldest`](Self::evict_oldest), among cache `c`'s entries
+    /// only (walks the LRU list from its old end: for tests and
+    /// administration, not the eviction path).
+    pub(crate) fn evict_oldest_of(&mut self, c: CacheId) -> Option<Vec<Handle>> {
+        let mut at = self.oldest;
+        while let Some(i) = at {
+            if self.entries[i].owner == c {
+                return Some(self.evict_entry(i));
+            }
+            at = self.entries[i].newer;
+        }
+        None
+    }
+
+    /// Evicts from entry `i`: its last piece if it has several (the entry
+    /// then covers only the rows before that piece, and keeps its place in
+    /// the LRU list), else the whole entry, making its neighbourhood
+    /// discontinuous in its cache. Counts the eviction for the entry's
+    /// cache and in total. Returns the objects to free.
+    fn evict_entry(&mut self, i: usize) -> Vec<Handle> {
+        let owner = self.entries[i].owner;
+        self.caches[owner].evictions += 1;
+        self.evictions += 1;
         if let Some(freed) = self.evict_tail(i) {
-            return Some(freed);
+            return freed;
         }
         let e = self.remove(i);
-        self.continuity.remove_key(&e.key);
-        Some(stored::handles(&e.pieces))
+        self.caches[owner].continuity.remove_key(&e.key);
+        stored::handles(&e.pieces)
     }
 
     /// Drops entry `i`'s last piece if it has more than one.
@@ -177,31 +283,34 @@ impl Index {
             ClusteringRange::from_positions(&e.covered.start_position(), &Position::Before(first))
                 .ok()?;
         let freed = last.data.handles().to_vec();
-        e.len -= last.len;
-        self.stored_bytes -= last.len;
+        let cut = last.len;
+        e.len -= cut;
         e.pieces = rest.to_vec().into();
         e.covered = covered;
         self.next_version += 1;
         e.version = self.next_version;
+        self.caches[e.owner].stored_bytes -= cut;
+        self.stored_bytes -= cut;
         Some(freed)
     }
 
-    /// Removes the entry of `key` if any and makes its neighbourhood
-    /// discontinuous. Returns the objects to free.
-    pub(crate) fn invalidate_key(&mut self, key: &DecoratedKey) -> Vec<Handle> {
+    /// Removes the entry of `key` in cache `c` if any and makes its
+    /// neighbourhood discontinuous. Returns the objects to free.
+    pub(crate) fn invalidate_key(&mut self, c: CacheId, key: &DecoratedKey) -> Vec<Handle> {
         let freed = self
-            .find(key)
+            .find(c, key)
             .map(|i| stored::handles(&self.remove(i).pieces))
             .unwrap_or_default();
-        self.continuity.remove_key(key);
+        self.caches[c].continuity.remove_key(key);
         freed
     }
 
-    /// Removes every entry in `[start, end]` and makes that part of the
-    /// ring discontinuous. Returns the objects to free.
-    pub(crate) fn invalidate_range(&mut self, start: Point, end: Point) -> Vec<Handle> {
+    /// Removes every entry of cache `c` in `[start, end]` and makes that
+    /// part of its ring discontinuous. Returns the objects to free.
+    pub(crate) fn invalidate_range(&mut self, c: CacheId, start: Point, end: Point) -> Vec<Handle> {
         let doomed: Vec<usize> = if start <= end {
-            self.by_key
+            self.caches[c]
+                .by_key
                 .range::<dyn RingKey, _>((
                     Bound::Included(Probe::of(&start).as_dyn()),
                     Bound::Included(Probe::of(&end).as_dyn()),
@@ -215,7 +324,7 @@ impl Index {
             .into_iter()
             .flat_map(|i| stored::handles(&self.remove(i).pieces))
             .collect();
-        self.continuity.remove_range(start, end);
+        self.caches[c].continuity.remove_range(start, end);
         out
     }
 
@@ -245,8 +354,8 @@ impl Index {
         self.entries[i].older = None;
     }
 
-    /// Recounts the index: LRU list, key map, byte total. Returns the
-    /// number of region objects the entries hold.
+    /// Recounts the index: LRU list, key maps, byte totals. Returns the
+    /// number of region objects the entries of every cache hold.
     pub(crate) fn check(&self) -> Result<usize, String> {
         let mut seen = 0;
         let mut at = self.newest;
@@ -266,17 +375,21 @@ impl Index {
         if prev != self.oldest {
             return Err("LRU tail is wrong".into());
         }
-        if seen != self.entries.len() || self.by_key.len() != self.entries.len() {
+        let mapped: usize = self.caches.iter().map(|(_, c)| c.by_key.len()).sum();
+        if seen != self.entries.len() || mapped != self.entries.len() {
             return Err(format!(
-                "{} entries, {} in the LRU, {} in the key map",
+                "{} entries, {} in the LRU, {} in the key maps",
                 self.entries.len(),
                 seen,
-                self.by_key.len()
+                mapped
             ));
         }
         for (i, e) in &self.entries {
             if e.len != stored::total_len(&e.pieces) {
                 return Err(format!("entry {i}'s length disagrees with its pieces"));
+            }
+            if !self.caches.contains(e.owner) {
+                return Err(format!("entry {i} belongs to a removed cache"));
             }
         }
         let bytes: usize = self.entries.iter().map(|(_, e)| e.len).sum();
@@ -286,10 +399,38 @@ impl Index {
                 self.stored_bytes
             ));
         }
-        for (p, &i) in &self.by_key {
-            if *p != Point::Key(self.entries[i].key.clone(), AT) {
-                return Err(format!("key map entry {i} is under another key"));
+        let mut evictions = 0;
+        for (c, cache) in &self.caches {
+            evictions += cache.evictions;
+            let mut bytes = 0;
+            for (p, &i) in &cache.by_key {
+                let e = self
+                    .entries
+                    .get(i)
+                    .ok_or("a key map names a missing entry")?;
+                if e.owner != c {
+                    return Err(format!(
+                        "cache {c}'s key map names entry {i} of cache {}",
+                        e.owner
+                    ));
+                }
+                if *p != Point::Key(e.key.clone(), AT) {
+                    return Err(format!("key map entry {i} is under another key"));
+                }
+                bytes += e.len;
             }
+            if bytes != cache.stored_bytes {
+                return Err(format!(
+                    "cache {c} counts {} stored bytes but its entries sum to {bytes}",
+                    cache.stored_bytes
+                ));
+            }
+        }
+        if evictions > self.evictions {
+            return Err(format!(
+                "the caches count {evictions} evictions, more than the {} in total",
+                self.evictions
+            ));
         }
         Ok(self
             .entries

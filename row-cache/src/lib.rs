@@ -67,11 +67,24 @@
 //! for a read without a slice or an update at flush, the read's slice
 //! otherwise); a read whose slice the entry covers is a hit, another one
 //! re-reads the partition over the hull of the two ranges.
-//! The index (a `BTreeMap` by ring position, an LRU list in a slab, the
-//! continuity set) is on the heap, one small entry per partition; it takes
-//! one lock, which is a *leaf*: nothing else is locked while it is held,
-//! which is what lets the eviction callback (running with the region
-//! locked) wait for it.
+//! The index (a `BTreeMap` by ring position per cache, one LRU list in a
+//! slab, each cache's continuity set) is on the heap, one small entry per
+//! partition; it takes one lock, which is a *leaf*: nothing else is locked
+//! while it is held, which is what lets the eviction callback (running
+//! with the region locked) wait for it.
+//!
+//! # One tracker for every table's cache
+//!
+//! A [`CacheTracker`] is what ScyllaDB's per-shard `cache_tracker` is: one
+//! region for the partitions of every cache in it, one LRU list over all
+//! of them, one index lock, and one budget ([`CacheTracker::new`]'s
+//! `max_bytes`) that bounds their sum. Each table's [`RowCache`] is made in
+//! the database's tracker ([`RowCache::with_tracker`]) and keeps its own
+//! key map, continuity, population phase, source and counters; eviction,
+//! by the budget or by logalloc's reclaim, takes the least recently used
+//! partition of whichever cache holds it, so a cold table gives memory to
+//! a hot one, and N tables never hold N budgets. [`RowCache::new`] makes
+//! a cache with a tracker of its own.
 //!
 //! **Continuity** is a set of closed intervals of ring points (before or
 //! after a token, just before, at or just after a key, the ring's ends).
@@ -105,7 +118,9 @@
 //! region (merged with the cached entry where there is one). The cost is
 //! one encode per flushed partition, plus a decode and re-encode of each
 //! cached partition it merges into; the `row_cache` bench measures it
-//! against writing the same data (`update_from` vs a flush-like encode).
+//! against the flush's own cost on the same batch (`update_from` against
+//! `flush_sstable`, which writes and commits it as an sstable, and against
+//! `flush_encode`, the encoding alone).
 //!
 //! **Dirty memory (ScyllaDB #1942).** While `update_from` runs, the
 //! memtable must stay accounted in the dirty-memory group: the replica
@@ -116,15 +131,43 @@
 //! cache update that falls behind the flushes holds the flush (and, through
 //! the dirty limits, the writers) instead of letting memory overflow.
 //!
+//! # Compaction's purge
+//!
+//! The cache is a copy of what its source returned. Compaction changes the
+//! sstables under it without a flush, and everything it does but one is
+//! invisible to reads: merging sstables reconciles data that reconciles
+//! the same in the cache. The exception is the purge: a tombstone past
+//! `gc_grace` (or an expired cell) that nothing outside the job can need
+//! is dropped from the sstables, but a cached copy of its partition still
+//! holds it. Its shadowed data is gone in both, so no live cell differs
+//! at that moment; but the two answer differently from then on: the
+//! cache returns the tombstone where the sstables return nothing, and a
+//! late write older than the tombstone, flushed after the purge, is
+//! hidden by the cached tombstone (the flush merges it into the cached
+//! entry) and live in the sstables, then live in the cache too once the
+//! entry is evicted: an answer that depends on the cache's state. So the
+//! cache must learn of the purge: the owner calls
+//! [`RowCache::invalidate_keys`] with every key the job purged in (or
+//! [`RowCache::invalidate`] with their span), *after* the job's outputs
+//! replace its inputs in the source. The phase rule makes that enough:
+//! the invalidation advances the phase, so a population that read the
+//! inputs before the swap (and so still carries the tombstone) is refused,
+//! and one that reads after the invalidation reads the outputs. Between
+//! the swap and the invalidation the cache answers as if the purge had not
+//! happened yet, which is an answer the database could have given a
+//! moment earlier. The replica records the keys its jobs ask the purge
+//! oracle about (every key a job may purge in) and invalidates them when
+//! the manager reports the job's replacement.
+//!
 //! # Eviction
 //!
 //! The region is evictable ([`logalloc::Region::set_eviction_fn`]): when
 //! an allocation anywhere in the pool finds no segment and compaction is
-//! not enough, logalloc calls the cache, which evicts from its least
-//! recently used partition: the last piece of a wide one (the entry then
+//! not enough, logalloc calls the tracker, which evicts from the least
+//! recently used partition of any of its caches: the last piece of a wide one (the entry then
 //! covers only the rows before that piece, so a read of those rows goes to
 //! the source), the whole entry otherwise, and frees the objects. An optional budget
-//! ([`CacheConfig::max_bytes`]) evicts beyond a size of its own. A reader
+//! (the tracker's) evicts beyond a size of its own. A reader
 //! copies an entry's handles under the index lock and reads the objects
 //! afterwards; if the entry was evicted in between, the handles are stale
 //! (logalloc detects that) and the reader reads the partition from the
@@ -133,13 +176,13 @@
 //! # For the `replica` crate
 //!
 //! ```text
-//! // One cache per table, in the database's pool (the memtables' pool),
-//! // not in the dirty-memory region group.
+//! // One tracker per database, in the database's pool (the memtables'
+//! // pool), not in the dirty-memory region group; one cache per table in it.
+//! let tracker = CacheTracker::new(&pool, Some(pool_limit - dirty_budget))?; // the share
 //! impl UnderlyingSource for TableSstables { .. }   // a MergingReader over make_reader_opt
 //!                                                 // of the table's current sstable set
-//! let cache = RowCache::new(&pool, Arc::new(sstables), CacheConfig::default()
-//!     .with_max_bytes(pool_limit - dirty_budget)); // optional: leave the dirty budget free
-//! cache.listen(cache_group_listener);              // optional: count it in a "cache" group
+//! let cache = RowCache::with_tracker(&tracker, Arc::new(sstables), CacheConfig::default())?;
+//! tracker.listen(cache_group_listener);            // optional: count it in a "cache" group
 //!
 //! // Reads: every memtable's make_reader_opt, plus the cache's (instead of
 //! // the sstables'), merged.
@@ -155,9 +198,13 @@
 //! // An update error leaves the cache consistent (what it missed is
 //! // invalidated); the flush itself has succeeded.
 //!
+//! // Compaction, after a job's outputs replaced its inputs:
+//! cache.invalidate_keys(&keys_the_job_may_have_purged_in)
+//!
 //! cache.clear()                 // truncate / drop of the table's data
 //! cache.stats()                 // hits, misses, populations, evictions, bytes, partitions
-//! // Close: drop the cache (its region goes back to the pool).
+//! tracker.stats()               // the totals of every table's cache
+//! // Close: drop the caches and the tracker (the region goes back to the pool).
 //! ```
 
 #![forbid(unsafe_code)]
@@ -175,11 +222,11 @@ mod stats;
 mod stored;
 mod sync;
 
-pub use crate::cache::{CacheConfig, DEFAULT_PIECE_BYTES, RowCache};
+pub use crate::cache::{CacheConfig, CacheTracker, DEFAULT_PIECE_BYTES, RowCache};
 pub use crate::error::Error;
 pub use crate::reader::CacheReader;
 pub use crate::source::UnderlyingSource;
-pub use crate::stats::{CacheStats, UpdateStats};
+pub use crate::stats::{CacheStats, TrackerStats, UpdateStats};
 
 // The README's example runs as a doc test, so it cannot go stale.
 #[cfg(doctest)]

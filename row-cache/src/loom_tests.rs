@@ -1,6 +1,7 @@
 //! Loom models of the cache's races, run on the real code (the locks come
-//! from the `sync` facade): population racing an update at flush, and
-//! eviction racing a reader.
+//! from the `sync` facade): population racing an update at flush,
+//! eviction racing a reader, and one table's population evicting another
+//! table's partition (one tracker) while that partition is being read.
 
 use logalloc::{PoolConfig, SegmentPool};
 use loom::thread;
@@ -10,7 +11,7 @@ use mutation::{
 };
 
 use crate::sync::{Arc, Mutex};
-use crate::{CacheConfig, RowCache, UnderlyingSource};
+use crate::{CacheConfig, CacheTracker, RowCache, UnderlyingSource};
 
 /// One partition, replaced whole when a flush commits (loom sees its lock).
 struct Source(Mutex<Option<Mutation>>);
@@ -207,5 +208,63 @@ fn loom_pool_reclaim_evicts_the_cache_while_a_reader_reads() {
         assert!(pool.stats().used_bytes() <= 4 * 4096);
         assert_eq!(read(&cache), [m]);
         cache.check_invariants().unwrap();
+    });
+}
+
+/// A partition of `k` with a value of `bytes` bytes.
+fn big(k: &str, value: u8, bytes: usize) -> Mutation {
+    Mutation::builder(DecoratedKey::from_bytes(k.to_owned()).unwrap())
+        .cell(
+            "r",
+            0,
+            Cell::live(vec![value; bytes], Timestamp::from_micros(1)),
+        )
+        .build()
+        .unwrap()
+}
+
+fn read_key(cache: &RowCache, m: &Mutation) -> Vec<Mutation> {
+    let mut r = cache.make_reader(
+        PartitionRange::single_key(m.key().clone()),
+        ClusteringRange::full(),
+    );
+    to_mutations(&mut r).unwrap()
+}
+
+#[test]
+fn loom_another_tables_population_evicts_a_partition_being_read() {
+    builder().check(|| {
+        // One tracker for two tables, its budget one segment: the two
+        // partitions (the same key, different data) do not fit together.
+        let tracker = CacheTracker::new(&pool(), Some(4096)).unwrap();
+        let a = big("k", 1, 2500);
+        let b = big("k", 2, 2500);
+        let source_a = Arc::new(Source(Mutex::new(Some(a.clone()))));
+        let source_b = Arc::new(Source(Mutex::new(Some(b.clone()))));
+        let cache_a =
+            Arc::new(RowCache::with_tracker(&tracker, source_a, CacheConfig::default()).unwrap());
+        let cache_b = RowCache::with_tracker(&tracker, source_b, CacheConfig::default()).unwrap();
+        assert_eq!(read_key(&cache_a, &a), [a.clone()]); // populates table A
+        let reader = {
+            let cache_a = Arc::clone(&cache_a);
+            let a = a.clone();
+            thread::spawn(move || read_key(&cache_a, &a))
+        };
+        // Table B's population pushes the sum over the budget: the least
+        // recently used partition goes, table A's unless the reader has
+        // just touched it (then B's own).
+        assert_eq!(read_key(&cache_b, &b), [b.clone()]);
+        assert_eq!(reader.join().unwrap(), [a.clone()]);
+        let total = tracker.stats();
+        assert!(total.stored_bytes <= 4096, "{total:?}");
+        assert!(total.evictions >= 1, "{total:?}");
+        assert_eq!(
+            cache_a.stats().evictions + cache_b.stats().evictions,
+            total.evictions
+        );
+        tracker.check_invariants().unwrap();
+        // Each table still reads its own data.
+        assert_eq!(read_key(&cache_a, &a), [a]);
+        assert_eq!(read_key(&cache_b, &b), [b]);
     });
 }

@@ -102,29 +102,33 @@ impl CacheReader {
     /// Whether the cache knows `range` holds nothing (allocates nothing).
     pub(crate) fn known_empty(shared: &Shared, range: &PartitionRange) -> bool {
         let (start, end) = (Probe::start(range.start()), Probe::end(range.end()));
-        let idx = shared.index.lock();
-        idx.first_in(start, end).is_none() && idx.continuity.covers(start, end)
+        let c = shared.id;
+        let idx = shared.index().lock();
+        idx.first_in(c, start, end).is_none() && idx.cache(c).continuity.covers(start, end)
     }
 
     /// Decides where the next partition comes from.
     fn step(&self) -> Step {
-        let mut idx = self.shared.index.lock();
+        let c = self.shared.id;
+        let mut idx = self.shared.index().lock();
         let (start, end) = (Probe::of(&self.cursor), Probe::of(&self.end));
         // A cursor is never a key's own point, so `start == end` holds no
         // key either.
         if start.as_dyn() >= end.as_dyn() {
             return Step::Done;
         }
-        let next = idx.first_in(start, end);
+        let next = idx.first_in(c, start, end);
+        let cache = idx.cache(c);
         let continuous = match next {
-            None => idx.continuity.covers(start, end),
+            None => cache.continuity.covers(start, end),
             Some(i) => {
                 let before = Probe::key(&idx.entry(i).key, BEFORE);
-                start.as_dyn() >= before.as_dyn() || idx.continuity.covers(start, before)
+                start.as_dyn() >= before.as_dyn() || cache.continuity.covers(start, before)
             }
         };
+        let phase = cache.phase;
         if !continuous {
-            return Step::Gap(idx.phase);
+            return Step::Gap(phase);
         }
         let Some(i) = next else {
             return Step::Done;
@@ -132,7 +136,7 @@ impl CacheReader {
         let e = idx.entry(i);
         if !slice_covers(&e.covered, &self.slice) {
             let wider = slice_hull(&e.covered, &self.slice).unwrap_or_else(|| self.slice.clone());
-            return Step::Refetch(e.key.clone(), wider, idx.phase);
+            return Step::Refetch(e.key.clone(), wider, phase);
         }
         let snap = idx.snapshot(i);
         idx.touch(i);
@@ -155,7 +159,7 @@ impl CacheReader {
                     }
                     // Evicted since the lookup: read it through.
                     None => {
-                        let phase = self.shared.index.lock().phase;
+                        let phase = self.shared.phase();
                         self.read_one(key, self.slice.clone(), phase, true)?;
                     }
                 }

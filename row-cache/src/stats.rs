@@ -12,7 +12,6 @@ pub(crate) struct Counters {
     pub(crate) populations: AtomicU64,
     pub(crate) population_refusals: AtomicU64,
     pub(crate) population_failures: AtomicU64,
-    pub(crate) evictions: AtomicU64,
     pub(crate) update_merged: AtomicU64,
     pub(crate) update_inserted: AtomicU64,
     pub(crate) update_invalidated: AtomicU64,
@@ -24,13 +23,7 @@ impl Counters {
         counter.fetch_add(n, Ordering::Relaxed);
     }
 
-    pub(crate) fn snapshot(
-        &self,
-        partitions: usize,
-        stored_bytes: usize,
-        continuous_ranges: usize,
-        region: RegionStats,
-    ) -> CacheStats {
+    pub(crate) fn snapshot(&self, sizes: Sizes, region: RegionStats) -> CacheStats {
         let get = |c: &AtomicU64| c.load(Ordering::Relaxed);
         CacheStats {
             hits: get(&self.hits),
@@ -38,17 +31,27 @@ impl Counters {
             populations: get(&self.populations),
             population_refusals: get(&self.population_refusals),
             population_failures: get(&self.population_failures),
-            evictions: get(&self.evictions),
+            evictions: sizes.evictions,
             update_merged: get(&self.update_merged),
             update_inserted: get(&self.update_inserted),
             update_invalidated: get(&self.update_invalidated),
             update_bytes: get(&self.update_bytes),
-            partitions,
-            stored_bytes,
-            continuous_ranges,
+            partitions: sizes.partitions,
+            stored_bytes: sizes.stored_bytes,
+            continuous_ranges: sizes.continuous_ranges,
             region,
         }
     }
+}
+
+/// What a cache's part of the index says of it (read under the index
+/// lock).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Sizes {
+    pub(crate) partitions: usize,
+    pub(crate) stored_bytes: usize,
+    pub(crate) continuous_ranges: usize,
+    pub(crate) evictions: u64,
 }
 
 /// A snapshot of a cache's activity and size.
@@ -66,8 +69,11 @@ pub struct CacheStats {
     pub population_refusals: u64,
     /// Populations dropped because the pool had no memory for them.
     pub population_failures: u64,
-    /// Partitions evicted (by logalloc's reclaim, the budget, or
-    /// [`RowCache::evict`](crate::RowCache::evict)).
+    /// This cache's partitions (or tails of wide ones) evicted, by
+    /// logalloc's reclaim, the tracker's budget (whichever cache's
+    /// population or update pushed the total over it),
+    /// [`RowCache::evict`](crate::RowCache::evict) or
+    /// [`CacheTracker::evict`](crate::CacheTracker::evict).
     pub evictions: u64,
     /// Flushed partitions merged into cached ones.
     pub update_merged: u64,
@@ -78,13 +84,34 @@ pub struct CacheStats {
     pub update_invalidated: u64,
     /// Bytes copied into the cache by updates at flush.
     pub update_bytes: u64,
-    /// Partitions cached now.
+    /// This cache's partitions now.
     pub partitions: usize,
-    /// Bytes of encoded partitions cached now (what the budget counts).
+    /// Bytes of this cache's encoded partitions now (its part of what the
+    /// tracker's budget counts).
     pub stored_bytes: usize,
-    /// Continuous ranges known now.
+    /// Continuous ranges this cache knows now.
     pub continuous_ranges: usize,
-    /// The cache region's memory.
+    /// The memory of the tracker's region, which holds every cache of the
+    /// tracker (the same figure in each of them).
+    pub region: RegionStats,
+}
+
+/// A snapshot of a [`CacheTracker`](crate::CacheTracker)'s totals.
+#[derive(Debug, Clone, Default, PartialEq)]
+#[non_exhaustive]
+pub struct TrackerStats {
+    /// Caches in the tracker now.
+    pub caches: usize,
+    /// Partitions of every cache now.
+    pub partitions: usize,
+    /// Bytes of encoded partitions of every cache now (what the budget
+    /// bounds).
+    pub stored_bytes: usize,
+    /// Evictions from every cache (caches dropped since included).
+    pub evictions: u64,
+    /// The budget of all the caches together, if any.
+    pub max_bytes: Option<usize>,
+    /// The region's memory (every cache's partitions).
     pub region: RegionStats,
 }
 

@@ -1,5 +1,7 @@
 //! A budget the pool cannot hold (below one segment, above the pool's
-//! limit) and a piece size of 0 are refused with a message naming the limits; a failing source
+//! limit), for a cache or a tracker, a budget of its own for a cache in a
+//! shared tracker, and a piece size of 0 are refused with a message naming
+//! the limits; a failing source
 //! surfaces as the reader's error, and the cache stays usable.
 
 mod common;
@@ -7,7 +9,7 @@ mod common;
 use std::sync::Arc;
 
 use mutation::{ClusteringRange, FragmentReader, PartitionRange};
-use row_cache::{CacheConfig, Error, RowCache, UnderlyingSource};
+use row_cache::{CacheConfig, CacheTracker, Error, RowCache, UnderlyingSource};
 
 struct Broken;
 
@@ -49,6 +51,49 @@ fn budgets_outside_the_pool_are_refused() {
         )
         .is_ok()
     );
+}
+
+#[test]
+fn tracker_budgets_outside_the_pool_are_refused() {
+    let pool = common::pool(4 << 20);
+    for bytes in [0, 65535, (4 << 20) + 1] {
+        let err = CacheTracker::new(&pool, Some(bytes)).unwrap_err();
+        assert!(matches!(err, Error::BudgetOutOfRange { .. }), "{err}");
+    }
+    assert!(CacheTracker::new(&pool, Some(65536)).is_ok());
+    assert!(CacheTracker::new(&pool, None).is_ok());
+}
+
+#[test]
+fn a_cache_in_a_shared_tracker_takes_no_budget_of_its_own() {
+    let pool = common::pool(4 << 20);
+    let tracker = CacheTracker::new(&pool, Some(1 << 20)).unwrap();
+    let source = Arc::new(common::MemorySource::new());
+    let err = RowCache::with_tracker(
+        &tracker,
+        source.clone(),
+        CacheConfig::default().with_max_bytes(1 << 20),
+    )
+    .unwrap_err();
+    assert!(matches!(err, Error::BudgetOfSharedTracker { bytes } if bytes == 1 << 20));
+    assert_eq!(
+        err.to_string(),
+        "row cache budget of 1048576 bytes given to a cache in a shared tracker: the \
+         tracker's budget bounds all its caches together, so a cache in it takes none"
+    );
+    let err = RowCache::with_tracker(
+        &tracker,
+        source.clone(),
+        CacheConfig::default().with_piece_bytes(0),
+    )
+    .unwrap_err();
+    assert!(matches!(err, Error::PieceBytesZero));
+    // Nothing was left behind by the refusals.
+    assert_eq!(tracker.stats().caches, 0);
+    let cache = RowCache::with_tracker(&tracker, source, CacheConfig::default()).unwrap();
+    assert_eq!(tracker.stats().caches, 1);
+    drop(cache);
+    assert_eq!(tracker.stats().caches, 0);
 }
 
 #[test]

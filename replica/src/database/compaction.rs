@@ -24,9 +24,22 @@
 //! (the memtable and its sstable may both be seen; the merging reader
 //! reconciles identical data). `max_purgeable` looks at the memtables
 //! first and the sets after, for the same reason.
+//!
+//! # The row cache and the purge
+//!
+//! A tombstone the purge drops from the sstables would stay in the table's
+//! row cache, which would then answer differently from the sstables (the
+//! tombstone itself, and a later write older than it hidden until the
+//! entry is evicted). So each job's ticket records the keys the job asks
+//! `max_purgeable` about (the purge asks only where it may drop
+//! something), and when the manager reports the job's swap (`replaced`)
+//! the cache invalidates those keys: after the swap, so the cache's phase
+//! refuses any population that read the job's inputs. Past
+//! `MAX_PURGED_KEYS` keys a job's span is invalidated instead.
 
 use std::collections::HashSet;
 use std::fmt;
+use std::ops::Bound;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -34,7 +47,7 @@ use compaction::{
     CompactionManager, CompactionMetrics, CompactionTable, JobOptions, ManagerConfig, MaxPurgeable,
     NoCompaction, SetSnapshot, SstableHandle, SstableSet, Strategy, StrategyConfig,
 };
-use mutation::{DecoratedKey, Mutation, Timestamp};
+use mutation::{DecoratedKey, Mutation, PartitionRange, RingPosition, Timestamp};
 use sstable::{Sstable, WriterOptions};
 
 use crate::database::table::Table;
@@ -275,6 +288,9 @@ pub(crate) struct DirSet {
     shared: Arc<CompactionShared>,
     /// Set by `drop_table`: no new job starts.
     stopped: AtomicBool,
+    /// Whether the table has a row cache (its jobs' purged keys are then
+    /// recorded for it to forget).
+    cached: bool,
     /// Tickets the manager holds (queued or running checks).
     tickets: Mutex<usize>,
     idle: Condvar,
@@ -364,53 +380,151 @@ impl CompactionTable for DirSet {
     }
 }
 
+/// The most keys a job's [`PurgedKeys`] lists one by one; past it, it
+/// keeps their span (the row cache then forgets the whole span).
+const MAX_PURGED_KEYS: usize = 4096;
+
+/// The keys a job may purge tombstones in (every key it asked
+/// `max_purgeable` about: the purge asks only for a key with a tombstone
+/// or expired cell past `gc_grace`), for the row cache to forget once the
+/// job's outputs replace its inputs. A purged tombstone would otherwise
+/// stay in the cache, answering differently from the sstables (see the
+/// row-cache crate's documentation, "Compaction's purge").
+#[derive(Debug, Default)]
+struct PurgedKeys {
+    keys: Vec<DecoratedKey>,
+    /// The first and last key, once there were more than
+    /// [`MAX_PURGED_KEYS`].
+    span: Option<(DecoratedKey, DecoratedKey)>,
+}
+
+impl PurgedKeys {
+    fn note(&mut self, key: &DecoratedKey) {
+        if let Some((first, last)) = &mut self.span {
+            if *key < *first {
+                *first = key.clone();
+            }
+            if *key > *last {
+                *last = key.clone();
+            }
+            return;
+        }
+        if self.keys.last() == Some(key) {
+            return;
+        }
+        if self.keys.len() < MAX_PURGED_KEYS {
+            self.keys.push(key.clone());
+            return;
+        }
+        let mut first = key.clone();
+        let mut last = key.clone();
+        for k in self.keys.drain(..) {
+            if k < first {
+                first = k;
+            } else if k > last {
+                last = k;
+            }
+        }
+        self.span = Some((first, last));
+    }
+
+    /// Makes `table`'s cache forget every key noted (after the swap: a
+    /// population that read the job's inputs is refused by the cache's
+    /// phase, one that reads after this reads the outputs).
+    fn forget_in(self, table: &Table) {
+        let Some(cache) = &table.cache else { return };
+        match self.span {
+            Some((first, last)) => {
+                let range = PartitionRange::new(
+                    Bound::Included(RingPosition::Key(first)),
+                    Bound::Included(RingPosition::Key(last)),
+                )
+                .unwrap_or_else(|_| PartitionRange::full());
+                cache.invalidate(&range);
+            }
+            None if !self.keys.is_empty() => cache.invalidate_keys(&self.keys),
+            None => {}
+        }
+    }
+}
+
 /// What the manager holds of a [`DirSet`] while a check of it is queued
-/// or running, so `drop_table` can wait for the set's jobs to end.
-struct Ticket(Arc<DirSet>);
+/// or running, so `drop_table` can wait for the set's jobs to end. The
+/// manager runs a ticket's jobs one after the other, asks the ticket for
+/// `max_purgeable` during a job and tells it `replaced` after the job's
+/// swap, so the keys a job may purge in are the ticket's until then.
+struct Ticket {
+    set: Arc<DirSet>,
+    purged: Mutex<PurgedKeys>,
+}
 
 impl Ticket {
     fn new(set: &Arc<DirSet>) -> Self {
         *set.tickets.lock() += 1;
-        Ticket(Arc::clone(set))
+        Ticket {
+            set: Arc::clone(set),
+            purged: Mutex::new(PurgedKeys::default()),
+        }
+    }
+
+    /// The cache forgets the keys noted so far.
+    fn forget_purged(&self) {
+        let purged = std::mem::take(&mut *self.purged.lock());
+        if purged.keys.is_empty() && purged.span.is_none() {
+            return;
+        }
+        if let Some(table) = self.set.table.upgrade() {
+            purged.forget_in(&table);
+        }
     }
 }
 
 impl Drop for Ticket {
     fn drop(&mut self) {
-        let mut n = self.0.tickets.lock();
+        // A job that failed after an incremental checkpoint swapped part
+        // of its inputs gets no `replaced`: forgetting its keys now is
+        // late but never wrong.
+        self.forget_purged();
+        let mut n = self.set.tickets.lock();
         *n -= 1;
         if *n == 0 {
-            self.0.idle.notify_all();
+            self.set.idle.notify_all();
         }
     }
 }
 
 impl MaxPurgeable for Ticket {
     fn max_purgeable(&self, key: &DecoratedKey) -> Timestamp {
-        self.0.max_purgeable(key)
+        if self.set.cached {
+            self.purged.lock().note(key);
+        }
+        self.set.max_purgeable(key)
     }
 }
 
 impl CompactionTable for Ticket {
     fn name(&self) -> String {
-        self.0.name()
+        self.set.name()
     }
     fn sstables(&self) -> &SstableSet {
         // The same set (and address) for every ticket of the directory:
         // the manager tells tables apart by it.
-        self.0.sstables()
+        self.set.sstables()
     }
     fn strategy(&self) -> &dyn Strategy {
-        self.0.strategy()
+        self.set.strategy()
     }
     fn job_options(&self) -> JobOptions {
-        self.0.job_options()
+        self.set.job_options()
     }
     fn replaced(&self, removed: &[u64], added: &[u64]) {
-        self.0.replaced(removed, added);
+        // The outputs are in the set: the cache may forget the purge's
+        // keys now, and must not before.
+        self.forget_purged();
+        self.set.replaced(removed, added);
     }
     fn stopped(&self) -> bool {
-        self.0.stopped()
+        self.set.stopped()
     }
 }
 
@@ -469,6 +583,7 @@ impl TableSstables {
         sets: Vec<SstableSet>,
         table: Weak<Table>,
         shared: &Arc<CompactionShared>,
+        cached: bool,
     ) -> Self {
         let sets = sets
             .into_iter()
@@ -488,6 +603,7 @@ impl TableSstables {
                     table: table.clone(),
                     shared: Arc::clone(shared),
                     stopped: AtomicBool::new(false),
+                    cached,
                     tickets: Mutex::new(0),
                     idle: Condvar::new(),
                 })
@@ -643,6 +759,35 @@ impl crate::Database {
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
+
+    #[test]
+    fn purged_keys_are_listed_then_spanned() {
+        let k = |i: usize| DecoratedKey::from_bytes(format!("k{i:05}")).unwrap();
+        let mut purged = PurgedKeys::default();
+        purged.note(&k(1));
+        purged.note(&k(1));
+        purged.note(&k(2));
+        assert_eq!(
+            purged.keys,
+            [k(1), k(2)],
+            "a key asked about twice is listed once"
+        );
+        assert!(purged.span.is_none());
+        let mut keys: Vec<DecoratedKey> = (0..=MAX_PURGED_KEYS).map(k).collect();
+        let mut purged = PurgedKeys::default();
+        for key in &keys {
+            purged.note(key);
+        }
+        keys.sort();
+        assert!(purged.keys.is_empty());
+        let (first, last) = purged.span.clone().expect("past the limit: a span");
+        assert_eq!((&first, &last), (&keys[0], &keys[MAX_PURGED_KEYS]));
+        // Another key widens the span to hold it.
+        let other = DecoratedKey::from_bytes("another").unwrap();
+        purged.note(&other);
+        let span = purged.span.expect("still a span");
+        assert_eq!(span, (first.min(other.clone()), last.max(other)));
+    }
 
     #[test]
     fn compaction_files_are_recognised_and_others_are_not() {

@@ -121,8 +121,10 @@ pub struct Database {
     router: Arc<FlushRouter>,
     devices: Arc<Devices>,
     pool: Arc<SegmentPool>,
-    /// Each table's row cache budget; `None`: no caches.
-    cache_bytes: Option<usize>,
+    /// The tracker every table's row cache is in: one region, one LRU
+    /// list and one budget (the cache share) for all of them; `None`: no
+    /// caches.
+    cache_tracker: Option<row_cache::CacheTracker>,
     compaction: Arc<compaction::CompactionShared>,
     gate: Gate,
     /// What replaying the commit log at open found.
@@ -188,6 +190,12 @@ impl Database {
             .map_err(|e| start_error("memtable memory pool")(e.to_string()))?;
         // The pool rounds its limit to whole segments.
         let cache_bytes = cache_bytes.map(|b| b.clamp(pool.segment_size(), pool.memory_limit()));
+        // One tracker for every table: the share bounds their sum, and
+        // eviction takes the least recently used partition of any table.
+        let cache_tracker = cache_bytes
+            .map(|bytes| row_cache::CacheTracker::new(&pool, Some(bytes)))
+            .transpose()
+            .map_err(|e| start_error("row cache")(e.to_string()))?;
         let (user_policy, data_writers) = match config.flush_policy {
             FlushPolicy::PerMemtable => {
                 let p = dirty_memory::FlushPolicy::per_memtable_default();
@@ -264,7 +272,7 @@ impl Database {
             router,
             devices,
             pool,
-            cache_bytes,
+            cache_tracker,
             compaction,
             gate: Gate::new(),
             replay: None,
@@ -456,13 +464,13 @@ impl Database {
         let memtable = TableMemtable::new(memtable);
         let mut cache_error = None;
         let table = Arc::new_cyclic(|weak: &std::sync::Weak<Table>| {
-            let cache = match self.cache_bytes {
-                Some(bytes) if !schema.options().uncached => {
+            let cache = match &self.cache_tracker {
+                Some(tracker) if !schema.options().uncached => {
                     let source = Arc::new(CacheSource {
                         table: weak.clone(),
                     });
-                    let config = row_cache::CacheConfig::default().with_max_bytes(bytes);
-                    match row_cache::RowCache::new(&self.pool, source, config) {
+                    let config = row_cache::CacheConfig::default();
+                    match row_cache::RowCache::with_tracker(tracker, source, config) {
                         Ok(cache) => Some(cache),
                         Err(e) => {
                             cache_error =
@@ -480,6 +488,7 @@ impl Database {
                     sets,
                     weak.clone(),
                     &self.compaction,
+                    cache.is_some(),
                 ),
                 schema,
                 list: memtable_list::MemtableList::new(Arc::clone(&memtable), Vec::new()),
@@ -763,10 +772,9 @@ impl Database {
         let tables: Vec<TableMetrics> = self.tables.read().values().map(|t| t.metrics()).collect();
         let pool = self.pool.stats();
         DatabaseMetrics {
-            cache: tables
-                .iter()
-                .filter_map(|t| t.cache.as_ref())
-                .fold(CacheMetrics::default(), |sum, c| sum.sum(c)),
+            cache: self
+                .cache_total(tables.iter().filter_map(|t| t.cache.clone()))
+                .unwrap_or_default(),
             pool_limit: self.pool.memory_limit(),
             pool_used: pool.used_bytes(),
             pool_bytes_evicted: pool.bytes_evicted,
@@ -840,10 +848,25 @@ impl Database {
     /// (cheaper than [`metrics`](Self::metrics)); `None` if no table has a
     /// cache.
     pub fn cache_metrics(&self) -> Option<CacheMetrics> {
-        let tables = self.tables.read();
-        let mut caches = tables.values().filter_map(|t| t.cache_metrics()).peekable();
-        caches.peek()?;
-        Some(caches.fold(CacheMetrics::default(), |sum, c| sum.sum(&c)))
+        let per_table: Vec<CacheMetrics> = self
+            .tables
+            .read()
+            .values()
+            .filter_map(|t| t.cache_metrics())
+            .collect();
+        self.cache_total(per_table.into_iter())
+    }
+
+    /// The tables' cache figures summed, with the memory of the one
+    /// region they share counted once; `None` if no table has a cache.
+    fn cache_total(&self, per_table: impl Iterator<Item = CacheMetrics>) -> Option<CacheMetrics> {
+        let mut per_table = per_table.peekable();
+        per_table.peek()?;
+        let mut total = per_table.fold(CacheMetrics::default(), |sum, c| sum.sum(&c));
+        if let Some(tracker) = &self.cache_tracker {
+            total.region_bytes = tracker.stats().region.footprint_bytes() as u64;
+        }
+        Some(total)
     }
 
     /// Each modelled device's counters (cheaper than

@@ -161,7 +161,8 @@ pub struct CacheMetrics {
     pub misses: u64,
     /// Reads whose result entered the cache.
     pub populations: u64,
-    /// Partitions evicted (by the pool's reclaim or the cache's budget).
+    /// Partitions evicted (by the pool's reclaim or the cache share, which
+    /// take the least recently used partitions of every table's cache).
     pub evictions: u64,
     /// Flushed partitions merged into cached ones or inserted.
     pub updated_partitions: u64,
@@ -170,7 +171,10 @@ pub struct CacheMetrics {
     pub update_failures: u64,
     /// Bytes of encoded partitions cached now.
     pub bytes: u64,
-    /// Memory the cache's region holds now (segment bytes).
+    /// Memory the caches' region holds now (segment bytes). Every table's
+    /// cache is in the one region of the database's cache tracker, so a
+    /// table's figure is the region's, the same for every table; the
+    /// database's total counts it once.
     pub region_bytes: u64,
     /// Partitions cached now.
     pub partitions: u64,
@@ -201,7 +205,10 @@ impl CacheMetrics {
         }
     }
 
-    /// `self` plus `other`, field by field.
+    /// `self` plus `other`, field by field (`region_bytes` too: for the
+    /// caches of one database, which share one region, take the region's
+    /// figure once instead, as
+    /// [`Database::cache_metrics`](crate::Database::cache_metrics) does).
     pub fn sum(&self, other: &CacheMetrics) -> CacheMetrics {
         CacheMetrics {
             hits: self.hits + other.hits,

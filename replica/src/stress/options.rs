@@ -350,9 +350,9 @@ pub struct StressOptions {
     /// entries, report them, keep the damaged segment aside).
     #[arg(long, value_name = "POLICY", value_parser = on_corruption, default_value = "stop")]
     pub commitlog_on_corruption: crate::config::CorruptionPolicy,
-    /// Row cache memory, e.g. 256MiB (at least 1MiB; the memory pool grows
-    /// to hold it beside the dirty budgets). Default: what the pool holds
-    /// beyond the dirty budgets.
+    /// Row cache memory of all the tables together, e.g. 256MiB (at least
+    /// 1MiB; the memory pool grows to hold it beside the dirty budgets).
+    /// Default: what the pool holds beyond the dirty budgets.
     #[arg(long, value_name = "SIZE", value_parser = cache_size, conflicts_with = "no_cache")]
     pub cache_size: Option<u64>,
     /// Run without the row cache: reads that miss the memtables go to the
