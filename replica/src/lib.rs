@@ -199,7 +199,8 @@ pub use compaction;
 pub use config::{
     CacheSize, CommitLogMode, CorruptionPolicy, DEFAULT_BUDGET, DEFAULT_COMMITLOG_SYNC_PERIOD,
     DEFAULT_SOFT_LIMIT_RATIO, DEFAULT_SYSTEM_BUDGET, DEFAULT_WRITE_TIMEOUT, DatabaseConfig,
-    FlushPolicy, MIN_CACHE_SIZE, MIN_DATABASE_BUDGET, check_soft_limit_ratio,
+    FlushPolicy, MAX_CONCURRENT_FLUSHES, MIN_CACHE_SIZE, MIN_DATABASE_BUDGET,
+    check_soft_limit_ratio,
 };
 pub use database::{
     COMMITLOG_DIR_NAME, CacheMetrics, CompactionConfig, Database, DatabaseMetrics,

@@ -15,7 +15,7 @@ use logalloc::{PoolConfig, SegmentPool};
 use mutation::{ClusteringRange, DecoratedKey, Mutation, PartitionRange, limits, to_mutations};
 
 use crate::catalog::{Catalog, TableSchema};
-use crate::config::{CommitLogMode, DatabaseConfig, FlushPolicy};
+use crate::config::{CommitLogMode, DatabaseConfig};
 use crate::error::{Error, io_err};
 use crate::layout::{
     create_table_dirs, find_table_data, open_table_dirs, orphan_table_dirs,
@@ -187,20 +187,8 @@ impl Database {
             .map_err(|e| start_error("memtable memory pool")(e.to_string()))?;
         // The pool rounds its limit to whole segments.
         let cache_bytes = cache_bytes.map(|b| b.clamp(pool.segment_size(), pool.memory_limit()));
-        let (user_policy, data_writers) = match config.flush_policy {
-            FlushPolicy::PerMemtable => {
-                let p = dirty_memory::FlushPolicy::per_memtable_default();
-                let n = match p {
-                    dirty_memory::FlushPolicy::PerMemtableLimit {
-                        max_concurrent_flushes,
-                        ..
-                    } => max_concurrent_flushes,
-                    _ => 1,
-                };
-                (p, n)
-            }
-            _ => (dirty_memory::FlushPolicy::LargestAtSoftLimit, 1),
-        };
+        // validate() bounds it by MAX_CONCURRENT_FLUSHES.
+        let data_writers = config.flush_policy.max_data_writers();
         // One data worker more for the system tables' flushes.
         let scheduler = Arc::new(
             FlushScheduler::new(
@@ -223,7 +211,7 @@ impl Database {
         ));
         let mut user_config = DirtyMemoryConfig::new("user", config.dirty_memory_budget);
         user_config.soft_limit_ratio = config.soft_limit_ratio;
-        user_config.policy = user_policy;
+        user_config.policy = config.flush_policy;
         let mut system_config = DirtyMemoryConfig::system_tables();
         system_config.budget = config.system_dirty_memory_budget;
         let user = DirtyMemoryManager::new(user_config, router.clone())

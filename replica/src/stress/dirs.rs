@@ -9,9 +9,9 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use crate::config::{DatabaseConfig, FlushPolicy};
+use crate::config::DatabaseConfig;
 use crate::error::{Error, io_err};
-use crate::stress::options::StressOptions;
+use crate::stress::options::{FlushPolicyChoice, StressOptions};
 
 /// The directories of one run.
 #[derive(Debug)]
@@ -26,7 +26,7 @@ impl RunDirs {
     ///
     /// # Errors
     /// [`Error::Io`] if a directory cannot be created.
-    pub fn prepare(options: &StressOptions, policy: FlushPolicy) -> Result<Self, Error> {
+    pub fn prepare(options: &StressOptions, policy: FlushPolicyChoice) -> Result<Self, Error> {
         let per_run = |d: &PathBuf| {
             if options.compare {
                 d.join(policy.name())
@@ -80,7 +80,7 @@ impl RunDirs {
     pub fn database_config(
         &self,
         options: &StressOptions,
-        policy: FlushPolicy,
+        policy: FlushPolicyChoice,
     ) -> Result<DatabaseConfig, Error> {
         let mut config = DatabaseConfig::new(self.data_dirs[0].clone());
         config.data_dirs = self.data_dirs.clone();
@@ -92,7 +92,7 @@ impl RunDirs {
             expected: format!("at most {} bytes on this machine", usize::MAX),
         })?;
         config.soft_limit_ratio = options.soft_limit_ratio;
-        config.flush_policy = policy;
+        config.flush_policy = policy.policy();
         config.flush_bandwidth_limit = options.flush_bandwidth;
         config.sstable_writer_options.bytes_per_sync = options.sstable_bytes_per_sync;
         config.commitlog = options.commitlog;
@@ -118,15 +118,15 @@ mod tests {
     #[test]
     fn without_data_dirs_the_run_uses_a_temporary_directory_removed_at_the_end() {
         let o = options(&["--budget=64MiB", "--flush-bandwidth=8MiB"]);
-        let dirs = RunDirs::prepare(&o, FlushPolicy::SoftLimit).unwrap();
+        let dirs = RunDirs::prepare(&o, FlushPolicyChoice::SoftLimit).unwrap();
         let temp = dirs.temporary().unwrap().to_path_buf();
         assert_eq!(dirs.data_dirs(), [temp.join("soft-limit")]);
         assert!(dirs.data_dirs()[0].is_dir());
-        let c = dirs.database_config(&o, FlushPolicy::SoftLimit).unwrap();
+        let c = dirs.database_config(&o, FlushPolicyChoice::SoftLimit).unwrap();
         assert_eq!(c.dirty_memory_budget, 64 << 20);
         assert_eq!(c.flush_bandwidth_limit, Some(8 << 20));
         assert_eq!(c.sstable_writer_options.bytes_per_sync, 1 << 20);
-        assert_eq!(c.flush_policy, FlushPolicy::SoftLimit);
+        assert_eq!(c.flush_policy, crate::FlushPolicy::LargestAtSoftLimit);
         assert_eq!(c.effective_flush_dirs(), dirs.data_dirs());
         drop(dirs);
         assert!(!temp.exists());
@@ -143,13 +143,13 @@ mod tests {
             &format!("--data-dir={}", data.display()),
             &format!("--flush-dir={}", flush.display()),
         ]);
-        for policy in [FlushPolicy::PerMemtable, FlushPolicy::SoftLimit] {
+        for policy in [FlushPolicyChoice::PerMemtable, FlushPolicyChoice::SoftLimit] {
             let dirs = RunDirs::prepare(&o, policy).unwrap();
             assert!(dirs.temporary().is_none());
             assert_eq!(dirs.data_dirs(), [data.join(policy.name())]);
             assert_eq!(dirs.flush_dirs(), [flush.join(policy.name())]);
             let c = dirs.database_config(&o, policy).unwrap();
-            assert_eq!(c.flush_policy, policy);
+            assert_eq!(c.flush_policy, policy.policy());
             assert_eq!(c.sstable_writer_options.bytes_per_sync, 0);
             assert_eq!(c.effective_flush_dirs(), dirs.flush_dirs());
             drop(dirs);
@@ -159,7 +159,7 @@ mod tests {
             );
         }
         let single = options(&[&format!("--data-dir={}", data.display())]);
-        let dirs = RunDirs::prepare(&single, FlushPolicy::SoftLimit).unwrap();
+        let dirs = RunDirs::prepare(&single, FlushPolicyChoice::SoftLimit).unwrap();
         assert_eq!(dirs.data_dirs(), std::slice::from_ref(&data));
     }
 
@@ -169,14 +169,14 @@ mod tests {
         let file = base.path().join("file");
         fs::write(&file, b"x").unwrap();
         let o = options(&[&format!("--data-dir={}", file.join("d").display())]);
-        let e = RunDirs::prepare(&o, FlushPolicy::SoftLimit)
+        let e = RunDirs::prepare(&o, FlushPolicyChoice::SoftLimit)
             .unwrap_err()
             .to_string();
         assert!(e.contains("create directory"), "{e}");
         let o = options(&["--soft-limit-ratio=0.9"]);
-        let dirs = RunDirs::prepare(&o, FlushPolicy::SoftLimit).unwrap();
+        let dirs = RunDirs::prepare(&o, FlushPolicyChoice::SoftLimit).unwrap();
         let e = dirs
-            .database_config(&o, FlushPolicy::SoftLimit)
+            .database_config(&o, FlushPolicyChoice::SoftLimit)
             .unwrap_err()
             .to_string();
         assert!(e.contains("soft-limit ratio"), "{e}");

@@ -33,7 +33,7 @@ pub use hdr_log::HdrLog;
 pub use latency::{Counts, IntervalReport, LATENCY_UNIT};
 pub use memory::{HeapCounter, HeapFigures, MemoryProbe, ProcessMemory, parse_status};
 pub use options::{
-    DEFAULT_DURATION, Distribution, MAX_ASYNC_IN_FLIGHT, MAX_MACHINE_BUDGET, MAX_PARTITION_SIZE,
+    DEFAULT_DURATION, Distribution, FlushPolicyChoice, MAX_ASYNC_IN_FLIGHT, MAX_MACHINE_BUDGET, MAX_PARTITION_SIZE,
     MAX_ROW_SIZE, MAX_TABLES, MAX_THREADS, MIN_MACHINE_BUDGET, Mode, Ratio, StopCondition,
     StressOptions, WorkloadSpec, budget_for_memory, machine_budget,
 };
