@@ -5,6 +5,7 @@
 use std::time::{Duration, Instant};
 
 use mutation::Mutation;
+use mutation::limits::Checked;
 
 use super::{Chunk, Shared, State};
 use crate::config::SyncMode;
@@ -12,11 +13,45 @@ use crate::format::{self, FRAMING, KIND_DROP, KIND_MUTATION};
 use crate::sync::{MutexGuard, PlainArc};
 use crate::{Error, ReplayPosition, TableId};
 
+/// A mutation as [`CommitLog::add`](crate::CommitLog::add) and
+/// [`CommitLog::add_async`](crate::CommitLog::add_async) take it, with its
+/// encoded length: from a plain `&Mutation` the log measures it; from a
+/// [`mutation::limits::Checked`] it takes the length the check measured, so
+/// a write path that checked the mutation measures it once.
+#[derive(Debug, Clone, Copy)]
+pub struct MutationRef<'a> {
+    mutation: &'a Mutation,
+    encoded_len: usize,
+}
+
+impl<'a> From<&'a Mutation> for MutationRef<'a> {
+    fn from(mutation: &'a Mutation) -> Self {
+        MutationRef {
+            mutation,
+            encoded_len: mutation.encoded_len(),
+        }
+    }
+}
+
+impl<'a> From<Checked<'a>> for MutationRef<'a> {
+    fn from(checked: Checked<'a>) -> Self {
+        MutationRef {
+            mutation: checked.mutation(),
+            encoded_len: checked.encoded_len(),
+        }
+    }
+}
+
 /// The payload of `table`'s entry for `mutation`: kind, table, encoding.
-pub(super) fn mutation_payload(table: TableId, mutation: &Mutation) -> Vec<u8> {
-    let mut payload = Vec::with_capacity(format::PAYLOAD_PREFIX + mutation.encoded_len());
+pub(super) fn mutation_payload(table: TableId, mutation: MutationRef<'_>) -> Vec<u8> {
+    let mut payload = Vec::with_capacity(format::PAYLOAD_PREFIX + mutation.encoded_len);
     payload.extend_from_slice(&format::payload_prefix(KIND_MUTATION, table));
-    mutation.encode_into(&mut payload);
+    mutation.mutation.encode_into(&mut payload);
+    debug_assert_eq!(
+        payload.len(),
+        format::PAYLOAD_PREFIX + mutation.encoded_len,
+        "the encoded length handed in is the mutation's"
+    );
     payload
 }
 

@@ -61,6 +61,7 @@ use std::time::{Duration, Instant};
 use mutation::Mutation;
 
 use self::append::mutation_payload;
+pub use self::append::MutationRef;
 use crate::config::{Config, SyncMode};
 use crate::format::{self, FRAMING, KIND_DROP, KIND_MUTATION};
 use crate::replay::{self, ReplayReport};
@@ -499,7 +500,9 @@ impl CommitLog {
         *self.shared.handler.lock() = Some(PlainArc::new(handler));
     }
 
-    /// Appends `mutation` for `table` and returns its position.
+    /// Appends `mutation` for `table` and returns its position. The
+    /// mutation is a `&Mutation`, or a [`mutation::limits::Checked`] one
+    /// whose encoded length the check already measured ([`MutationRef`]).
     ///
     /// In [`SyncMode::Batch`] it returns once an fdatasync covered the
     /// entry; in [`SyncMode::Periodic`] once the entry is in the log's
@@ -512,8 +515,12 @@ impl CommitLog {
     /// [`Error::BufferTimeout`], [`Error::Failed`] after an earlier I/O
     /// error, [`Error::Closed`], [`Error::Io`] if a new segment cannot be
     /// created.
-    pub fn add(&self, table: TableId, mutation: &Mutation) -> Result<ReplayPosition, Error> {
-        let payload = mutation_payload(table, mutation);
+    pub fn add<'m>(
+        &self,
+        table: TableId,
+        mutation: impl Into<MutationRef<'m>>,
+    ) -> Result<ReplayPosition, Error> {
+        let payload = mutation_payload(table, mutation.into());
         let wait_sync = matches!(self.shared.config.sync, SyncMode::Batch(_));
         self.shared
             .append(table, KIND_MUTATION, &payload, wait_sync)
@@ -541,8 +548,12 @@ impl CommitLog {
     /// The placement errors of [`CommitLog::add`] here; the future fails
     /// with [`Error::Failed`] if a write or sync fails before the entry is
     /// durable.
-    pub fn add_async(&self, table: TableId, mutation: &Mutation) -> Result<Durable, Error> {
-        let payload = mutation_payload(table, mutation);
+    pub fn add_async<'m>(
+        &self,
+        table: TableId,
+        mutation: impl Into<MutationRef<'m>>,
+    ) -> Result<Durable, Error> {
+        let payload = mutation_payload(table, mutation.into());
         // No thread waits to lead the cycle: the flusher runs it.
         let (st, placed) = self
             .shared
@@ -585,7 +596,7 @@ impl CommitLog {
         let limit = self.shared.config.max_payload();
         let mut payloads = Vec::with_capacity(entries.len());
         for &(table, mutation) in entries {
-            let payload = mutation_payload(table, mutation);
+            let payload = mutation_payload(table, mutation.into());
             if payload.len() > limit {
                 return Err(Error::EntryTooLarge {
                     table,

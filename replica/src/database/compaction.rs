@@ -34,7 +34,7 @@ use compaction::{
     CompactionManager, CompactionMetrics, CompactionTable, JobOptions, ManagerConfig, MaxPurgeable,
     NoCompaction, SetSnapshot, SstableHandle, SstableSet, Strategy, StrategyConfig,
 };
-use mutation::{DecoratedKey, Mutation, Timestamp};
+use mutation::{DecoratedKey, Timestamp};
 use sstable::{Sstable, WriterOptions};
 
 use crate::database::table::Table;
@@ -564,11 +564,12 @@ impl TableSstables {
             .fetch_add(consulted as u64, Ordering::Relaxed);
     }
 
-    /// Counts a user's write.
-    pub(crate) fn note_write(&self, m: &Mutation) {
+    /// Counts a user's write of `size_bound` bytes (its
+    /// `mutation::limits::size_bound`, as the write's check measured it).
+    pub(crate) fn note_write(&self, size_bound: usize) {
         self.counters
             .user_bytes
-            .fetch_add(mutation::limits::size_bound(m) as u64, Ordering::Relaxed);
+            .fetch_add(size_bound as u64, Ordering::Relaxed);
     }
 
     /// How many sstables the table has.

@@ -293,7 +293,7 @@ impl Database {
             // Entries of tables no longer in the catalog are dropped data.
             if let (None, Some(table)) = (&failed, tables.get(&id)) {
                 let manager = self.manager(table);
-                if let Err(e) = table.apply(manager, &m, self.config.write_timeout, None) {
+                if let Err(e) = table.apply_replayed(manager, &m, self.config.write_timeout) {
                     failed = Some(e);
                 }
             }
@@ -599,11 +599,11 @@ impl Database {
     pub fn apply(&self, table: &str, mutation: &Mutation) -> Result<(), Error> {
         let _pass = self.enter("apply")?;
         let t = self.table(table)?;
-        check_mutation(table, mutation)?;
+        let checked = check_mutation(table, mutation)?;
         let log = self.log();
         t.apply(
             self.manager(&t),
-            mutation,
+            checked,
             self.config.write_timeout,
             log.as_deref(),
         )
@@ -644,11 +644,11 @@ impl Database {
     pub async fn apply_async(&self, table: &str, mutation: Mutation) -> Result<(), Error> {
         let _pass = self.enter("apply")?;
         let t = self.table(table)?;
-        check_mutation(table, &mutation)?;
+        let checked = check_mutation(table, &mutation)?;
         let log = self.log();
         t.apply_async(
             self.manager(&t),
-            &mutation,
+            checked,
             self.config.write_timeout,
             log.as_deref(),
         )
@@ -942,8 +942,10 @@ impl Drop for Database {
 }
 
 /// Checks what the builder cannot guarantee of a mutation (merging
-/// mutations can grow one past the limits) and what a write needs.
-fn check_mutation(table: &str, m: &Mutation) -> Result<(), Error> {
+/// mutations can grow one past the limits) and what a write needs; the
+/// sizes measured go on with the write (the commit log frames the entry
+/// by its encoded length, the table counts its size bound).
+fn check_mutation<'m>(table: &str, m: &'m Mutation) -> Result<limits::Checked<'m>, Error> {
     if m.is_empty() {
         return Err(Error::InvalidMutation {
             table: table.to_owned(),

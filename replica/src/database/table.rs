@@ -4,14 +4,14 @@
 use std::fmt;
 use std::time::{Duration, Instant};
 
-use commitlog::{CommitLog, ReplayPositionSet, TableId};
+use commitlog::{CommitLog, ReplayPosition, ReplayPositionSet, TableId};
 
 use compaction::SstableHandle;
 use dirty_memory::{DirtyMemoryManager, FlushCompletion};
 use logalloc::SegmentPool;
 use memtable::{Memtable, ReplacementSource};
 use mutation::{
-    ClusteringRange, Fragment, FragmentReader, MergingReader, Mutation, PartitionRange,
+    ClusteringRange, Fragment, FragmentReader, MergingReader, Mutation, PartitionRange, limits,
 };
 use region_group::RegionGroup;
 use row_cache::{CacheStats, RowCache, UnderlyingSource};
@@ -293,21 +293,58 @@ impl Table {
     /// that then fails (times out, the database closes) hands its entry
     /// back to the log at once. It is still in the log, and may come back
     /// at replay, as a timed-out write may in Cassandra.
+    ///
+    /// `m` was checked ([`limits::check`]) by the caller, which measured it
+    /// once: the log frames it by the encoded length measured, the
+    /// table's counters take the size bound.
     pub(crate) fn apply(
         &self,
         manager: &DirtyMemoryManager,
-        m: &Mutation,
+        m: limits::Checked<'_>,
         timeout: Duration,
         log: Option<&CommitLog>,
     ) -> Result<(), Error> {
         let entered = Instant::now();
-        let position = match log {
-            Some(log) => Some(
+        let logged = match log {
+            Some(log) => Some((
+                log,
                 log.add(self.id, m)
                     .map_err(|source| Error::CommitLog { source })?,
-            ),
+            )),
             None => None,
         };
+        self.apply_to_memtable(manager, m.mutation(), m.size_bound(), logged, entered, timeout)
+    }
+
+    /// Applies `m`, read back from the commit log at open, as
+    /// [`apply`](Self::apply) applies a write, without appending it to the
+    /// log again (the replayed entry stays where it is until the flush after
+    /// replay) and without the size check (it passed one when it was
+    /// written).
+    pub(crate) fn apply_replayed(
+        &self,
+        manager: &DirtyMemoryManager,
+        m: &Mutation,
+        timeout: Duration,
+    ) -> Result<(), Error> {
+        let size_bound = limits::size_bound(m);
+        self.apply_to_memtable(manager, m, size_bound, None, Instant::now(), timeout)
+    }
+
+    /// The part of a write after its log append (`logged`: the log and the
+    /// entry's position, if there is a log): admission, the apply to the
+    /// active memtable (again to the new one if a flush sealed it), the
+    /// entry handed back if no memtable keeps it, the counters.
+    fn apply_to_memtable(
+        &self,
+        manager: &DirtyMemoryManager,
+        m: &Mutation,
+        size_bound: usize,
+        logged: Option<(&CommitLog, ReplayPosition)>,
+        entered: Instant,
+        timeout: Duration,
+    ) -> Result<(), Error> {
+        let position = logged.map(|(_, p)| p);
         let mut blocked = Duration::ZERO;
         let result = self.list.with_active(|memtable| {
             // `memtable` is weak: waiting below keeps no flushed memtable
@@ -332,12 +369,12 @@ impl Table {
         // The entry is needed no more if the write failed, or if it reached
         // a memtable whose flush had already handed its entries back.
         let release = !matches!(result, Ok(false));
-        if let (true, Some(log), Some(p)) = (release, log, position) {
+        if let (true, Some((log, p))) = (release, logged) {
             log.discard_flushed(self.id, &ReplayPositionSet::from(p));
         }
         if result.is_ok() {
             self.counters.writes.fetch_add(1, Ordering::Relaxed);
-            self.sstables.note_write(m);
+            self.sstables.note_write(size_bound);
         }
         result.map(drop)
     }
@@ -353,11 +390,12 @@ impl Table {
     pub(crate) async fn apply_async(
         &self,
         manager: &DirtyMemoryManager,
-        m: &Mutation,
+        checked: limits::Checked<'_>,
         timeout: Duration,
         log: Option<&CommitLog>,
     ) -> Result<(), Error> {
         let entered = Instant::now();
+        let m = checked.mutation();
         let mut guard = EntryGuard {
             log,
             table: self.id,
@@ -365,7 +403,7 @@ impl Table {
         };
         if let Some(log) = log {
             let durable = log
-                .add_async(self.id, m)
+                .add_async(self.id, checked)
                 .map_err(|source| Error::CommitLog { source })?;
             guard.position = Some(durable.position());
             durable
