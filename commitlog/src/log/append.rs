@@ -10,7 +10,7 @@ use mutation::limits::Checked;
 use super::{Chunk, Shared, State};
 use crate::config::SyncMode;
 use crate::format::{self, FRAMING, KIND_DROP, KIND_MUTATION};
-use crate::sync::{MutexGuard, PlainArc};
+use crate::sync::{Arc, MutexGuard, PlainArc, arc_from_std};
 use crate::{Error, ReplayPosition, TableId};
 
 /// A mutation as [`CommitLog::add`](crate::CommitLog::add) and
@@ -309,7 +309,7 @@ impl Shared {
         match created {
             Ok(file) => {
                 Self::count_created(st);
-                self.install_segment(st, id, PlainArc::from(file));
+                self.install_segment(st, id, arc_from_std(PlainArc::from(file)));
                 Ok(true)
             }
             Err(e) => {
@@ -381,7 +381,7 @@ impl Shared {
             .expect("the active segment is on record");
         let offset = seg.end;
         seg.end += framed as u32;
-        let file = PlainArc::clone(seg.file.as_ref().expect("the active segment is open"));
+        let file = Arc::clone(seg.file.as_ref().expect("the active segment is open"));
         if kind == KIND_MUTATION {
             let e = seg.dirty.entry(table).or_default();
             e.entries += 1;

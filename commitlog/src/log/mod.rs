@@ -66,7 +66,7 @@ use crate::config::{Config, SyncMode};
 use crate::format::{self, FRAMING, KIND_DROP, KIND_MUTATION};
 use crate::replay::{self, ReplayReport};
 use crate::storage::{DirStorage, SegmentFile, Storage};
-use crate::sync::{self, Arc, Condvar, Mutex, PlainArc};
+use crate::sync::{self, Arc, Condvar, Mutex, PlainArc, arc_dyn};
 use crate::{Error, ReplayPosition, ReplayPositionSet, TableId};
 
 pub use self::durable::Durable;
@@ -121,7 +121,7 @@ pub struct LogStats {
 #[derive(Debug)]
 pub(crate) struct Segment {
     /// Open for writing (segments of this run); `None` for replayed ones.
-    file: Option<PlainArc<dyn SegmentFile>>,
+    file: Option<Arc<dyn SegmentFile>>,
     /// Tables with entries here not yet flushed.
     dirty: HashMap<TableId, Dirty>,
     /// Holds a table drop record: it may go only once no older segment is
@@ -173,7 +173,7 @@ impl Dirty {
 #[derive(Debug)]
 struct Chunk {
     segment: u64,
-    file: PlainArc<dyn SegmentFile>,
+    file: Arc<dyn SegmentFile>,
     offset: u32,
     bytes: Vec<u8>,
 }
@@ -193,7 +193,7 @@ struct State {
     /// The end of what is written to the files.
     written: ReplayPosition,
     /// Files written since the last sync (owned by the running cycle).
-    unsynced: BTreeMap<u64, PlainArc<dyn SegmentFile>>,
+    unsynced: BTreeMap<u64, Arc<dyn SegmentFile>>,
     /// Where write-back was last started up to ([`Config::bytes_per_sync`];
     /// owned by the running cycle).
     writeback_from: ReplayPosition,
@@ -213,7 +213,7 @@ struct State {
     rotating: bool,
     /// The next segment, zero-filled ahead of need
     /// ([`Config::preallocate`]); it gets its id when it is installed.
-    reserve: Option<PlainArc<dyn SegmentFile>>,
+    reserve: Option<Arc<dyn SegmentFile>>,
     /// The reserve thread is creating the reserve (lock released).
     reserving: bool,
     /// Creating a reserve failed while this segment was active: not
@@ -281,7 +281,7 @@ pub(crate) struct Shared {
     storage: Box<dyn Storage>,
     config: Config,
     budget: usize,
-    handler: Mutex<Option<PlainArc<FlushHandler>>>,
+    handler: Mutex<Option<Arc<FlushHandler>>>,
     /// The last drop of every table still relevant, as in the drop side
     /// file (held while the file is rewritten).
     drops: Mutex<BTreeMap<TableId, ReplayPosition>>,
@@ -497,7 +497,7 @@ impl CommitLog {
     /// [`CommitLog::discard_completed`] directly, for a table with nothing
     /// in memory up to the requested position.
     pub fn set_flush_handler(&self, handler: impl Fn(&[FlushRequest]) + Send + Sync + 'static) {
-        *self.shared.handler.lock() = Some(PlainArc::new(handler));
+        *self.shared.handler.lock() = Some(arc_dyn!(handler));
     }
 
     /// Appends `mutation` for `table` and returns its position. The
