@@ -175,7 +175,7 @@ pub mod atomic {
 /// crate root's modelled types instead.
 pub mod plain {
     pub use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
-    pub use std::sync::{Arc, LazyLock, Mutex, MutexGuard, PoisonError, Weak};
+    pub use std::sync::{Arc, LazyLock, Mutex, MutexGuard, OnceLock, PoisonError, Weak};
 }
 
 /// Threads: `std::thread` normally, `loom::thread` under `cfg(loom)`.
