@@ -18,7 +18,7 @@ use sstable::Sstable;
 
 use crate::error::{Error, Result};
 use crate::files::{read_run_file, remove_generation, remove_orphan_run_files};
-use crate::sync::{Arc, AtomicBool, Ordering, PlainArc, PlainAtomicU64, RwLock};
+use crate::sync::{Arc, AtomicBool, Ordering, PlainAtomicU64, RwLock};
 
 /// Where an sstable sits in a run: the run's id (the generation of its
 /// first fragment) and the fragment's place in key order.
@@ -88,7 +88,7 @@ struct HandleInner {
     /// from memory (loom models).
     dir: Option<PathBuf>,
     obsolete: AtomicBool,
-    counters: PlainArc<SetCounters>,
+    counters: Arc<SetCounters>,
 }
 
 impl Drop for HandleInner {
@@ -237,7 +237,7 @@ impl SetSnapshot {
 pub struct SstableSet {
     dir: Option<PathBuf>,
     current: RwLock<Arc<Version>>,
-    counters: PlainArc<SetCounters>,
+    counters: Arc<SetCounters>,
 }
 
 impl fmt::Debug for SstableSet {
@@ -258,7 +258,7 @@ impl SstableSet {
             current: RwLock::new(Arc::new(Version {
                 handles: Vec::new(),
             })),
-            counters: PlainArc::new(SetCounters::default()),
+            counters: Arc::new(SetCounters::default()),
         }
     }
 
@@ -312,7 +312,7 @@ impl SstableSet {
                 info,
                 dir: self.dir.clone(),
                 obsolete: AtomicBool::new(false),
-                counters: PlainArc::clone(&self.counters),
+                counters: Arc::clone(&self.counters),
             }),
         }
     }
