@@ -494,7 +494,7 @@ impl RowCache {
     /// Reports the cache region's memory to `listener` (for example a
     /// region group that shows the cache's share of the pool; it should
     /// not be the dirty-memory group, which the cache is not part of).
-    pub fn listen(&self, listener: std::sync::Arc<dyn RegionListener>) {
+    pub fn listen(&self, listener: Arc<dyn RegionListener>) {
         self.shared.region.write().listen(listener);
     }
 

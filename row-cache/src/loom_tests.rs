@@ -35,7 +35,7 @@ fn builder() -> loom::model::Builder {
     builder
 }
 
-fn pool() -> std::sync::Arc<SegmentPool> {
+fn pool() -> Arc<SegmentPool> {
     SegmentPool::new(
         PoolConfig::default()
             .with_segment_size(4096)

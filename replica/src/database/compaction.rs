@@ -510,7 +510,7 @@ impl TableSstables {
             if s.stopped.load(Ordering::Acquire) {
                 continue;
             }
-            let ticket = std::sync::Arc::new(Ticket::new(s));
+            let ticket = Arc::new(Ticket::new(s));
             drop(s.shared.manager.submit(ticket));
         }
     }
@@ -521,7 +521,7 @@ impl TableSstables {
     /// [`Error::Compaction`] with the first failure.
     pub(crate) fn major(&self, table: &str) -> Result<(), Error> {
         for s in &self.sets {
-            let ticket = std::sync::Arc::new(Ticket::new(s));
+            let ticket = Arc::new(Ticket::new(s));
             s.shared
                 .manager
                 .major(ticket)

@@ -22,7 +22,7 @@ use crate::layout::{
     remove_orphan_table_dir, remove_table_dirs, tables_in_dirs,
 };
 use crate::lock::DirectoryLock;
-use crate::sync::{Arc, Mutex, RwLock};
+use crate::sync::{Arc, Mutex, RwLock, Weak};
 use crate::throttle::TokenBucket;
 
 pub(crate) mod compaction;
@@ -333,7 +333,7 @@ impl Database {
                 let table = by_id
                     .lock()
                     .get(&request.table)
-                    .and_then(std::sync::Weak::upgrade);
+                    .and_then(Weak::upgrade);
                 let manager = table.as_ref().and_then(|t| {
                     if t.schema.options().system {
                         system.upgrade()
@@ -440,7 +440,7 @@ impl Database {
             })?;
         let memtable = TableMemtable::new(memtable);
         let mut cache_error = None;
-        let table = Arc::new_cyclic(|weak: &std::sync::Weak<Table>| {
+        let table = Arc::new_cyclic(|weak: &Weak<Table>| {
             let cache = match self.cache_bytes {
                 Some(bytes) if !schema.options().uncached => {
                     let source = Arc::new(CacheSource {

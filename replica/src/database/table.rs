@@ -21,7 +21,7 @@ use crate::database::compaction::{PinnedSstables, TableCompactionMetrics, TableS
 use crate::database::flush::FlushSubject;
 use crate::database::memtable_list::{Attempt, Logged, MemtableList};
 use crate::error::Error;
-use crate::sync::{Arc, AtomicBool, AtomicU64, Ordering};
+use crate::sync::{Arc, AtomicBool, AtomicU64, Ordering, Weak};
 
 /// A memtable of a table, with the commit-log entries it holds.
 pub(crate) type TableMemtable = Logged<Memtable>;
@@ -53,7 +53,7 @@ impl ReplacementSource for TableSstable {
 /// weakly (the cache is the table's), so every read pins the table's sets
 /// as they are then (sstables added by flushes, replaced by compaction).
 pub(crate) struct CacheSource {
-    pub(crate) table: std::sync::Weak<Table>,
+    pub(crate) table: Weak<Table>,
 }
 
 /// A read of the pinned sstables for the cache: the pin lives as long as
