@@ -14,7 +14,7 @@ use crate::slice::next_partition;
 use crate::source::UnderlyingSource;
 use crate::stats::{CacheStats, Counters, UpdateStats};
 use crate::stored::{self, Piece};
-use crate::sync::{Arc, Mutex, RwLock};
+use crate::sync::{Arc, Mutex, PlainArc, RwLock};
 
 /// How a [`RowCache`] is set up.
 #[derive(Debug, Clone, Default)]
@@ -56,7 +56,7 @@ pub(crate) struct Shared {
     pub(crate) region: RwLock<Region>,
     /// Serialises updates at flush.
     updating: Mutex<()>,
-    pub(crate) source: Arc<dyn UnderlyingSource>,
+    pub(crate) source: PlainArc<dyn UnderlyingSource>,
     pub(crate) counters: Arc<Counters>,
     max_bytes: Option<usize>,
     piece_bytes: usize,
@@ -204,8 +204,8 @@ impl RowCache {
     /// above the pool's memory limit, [`Error::PieceBytesZero`] for a
     /// `piece_bytes` of 0.
     pub fn new(
-        pool: &Arc<SegmentPool>,
-        source: Arc<dyn UnderlyingSource>,
+        pool: &PlainArc<SegmentPool>,
+        source: PlainArc<dyn UnderlyingSource>,
         config: CacheConfig,
     ) -> Result<RowCache, Error> {
         if let Some(bytes) = config.max_bytes {
@@ -494,7 +494,7 @@ impl RowCache {
     /// Reports the cache region's memory to `listener` (for example a
     /// region group that shows the cache's share of the pool; it should
     /// not be the dirty-memory group, which the cache is not part of).
-    pub fn listen(&self, listener: Arc<dyn RegionListener>) {
+    pub fn listen(&self, listener: PlainArc<dyn RegionListener>) {
         self.shared.region.write().listen(listener);
     }
 

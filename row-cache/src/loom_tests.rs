@@ -9,7 +9,7 @@ use mutation::{
     from_mutations, to_mutations,
 };
 
-use crate::sync::{Arc, Mutex};
+use crate::sync::{Arc, Mutex, PlainArc};
 use crate::{CacheConfig, RowCache, UnderlyingSource};
 
 /// One partition, replaced whole when a flush commits (loom sees its lock).
@@ -35,7 +35,7 @@ fn builder() -> loom::model::Builder {
     builder
 }
 
-fn pool() -> Arc<SegmentPool> {
+fn pool() -> PlainArc<SegmentPool> {
     SegmentPool::new(
         PoolConfig::default()
             .with_segment_size(4096)
@@ -71,7 +71,7 @@ fn loom_population_racing_an_update_never_hides_the_flush() {
     builder().check(|| {
         let old = write("old", 1);
         let new = write("new", 2);
-        let source = Arc::new(Source(Mutex::new(Some(old.clone()))));
+        let source = PlainArc::new(Source(Mutex::new(Some(old.clone()))));
         let cache =
             Arc::new(RowCache::new(&pool(), source.clone(), CacheConfig::default()).unwrap());
         let reader = {
@@ -100,7 +100,7 @@ fn loom_population_racing_an_update_never_hides_the_flush() {
 fn loom_eviction_racing_a_reader_reads_through() {
     builder().check(|| {
         let m = write("v", 1);
-        let source = Arc::new(Source(Mutex::new(Some(m.clone()))));
+        let source = PlainArc::new(Source(Mutex::new(Some(m.clone()))));
         let cache = Arc::new(RowCache::new(&pool(), source, CacheConfig::default()).unwrap());
         assert_eq!(read(&cache), [m.clone()]); // populates
         let reader = {
@@ -135,7 +135,7 @@ fn loom_tail_eviction_racing_an_update_never_keeps_a_stale_piece() {
     builder().check(|| {
         let old = two_rows("old", 1);
         let new = two_rows("new", 2);
-        let source = Arc::new(Source(Mutex::new(Some(old.clone()))));
+        let source = PlainArc::new(Source(Mutex::new(Some(old.clone()))));
         // One row per piece: eviction trims the tail row first.
         let config = CacheConfig::default().with_piece_bytes(1);
         let cache = Arc::new(RowCache::new(&pool(), source.clone(), config).unwrap());
@@ -181,7 +181,7 @@ fn loom_pool_reclaim_evicts_the_cache_while_a_reader_reads() {
         )
         .unwrap();
         let m = write("v", 1);
-        let source = Arc::new(Source(Mutex::new(Some(m.clone()))));
+        let source = PlainArc::new(Source(Mutex::new(Some(m.clone()))));
         let cache = Arc::new(RowCache::new(&pool, source, CacheConfig::default()).unwrap());
         assert_eq!(read(&cache), [m.clone()]); // populates: one segment
         let reader = {
