@@ -3,7 +3,7 @@
 
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, Ordering as O};
+use crate::sync::plain::{AtomicBool, Ordering as O};
 use std::task::{Context, Poll, Wake, Waker};
 use std::time::Instant;
 
