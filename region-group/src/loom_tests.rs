@@ -36,12 +36,8 @@ fn logging_group() -> (PlainArc<RegionGroup>, Arc<Mutex<Vec<bool>>>) {
         "loom",
         ReclaimConfig {
             unspooled_soft_limit: 10,
-            start_reclaiming: Some(PlainArc::new(move || {
-                start.lock().unwrap().push(true)
-            })),
-            stop_reclaiming: Some(PlainArc::new(move || {
-                stop.lock().unwrap().push(false)
-            })),
+            start_reclaiming: Some(PlainArc::new(move || start.lock().unwrap().push(true))),
+            stop_reclaiming: Some(PlainArc::new(move || stop.lock().unwrap().push(false))),
             ..Default::default()
         },
     );

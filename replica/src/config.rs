@@ -347,7 +347,9 @@ impl DatabaseConfig {
             }
         }
         check_soft_limit_ratio(self.soft_limit_ratio)?;
-        let policy = |expected: String| invalid("flush_policy", format!("{:?}", self.flush_policy), expected);
+        let policy = |expected: String| {
+            invalid("flush_policy", format!("{:?}", self.flush_policy), expected)
+        };
         self.flush_policy
             .validate()
             .map_err(|e| policy(format!("parameters dirty-memory accepts ({e})")))?;
@@ -552,7 +554,11 @@ mod tests {
             (1.5, 4, "(0, 1]"),
             (f64::NAN, 4, "(0, 1]"),
             (0.11, 0, "at least 1"),
-            (0.11, MAX_CONCURRENT_FLUSHES + 1, "at most 64 concurrent flushes"),
+            (
+                0.11,
+                MAX_CONCURRENT_FLUSHES + 1,
+                "at most 64 concurrent flushes",
+            ),
             (0.11, usize::MAX, "at most 64 concurrent flushes"),
         ] {
             let e = per_memtable(fraction, flushes).unwrap_err();

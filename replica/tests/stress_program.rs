@@ -154,7 +154,10 @@ fn compare_runs_both_policies_baseline_first_and_prints_the_ratios() {
         hdr_log_path(&hlog, FlushPolicyChoice::SoftLimit, true),
         dir.path().join("run.soft-limit.hlog")
     );
-    assert_eq!(hdr_log_path(&hlog, FlushPolicyChoice::SoftLimit, false), hlog);
+    assert_eq!(
+        hdr_log_path(&hlog, FlushPolicyChoice::SoftLimit, false),
+        hlog
+    );
 }
 
 #[test]

@@ -60,8 +60,8 @@ use std::time::{Duration, Instant};
 
 use mutation::Mutation;
 
-use self::append::mutation_payload;
 pub use self::append::MutationRef;
+use self::append::mutation_payload;
 use crate::config::{Config, SyncMode};
 use crate::format::{self, FRAMING, KIND_DROP, KIND_MUTATION};
 use crate::replay::{self, ReplayReport};

@@ -96,7 +96,10 @@ impl fmt::Debug for DirtyMemoryManager {
 impl DirtyMemoryManager {
     /// Creates a manager (and, in [`LoopMode::BackgroundThread`], its flush
     /// thread). Fails on an invalid configuration.
-    pub fn new(config: DirtyMemoryConfig, target: PlainArc<dyn FlushTarget>) -> Result<Self, Error> {
+    pub fn new(
+        config: DirtyMemoryConfig,
+        target: PlainArc<dyn FlushTarget>,
+    ) -> Result<Self, Error> {
         config.validate()?;
         let limits = limits_for_budget(config.budget, config.soft_limit_ratio)?;
         let shared = Arc::new(Shared {

@@ -330,10 +330,7 @@ impl Database {
         let system = Arc::downgrade(&self.system);
         log.set_flush_handler(move |requests| {
             for request in requests {
-                let table = by_id
-                    .lock()
-                    .get(&request.table)
-                    .and_then(Weak::upgrade);
+                let table = by_id.lock().get(&request.table).and_then(Weak::upgrade);
                 let manager = table.as_ref().and_then(|t| {
                     if t.schema.options().system {
                         system.upgrade()

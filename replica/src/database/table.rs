@@ -313,7 +313,14 @@ impl Table {
             )),
             None => None,
         };
-        self.apply_to_memtable(manager, m.mutation(), m.size_bound(), logged, entered, timeout)
+        self.apply_to_memtable(
+            manager,
+            m.mutation(),
+            m.size_bound(),
+            logged,
+            entered,
+            timeout,
+        )
     }
 
     /// Applies `m`, read back from the commit log at open, as

@@ -122,7 +122,9 @@ mod tests {
         let temp = dirs.temporary().unwrap().to_path_buf();
         assert_eq!(dirs.data_dirs(), [temp.join("soft-limit")]);
         assert!(dirs.data_dirs()[0].is_dir());
-        let c = dirs.database_config(&o, FlushPolicyChoice::SoftLimit).unwrap();
+        let c = dirs
+            .database_config(&o, FlushPolicyChoice::SoftLimit)
+            .unwrap();
         assert_eq!(c.dirty_memory_budget, 64 << 20);
         assert_eq!(c.flush_bandwidth_limit, Some(8 << 20));
         assert_eq!(c.sstable_writer_options.bytes_per_sync, 1 << 20);

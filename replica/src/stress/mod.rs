@@ -33,9 +33,9 @@ pub use hdr_log::HdrLog;
 pub use latency::{Counts, IntervalReport, LATENCY_UNIT};
 pub use memory::{HeapCounter, HeapFigures, MemoryProbe, ProcessMemory, parse_status};
 pub use options::{
-    DEFAULT_DURATION, Distribution, FlushPolicyChoice, MAX_ASYNC_IN_FLIGHT, MAX_MACHINE_BUDGET, MAX_PARTITION_SIZE,
-    MAX_ROW_SIZE, MAX_TABLES, MAX_THREADS, MIN_MACHINE_BUDGET, Mode, Ratio, StopCondition,
-    StressOptions, WorkloadSpec, budget_for_memory, machine_budget,
+    DEFAULT_DURATION, Distribution, FlushPolicyChoice, MAX_ASYNC_IN_FLIGHT, MAX_MACHINE_BUDGET,
+    MAX_PARTITION_SIZE, MAX_ROW_SIZE, MAX_TABLES, MAX_THREADS, MIN_MACHINE_BUDGET, Mode, Ratio,
+    StopCondition, StressOptions, WorkloadSpec, budget_for_memory, machine_budget,
 };
 pub use program::{TargetFactory, execute, hdr_log_path, policies};
 pub use progress::{PROGRESS_HEADER, ProgressPrinter, progress_line};

@@ -607,7 +607,10 @@ mod tests {
         let e = parse(&["--flush-policy=largest-at-soft-limit"])
             .unwrap_err()
             .to_string();
-        assert!(e.contains("soft-limit") && e.contains("per-memtable"), "{e}");
+        assert!(
+            e.contains("soft-limit") && e.contains("per-memtable"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -28,7 +28,11 @@ pub trait TargetFactory {
     ///
     /// # Errors
     /// Whatever stops the target from opening; the program stops.
-    fn open(&mut self, policy: FlushPolicyChoice, config: &RunConfig) -> Result<Self::Target, Error>;
+    fn open(
+        &mut self,
+        policy: FlushPolicyChoice,
+        config: &RunConfig,
+    ) -> Result<Self::Target, Error>;
 
     /// Closes `target` after its run (a database flushes and stops here).
     ///

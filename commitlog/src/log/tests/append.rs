@@ -53,12 +53,20 @@ fn a_checked_mutation_is_logged_as_the_plain_one_and_refused_the_same() {
     drop(s);
     // The log's own limit still applies to a mutation `mutation` accepts.
     let big = mutation("k", 3000);
-    let err = log.add(3, mutation::limits::check(&big).unwrap()).unwrap_err();
-    assert!(err.to_string().contains("exceeds the 2028-byte limit"), "{err}");
+    let err = log
+        .add(3, mutation::limits::check(&big).unwrap())
+        .unwrap_err();
+    assert!(
+        err.to_string().contains("exceeds the 2028-byte limit"),
+        "{err}"
+    );
     let err = log
         .add_async(3, mutation::limits::check(&big).unwrap())
         .unwrap_err();
-    assert!(err.to_string().contains("exceeds the 2028-byte limit"), "{err}");
+    assert!(
+        err.to_string().contains("exceeds the 2028-byte limit"),
+        "{err}"
+    );
 }
 
 #[test]
