@@ -139,7 +139,7 @@ pub use crate::config::{
     Config, CorruptionPolicy, MAX_SEGMENT_SIZE, MIN_SEGMENT_SIZE, Preallocate, SyncMode,
 };
 pub use crate::error::Error;
-pub use crate::log::{CommitLog, Durable, FlushHandler, FlushRequest, LogStats};
+pub use crate::log::{CommitLog, Durable, FlushHandler, FlushRequest, LogStats, MutationRef};
 pub use crate::positions::ReplayPositionSet;
 pub use crate::replay::{Damage, ReplayReport, TornTail, replay};
 

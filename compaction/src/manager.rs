@@ -13,7 +13,7 @@ use crate::pool::{Pool, Stop, Task};
 use crate::purge::MaxPurgeable;
 use crate::set::SstableSet;
 use crate::strategy::{JobPlan, Strategy, invalid};
-use crate::sync::{Condvar, Mutex, Ordering, PlainArc, PlainAtomicU64};
+use crate::sync::{Arc, Condvar, Mutex, Ordering, PlainArc, PlainAtomicU64};
 
 /// What the manager needs of a table. The replica implements it for each
 /// table; `max_purgeable` (from [`MaxPurgeable`]) covers its memtables.
@@ -193,10 +193,10 @@ struct Shared {
     pending_txns: Mutex<Vec<PendingTransaction>>,
 }
 
-type Done = PlainArc<(Mutex<Option<Result<()>>>, Condvar)>;
+type Done = Arc<(Mutex<Option<Result<()>>>, Condvar)>;
 
 struct CompactionTask {
-    shared: PlainArc<Shared>,
+    shared: Arc<Shared>,
     table: PlainArc<dyn CompactionTable>,
     /// `Some` for a major compaction, with where to report its result.
     major: Option<Done>,
@@ -394,7 +394,7 @@ impl Task for CompactionTask {
 
 /// Runs the compactions of any number of tables on its own workers.
 pub struct CompactionManager {
-    shared: PlainArc<Shared>,
+    shared: Arc<Shared>,
     pool: Pool,
 }
 
@@ -417,7 +417,7 @@ impl CompactionManager {
         config.validate()?;
         let pool = Pool::new(config.workers, "compaction")?;
         Ok(CompactionManager {
-            shared: PlainArc::new(Shared {
+            shared: Arc::new(Shared {
                 config,
                 counters: Counters::default(),
                 busy: Mutex::new(HashSet::new()),
@@ -439,7 +439,7 @@ impl CompactionManager {
             return Ok(());
         }
         let task = CompactionTask {
-            shared: PlainArc::clone(&self.shared),
+            shared: Arc::clone(&self.shared),
             table,
             major: None,
         };
@@ -456,11 +456,11 @@ impl CompactionManager {
     /// [`Error::Closed`] or [`Error::Stopped`] when the manager closes
     /// first; the job's error otherwise.
     pub fn major(&self, table: PlainArc<dyn CompactionTable>) -> Result<()> {
-        let done: Done = PlainArc::new((Mutex::new(None), Condvar::new()));
+        let done: Done = Arc::new((Mutex::new(None), Condvar::new()));
         let task = CompactionTask {
-            shared: PlainArc::clone(&self.shared),
+            shared: Arc::clone(&self.shared),
             table,
-            major: Some(PlainArc::clone(&done)),
+            major: Some(Arc::clone(&done)),
         };
         if self.pool.submit(Box::new(task)).is_err() {
             return Err(Error::Closed);

@@ -88,7 +88,7 @@ struct HandleInner {
     /// from memory (loom models).
     dir: Option<PathBuf>,
     obsolete: AtomicBool,
-    counters: PlainArc<SetCounters>,
+    counters: Arc<SetCounters>,
 }
 
 impl Drop for HandleInner {
@@ -237,7 +237,7 @@ impl SetSnapshot {
 pub struct SstableSet {
     dir: Option<PathBuf>,
     current: RwLock<Arc<Version>>,
-    counters: PlainArc<SetCounters>,
+    counters: Arc<SetCounters>,
 }
 
 impl fmt::Debug for SstableSet {
@@ -258,7 +258,7 @@ impl SstableSet {
             current: RwLock::new(Arc::new(Version {
                 handles: Vec::new(),
             })),
-            counters: PlainArc::new(SetCounters::default()),
+            counters: Arc::new(SetCounters::default()),
         }
     }
 
@@ -327,7 +327,7 @@ impl SstableSet {
                 info,
                 dir: self.dir.clone(),
                 obsolete: AtomicBool::new(false),
-                counters: PlainArc::clone(&self.counters),
+                counters: Arc::clone(&self.counters),
             }),
         }
     }

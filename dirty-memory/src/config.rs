@@ -100,8 +100,12 @@ impl FlushPolicy {
         }
     }
 
-    /// How many flushes may be writing data at once under this policy.
-    pub(crate) fn max_data_writers(&self) -> usize {
+    /// How many flushes may be writing data at once under this policy: one
+    /// for [`LargestAtSoftLimit`](Self::LargestAtSoftLimit),
+    /// `max_concurrent_flushes` for
+    /// [`PerMemtableLimit`](Self::PerMemtableLimit) (an executor sizes its
+    /// data workers by it).
+    pub fn max_data_writers(&self) -> usize {
         match *self {
             FlushPolicy::LargestAtSoftLimit => 1,
             FlushPolicy::PerMemtableLimit {
@@ -275,6 +279,17 @@ mod tests {
             err.to_string(),
             "dirty-memory budget of 3 bytes is below the 4-byte minimum"
         );
+    }
+
+    #[test]
+    fn a_policy_says_how_many_flushes_write_data_at_once() {
+        assert_eq!(FlushPolicy::LargestAtSoftLimit.max_data_writers(), 1);
+        assert_eq!(FlushPolicy::per_memtable_default().max_data_writers(), 4);
+        let policy = FlushPolicy::PerMemtableLimit {
+            max_memtable_fraction: 0.5,
+            max_concurrent_flushes: 7,
+        };
+        assert_eq!(policy.max_data_writers(), 7);
     }
 
     #[test]

@@ -5,11 +5,11 @@ use std::time::Duration;
 
 use region_group::RegionId;
 
-use crate::sync::Arc;
+use crate::sync::PlainArc;
 
 /// The source of a failed flush, as the [`FlushTarget`](crate::FlushTarget)
 /// reported it. Shared, so every waiter of a coalesced flush sees it.
-pub type FlushFailure = Arc<dyn StdError + Send + Sync + 'static>;
+pub type FlushFailure = PlainArc<dyn StdError + Send + Sync + 'static>;
 
 /// Everything that can go wrong in `dirty-memory`.
 ///
@@ -155,7 +155,7 @@ pub enum Error {
         manager: String,
         /// The operating system's error.
         #[source]
-        source: Arc<std::io::Error>,
+        source: PlainArc<std::io::Error>,
     },
 }
 

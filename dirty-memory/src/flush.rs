@@ -7,7 +7,7 @@ use region_group::RegionId;
 
 use crate::error::Error;
 use crate::manager::Inner;
-use crate::sync::Arc;
+use crate::sync::{Arc, PlainArc};
 
 /// Why a flush was started.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -143,7 +143,7 @@ impl Flush {
     /// table) and the target needs no registry from region ids back to
     /// memtables. `None` if nothing of type `T` is attached, or the region
     /// left the group (a memtable flushed or dropped since the request).
-    pub fn owner<T: std::any::Any + Send + Sync>(&self) -> Option<Arc<T>> {
+    pub fn owner<T: std::any::Any + Send + Sync>(&self) -> Option<PlainArc<T>> {
         self.inner
             .group()
             .region_owner(self.region)?
@@ -153,7 +153,7 @@ impl Flush {
 
     /// The manager's region group, through which a target (or a simulated
     /// memtable) can ground and remove the region.
-    pub fn group(&self) -> &Arc<region_group::RegionGroup> {
+    pub fn group(&self) -> &PlainArc<region_group::RegionGroup> {
         self.inner.group_arc()
     }
 
@@ -301,7 +301,7 @@ impl Flush {
             manager: self.inner.name().to_owned(),
             region: self.region,
             attempt: self.attempt,
-            source: Arc::from(source),
+            source: PlainArc::from(source),
         };
         self.fail_with(error);
     }
@@ -318,7 +318,7 @@ impl Flush {
             manager: self.inner.name().to_owned(),
             region: self.region,
             attempt: self.attempt,
-            source: Arc::from(source),
+            source: PlainArc::from(source),
         };
         self.fail_with(error);
     }

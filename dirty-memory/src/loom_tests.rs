@@ -6,7 +6,7 @@ use std::collections::VecDeque;
 
 use region_group::{RegionId, RegionListener};
 
-use crate::sync::{Arc, Condvar, Mutex};
+use crate::sync::{Arc, Condvar, Mutex, PlainArc};
 use crate::{DirtyMemoryConfig, DirtyMemoryManager, Flush, FlushTarget};
 
 /// Budget 400: soft limit 100, unspooled hard limit 200.
@@ -61,8 +61,8 @@ impl FlushTarget for ModelTarget {
 }
 
 impl ModelTarget {
-    fn new() -> Arc<Self> {
-        Arc::new(ModelTarget {
+    fn new() -> PlainArc<Self> {
+        PlainArc::new(ModelTarget {
             state: Mutex::new(TargetState::default()),
             arrived: Condvar::new(),
         })
@@ -82,7 +82,7 @@ impl ModelTarget {
     fn complete(&self, mut flush: Flush) {
         self.state.lock().writing -= 1;
         flush.data_written();
-        let (group, region) = (Arc::clone(flush.group()), flush.region());
+        let (group, region) = (PlainArc::clone(flush.group()), flush.region());
         let size = group.region_size(region).map_or(0, |(s, _)| s);
         flush.finish_releasing(|| group.del(region, size));
     }
@@ -96,8 +96,8 @@ impl ModelTarget {
     }
 }
 
-fn manager(target: &Arc<ModelTarget>) -> DirtyMemoryManager {
-    let target: Arc<dyn FlushTarget> = Arc::clone(target) as Arc<dyn FlushTarget>;
+fn manager(target: &PlainArc<ModelTarget>) -> DirtyMemoryManager {
+    let target: PlainArc<dyn FlushTarget> = PlainArc::clone(target) as PlainArc<dyn FlushTarget>;
     DirtyMemoryManager::new(DirtyMemoryConfig::new("loom", BUDGET), target).expect("valid config")
 }
 
@@ -112,7 +112,7 @@ fn loom_two_pressure_signals_never_start_two_data_writers() {
         let signals: Vec<_> = [(1, 150), (2, 120)]
             .into_iter()
             .map(|(r, size)| {
-                let group = Arc::clone(m.group());
+                let group = PlainArc::clone(m.group());
                 loom::thread::spawn(move || group.add(id(r), size))
             })
             .collect();
@@ -144,7 +144,7 @@ fn loom_memtable_added_while_a_flush_finishes_wakes_the_loop() {
         let signals: Vec<_> = [(1, 150), (2, 120)]
             .into_iter()
             .map(|(r, size)| {
-                let group = Arc::clone(m.group());
+                let group = PlainArc::clone(m.group());
                 loom::thread::spawn(move || group.add(id(r), size))
             })
             .collect();

@@ -3,9 +3,10 @@
 //! exercise the real scheduler code).
 //!
 //! `Arc` is loom's under loom (it reports leaks at the end of a model);
-//! `PlainArc` is `std::sync::Arc` in every build, for immutable values such
-//! as the error sources shared by every handle of a flush (loom's `Arc`
-//! cannot hold `dyn Error`).
+//! `PlainArc` is `std::sync::Arc` in every build for the one kind of value
+//! that needs std's: the error sources shared by every handle of a flush,
+//! which the crate's `Error` carries as `#[source]` (std's `Arc<E>` is an
+//! `Error`, loom's is not).
 
 pub(crate) use ::sync::plain::Arc as PlainArc;
 pub(crate) use ::sync::*;

@@ -9,7 +9,7 @@ use loom::thread;
 use std::collections::HashMap;
 
 use crate::pool::Purpose;
-use crate::sync::{Arc, Mutex};
+use crate::sync::{Arc, Mutex, PlainArc};
 use crate::{Error, PoolConfig, Region, RegionId, RegionListener, SegmentPool};
 
 /// A listener that keeps each region's reported footprint, behind the
@@ -55,7 +55,7 @@ fn builder() -> loom::model::Builder {
     builder
 }
 
-fn pool(segments: usize, reserve: usize) -> Arc<SegmentPool> {
+fn pool(segments: usize, reserve: usize) -> PlainArc<SegmentPool> {
     SegmentPool::new(
         PoolConfig::default()
             .with_segment_size(4096)
@@ -128,7 +128,7 @@ fn loom_two_regions_reclaim_from_each_other() {
         let pool = pool(5, 1);
         // Both regions report to one listener: reclaim running on one
         // thread reports the other region's segments and slot lists.
-        let ledger = Arc::new(Ledger::new());
+        let ledger = PlainArc::new(Ledger::new());
         let mut a = Region::new(&pool);
         a.listen(ledger.clone());
         let kept = fill_three_segments_half_free(&mut a);

@@ -10,7 +10,7 @@ use crate::config::Geometry;
 use crate::region::RegionShared;
 use crate::segment::SegmentMemory;
 use crate::stats::{PoolStats, RegionStats};
-use crate::sync::{Arc, AtomicU64, Mutex, Ordering};
+use crate::sync::{Arc, AtomicU64, Mutex, Ordering, PlainArc};
 use crate::table::MAX_TAGS;
 use crate::{Error, PoolConfig, RegionId};
 
@@ -89,9 +89,9 @@ impl SegmentPool {
     /// two in 4 KiB..=64 MiB, a limit that does not hold the reserve plus one
     /// segment, or so many segments that handles would keep fewer than 12
     /// generation bits.
-    pub fn new(config: PoolConfig) -> Result<Arc<SegmentPool>, Error> {
+    pub fn new(config: PoolConfig) -> Result<PlainArc<SegmentPool>, Error> {
         let geometry = Geometry::new(&config)?;
-        Ok(Arc::new(SegmentPool {
+        Ok(PlainArc::new(SegmentPool {
             memory: SegmentMemory::new(&geometry),
             geometry,
             state: Mutex::new(PoolState {

@@ -2,12 +2,19 @@
 //! (parking_lot and std normally, loom under `cfg(loom)`, so the loom models
 //! exercise the real pool and region code).
 //!
-//! `Arc` is always `std::sync::Arc`, also under loom: it appears in the
-//! public API (`Arc<SegmentPool>`, `Arc<dyn RegionListener>`), and callers
-//! name `std::sync::Arc`, so it must be the same type in every build. Only
-//! locks and atomics carry the interleavings loom needs to explore.
+//! `Arc` is loom's under loom: the region state shared between a region
+//! and its pool's registry (`Arc<RegionShared>`), so the models' leak check
+//! covers it. `PlainArc` is `std::sync::Arc` in every build for the two
+//! values of the public API, which every dependent crate holds as
+//! `std::sync::Arc`: the pool (`SegmentPool::new` returns
+//! `Arc<SegmentPool>`) and a region's listener (`Region::listen` takes an
+//! `Arc<dyn RegionListener>`). The listener cannot be loom's yet: callers
+//! hand over a clone of an `Arc` they keep (a region group listens to its
+//! regions as itself), which loom's `Arc`, unable to coerce, cannot turn
+//! into an `Arc<dyn RegionListener>`; and merges compare listeners by
+//! address, so a per-region wrapper would change what they report.
 
-pub(crate) use ::sync::plain::Arc;
+pub(crate) use ::sync::plain::Arc as PlainArc;
 pub(crate) use ::sync::*;
 
 /// A process-wide serial number for every new pool, from which the pool

@@ -45,6 +45,9 @@
 //! * A commit log frames whole mutations of at most [`MAX_MUTATION_SIZE`]
 //!   encoded bytes; its segments must be at least twice that plus its
 //!   framing (the default 32 MiB are).
+//! * A write path that checks a mutation (with [`check`]) measures it once:
+//!   the [`Checked`] mutation carries both sizes on to the layers below
+//!   (the commit log sizes its entry with the encoded length).
 //!
 //! [`Mutation::encoded_len`]: crate::Mutation::encoded_len
 //!
@@ -143,15 +146,59 @@ pub fn size_bound(mutation: &Mutation) -> usize {
     size
 }
 
+/// A mutation that passed [`check`], with the two sizes the check measured:
+/// a write path that checks a mutation once hands these on rather than
+/// measuring it again (a commit log sizes its entry by
+/// [`encoded_len`](Self::encoded_len), a table counts the bytes users wrote
+/// by [`size_bound`](Self::size_bound)).
+///
+/// ```
+/// use mutation::{Cell, DecoratedKey, Mutation, Timestamp, limits};
+/// let m = Mutation::builder(DecoratedKey::from_bytes("k")?)
+///     .cell("ck", 1, Cell::live("v", Timestamp::from_micros(5)))
+///     .build()?;
+/// let checked = limits::check(&m)?;
+/// assert_eq!(checked.encoded_len(), m.encoded_len());
+/// assert_eq!(checked.size_bound(), limits::size_bound(&m));
+/// assert!(std::ptr::eq(checked.mutation(), &m));
+/// # Ok::<(), mutation::Error>(())
+/// ```
+#[derive(Debug, Clone, Copy)]
+pub struct Checked<'a> {
+    mutation: &'a Mutation,
+    size_bound: usize,
+    encoded_len: usize,
+}
+
+impl<'a> Checked<'a> {
+    /// The mutation that was checked.
+    pub fn mutation(&self) -> &'a Mutation {
+        self.mutation
+    }
+
+    /// Its [`size_bound`] (the sstable encoding's upper bound), at most
+    /// [`MAX_MUTATION_SIZE`].
+    pub fn size_bound(&self) -> usize {
+        self.size_bound
+    }
+
+    /// Its [`Mutation::encoded_len`] (what a commit log frames), at most
+    /// [`MAX_MUTATION_SIZE`].
+    pub fn encoded_len(&self) -> usize {
+        self.encoded_len
+    }
+}
+
 /// Checks `mutation` against [`MAX_CELL_VALUE_LEN`] and [`MAX_MUTATION_SIZE`]
-/// (its sstable size bound and its [`encoded_len`](Mutation::encoded_len)).
+/// (its sstable size bound and its [`encoded_len`](Mutation::encoded_len)),
+/// and returns it with both sizes ([`Checked`]), each measured once.
 /// The builder runs it on every mutation it builds; a write path runs it
 /// again only on mutations it did not build itself or that it merged (a
 /// merge can grow one past the limits).
 ///
 /// # Errors
 /// [`Error::CellValueTooLarge`] or [`Error::MutationTooLarge`].
-pub fn check(mutation: &Mutation) -> Result<(), Error> {
+pub fn check(mutation: &Mutation) -> Result<Checked<'_>, Error> {
     let rows = mutation
         .static_row()
         .into_iter()
@@ -168,7 +215,9 @@ pub fn check(mutation: &Mutation) -> Result<(), Error> {
             }
         }
     }
-    let size = size_bound(mutation).max(mutation.encoded_len());
+    let size_bound = size_bound(mutation);
+    let encoded_len = mutation.encoded_len();
+    let size = size_bound.max(encoded_len);
     if size > MAX_MUTATION_SIZE {
         return Err(Error::MutationTooLarge {
             key: mutation.key().to_string(),
@@ -176,5 +225,9 @@ pub fn check(mutation: &Mutation) -> Result<(), Error> {
             limit: MAX_MUTATION_SIZE,
         });
     }
-    Ok(())
+    Ok(Checked {
+        mutation,
+        size_bound,
+        encoded_len,
+    })
 }

@@ -2,10 +2,10 @@
 
 use std::fmt;
 
-use crate::sync::Arc;
+use crate::sync::PlainArc;
 
 /// A reclaim callback: called with no group lock held (see [`ReclaimConfig`]).
-pub type ReclaimCallback = Arc<dyn Fn() + Send + Sync>;
+pub type ReclaimCallback = PlainArc<dyn Fn() + Send + Sync>;
 
 /// Limits and soft-limit callbacks of a [`RegionGroup`](crate::RegionGroup).
 ///

@@ -15,7 +15,7 @@ use slab::Slab;
 
 use crate::config::{Limits, ReclaimCallback, ReclaimConfig};
 use crate::error::Error;
-use crate::sync::{Arc, Condvar, Mutex, MutexGuard};
+use crate::sync::{Arc, Condvar, Mutex, MutexGuard, PlainArc};
 use crate::timer::TimerState;
 use crate::tracker::RegionTracker;
 use crate::waiter::{Status, Waiter, Wake};
@@ -180,7 +180,7 @@ impl RegionGroup {
     ///
     /// A soft limit above the unspooled hard limit is lowered to it (see
     /// [`ReclaimConfig`]).
-    pub fn new(name: impl Into<String>, config: ReclaimConfig) -> Arc<RegionGroup> {
+    pub fn new(name: impl Into<String>, config: ReclaimConfig) -> PlainArc<RegionGroup> {
         let limits = Limits::new(
             config.unspooled_hard_limit,
             config.unspooled_soft_limit,
@@ -206,7 +206,7 @@ impl RegionGroup {
             blocked_time: Duration::ZERO,
             timer: TimerState::default(),
         };
-        Arc::new(RegionGroup {
+        PlainArc::new(RegionGroup {
             shared: Arc::new(Shared {
                 name: name.into(),
                 state: Mutex::new(state),
@@ -528,7 +528,7 @@ impl RegionGroup {
     pub fn set_region_owner(
         &self,
         region: RegionId,
-        owner: Arc<dyn std::any::Any + Send + Sync>,
+        owner: PlainArc<dyn std::any::Any + Send + Sync>,
     ) -> bool {
         self.lock().regions.set_owner(region, owner)
     }
@@ -536,7 +536,10 @@ impl RegionGroup {
     /// The owner attached to `region` with
     /// [`set_region_owner`](Self::set_region_owner), while it reports to
     /// this group.
-    pub fn region_owner(&self, region: RegionId) -> Option<Arc<dyn std::any::Any + Send + Sync>> {
+    pub fn region_owner(
+        &self,
+        region: RegionId,
+    ) -> Option<PlainArc<dyn std::any::Any + Send + Sync>> {
         self.lock().regions.owner(region)
     }
 
@@ -672,7 +675,7 @@ impl RegionListener for RegionGroup {
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
-    use std::sync::atomic::{AtomicUsize, Ordering};
+    use crate::sync::plain::{AtomicUsize, OnceLock, Ordering, Weak};
 
     fn id(n: u64) -> RegionId {
         RegionId::from_raw(n)
@@ -698,7 +701,7 @@ mod tests {
     #[test]
     fn an_owner_stays_while_its_region_reports_and_leaves_with_it() {
         let g = RegionGroup::new("g", ReclaimConfig::default());
-        let owned = |n: u64| Arc::new(n) as Arc<dyn std::any::Any + Send + Sync>;
+        let owned = |n: u64| PlainArc::new(n) as PlainArc<dyn std::any::Any + Send + Sync>;
         let of = |r: u64| {
             g.region_owner(id(r))
                 .and_then(|o| o.downcast_ref::<u64>().copied())
@@ -774,19 +777,18 @@ mod tests {
 
     #[test]
     fn callback_calling_back_into_group_does_not_deadlock() {
-        let calls = std::sync::Arc::new(AtomicUsize::new(0));
-        let cell: std::sync::Arc<std::sync::OnceLock<std::sync::Weak<RegionGroup>>> =
-            Default::default();
+        let calls = PlainArc::new(AtomicUsize::new(0));
+        let cell: PlainArc<OnceLock<Weak<RegionGroup>>> = Default::default();
         let (c, w) = (calls.clone(), cell.clone());
         let g = RegionGroup::new(
             "g",
             ReclaimConfig {
                 unspooled_soft_limit: 10,
-                start_reclaiming: Some(std::sync::Arc::new(move || {
+                start_reclaiming: Some(PlainArc::new(move || {
                     c.fetch_add(1, Ordering::SeqCst);
                     // Calls back into the group: raises the soft limit, which
                     // records a stop crossing delivered by the same loop.
-                    if let Some(g) = w.get().and_then(std::sync::Weak::upgrade) {
+                    if let Some(g) = w.get().and_then(Weak::upgrade) {
                         assert!(g.is_reclaiming());
                         g.update_limits(usize::MAX, 1000, usize::MAX);
                     }
@@ -794,7 +796,7 @@ mod tests {
                 ..Default::default()
             },
         );
-        cell.set(std::sync::Arc::downgrade(&g)).unwrap();
+        cell.set(PlainArc::downgrade(&g)).unwrap();
         g.add(id(1), 11);
         assert_eq!(calls.load(Ordering::SeqCst), 1);
         assert!(!g.is_reclaiming());

@@ -7,7 +7,7 @@
 use loom::sync::Mutex;
 use loom::thread;
 
-use crate::sync::Arc;
+use crate::sync::{Arc, PlainArc};
 use crate::{Error, ReclaimConfig, RegionGroup, RegionId, RegionListener};
 
 const REGION: RegionId = RegionId::from_raw(1);
@@ -29,19 +29,15 @@ fn model_with_min_bound(min_bound: usize, f: impl Fn() + Send + Sync + 'static) 
 
 /// A group with a soft limit of 10 whose callbacks log `true` (start) and
 /// `false` (stop), and the log.
-fn logging_group() -> (Arc<RegionGroup>, std::sync::Arc<Mutex<Vec<bool>>>) {
-    let log = std::sync::Arc::new(Mutex::new(Vec::new()));
+fn logging_group() -> (PlainArc<RegionGroup>, Arc<Mutex<Vec<bool>>>) {
+    let log = Arc::new(Mutex::new(Vec::new()));
     let (start, stop) = (log.clone(), log.clone());
     let group = RegionGroup::new(
         "loom",
         ReclaimConfig {
             unspooled_soft_limit: 10,
-            start_reclaiming: Some(std::sync::Arc::new(move || {
-                start.lock().unwrap().push(true)
-            })),
-            stop_reclaiming: Some(std::sync::Arc::new(move || {
-                stop.lock().unwrap().push(false)
-            })),
+            start_reclaiming: Some(PlainArc::new(move || start.lock().unwrap().push(true))),
+            stop_reclaiming: Some(PlainArc::new(move || stop.lock().unwrap().push(false))),
             ..Default::default()
         },
     );
@@ -67,7 +63,7 @@ fn assert_balanced(group: &RegionGroup, log: &[bool]) {
 }
 
 /// A group with a hard limit of 10 bytes, already 1 byte over it.
-fn over_limit_group() -> Arc<RegionGroup> {
+fn over_limit_group() -> PlainArc<RegionGroup> {
     let group = RegionGroup::new(
         "loom",
         ReclaimConfig {
@@ -101,7 +97,7 @@ fn loom_blocked_writer_released_when_memory_freed() {
 fn loom_two_blocked_writers_released_fifo() {
     model(|| {
         let group = over_limit_group();
-        let order = std::sync::Arc::new(Mutex::new(Vec::new()));
+        let order = Arc::new(Mutex::new(Vec::new()));
         let spawn_writer = |n: u32| {
             let (group, order) = (group.clone(), order.clone());
             thread::spawn(move || {

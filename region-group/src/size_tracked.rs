@@ -10,7 +10,7 @@ use logalloc::{
 };
 
 use crate::group::RegionGroup;
-use crate::sync::Arc;
+use crate::sync::PlainArc;
 
 /// A [`logalloc::Region`] registered in a [`RegionGroup`] through the
 /// listener interface: the group hears of every segment the region takes or
@@ -38,14 +38,14 @@ use crate::sync::Arc;
 /// ```
 pub struct SizeTrackedRegion {
     region: Region,
-    group: Arc<RegionGroup>,
+    group: PlainArc<RegionGroup>,
 }
 
 impl SizeTrackedRegion {
     /// Creates an empty region in `pool`, already listening to `group`.
-    pub fn new(group: &Arc<RegionGroup>, pool: &Arc<SegmentPool>) -> SizeTrackedRegion {
+    pub fn new(group: &PlainArc<RegionGroup>, pool: &PlainArc<SegmentPool>) -> SizeTrackedRegion {
         let mut region = Region::new(pool);
-        let listener: Arc<dyn RegionListener> = group.clone();
+        let listener: PlainArc<dyn RegionListener> = group.clone();
         region.listen(listener);
         SizeTrackedRegion {
             region,
@@ -60,7 +60,7 @@ impl SizeTrackedRegion {
     }
 
     /// The group this region was created in.
-    pub fn group(&self) -> &Arc<RegionGroup> {
+    pub fn group(&self) -> &PlainArc<RegionGroup> {
         &self.group
     }
 

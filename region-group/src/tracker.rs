@@ -49,7 +49,7 @@ impl RegionEntry {
 }
 
 /// What a region's owner attached to it ([`RegionGroup::set_region_owner`](crate::RegionGroup::set_region_owner)).
-pub(crate) type Owner = crate::sync::Arc<dyn Any + Send + Sync>;
+pub(crate) type Owner = crate::sync::PlainArc<dyn Any + Send + Sync>;
 
 /// The regions of a group, ordered by size.
 pub(crate) struct RegionTracker {

@@ -143,31 +143,16 @@ impl CommitLogMode {
     }
 }
 
-/// Which memtables are flushed, and when.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-#[cfg_attr(feature = "stress", derive(clap::ValueEnum))]
-#[non_exhaustive]
-pub enum FlushPolicy {
-    /// The default (ScyllaDB since 2016, issue 1817): memtables stay in
-    /// memory until the unspooled dirty memory of all of them passes the
-    /// soft limit; then the largest is flushed, one data write at a time.
-    #[default]
-    SoftLimit,
-    /// The baseline it replaced, kept for comparison: each memtable is
-    /// flushed when it alone reaches a fixed share of the budget, several
-    /// flushes at once.
-    PerMemtable,
-}
+/// Which memtables are flushed, and when: the dirty-memory manager's own
+/// policy type ([`FlushPolicy::LargestAtSoftLimit`], the default, or
+/// [`FlushPolicy::PerMemtableLimit`] with its fraction and concurrency;
+/// [`FlushPolicy::per_memtable_default`] gives ScyllaDB's pre-2016
+/// numbers). [`DatabaseConfig::validate`] checks its parameters.
+pub use dirty_memory::FlushPolicy;
 
-impl FlushPolicy {
-    /// The policy's name as the command line spells it.
-    pub fn name(self) -> &'static str {
-        match self {
-            FlushPolicy::SoftLimit => "soft-limit",
-            FlushPolicy::PerMemtable => "per-memtable",
-        }
-    }
-}
+/// The most flushes [`FlushPolicy::PerMemtableLimit`] may let write data at
+/// once: each is a flush scheduler data worker, a thread of its own.
+pub const MAX_CONCURRENT_FLUSHES: usize = 64;
 
 /// A modelled device of a [`DeviceModel`]: a name and a bandwidth.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -356,7 +341,7 @@ pub fn check_soft_limit_ratio(ratio: f64) -> Result<(), Error> {
 ///
 /// let mut config = DatabaseConfig::new("/var/lib/replica");
 /// config.dirty_memory_budget = 64 << 20;
-/// config.flush_policy = FlushPolicy::PerMemtable;
+/// config.flush_policy = FlushPolicy::per_memtable_default();
 /// config.validate()?;
 /// // Flushes go to the data directories unless told otherwise.
 /// assert_eq!(config.effective_flush_dirs(), config.data_dirs.as_slice());
@@ -376,7 +361,9 @@ pub struct DatabaseConfig {
     pub dirty_memory_budget: usize,
     /// The soft limit as a fraction of the budget, in `(0, 0.5]`.
     pub soft_limit_ratio: f64,
-    /// Which memtables are flushed, and when.
+    /// Which memtables are flushed, and when (default
+    /// [`FlushPolicy::LargestAtSoftLimit`]); a per-memtable policy flushes
+    /// at most [`MAX_CONCURRENT_FLUSHES`] at once.
     pub flush_policy: FlushPolicy,
     /// The separate, small dirty-memory budget of system tables.
     pub system_dirty_memory_budget: usize,
@@ -482,11 +469,13 @@ impl DatabaseConfig {
     /// # Errors
     /// [`Error::InvalidOption`] naming the first field out of range: no
     /// data directory, an empty or repeated directory, a budget below
-    /// [`MIN_DATABASE_BUDGET`], a soft-limit ratio outside `(0, 0.5]`, a zero
-    /// write timeout, a cache size below [`MIN_CACHE_SIZE`], or a bad
-    /// device model (named `devices`: a device with a bad name, a zero
-    /// bandwidth or defined twice, a directory placed on an unknown
-    /// device, on two devices, or not one of the database's).
+    /// [`MIN_DATABASE_BUDGET`], a soft-limit ratio outside `(0, 0.5]`, a
+    /// flush policy whose parameters dirty-memory refuses or that writes
+    /// more than [`MAX_CONCURRENT_FLUSHES`] at once, a zero write timeout, a
+    /// cache size below [`MIN_CACHE_SIZE`], or a bad device model (named
+    /// `devices`: a device with a bad name, a zero bandwidth or defined
+    /// twice, a directory placed on an unknown device, on two devices, or
+    /// not one of the database's).
     pub fn validate(&self) -> Result<(), Error> {
         let invalid = |name, value: String, expected: String| Error::InvalidOption {
             name,
@@ -534,6 +523,17 @@ impl DatabaseConfig {
             }
         }
         check_soft_limit_ratio(self.soft_limit_ratio)?;
+        let policy = |expected: String| {
+            invalid("flush_policy", format!("{:?}", self.flush_policy), expected)
+        };
+        self.flush_policy
+            .validate()
+            .map_err(|e| policy(format!("parameters dirty-memory accepts ({e})")))?;
+        if self.flush_policy.max_data_writers() > MAX_CONCURRENT_FLUSHES {
+            return Err(policy(format!(
+                "at most {MAX_CONCURRENT_FLUSHES} concurrent flushes"
+            )));
+        }
         let commitlog_dir = self.commitlog_dir();
         let mut dirs = self.all_dirs();
         if self.commitlog != CommitLogMode::Off {
@@ -578,7 +578,7 @@ mod tests {
         let c = DatabaseConfig::new("/d");
         c.validate().unwrap();
         assert_eq!(c.effective_flush_dirs(), &[PathBuf::from("/d")]);
-        assert_eq!(c.flush_policy, FlushPolicy::SoftLimit);
+        assert_eq!(c.flush_policy, FlushPolicy::LargestAtSoftLimit);
         assert!(c.devices.is_empty());
         assert_eq!(c.all_dirs(), vec![Path::new("/d")]);
     }
@@ -794,8 +794,31 @@ mod tests {
     }
 
     #[test]
-    fn policy_names_match_the_command_line() {
-        assert_eq!(FlushPolicy::SoftLimit.name(), "soft-limit");
-        assert_eq!(FlushPolicy::PerMemtable.name(), "per-memtable");
+    fn bad_flush_policies_name_the_field_and_the_limit() {
+        let per_memtable = |max_memtable_fraction, max_concurrent_flushes| {
+            let mut c = DatabaseConfig::new("/d");
+            c.flush_policy = FlushPolicy::PerMemtableLimit {
+                max_memtable_fraction,
+                max_concurrent_flushes,
+            };
+            c.validate().map_err(|e| e.to_string())
+        };
+        per_memtable(0.11, 4).unwrap();
+        per_memtable(1.0, MAX_CONCURRENT_FLUSHES).unwrap();
+        for (fraction, flushes, limit) in [
+            (0.0, 4, "(0, 1]"),
+            (1.5, 4, "(0, 1]"),
+            (f64::NAN, 4, "(0, 1]"),
+            (0.11, 0, "at least 1"),
+            (
+                0.11,
+                MAX_CONCURRENT_FLUSHES + 1,
+                "at most 64 concurrent flushes",
+            ),
+            (0.11, usize::MAX, "at most 64 concurrent flushes"),
+        ] {
+            let e = per_memtable(fraction, flushes).unwrap_err();
+            assert!(e.contains("flush_policy") && e.contains(limit), "{e}");
+        }
     }
 }

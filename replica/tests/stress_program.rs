@@ -8,15 +8,16 @@ use std::path::Path;
 
 use clap::Parser;
 use common::MemTarget;
+use replica::Error;
 use replica::stress::{
-    RunConfig, StressOptions, TargetFactory, execute, hdr_log_path, policies, table_name,
+    FlushPolicyChoice, RunConfig, StressOptions, TargetFactory, execute, hdr_log_path, policies,
+    table_name,
 };
-use replica::{Error, FlushPolicy};
 
 /// Opens a fresh in-memory target per run and records what it was asked.
 #[derive(Default)]
 struct Factory {
-    opened: Vec<(FlushPolicy, String)>,
+    opened: Vec<(FlushPolicyChoice, String)>,
     closed: usize,
     fail_open: bool,
 }
@@ -24,7 +25,7 @@ struct Factory {
 impl TargetFactory for Factory {
     type Target = MemTarget;
 
-    fn open(&mut self, policy: FlushPolicy, config: &RunConfig) -> Result<MemTarget, Error> {
+    fn open(&mut self, policy: FlushPolicyChoice, config: &RunConfig) -> Result<MemTarget, Error> {
         if self.fail_open {
             return Err(Error::UnknownTable {
                 name: table_name(0),
@@ -81,7 +82,7 @@ fn one_run_prints_progress_and_a_summary_and_writes_the_reports() {
     assert_eq!(summaries[0].counts.rows, 1200);
     assert_eq!(
         factory.opened,
-        [(FlushPolicy::PerMemtable, "per-memtable".to_owned())]
+        [(FlushPolicyChoice::PerMemtable, "per-memtable".to_owned())]
     );
     assert_eq!(factory.closed, 1);
     assert!(
@@ -118,7 +119,7 @@ fn compare_runs_both_policies_baseline_first_and_prints_the_ratios() {
     ]);
     assert_eq!(
         policies(&o),
-        [FlushPolicy::PerMemtable, FlushPolicy::SoftLimit]
+        [FlushPolicyChoice::PerMemtable, FlushPolicyChoice::SoftLimit]
     );
     let mut factory = Factory::default();
     let mut out = Vec::new();
@@ -145,15 +146,18 @@ fn compare_runs_both_policies_baseline_first_and_prints_the_ratios() {
     assert_eq!(v["baseline"]["label"], "per-memtable");
     assert_eq!(v["candidate"]["label"], "soft-limit");
     assert_eq!(v["ratios"]["Total partitions"], 1.0);
-    for policy in [FlushPolicy::PerMemtable, FlushPolicy::SoftLimit] {
+    for policy in [FlushPolicyChoice::PerMemtable, FlushPolicyChoice::SoftLimit] {
         let path = hdr_log_path(&hlog, policy, true);
         assert!(hlog_intervals(&path) >= 1, "{}", path.display());
     }
     assert_eq!(
-        hdr_log_path(&hlog, FlushPolicy::SoftLimit, true),
+        hdr_log_path(&hlog, FlushPolicyChoice::SoftLimit, true),
         dir.path().join("run.soft-limit.hlog")
     );
-    assert_eq!(hdr_log_path(&hlog, FlushPolicy::SoftLimit, false), hlog);
+    assert_eq!(
+        hdr_log_path(&hlog, FlushPolicyChoice::SoftLimit, false),
+        hlog
+    );
 }
 
 #[test]

@@ -14,7 +14,7 @@ use crate::slice::next_partition;
 use crate::source::UnderlyingSource;
 use crate::stats::{CacheStats, Counters, Sizes, TrackerStats, UpdateStats};
 use crate::stored::{self, Piece};
-use crate::sync::{Arc, Mutex, RwLock};
+use crate::sync::{Arc, Mutex, PlainArc, RwLock};
 
 /// How a [`RowCache`] is set up.
 #[derive(Debug, Clone, Default)]
@@ -152,7 +152,10 @@ impl CacheTracker {
     /// # Errors
     /// [`Error::BudgetOutOfRange`] for a `max_bytes` below one segment or
     /// above the pool's memory limit.
-    pub fn new(pool: &Arc<SegmentPool>, max_bytes: Option<usize>) -> Result<CacheTracker, Error> {
+    pub fn new(
+        pool: &PlainArc<SegmentPool>,
+        max_bytes: Option<usize>,
+    ) -> Result<CacheTracker, Error> {
         if let Some(bytes) = max_bytes {
             let (min, max) = (pool.segment_size(), pool.memory_limit());
             if bytes < min || bytes > max {
@@ -232,7 +235,7 @@ impl CacheTracker {
     /// `listener` (for example a region group that shows the caches' share
     /// of the pool; it should not be the dirty-memory group, which the
     /// caches are not part of).
-    pub fn listen(&self, listener: std::sync::Arc<dyn RegionListener>) {
+    pub fn listen(&self, listener: PlainArc<dyn RegionListener>) {
         self.shared.region.write().listen(listener);
     }
 
@@ -279,7 +282,7 @@ pub(crate) struct Shared {
     pub(crate) id: CacheId,
     /// Serialises updates at flush.
     updating: Mutex<()>,
-    pub(crate) source: Arc<dyn UnderlyingSource>,
+    pub(crate) source: PlainArc<dyn UnderlyingSource>,
     pub(crate) counters: Counters,
     piece_bytes: usize,
 }
@@ -419,8 +422,8 @@ impl RowCache {
     /// above the pool's memory limit, [`Error::PieceBytesZero`] for a
     /// `piece_bytes` of 0.
     pub fn new(
-        pool: &Arc<SegmentPool>,
-        source: Arc<dyn UnderlyingSource>,
+        pool: &PlainArc<SegmentPool>,
+        source: PlainArc<dyn UnderlyingSource>,
         config: CacheConfig,
     ) -> Result<RowCache, Error> {
         let piece_bytes = Self::piece_bytes(&config)?;
@@ -439,7 +442,7 @@ impl RowCache {
     /// `piece_bytes` of 0.
     pub fn with_tracker(
         tracker: &CacheTracker,
-        source: Arc<dyn UnderlyingSource>,
+        source: PlainArc<dyn UnderlyingSource>,
         config: CacheConfig,
     ) -> Result<RowCache, Error> {
         if let Some(bytes) = config.max_bytes {
@@ -459,7 +462,7 @@ impl RowCache {
 
     fn build(
         tracker: &CacheTracker,
-        source: Arc<dyn UnderlyingSource>,
+        source: PlainArc<dyn UnderlyingSource>,
         piece_bytes: usize,
     ) -> RowCache {
         let tracker = Arc::clone(&tracker.shared);
@@ -737,7 +740,7 @@ impl RowCache {
     /// Reports the tracker's region's memory to `listener`: see
     /// [`CacheTracker::listen`] (the region is every cache's of the
     /// tracker).
-    pub fn listen(&self, listener: std::sync::Arc<dyn RegionListener>) {
+    pub fn listen(&self, listener: PlainArc<dyn RegionListener>) {
         self.shared.tracker.region.write().listen(listener);
     }
 

@@ -10,7 +10,7 @@ use mutation::{
     from_mutations, to_mutations,
 };
 
-use crate::sync::{Arc, Mutex};
+use crate::sync::{Arc, Mutex, PlainArc};
 use crate::{CacheConfig, CacheTracker, RowCache, UnderlyingSource};
 
 /// One partition, replaced whole when a flush commits (loom sees its lock).
@@ -36,7 +36,7 @@ fn builder() -> loom::model::Builder {
     builder
 }
 
-fn pool() -> std::sync::Arc<SegmentPool> {
+fn pool() -> PlainArc<SegmentPool> {
     SegmentPool::new(
         PoolConfig::default()
             .with_segment_size(4096)
@@ -72,7 +72,7 @@ fn loom_population_racing_an_update_never_hides_the_flush() {
     builder().check(|| {
         let old = write("old", 1);
         let new = write("new", 2);
-        let source = Arc::new(Source(Mutex::new(Some(old.clone()))));
+        let source = PlainArc::new(Source(Mutex::new(Some(old.clone()))));
         let cache =
             Arc::new(RowCache::new(&pool(), source.clone(), CacheConfig::default()).unwrap());
         let reader = {
@@ -101,7 +101,7 @@ fn loom_population_racing_an_update_never_hides_the_flush() {
 fn loom_eviction_racing_a_reader_reads_through() {
     builder().check(|| {
         let m = write("v", 1);
-        let source = Arc::new(Source(Mutex::new(Some(m.clone()))));
+        let source = PlainArc::new(Source(Mutex::new(Some(m.clone()))));
         let cache = Arc::new(RowCache::new(&pool(), source, CacheConfig::default()).unwrap());
         assert_eq!(read(&cache), [m.clone()]); // populates
         let reader = {
@@ -136,7 +136,7 @@ fn loom_tail_eviction_racing_an_update_never_keeps_a_stale_piece() {
     builder().check(|| {
         let old = two_rows("old", 1);
         let new = two_rows("new", 2);
-        let source = Arc::new(Source(Mutex::new(Some(old.clone()))));
+        let source = PlainArc::new(Source(Mutex::new(Some(old.clone()))));
         // One row per piece: eviction trims the tail row first.
         let config = CacheConfig::default().with_piece_bytes(1);
         let cache = Arc::new(RowCache::new(&pool(), source.clone(), config).unwrap());
@@ -182,7 +182,7 @@ fn loom_pool_reclaim_evicts_the_cache_while_a_reader_reads() {
         )
         .unwrap();
         let m = write("v", 1);
-        let source = Arc::new(Source(Mutex::new(Some(m.clone()))));
+        let source = PlainArc::new(Source(Mutex::new(Some(m.clone()))));
         let cache = Arc::new(RowCache::new(&pool, source, CacheConfig::default()).unwrap());
         assert_eq!(read(&cache), [m.clone()]); // populates: one segment
         let reader = {
@@ -239,8 +239,8 @@ fn loom_another_tables_population_evicts_a_partition_being_read() {
         let tracker = CacheTracker::new(&pool(), Some(4096)).unwrap();
         let a = big("k", 1, 2500);
         let b = big("k", 2, 2500);
-        let source_a = Arc::new(Source(Mutex::new(Some(a.clone()))));
-        let source_b = Arc::new(Source(Mutex::new(Some(b.clone()))));
+        let source_a = PlainArc::new(Source(Mutex::new(Some(a.clone()))));
+        let source_b = PlainArc::new(Source(Mutex::new(Some(b.clone()))));
         let cache_a =
             Arc::new(RowCache::with_tracker(&tracker, source_a, CacheConfig::default()).unwrap());
         let cache_b = RowCache::with_tracker(&tracker, source_b, CacheConfig::default()).unwrap();

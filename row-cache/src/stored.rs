@@ -10,7 +10,7 @@
 use logalloc::{Error as AllocError, Handle, Region, RegionReader};
 use mutation::{ClusteringKey, ClusteringRange, Mutation, Position, Row};
 
-use crate::sync::Arc;
+use crate::sync::PlainArc;
 
 /// Where one piece's encoded bytes are: one object, or chunks of at most
 /// the pool's largest object size, in order.
@@ -72,7 +72,7 @@ pub(crate) struct Piece {
 }
 
 /// A partition's pieces, shared with readers that looked it up.
-pub(crate) type Pieces = Arc<[Piece]>;
+pub(crate) type Pieces = PlainArc<[Piece]>;
 
 /// Every object handle of `pieces`.
 pub(crate) fn handles(pieces: &[Piece]) -> Vec<Handle> {

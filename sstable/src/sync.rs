@@ -1,13 +1,28 @@
-//! The crate's one door to shared-state primitives.
+//! The crate's one door to shared-state primitives, all from the
+//! workspace's `sync` facade.
 //!
 //! An open sstable is immutable and shared by its readers through [`Arc`];
 //! the shared mutable state is a `Relaxed` diagnostic counter of blocks
 //! read and the process-wide cache of open files (`file_cache`), a static
-//! behind one lock that is held only for map updates. Statics cannot hold
-//! loom types, so the crate takes the `std` types that the workspace's
-//! `sync` facade keeps in every build (`sync::plain`), and `std`'s
-//! `Mutex` and `LazyLock` for the cache's static; this also keeps the crate
-//! usable from other crates' loom models.
+//! behind one lock that is held only for map updates. Every one of these is
+//! a `sync::plain` type, `std`'s in every build, loom's included, each for
+//! its reason:
+//!
+//! * the cache is a `static` (`LazyLock<Mutex<..>>`), and a static can hold
+//!   no loom type: loom's exist only inside one model, and a static outlives
+//!   them all;
+//! * the cache holds `Arc<File>` clones, so the files' `Arc` is the
+//!   static's too;
+//! * an open sstable (`Arc` of its immutable parts and sources) has no
+//!   protocol between threads for loom to explore, and is opened outside
+//!   models as often as inside other crates' ones;
+//! * the id counter is a static, and the blocks-read counter orders
+//!   nothing between threads.
+//!
+//! Plain types also keep the crate usable from other crates' loom models
+//! (an sstable opened in a model leaves nothing loom would report as a
+//! leak).
 
-pub(crate) use ::sync::plain::{Arc, AtomicU64, Ordering};
-pub(crate) use std::sync::{LazyLock, Mutex, MutexGuard, PoisonError};
+pub(crate) use ::sync::plain::{
+    Arc, AtomicU64, LazyLock, Mutex, MutexGuard, Ordering, PoisonError,
+};

@@ -18,10 +18,12 @@
 //!   [`Condvar::wait_for`] and [`Condvar::wait_until`] return `true` when
 //!   they timed out;
 //! * [`Arc`], the atomics (also under [`atomic`]) and [`thread`] come from
-//!   loom under `cfg(loom)`;
+//!   loom under `cfg(loom)`; [`arc_from_std`] and [`arc_dyn!`] make an
+//!   `Arc<dyn Trait>` in both builds (loom's `Arc` cannot coerce);
 //! * [`plain`] holds the `std` types that stay `std` in every build: for
-//!   statics (loom types cannot live in one), for values that cross a
-//!   public API as `std::sync::Arc`, and for counters that order nothing;
+//!   statics (loom types cannot live in one), for `Arc`s std's traits need
+//!   (error sources, wakers), `Weak`, values that cross a public API as
+//!   `std::sync::Arc`, and counters that order nothing;
 //! * [`time::now`] is a fixed instant under loom (loom does not model
 //!   time, and a model must replay identically), and [`time::deadline_after`]
 //!   adds a wait to it without overflowing.
@@ -81,11 +83,63 @@ pub use loom::sync::Arc;
 /// still alive at the end of a model as a leak); `std::sync::Arc`
 /// otherwise.
 ///
-/// Loom's `Arc` holds only sized values and is a different type from
-/// `std::sync::Arc`: where an `Arc` appears in a public API, or holds a
-/// `dyn` value, use [`plain::Arc`].
+/// Loom's `Arc` is a different type from `std::sync::Arc` and cannot
+/// coerce to an `Arc<dyn Trait>`: make an unsized one with [`arc_from_std`]
+/// (or [`arc_dyn!`]); where std's own traits need `std::sync::Arc` (an error
+/// `#[source]`, `std::task::Wake`), or a `static` holds one, use
+/// [`plain::Arc`].
 #[cfg(not(loom))]
 pub use std::sync::Arc;
+
+/// The facade's [`Arc`] of the value a fresh `std::sync::Arc` holds: that
+/// `Arc` itself normally, loom's `Arc::from_std` under `cfg(loom)`. The way
+/// to an `Arc<dyn Trait>` (or any unsized value) that loom tracks, since
+/// loom's `Arc` cannot coerce: coerce the `std` one on the way in, where
+/// the expected type says what to coerce to.
+///
+/// `arc` must be unique (just made, never cloned): loom panics otherwise,
+/// as its count could not follow the clones made before.
+///
+/// ```
+/// use std::fmt::Display;
+/// use sync::{Arc, plain};
+///
+/// let shown: Arc<dyn Display + Send + Sync> = sync::arc_from_std(plain::Arc::new(5));
+/// assert_eq!(shown.to_string(), "5");
+/// ```
+#[track_caller]
+pub fn arc_from_std<T: ?Sized>(arc: plain::Arc<T>) -> Arc<T> {
+    #[cfg(loom)]
+    {
+        Arc::from_std(arc)
+    }
+    #[cfg(not(loom))]
+    {
+        arc
+    }
+}
+
+/// `arc_dyn!(value)`: a new facade [`Arc`] holding `value`, coerced to the
+/// unsized type the context expects (`Arc<dyn Trait>`), in loom builds too
+/// (see [`arc_from_std`]). Say the type where it is not implied: under loom
+/// an `Arc` inferred as `Arc<Value>` cannot become an `Arc<dyn Trait>`
+/// later.
+///
+/// ```
+/// use std::fmt::Debug;
+/// use sync::Arc;
+///
+/// let mut items: Vec<Arc<dyn Debug + Send + Sync>> = Vec::new();
+/// items.push(sync::arc_dyn!(1));
+/// items.push(sync::arc_dyn!("two"));
+/// assert_eq!(format!("{items:?}"), r#"[1, "two"]"#);
+/// ```
+#[macro_export]
+macro_rules! arc_dyn {
+    ($value:expr) => {
+        $crate::arc_from_std($crate::plain::Arc::new($value))
+    };
+}
 
 pub use atomic::{
     AtomicBool, AtomicI64, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering, fence,
@@ -110,14 +164,18 @@ pub mod atomic {
 
 /// The `std` types that stay `std` under `cfg(loom)` too.
 ///
-/// For what loom must not (or cannot) see: a `static` (loom's types must be
-/// created inside a model), an `Arc` that crosses a public API where callers
-/// write `std::sync::Arc`, an `Arc<dyn Trait>`, and statistics counters that
-/// order nothing between threads. Anything that carries a protocol between
-/// threads belongs in the crate root's modelled types instead.
+/// For what loom must not (or cannot) see: a `static` and what it holds
+/// (loom's types must be created inside a model and gone at its end; hence
+/// `Mutex` and `LazyLock` here, std-shaped: `lock` returns a `Result`), an
+/// `Arc` that std's traits need (`Error` for an error's `#[source]`,
+/// `std::task::Wake`), a `Weak` (loom has none), an `Arc` that still
+/// crosses a public API where callers write `std::sync::Arc`, and
+/// statistics counters that order nothing between threads. Say why at each
+/// use. Anything that carries a protocol between threads belongs in the
+/// crate root's modelled types instead.
 pub mod plain {
     pub use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
-    pub use std::sync::{Arc, Weak};
+    pub use std::sync::{Arc, LazyLock, Mutex, MutexGuard, OnceLock, PoisonError, Weak};
 }
 
 /// Threads: `std::thread` normally, `loom::thread` under `cfg(loom)`.

@@ -278,4 +278,18 @@ mod tests {
             t.join().expect("no panic");
         });
     }
+
+    /// An `Arc<dyn ..>` made through the facade is loom's: shared with
+    /// another thread, counted by loom, and released by the model's end.
+    #[test]
+    fn loom_a_dyn_arc_is_tracked_across_threads() {
+        loom::model(|| {
+            let answer: crate::Arc<dyn Fn() -> usize + Send + Sync> = crate::arc_dyn!(|| 7usize);
+            let other = crate::Arc::clone(&answer);
+            let t = loom::thread::spawn(move || other());
+            assert_eq!(answer(), 7);
+            assert_eq!(t.join().expect("no panic"), 7);
+            assert_eq!(crate::Arc::strong_count(&answer), 1);
+        });
+    }
 }

@@ -5,18 +5,53 @@
 use std::time::{Duration, Instant};
 
 use mutation::Mutation;
+use mutation::limits::Checked;
 
 use super::{Chunk, Shared, State};
 use crate::config::SyncMode;
 use crate::format::{self, FRAMING, KIND_DROP, KIND_MUTATION};
-use crate::sync::{MutexGuard, PlainArc};
+use crate::sync::{Arc, MutexGuard, PlainArc, arc_from_std};
 use crate::{Error, ReplayPosition, TableId};
 
+/// A mutation as [`CommitLog::add`](crate::CommitLog::add) and
+/// [`CommitLog::add_async`](crate::CommitLog::add_async) take it, with its
+/// encoded length: from a plain `&Mutation` the log measures it; from a
+/// [`mutation::limits::Checked`] it takes the length the check measured, so
+/// a write path that checked the mutation measures it once.
+#[derive(Debug, Clone, Copy)]
+pub struct MutationRef<'a> {
+    mutation: &'a Mutation,
+    encoded_len: usize,
+}
+
+impl<'a> From<&'a Mutation> for MutationRef<'a> {
+    fn from(mutation: &'a Mutation) -> Self {
+        MutationRef {
+            mutation,
+            encoded_len: mutation.encoded_len(),
+        }
+    }
+}
+
+impl<'a> From<Checked<'a>> for MutationRef<'a> {
+    fn from(checked: Checked<'a>) -> Self {
+        MutationRef {
+            mutation: checked.mutation(),
+            encoded_len: checked.encoded_len(),
+        }
+    }
+}
+
 /// The payload of `table`'s entry for `mutation`: kind, table, encoding.
-pub(super) fn mutation_payload(table: TableId, mutation: &Mutation) -> Vec<u8> {
-    let mut payload = Vec::with_capacity(format::PAYLOAD_PREFIX + mutation.encoded_len());
+pub(super) fn mutation_payload(table: TableId, mutation: MutationRef<'_>) -> Vec<u8> {
+    let mut payload = Vec::with_capacity(format::PAYLOAD_PREFIX + mutation.encoded_len);
     payload.extend_from_slice(&format::payload_prefix(KIND_MUTATION, table));
-    mutation.encode_into(&mut payload);
+    mutation.mutation.encode_into(&mut payload);
+    debug_assert_eq!(
+        payload.len(),
+        format::PAYLOAD_PREFIX + mutation.encoded_len,
+        "the encoded length handed in is the mutation's"
+    );
     payload
 }
 
@@ -274,7 +309,7 @@ impl Shared {
         match created {
             Ok(file) => {
                 Self::count_created(st);
-                self.install_segment(st, id, PlainArc::from(file));
+                self.install_segment(st, id, arc_from_std(PlainArc::from(file)));
                 Ok(true)
             }
             Err(e) => {
@@ -346,7 +381,7 @@ impl Shared {
             .expect("the active segment is on record");
         let offset = seg.end;
         seg.end += framed as u32;
-        let file = PlainArc::clone(seg.file.as_ref().expect("the active segment is open"));
+        let file = Arc::clone(seg.file.as_ref().expect("the active segment is open"));
         if kind == KIND_MUTATION {
             let e = seg.dirty.entry(table).or_default();
             e.entries += 1;

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use super::{GenSlot, Shared, State};
 use crate::config::SyncMode;
-use crate::sync::{MutexGuard, PlainArc};
+use crate::sync::{Arc, MutexGuard, PlainArc};
 use crate::{Error, ReplayPosition};
 
 impl Shared {
@@ -212,7 +212,7 @@ impl Shared {
         let result = MutexGuard::unlocked(st, || {
             for c in &chunks {
                 c.file.write_at(u64::from(c.offset), &c.bytes)?;
-                unsynced.insert(c.segment, PlainArc::clone(&c.file));
+                unsynced.insert(c.segment, Arc::clone(&c.file));
                 written = ReplayPosition::new(c.segment, c.offset + c.bytes.len() as u32);
                 if per_sync > 0 {
                     // Every `per_sync` bytes written to a segment, start

@@ -44,8 +44,8 @@ fn durable(storage: &MemStorage, pos: ReplayPosition) -> bool {
 }
 
 /// A `Batch(0)` log over `storage`.
-fn batch_log(storage: &MemStorage) -> PlainArc<CommitLog> {
-    PlainArc::new(
+fn batch_log(storage: &MemStorage) -> Arc<CommitLog> {
+    Arc::new(
         CommitLog::with_storage(
             Box::new(storage.clone()),
             config(SyncMode::Batch(Duration::ZERO)),
@@ -60,13 +60,13 @@ fn batch_log(storage: &MemStorage) -> PlainArc<CommitLog> {
 /// one entry of table 1 to it, which checks that the entry is durable
 /// when `add` returns and returns its position.
 fn batch_log_and_another_writer() -> (
-    PlainArc<CommitLog>,
+    Arc<CommitLog>,
     MemStorage,
     loom::thread::JoinHandle<ReplayPosition>,
 ) {
     let storage = MemStorage::default();
     let log = batch_log(&storage);
-    let (l2, s2) = (PlainArc::clone(&log), storage.clone());
+    let (l2, s2) = (Arc::clone(&log), storage.clone());
     let other = loom::thread::spawn(move || {
         let pos = l2.add(1, &mutation("a", 10)).unwrap();
         assert!(durable(&s2, pos), "returned before its sync");
@@ -90,7 +90,7 @@ fn loom_batch_writers_return_only_after_a_covering_sync() {
         let stats = log.stats();
         assert_eq!(stats.synced_entries, 2);
         assert!((1..=2).contains(&stats.syncs), "{stats:?}");
-        PlainArc::try_unwrap(log).unwrap().close().unwrap();
+        Arc::try_unwrap(log).unwrap().close().unwrap();
     });
 }
 
@@ -102,13 +102,13 @@ fn loom_a_failed_write_fails_every_waiting_writer() {
         let storage = MemStorage::default();
         storage.0.lock().fail_writes = true;
         let log = batch_log(&storage);
-        let l2 = PlainArc::clone(&log);
+        let l2 = Arc::clone(&log);
         let other = loom::thread::spawn(move || l2.add(1, &mutation("a", 10)));
         let mine = log.add(2, &mutation("b", 10));
         assert!(matches!(mine, Err(Error::Failed(_))), "{mine:?}");
         let theirs = other.join().unwrap();
         assert!(matches!(theirs, Err(Error::Failed(_))), "{theirs:?}");
-        assert!(PlainArc::try_unwrap(log).unwrap().close().is_err());
+        assert!(Arc::try_unwrap(log).unwrap().close().is_err());
     });
 }
 
@@ -122,7 +122,7 @@ fn loom_discard_racing_a_segment_switch_keeps_other_tables_entries() {
     model(|| {
         let storage = MemStorage::default();
         let log = batch_log(&storage);
-        let l2 = PlainArc::clone(&log);
+        let l2 = Arc::clone(&log);
         let flusher = loom::thread::spawn(move || {
             l2.discard_completed(1, ReplayPosition::new(u64::MAX, u32::MAX));
         });
@@ -134,7 +134,7 @@ fn loom_discard_racing_a_segment_switch_keeps_other_tables_entries() {
             })
             .collect();
         flusher.join().unwrap();
-        PlainArc::try_unwrap(log).unwrap().close().unwrap();
+        Arc::try_unwrap(log).unwrap().close().unwrap();
         for pos in kept {
             assert!(durable(&storage, pos), "table 2's entry at {pos} was lost");
         }
@@ -150,15 +150,15 @@ fn loom_buffer_budget_blocks_until_the_flusher_writes() {
         let storage = MemStorage::default();
         let mut c = config(SyncMode::Periodic(Duration::from_secs(3600)));
         c.buffer_budget = Some(2048);
-        let log = PlainArc::new(
+        let log = Arc::new(
             CommitLog::with_storage(Box::new(storage.clone()), c, BTreeMap::new(), 0).unwrap(),
         );
-        let l2 = PlainArc::clone(&log);
+        let l2 = Arc::clone(&log);
         let other = loom::thread::spawn(move || l2.add(1, &mutation("a", 1200)).unwrap());
         let mine = log.add(2, &mutation("b", 1200)).unwrap();
         let theirs = other.join().unwrap();
         assert_ne!(mine, theirs);
-        PlainArc::try_unwrap(log).unwrap().close().unwrap();
+        Arc::try_unwrap(log).unwrap().close().unwrap();
         assert!(durable(&storage, mine) && durable(&storage, theirs));
     });
 }
@@ -213,7 +213,7 @@ fn loom_a_batch_and_a_single_add_return_only_when_durable() {
         let theirs = other.join().unwrap();
         assert!(!mine.contains(&theirs) && mine[0] < mine[1]);
         assert_eq!(log.stats().synced_entries, 3);
-        PlainArc::try_unwrap(log).unwrap().close().unwrap();
+        Arc::try_unwrap(log).unwrap().close().unwrap();
     });
 }
 
@@ -228,11 +228,11 @@ fn loom_a_periodic_sync_does_not_hold_up_writers_at_the_budget() {
         let storage = MemStorage::default();
         let mut c = config(SyncMode::Periodic(Duration::from_secs(3600)));
         c.buffer_budget = Some(2048);
-        let log = PlainArc::new(
+        let log = Arc::new(
             CommitLog::with_storage(Box::new(storage.clone()), c, BTreeMap::new(), 0).unwrap(),
         );
         let first = log.add(1, &mutation("a", 1200)).unwrap();
-        let (l2, s2) = (PlainArc::clone(&log), storage.clone());
+        let (l2, s2) = (Arc::clone(&log), storage.clone());
         let syncer = loom::thread::spawn(move || {
             l2.sync().unwrap();
             assert!(
@@ -251,7 +251,7 @@ fn loom_a_periodic_sync_does_not_hold_up_writers_at_the_budget() {
                 assert!(durable(&storage, p), "{p:?} counted as synced");
             }
         }
-        PlainArc::try_unwrap(log).unwrap().close().unwrap();
+        Arc::try_unwrap(log).unwrap().close().unwrap();
         for p in [first, second, third] {
             assert!(durable(&storage, p), "{p:?} lost");
         }
@@ -293,7 +293,7 @@ fn loom_unlocked_retirements_racing_an_append_remove_each_file_once() {
         ]
         .into_iter()
         .collect();
-        let log = PlainArc::new(
+        let log = Arc::new(
             CommitLog::with_storage(
                 Box::new(storage.clone()),
                 config(SyncMode::Batch(Duration::ZERO)),
@@ -306,7 +306,7 @@ fn loom_unlocked_retirements_racing_an_append_remove_each_file_once() {
         let retirers: Vec<_> = [1, 2]
             .into_iter()
             .map(|table| {
-                let l = PlainArc::clone(&log);
+                let l = Arc::clone(&log);
                 loom::thread::spawn(move || l.discard_completed(table, end))
             })
             .collect();
@@ -315,7 +315,7 @@ fn loom_unlocked_retirements_racing_an_append_remove_each_file_once() {
             r.join().unwrap();
         }
         assert!(durable(&storage, pos), "the appended entry was lost");
-        PlainArc::try_unwrap(log).unwrap().close().unwrap();
+        Arc::try_unwrap(log).unwrap().close().unwrap();
         let s = storage.0.lock();
         assert_eq!(s.removals, vec![1, 2], "each file once, the drop last");
         assert_eq!(
@@ -336,11 +336,11 @@ fn loom_the_periodic_writer_thread_racing_a_sync_keeps_every_entry() {
         let storage = MemStorage::default();
         let mut c = config(SyncMode::Periodic(Duration::from_secs(3600)));
         c.write_interval = Duration::from_millis(1);
-        let log = PlainArc::new(
+        let log = Arc::new(
             CommitLog::with_storage(Box::new(storage.clone()), c, BTreeMap::new(), 0).unwrap(),
         );
         let first = log.add(1, &mutation("a", 100)).unwrap();
-        let (l2, s2) = (PlainArc::clone(&log), storage.clone());
+        let (l2, s2) = (Arc::clone(&log), storage.clone());
         let syncer = loom::thread::spawn(move || {
             l2.sync().unwrap();
             assert!(
@@ -350,7 +350,7 @@ fn loom_the_periodic_writer_thread_racing_a_sync_keeps_every_entry() {
         });
         let second = log.add(2, &mutation("b", 100)).unwrap();
         syncer.join().unwrap();
-        PlainArc::try_unwrap(log).unwrap().close().unwrap();
+        Arc::try_unwrap(log).unwrap().close().unwrap();
         for p in [first, second] {
             assert!(durable(&storage, p), "{p:?} lost");
         }
@@ -420,7 +420,7 @@ fn loom_an_async_append_is_woken_only_after_its_sync() {
         let theirs = other.join().unwrap();
         assert_ne!(mine, theirs);
         assert_eq!(log.stats().synced_entries, 2);
-        PlainArc::try_unwrap(log).unwrap().close().unwrap();
+        Arc::try_unwrap(log).unwrap().close().unwrap();
     });
 }
 
@@ -451,6 +451,6 @@ fn loom_a_dropped_async_append_leaves_no_waker_behind() {
         }
         log.sync().unwrap();
         assert!(durable(&storage, pos));
-        PlainArc::try_unwrap(log).unwrap().close().unwrap();
+        Arc::try_unwrap(log).unwrap().close().unwrap();
     });
 }

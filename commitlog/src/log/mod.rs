@@ -60,12 +60,13 @@ use std::time::{Duration, Instant};
 
 use mutation::Mutation;
 
+pub use self::append::MutationRef;
 use self::append::mutation_payload;
 use crate::config::{Config, SyncMode};
 use crate::format::{self, FRAMING, KIND_DROP, KIND_MUTATION};
 use crate::replay::{self, ReplayReport};
 use crate::storage::{ChargedStorage, DirStorage, SegmentFile, Storage};
-use crate::sync::{self, Arc, Condvar, Mutex, PlainArc};
+use crate::sync::{self, Arc, Condvar, Mutex, PlainArc, arc_dyn};
 use crate::{Error, ReplayPosition, ReplayPositionSet, TableId};
 
 pub use self::durable::Durable;
@@ -120,7 +121,7 @@ pub struct LogStats {
 #[derive(Debug)]
 pub(crate) struct Segment {
     /// Open for writing (segments of this run); `None` for replayed ones.
-    file: Option<PlainArc<dyn SegmentFile>>,
+    file: Option<Arc<dyn SegmentFile>>,
     /// Tables with entries here not yet flushed.
     dirty: HashMap<TableId, Dirty>,
     /// Holds a table drop record: it may go only once no older segment is
@@ -172,7 +173,7 @@ impl Dirty {
 #[derive(Debug)]
 struct Chunk {
     segment: u64,
-    file: PlainArc<dyn SegmentFile>,
+    file: Arc<dyn SegmentFile>,
     offset: u32,
     bytes: Vec<u8>,
 }
@@ -192,7 +193,7 @@ struct State {
     /// The end of what is written to the files.
     written: ReplayPosition,
     /// Files written since the last sync (owned by the running cycle).
-    unsynced: BTreeMap<u64, PlainArc<dyn SegmentFile>>,
+    unsynced: BTreeMap<u64, Arc<dyn SegmentFile>>,
     /// Where write-back was last started up to ([`Config::bytes_per_sync`];
     /// owned by the running cycle).
     writeback_from: ReplayPosition,
@@ -212,7 +213,7 @@ struct State {
     rotating: bool,
     /// The next segment, zero-filled ahead of need
     /// ([`Config::preallocate`]); it gets its id when it is installed.
-    reserve: Option<PlainArc<dyn SegmentFile>>,
+    reserve: Option<Arc<dyn SegmentFile>>,
     /// The reserve thread is creating the reserve (lock released).
     reserving: bool,
     /// Creating a reserve failed while this segment was active: not
@@ -280,7 +281,7 @@ pub(crate) struct Shared {
     storage: Box<dyn Storage>,
     config: Config,
     budget: usize,
-    handler: Mutex<Option<PlainArc<FlushHandler>>>,
+    handler: Mutex<Option<Arc<FlushHandler>>>,
     /// The last drop of every table still relevant, as in the drop side
     /// file (held while the file is rewritten).
     drops: Mutex<BTreeMap<TableId, ReplayPosition>>,
@@ -507,10 +508,12 @@ impl CommitLog {
     /// [`CommitLog::discard_completed`] directly, for a table with nothing
     /// in memory up to the requested position.
     pub fn set_flush_handler(&self, handler: impl Fn(&[FlushRequest]) + Send + Sync + 'static) {
-        *self.shared.handler.lock() = Some(PlainArc::new(handler));
+        *self.shared.handler.lock() = Some(arc_dyn!(handler));
     }
 
-    /// Appends `mutation` for `table` and returns its position.
+    /// Appends `mutation` for `table` and returns its position. The
+    /// mutation is a `&Mutation`, or a [`mutation::limits::Checked`] one
+    /// whose encoded length the check already measured ([`MutationRef`]).
     ///
     /// In [`SyncMode::Batch`] it returns once an fdatasync covered the
     /// entry; in [`SyncMode::Periodic`] once the entry is in the log's
@@ -523,8 +526,12 @@ impl CommitLog {
     /// [`Error::BufferTimeout`], [`Error::Failed`] after an earlier I/O
     /// error, [`Error::Closed`], [`Error::Io`] if a new segment cannot be
     /// created.
-    pub fn add(&self, table: TableId, mutation: &Mutation) -> Result<ReplayPosition, Error> {
-        let payload = mutation_payload(table, mutation);
+    pub fn add<'m>(
+        &self,
+        table: TableId,
+        mutation: impl Into<MutationRef<'m>>,
+    ) -> Result<ReplayPosition, Error> {
+        let payload = mutation_payload(table, mutation.into());
         let wait_sync = matches!(self.shared.config.sync, SyncMode::Batch(_));
         self.shared
             .append(table, KIND_MUTATION, &payload, wait_sync)
@@ -552,8 +559,12 @@ impl CommitLog {
     /// The placement errors of [`CommitLog::add`] here; the future fails
     /// with [`Error::Failed`] if a write or sync fails before the entry is
     /// durable.
-    pub fn add_async(&self, table: TableId, mutation: &Mutation) -> Result<Durable, Error> {
-        let payload = mutation_payload(table, mutation);
+    pub fn add_async<'m>(
+        &self,
+        table: TableId,
+        mutation: impl Into<MutationRef<'m>>,
+    ) -> Result<Durable, Error> {
+        let payload = mutation_payload(table, mutation.into());
         // No thread waits to lead the cycle: the flusher runs it.
         let (st, placed) = self
             .shared
@@ -596,7 +607,7 @@ impl CommitLog {
         let limit = self.shared.config.max_payload();
         let mut payloads = Vec::with_capacity(entries.len());
         for &(table, mutation) in entries {
-            let payload = mutation_payload(table, mutation);
+            let payload = mutation_payload(table, mutation.into());
             if payload.len() > limit {
                 return Err(Error::EntryTooLarge {
                     table,

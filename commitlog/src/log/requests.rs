@@ -4,11 +4,11 @@
 use std::collections::BTreeMap;
 
 use super::{FlushHandler, FlushRequest, Shared, State};
-use crate::sync::{MutexGuard, PlainArc};
+use crate::sync::{Arc, MutexGuard};
 use crate::{ReplayPosition, TableId};
 
 impl Shared {
-    pub(super) fn handler(&self) -> Option<PlainArc<FlushHandler>> {
+    pub(super) fn handler(&self) -> Option<Arc<FlushHandler>> {
         self.handler.lock().clone()
     }
 

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use super::{Chunk, Segment, Shared, State};
 use crate::format::{self, HEADER_LEN};
 use crate::storage::SegmentFile;
-use crate::sync::{MutexGuard, PlainArc};
+use crate::sync::{Arc, MutexGuard, PlainArc, arc_from_std};
 use crate::{ReplayPosition, ReplayPositionSet, TableId};
 
 impl Shared {
@@ -54,7 +54,7 @@ impl Shared {
 
     /// Makes the new segment `id` (already counted in `disk_bytes`) the
     /// active one and closes the previous one.
-    pub(super) fn install_segment(&self, st: &mut State, id: u64, file: PlainArc<dyn SegmentFile>) {
+    pub(super) fn install_segment(&self, st: &mut State, id: u64, file: Arc<dyn SegmentFile>) {
         let size = self.config.segment_size;
         if let Some(old) = st.active.replace(id)
             && let Some(seg) = st.segments.get_mut(&old)
@@ -65,7 +65,7 @@ impl Shared {
         bytes.extend_from_slice(&format::header(id, size));
         st.pending.push(Chunk {
             segment: id,
-            file: PlainArc::clone(&file),
+            file: Arc::clone(&file),
             offset: 0,
             bytes,
         });
@@ -134,7 +134,7 @@ impl Shared {
             match created {
                 Ok(file) => {
                     Self::count_created(&mut st);
-                    st.reserve = Some(PlainArc::from(file));
+                    st.reserve = Some(arc_from_std(PlainArc::from(file)));
                 }
                 Err(_) => {
                     // Writers create segments themselves meanwhile; the

@@ -28,7 +28,7 @@ pub(super) enum Step {
 
 impl Inner {
     /// Marks a flush started (under the lock) and makes its handle.
-    fn start_locked(self: &Arc<Self>, s: &mut State, p: Pending) -> Flush {
+    fn start_locked(this: &Arc<Self>, s: &mut State, p: Pending) -> Flush {
         s.data_writing += 1;
         s.in_flight += 1;
         s.counters.started += 1;
@@ -44,7 +44,7 @@ impl Inner {
                 completion: p.completion,
             },
         );
-        Flush::new(Arc::clone(self), p.region, p.attempt, p.reason)
+        Flush::new(Arc::clone(this), p.region, p.attempt, p.reason)
     }
 
     /// Hands `flush` to the target. A panicking target must not kill the
@@ -60,16 +60,16 @@ impl Inner {
     }
 
     /// One turn of the flush loop.
-    pub(super) fn step(self: &Arc<Self>) -> Step {
+    pub(super) fn step(this: &Arc<Self>) -> Step {
         let now = sync::now();
         let (epoch, policy, limits, next_retry) = {
-            let mut s = self.shared.state.lock();
+            let mut s = this.shared.state.lock();
             if s.shutdown {
                 return Step::Exit;
             }
             let epoch = s.epoch;
             let permits_free = s.finishing == 0
-                && s.in_flight < self.max_in_flight
+                && s.in_flight < this.max_in_flight
                 && s.data_writing < s.policy.max_data_writers();
             if !permits_free {
                 return Step::Wait {
@@ -83,9 +83,9 @@ impl Inner {
                 None => due.map(|i| s.retries.swap_remove(i).pending),
             };
             if let Some(p) = pending {
-                let flush = self.start_locked(&mut s, p);
+                let flush = Inner::start_locked(this, &mut s, p);
                 drop(s);
-                self.start_flush(flush);
+                this.start_flush(flush);
                 return Step::Started;
             }
             let next_retry = s
@@ -95,9 +95,9 @@ impl Inner {
                 .min();
             (epoch, s.policy, s.limits, next_retry)
         };
-        match self.decide(policy, limits) {
+        match this.decide(policy, limits) {
             Decision::Flush(region) => {
-                let mut s = self.shared.state.lock();
+                let mut s = this.shared.state.lock();
                 if s.shutdown {
                     return Step::Exit;
                 }
@@ -109,7 +109,7 @@ impl Inner {
                     // larger, so wait a little rather than spin.
                     return Step::Wait {
                         epoch,
-                        timeout: Some(self.idle_backoff),
+                        timeout: Some(this.idle_backoff),
                     };
                 }
                 let pending = s.take_retry(region).unwrap_or(Pending {
@@ -118,14 +118,14 @@ impl Inner {
                     reason: FlushReason::Pressure,
                     completion: None,
                 });
-                let flush = self.start_locked(&mut s, pending);
+                let flush = Inner::start_locked(this, &mut s, pending);
                 drop(s);
-                self.start_flush(flush);
+                this.start_flush(flush);
                 Step::Started
             }
             Decision::NothingFlushable => Step::Wait {
                 epoch,
-                timeout: Some(next_retry.map_or(self.idle_backoff, |r| r.min(self.idle_backoff))),
+                timeout: Some(next_retry.map_or(this.idle_backoff, |r| r.min(this.idle_backoff))),
             },
             Decision::NoPressure => Step::Wait {
                 epoch,
@@ -153,11 +153,11 @@ impl Inner {
     }
 
     /// The loop of [`LoopMode::BackgroundThread`](crate::LoopMode::BackgroundThread).
-    pub(super) fn run_loop(self: &Arc<Self>) {
+    pub(super) fn run_loop(this: &Arc<Self>) {
         loop {
-            match self.step() {
+            match Inner::step(this) {
                 Step::Started | Step::Again => {}
-                Step::Wait { epoch, timeout } => self.wait_for_change(epoch, timeout),
+                Step::Wait { epoch, timeout } => this.wait_for_change(epoch, timeout),
                 Step::Exit => return,
             }
         }

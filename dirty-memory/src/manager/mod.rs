@@ -29,7 +29,7 @@ use crate::completion::{CompletionCell, FlushCompletion};
 use crate::config::{DirtyMemoryConfig, FlushPolicy, Limits, LoopMode, limits_for_budget};
 use crate::error::Error;
 use crate::flush::{FlushReason, FlushTarget};
-use crate::sync::{self, Arc, Condvar, JoinHandle, Mutex};
+use crate::sync::{self, Arc, Condvar, JoinHandle, Mutex, PlainArc};
 
 use self::flush_loop::Step;
 use self::queues::{Pending, Shared, State};
@@ -37,9 +37,9 @@ use self::queues::{Pending, Shared, State};
 /// The part of the manager shared with the flush thread and flush handles.
 pub(crate) struct Inner {
     name: String,
-    group: Arc<RegionGroup>,
+    group: PlainArc<RegionGroup>,
     shared: Arc<Shared>,
-    target: Arc<dyn FlushTarget>,
+    target: PlainArc<dyn FlushTarget>,
     max_in_flight: usize,
     idle_backoff: Duration,
     retry_backoff_min: Duration,
@@ -59,7 +59,7 @@ impl Inner {
         &self.group
     }
 
-    pub(crate) fn group_arc(&self) -> &Arc<RegionGroup> {
+    pub(crate) fn group_arc(&self) -> &PlainArc<RegionGroup> {
         &self.group
     }
 
@@ -96,7 +96,10 @@ impl fmt::Debug for DirtyMemoryManager {
 impl DirtyMemoryManager {
     /// Creates a manager (and, in [`LoopMode::BackgroundThread`], its flush
     /// thread). Fails on an invalid configuration.
-    pub fn new(config: DirtyMemoryConfig, target: Arc<dyn FlushTarget>) -> Result<Self, Error> {
+    pub fn new(
+        config: DirtyMemoryConfig,
+        target: PlainArc<dyn FlushTarget>,
+    ) -> Result<Self, Error> {
         config.validate()?;
         let limits = limits_for_budget(config.budget, config.soft_limit_ratio)?;
         let shared = Arc::new(Shared {
@@ -111,8 +114,8 @@ impl DirtyMemoryManager {
                 unspooled_hard_limit: limits.unspooled_hard,
                 unspooled_soft_limit: limits.unspooled_soft,
                 real_hard_limit: limits.real_hard,
-                start_reclaiming: Some(Arc::new(move || on_start.poke())),
-                stop_reclaiming: Some(Arc::new(move || on_stop.poke())),
+                start_reclaiming: Some(PlainArc::new(move || on_start.poke())),
+                stop_reclaiming: Some(PlainArc::new(move || on_stop.poke())),
             },
         );
         let inner = Arc::new(Inner {
@@ -131,12 +134,13 @@ impl DirtyMemoryManager {
             LoopMode::Manual => None,
             LoopMode::BackgroundThread => {
                 let looper = Arc::clone(&inner);
-                let handle =
-                    sync::spawn(format!("{}-flush", config.name), move || looper.run_loop())
-                        .map_err(|e| Error::Spawn {
-                            manager: config.name.clone(),
-                            source: Arc::new(e),
-                        })?;
+                let handle = sync::spawn(format!("{}-flush", config.name), move || {
+                    Inner::run_loop(&looper)
+                })
+                .map_err(|e| Error::Spawn {
+                    manager: config.name.clone(),
+                    source: PlainArc::new(e),
+                })?;
                 Some(handle)
             }
         };
@@ -154,7 +158,7 @@ impl DirtyMemoryManager {
     /// The region group: memtables' regions listen to it, and tests can
     /// drive usage through its [`RegionListener`](region_group::RegionListener)
     /// implementation.
-    pub fn group(&self) -> &Arc<RegionGroup> {
+    pub fn group(&self) -> &PlainArc<RegionGroup> {
         &self.inner.group
     }
 
@@ -266,7 +270,7 @@ impl DirtyMemoryManager {
         let _only_stepper = self.inner.stepping.lock();
         let mut started = 0;
         loop {
-            match self.inner.step() {
+            match Inner::step(&self.inner) {
                 Step::Started => started += 1,
                 Step::Again => {}
                 Step::Wait { .. } | Step::Exit => return Ok(started),
@@ -347,8 +351,8 @@ mod tests {
         }
     }
 
-    fn manual(budget: usize) -> (DirtyMemoryManager, Arc<Keep>) {
-        let keep = Arc::new(Keep::default());
+    fn manual(budget: usize) -> (DirtyMemoryManager, PlainArc<Keep>) {
+        let keep = PlainArc::new(Keep::default());
         let mut config = DirtyMemoryConfig::new("unit", budget);
         config.loop_mode = LoopMode::Manual;
         config.max_flushes_in_flight = 2;
@@ -356,7 +360,7 @@ mod tests {
             max_memtable_fraction: 0.1,
             max_concurrent_flushes: 8,
         };
-        let target: Arc<dyn FlushTarget> = keep.clone();
+        let target: PlainArc<dyn FlushTarget> = keep.clone();
         (DirtyMemoryManager::new(config, target).unwrap(), keep)
     }
 
@@ -413,7 +417,7 @@ mod tests {
 
     #[test]
     fn poll_needs_manual_mode_and_shutdown_is_idempotent() {
-        let keep: Arc<dyn FlushTarget> = Arc::new(Keep::default());
+        let keep: PlainArc<dyn FlushTarget> = PlainArc::new(Keep::default());
         let m = DirtyMemoryManager::new(DirtyMemoryConfig::new("bg", 1000), keep).unwrap();
         let err = m.poll_flushes().unwrap_err();
         assert_eq!(
@@ -428,10 +432,10 @@ mod tests {
 
     #[test]
     fn invalid_configs_are_refused() {
-        let keep: Arc<dyn FlushTarget> = Arc::new(Keep::default());
+        let keep: PlainArc<dyn FlushTarget> = PlainArc::new(Keep::default());
         let mut config = DirtyMemoryConfig::new("bad", 2);
         assert!(matches!(
-            DirtyMemoryManager::new(config.clone(), Arc::clone(&keep)),
+            DirtyMemoryManager::new(config.clone(), PlainArc::clone(&keep)),
             Err(Error::BudgetTooSmall { budget: 2, min: 4 })
         ));
         config.budget = 1000;

@@ -10,7 +10,7 @@ use super::reclaim::EvictionFn;
 use crate::histogram::{Histogram, Slot};
 use crate::pool::SegmentPool;
 use crate::stats::RegionStats;
-use crate::sync::Arc;
+use crate::sync::PlainArc;
 use crate::table::HandleTable;
 use crate::{RegionId, RegionListener};
 
@@ -74,7 +74,7 @@ pub(crate) struct RegionInner {
     /// Time this region's allocations spent reclaiming (pool dry).
     pub(super) reclaim_time: Duration,
     pub(super) reclaim_counter: u64,
-    pub(super) listener: Option<Arc<dyn RegionListener>>,
+    pub(super) listener: Option<PlainArc<dyn RegionListener>>,
     pub(super) evictor: Option<EvictionFn>,
     pub(super) grounded: bool,
 }
@@ -256,7 +256,7 @@ impl RegionInner {
         self.total() + self.overhead_reported
     }
 
-    pub(super) fn listen(&mut self, listener: Arc<dyn RegionListener>) {
+    pub(super) fn listen(&mut self, listener: PlainArc<dyn RegionListener>) {
         self.unlisten();
         self.overhead_reported = self.overhead();
         listener.add(self.id, self.reported_footprint());

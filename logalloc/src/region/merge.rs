@@ -3,7 +3,7 @@
 
 use super::inner::{NOT_MAPPED, RegionInner, SegmentInfo};
 use crate::pool::SegmentPool;
-use crate::sync::Arc;
+use crate::sync::PlainArc;
 use crate::table::HandleTable;
 
 impl RegionInner {
@@ -19,7 +19,7 @@ impl RegionInner {
         // slot lists (adopted whole) through `sync_overhead` below.
         let reported = other.reported_footprint();
         match (&self.listener, other.listener.take()) {
-            (Some(mine), Some(theirs)) if Arc::ptr_eq(mine, &theirs) => {
+            (Some(mine), Some(theirs)) if PlainArc::ptr_eq(mine, &theirs) => {
                 mine.merged(self.id, other.id, reported);
                 self.overhead_reported += other.overhead_reported;
             }

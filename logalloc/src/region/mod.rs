@@ -55,7 +55,7 @@ use self::inner::RegionInner;
 use crate::config::{MAX_ALIGN, MAX_ALIGN_SEGMENT_DIVISOR};
 use crate::pool::SegmentPool;
 use crate::stats::RegionStats;
-use crate::sync::{Arc, AtomicBool, Ordering, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use crate::sync::{Arc, AtomicBool, Ordering, PlainArc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use crate::{Error, Handle, RegionId, RegionListener};
 
 /// The region state shared with the pool's registry.
@@ -76,7 +76,7 @@ pub(crate) struct RegionShared {
 /// returns a guard that keeps the region from being compacted by other
 /// regions' reclaim while the bytes are borrowed.
 pub struct Region {
-    pool: Arc<SegmentPool>,
+    pool: PlainArc<SegmentPool>,
     shared: Arc<RegionShared>,
     key: usize,
 }
@@ -181,7 +181,7 @@ impl DerefMut for ObjectMut<'_> {
 impl Region {
     /// Creates an empty region in `pool`. It takes no segment until its
     /// first allocation.
-    pub fn new(pool: &Arc<SegmentPool>) -> Region {
+    pub fn new(pool: &PlainArc<SegmentPool>) -> Region {
         let id = pool.next_region_id();
         let shared = Arc::new(RegionShared {
             id,
@@ -202,7 +202,7 @@ impl Region {
     }
 
     /// The pool this region takes segments from.
-    pub fn pool(&self) -> &Arc<SegmentPool> {
+    pub fn pool(&self) -> &PlainArc<SegmentPool> {
         &self.pool
     }
 
@@ -364,7 +364,7 @@ impl Region {
     /// Starts reporting usage to `listener` (replacing any previous one,
     /// which gets `del`); fires `add` with the current total at once, then
     /// `ground_evictable` if the region is grounded.
-    pub fn listen(&mut self, listener: Arc<dyn RegionListener>) {
+    pub fn listen(&mut self, listener: PlainArc<dyn RegionListener>) {
         self.shared.inner.write().listen(listener);
     }
 
@@ -398,7 +398,7 @@ impl Region {
     /// Fails with [`Error::PoolMismatch`] (changing nothing; `other` is
     /// dropped as usual) if the regions belong to different pools.
     pub fn merge(&mut self, other: Region) -> Result<(), Error> {
-        if !Arc::ptr_eq(&self.pool, &other.pool) {
+        if !PlainArc::ptr_eq(&self.pool, &other.pool) {
             return Err(Error::PoolMismatch);
         }
         let mut mine = self.shared.inner.write();
@@ -449,7 +449,7 @@ impl Drop for Region {
 /// A pool of `segments` segments of 4 KiB, in chunks of 4, for the unit
 /// tests of the region's modules.
 #[cfg(all(test, not(loom)))]
-fn test_pool(segments: usize) -> Arc<SegmentPool> {
+fn test_pool(segments: usize) -> PlainArc<SegmentPool> {
     SegmentPool::new(
         crate::PoolConfig::default()
             .with_segment_size(4096)

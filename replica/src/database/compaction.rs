@@ -47,7 +47,7 @@ use compaction::{
     CompactionManager, CompactionMetrics, CompactionTable, JobOptions, ManagerConfig, MaxPurgeable,
     NoCompaction, SetSnapshot, SstableHandle, SstableSet, Strategy, StrategyConfig,
 };
-use mutation::{DecoratedKey, Mutation, PartitionRange, RingPosition, Timestamp};
+use mutation::{DecoratedKey, PartitionRange, RingPosition, Timestamp};
 use sstable::{Sstable, WriterOptions};
 
 use crate::database::table::Table;
@@ -645,7 +645,7 @@ impl TableSstables {
             if s.stopped.load(Ordering::Acquire) {
                 continue;
             }
-            let ticket = std::sync::Arc::new(Ticket::new(s));
+            let ticket = Arc::new(Ticket::new(s));
             drop(s.shared.manager.submit(ticket));
         }
     }
@@ -656,7 +656,7 @@ impl TableSstables {
     /// [`Error::Compaction`] with the first failure.
     pub(crate) fn major(&self, table: &str) -> Result<(), Error> {
         for s in &self.sets {
-            let ticket = std::sync::Arc::new(Ticket::new(s));
+            let ticket = Arc::new(Ticket::new(s));
             s.shared
                 .manager
                 .major(ticket)
@@ -699,11 +699,12 @@ impl TableSstables {
             .fetch_add(consulted as u64, Ordering::Relaxed);
     }
 
-    /// Counts a user's write.
-    pub(crate) fn note_write(&self, m: &Mutation) {
+    /// Counts a user's write of `size_bound` bytes (its
+    /// `mutation::limits::size_bound`, as the write's check measured it).
+    pub(crate) fn note_write(&self, size_bound: usize) {
         self.counters
             .user_bytes
-            .fetch_add(mutation::limits::size_bound(m) as u64, Ordering::Relaxed);
+            .fetch_add(size_bound as u64, Ordering::Relaxed);
     }
 
     /// How many sstables the table has.

@@ -37,7 +37,7 @@ use sstable::{Sstable, Writer, WriterOptions};
 use crate::database::table::{Table, TableMemtable, TableSstable};
 use crate::devices::Devices;
 use crate::layout::table_dir;
-use crate::sync::{Arc, AtomicU64, Mutex, Ordering};
+use crate::sync::{Arc, AtomicU64, Mutex, Ordering, Weak};
 
 /// What a memtable's region carries for its flush
 /// ([`Flush::owner`](dirty_memory::Flush::owner)): the memtable and its
@@ -45,8 +45,8 @@ use crate::sync::{Arc, AtomicU64, Mutex, Ordering};
 /// memtable list is what holds a memtable).
 #[derive(Debug)]
 pub(crate) struct FlushSubject {
-    pub(crate) table: std::sync::Weak<Table>,
-    pub(crate) memtable: std::sync::Weak<TableMemtable>,
+    pub(crate) table: Weak<Table>,
+    pub(crate) memtable: Weak<TableMemtable>,
 }
 
 impl FlushSubject {
@@ -91,7 +91,7 @@ struct InjectedFailure;
 /// tables).
 pub(crate) struct FlushRouter {
     /// The open tables by commit log id, for the log's flush requests.
-    pub(crate) by_id: Arc<Mutex<HashMap<commitlog::TableId, std::sync::Weak<Table>>>>,
+    pub(crate) by_id: Arc<Mutex<HashMap<commitlog::TableId, Weak<Table>>>>,
     pub(crate) log: Arc<LogSlot>,
     scheduler: Arc<FlushScheduler>,
     options: WriterOptions,

@@ -14,7 +14,7 @@ use logalloc::{PoolConfig, SegmentPool};
 use mutation::{ClusteringRange, DecoratedKey, Mutation, PartitionRange, limits, to_mutations};
 
 use crate::catalog::{Catalog, TableSchema};
-use crate::config::{CommitLogMode, DatabaseConfig, FlushPolicy};
+use crate::config::{CommitLogMode, DatabaseConfig};
 use crate::devices::Devices;
 use crate::error::{Error, io_err};
 use crate::layout::{
@@ -22,7 +22,7 @@ use crate::layout::{
     remove_orphan_table_dir, remove_table_dirs, tables_in_dirs,
 };
 use crate::lock::DirectoryLock;
-use crate::sync::{Arc, Mutex, RwLock};
+use crate::sync::{Arc, Mutex, RwLock, Weak};
 
 pub(crate) mod compaction;
 mod flush;
@@ -196,20 +196,8 @@ impl Database {
             .map(|bytes| row_cache::CacheTracker::new(&pool, Some(bytes)))
             .transpose()
             .map_err(|e| start_error("row cache")(e.to_string()))?;
-        let (user_policy, data_writers) = match config.flush_policy {
-            FlushPolicy::PerMemtable => {
-                let p = dirty_memory::FlushPolicy::per_memtable_default();
-                let n = match p {
-                    dirty_memory::FlushPolicy::PerMemtableLimit {
-                        max_concurrent_flushes,
-                        ..
-                    } => max_concurrent_flushes,
-                    _ => 1,
-                };
-                (p, n)
-            }
-            _ => (dirty_memory::FlushPolicy::LargestAtSoftLimit, 1),
-        };
+        // validate() bounds it by MAX_CONCURRENT_FLUSHES.
+        let data_writers = config.flush_policy.max_data_writers();
         // One data worker more for the system tables' flushes.
         let scheduler = Arc::new(
             FlushScheduler::new(
@@ -232,7 +220,7 @@ impl Database {
         ));
         let mut user_config = DirtyMemoryConfig::new("user", config.dirty_memory_budget);
         user_config.soft_limit_ratio = config.soft_limit_ratio;
-        user_config.policy = user_policy;
+        user_config.policy = config.flush_policy;
         let mut system_config = DirtyMemoryConfig::system_tables();
         system_config.budget = config.system_dirty_memory_budget;
         let user = DirtyMemoryManager::new(user_config, router.clone())
@@ -316,7 +304,7 @@ impl Database {
             // Entries of tables no longer in the catalog are dropped data.
             if let (None, Some(table)) = (&failed, tables.get(&id)) {
                 let manager = self.manager(table);
-                if let Err(e) = table.apply(manager, &m, self.config.write_timeout, None) {
+                if let Err(e) = table.apply_replayed(manager, &m, self.config.write_timeout) {
                     failed = Some(e);
                 }
             }
@@ -353,10 +341,7 @@ impl Database {
         let system = Arc::downgrade(&self.system);
         log.set_flush_handler(move |requests| {
             for request in requests {
-                let table = by_id
-                    .lock()
-                    .get(&request.table)
-                    .and_then(std::sync::Weak::upgrade);
+                let table = by_id.lock().get(&request.table).and_then(Weak::upgrade);
                 let manager = table.as_ref().and_then(|t| {
                     if t.schema.options().system {
                         system.upgrade()
@@ -463,7 +448,7 @@ impl Database {
             })?;
         let memtable = TableMemtable::new(memtable);
         let mut cache_error = None;
-        let table = Arc::new_cyclic(|weak: &std::sync::Weak<Table>| {
+        let table = Arc::new_cyclic(|weak: &Weak<Table>| {
             let cache = match &self.cache_tracker {
                 Some(tracker) if !schema.options().uncached => {
                     let source = Arc::new(CacheSource {
@@ -623,11 +608,11 @@ impl Database {
     pub fn apply(&self, table: &str, mutation: &Mutation) -> Result<(), Error> {
         let _pass = self.enter("apply")?;
         let t = self.table(table)?;
-        check_mutation(table, mutation)?;
+        let checked = check_mutation(table, mutation)?;
         let log = self.log();
         t.apply(
             self.manager(&t),
-            mutation,
+            checked,
             self.config.write_timeout,
             log.as_deref(),
         )
@@ -668,11 +653,11 @@ impl Database {
     pub async fn apply_async(&self, table: &str, mutation: Mutation) -> Result<(), Error> {
         let _pass = self.enter("apply")?;
         let t = self.table(table)?;
-        check_mutation(table, &mutation)?;
+        let checked = check_mutation(table, &mutation)?;
         let log = self.log();
         t.apply_async(
             self.manager(&t),
-            &mutation,
+            checked,
             self.config.write_timeout,
             log.as_deref(),
         )
@@ -983,8 +968,10 @@ impl Drop for Database {
 }
 
 /// Checks what the builder cannot guarantee of a mutation (merging
-/// mutations can grow one past the limits) and what a write needs.
-fn check_mutation(table: &str, m: &Mutation) -> Result<(), Error> {
+/// mutations can grow one past the limits) and what a write needs; the
+/// sizes measured go on with the write (the commit log frames the entry
+/// by its encoded length, the table counts its size bound).
+fn check_mutation<'m>(table: &str, m: &'m Mutation) -> Result<limits::Checked<'m>, Error> {
     if m.is_empty() {
         return Err(Error::InvalidMutation {
             table: table.to_owned(),

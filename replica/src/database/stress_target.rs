@@ -7,11 +7,11 @@ use std::pin::Pin;
 use mutation::{ClusteringRange, DecoratedKey, Mutation};
 
 use crate::catalog::TableSchema;
-use crate::config::FlushPolicy;
 use crate::database::Database;
 use crate::error::Error;
 use crate::stress::{
-    RunConfig, RunDirs, StressOptions, Target, TargetFactory, TargetStats, table_name,
+    FlushPolicyChoice, RunConfig, RunDirs, StressOptions, Target, TargetFactory, TargetStats,
+    table_name,
 };
 
 impl Target for Database {
@@ -86,7 +86,7 @@ impl<'a> DatabaseFactory<'a> {
 impl TargetFactory for DatabaseFactory<'_> {
     type Target = Database;
 
-    fn open(&mut self, policy: FlushPolicy, config: &RunConfig) -> Result<Database, Error> {
+    fn open(&mut self, policy: FlushPolicyChoice, config: &RunConfig) -> Result<Database, Error> {
         let dirs = RunDirs::prepare(self.options, policy)?;
         let db = Database::open(dirs.database_config(self.options, policy)?)?;
         for i in 0..config.workload.tables {

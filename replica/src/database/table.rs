@@ -4,14 +4,14 @@
 use std::fmt;
 use std::time::{Duration, Instant};
 
-use commitlog::{CommitLog, ReplayPositionSet, TableId};
+use commitlog::{CommitLog, ReplayPosition, ReplayPositionSet, TableId};
 
 use compaction::SstableHandle;
 use dirty_memory::{DirtyMemoryManager, FlushCompletion};
 use logalloc::SegmentPool;
 use memtable::{Memtable, ReplacementSource};
 use mutation::{
-    ClusteringRange, Fragment, FragmentReader, MergingReader, Mutation, PartitionRange,
+    ClusteringRange, Fragment, FragmentReader, MergingReader, Mutation, PartitionRange, limits,
 };
 use region_group::RegionGroup;
 use row_cache::{CacheStats, RowCache, UnderlyingSource};
@@ -21,7 +21,7 @@ use crate::database::compaction::{PinnedSstables, TableCompactionMetrics, TableS
 use crate::database::flush::FlushSubject;
 use crate::database::memtable_list::{Attempt, Logged, MemtableList};
 use crate::error::Error;
-use crate::sync::{Arc, AtomicBool, AtomicU64, Ordering};
+use crate::sync::{Arc, AtomicBool, AtomicU64, Ordering, Weak};
 
 /// A memtable of a table, with the commit-log entries it holds.
 pub(crate) type TableMemtable = Logged<Memtable>;
@@ -53,7 +53,7 @@ impl ReplacementSource for TableSstable {
 /// weakly (the cache is the table's), so every read pins the table's sets
 /// as they are then (sstables added by flushes, replaced by compaction).
 pub(crate) struct CacheSource {
-    pub(crate) table: std::sync::Weak<Table>,
+    pub(crate) table: Weak<Table>,
 }
 
 /// A read of the pinned sstables for the cache: the pin lives as long as
@@ -300,21 +300,65 @@ impl Table {
     /// that then fails (times out, the database closes) hands its entry
     /// back to the log at once. It is still in the log, and may come back
     /// at replay, as a timed-out write may in Cassandra.
+    ///
+    /// `m` was checked ([`limits::check`]) by the caller, which measured it
+    /// once: the log frames it by the encoded length measured, the
+    /// table's counters take the size bound.
     pub(crate) fn apply(
         &self,
         manager: &DirtyMemoryManager,
-        m: &Mutation,
+        m: limits::Checked<'_>,
         timeout: Duration,
         log: Option<&CommitLog>,
     ) -> Result<(), Error> {
         let entered = Instant::now();
-        let position = match log {
-            Some(log) => Some(
+        let logged = match log {
+            Some(log) => Some((
+                log,
                 log.add(self.id, m)
                     .map_err(|source| Error::CommitLog { source })?,
-            ),
+            )),
             None => None,
         };
+        self.apply_to_memtable(
+            manager,
+            m.mutation(),
+            m.size_bound(),
+            logged,
+            entered,
+            timeout,
+        )
+    }
+
+    /// Applies `m`, read back from the commit log at open, as
+    /// [`apply`](Self::apply) applies a write, without appending it to the
+    /// log again (the replayed entry stays where it is until the flush after
+    /// replay) and without the size check (it passed one when it was
+    /// written).
+    pub(crate) fn apply_replayed(
+        &self,
+        manager: &DirtyMemoryManager,
+        m: &Mutation,
+        timeout: Duration,
+    ) -> Result<(), Error> {
+        let size_bound = limits::size_bound(m);
+        self.apply_to_memtable(manager, m, size_bound, None, Instant::now(), timeout)
+    }
+
+    /// The part of a write after its log append (`logged`: the log and the
+    /// entry's position, if there is a log): admission, the apply to the
+    /// active memtable (again to the new one if a flush sealed it), the
+    /// entry handed back if no memtable keeps it, the counters.
+    fn apply_to_memtable(
+        &self,
+        manager: &DirtyMemoryManager,
+        m: &Mutation,
+        size_bound: usize,
+        logged: Option<(&CommitLog, ReplayPosition)>,
+        entered: Instant,
+        timeout: Duration,
+    ) -> Result<(), Error> {
+        let position = logged.map(|(_, p)| p);
         let mut blocked = Duration::ZERO;
         let result = self.list.with_active(|memtable| {
             // `memtable` is weak: waiting below keeps no flushed memtable
@@ -339,12 +383,12 @@ impl Table {
         // The entry is needed no more if the write failed, or if it reached
         // a memtable whose flush had already handed its entries back.
         let release = !matches!(result, Ok(false));
-        if let (true, Some(log), Some(p)) = (release, log, position) {
+        if let (true, Some((log, p))) = (release, logged) {
             log.discard_flushed(self.id, &ReplayPositionSet::from(p));
         }
         if result.is_ok() {
             self.counters.writes.fetch_add(1, Ordering::Relaxed);
-            self.sstables.note_write(m);
+            self.sstables.note_write(size_bound);
         }
         result.map(drop)
     }
@@ -360,11 +404,12 @@ impl Table {
     pub(crate) async fn apply_async(
         &self,
         manager: &DirtyMemoryManager,
-        m: &Mutation,
+        checked: limits::Checked<'_>,
         timeout: Duration,
         log: Option<&CommitLog>,
     ) -> Result<(), Error> {
         let entered = Instant::now();
+        let m = checked.mutation();
         let mut guard = EntryGuard {
             log,
             table: self.id,
@@ -372,7 +417,7 @@ impl Table {
         };
         if let Some(log) = log {
             let durable = log
-                .add_async(self.id, m)
+                .add_async(self.id, checked)
                 .map_err(|source| Error::CommitLog { source })?;
             guard.position = Some(durable.position());
             durable

@@ -12,9 +12,9 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use crate::config::{CommitLogMode, DatabaseConfig, DeviceModel, FlushPolicy};
+use crate::config::{CommitLogMode, DatabaseConfig, DeviceModel};
 use crate::error::{Error, io_err};
-use crate::stress::options::StressOptions;
+use crate::stress::options::{FlushPolicyChoice, StressOptions};
 
 /// The directories of one run.
 #[derive(Debug)]
@@ -29,7 +29,7 @@ impl RunDirs {
     ///
     /// # Errors
     /// [`Error::Io`] if a directory cannot be created.
-    pub fn prepare(options: &StressOptions, policy: FlushPolicy) -> Result<Self, Error> {
+    pub fn prepare(options: &StressOptions, policy: FlushPolicyChoice) -> Result<Self, Error> {
         let per_run = |d: &PathBuf| {
             if options.compare {
                 d.join(policy.name())
@@ -148,7 +148,7 @@ impl RunDirs {
     pub fn database_config(
         &self,
         options: &StressOptions,
-        policy: FlushPolicy,
+        policy: FlushPolicyChoice,
     ) -> Result<DatabaseConfig, Error> {
         let mut config = DatabaseConfig::new(self.data_dirs[0].clone());
         config.data_dirs = self.data_dirs.clone();
@@ -160,7 +160,7 @@ impl RunDirs {
             expected: format!("at most {} bytes on this machine", usize::MAX),
         })?;
         config.soft_limit_ratio = options.soft_limit_ratio;
-        config.flush_policy = policy;
+        config.flush_policy = policy.policy();
         config.devices = self.device_model(options, &config)?;
         config.sstable_writer_options.bytes_per_sync = options.sstable_bytes_per_sync;
         config.commitlog = options.commitlog;
@@ -186,15 +186,17 @@ mod tests {
     #[test]
     fn without_data_dirs_the_run_uses_a_temporary_directory_removed_at_the_end() {
         let o = options(&["--budget=64MiB"]);
-        let dirs = RunDirs::prepare(&o, FlushPolicy::SoftLimit).unwrap();
+        let dirs = RunDirs::prepare(&o, FlushPolicyChoice::SoftLimit).unwrap();
         let temp = dirs.temporary().unwrap().to_path_buf();
         assert_eq!(dirs.data_dirs(), [temp.join("soft-limit")]);
         assert!(dirs.data_dirs()[0].is_dir());
-        let c = dirs.database_config(&o, FlushPolicy::SoftLimit).unwrap();
+        let c = dirs
+            .database_config(&o, FlushPolicyChoice::SoftLimit)
+            .unwrap();
         assert_eq!(c.dirty_memory_budget, 64 << 20);
         assert!(c.devices.is_empty());
         assert_eq!(c.sstable_writer_options.bytes_per_sync, 1 << 20);
-        assert_eq!(c.flush_policy, FlushPolicy::SoftLimit);
+        assert_eq!(c.flush_policy, crate::FlushPolicy::LargestAtSoftLimit);
         assert_eq!(c.effective_flush_dirs(), dirs.data_dirs());
         drop(dirs);
         assert!(!temp.exists());
@@ -211,13 +213,13 @@ mod tests {
             &format!("--data-dir={}", data.display()),
             &format!("--flush-dir={}", flush.display()),
         ]);
-        for policy in [FlushPolicy::PerMemtable, FlushPolicy::SoftLimit] {
+        for policy in [FlushPolicyChoice::PerMemtable, FlushPolicyChoice::SoftLimit] {
             let dirs = RunDirs::prepare(&o, policy).unwrap();
             assert!(dirs.temporary().is_none());
             assert_eq!(dirs.data_dirs(), [data.join(policy.name())]);
             assert_eq!(dirs.flush_dirs(), [flush.join(policy.name())]);
             let c = dirs.database_config(&o, policy).unwrap();
-            assert_eq!(c.flush_policy, policy);
+            assert_eq!(c.flush_policy, policy.policy());
             assert_eq!(c.sstable_writer_options.bytes_per_sync, 0);
             assert_eq!(c.effective_flush_dirs(), dirs.flush_dirs());
             drop(dirs);
@@ -227,7 +229,7 @@ mod tests {
             );
         }
         let single = options(&[&format!("--data-dir={}", data.display())]);
-        let dirs = RunDirs::prepare(&single, FlushPolicy::SoftLimit).unwrap();
+        let dirs = RunDirs::prepare(&single, FlushPolicyChoice::SoftLimit).unwrap();
         assert_eq!(dirs.data_dirs(), std::slice::from_ref(&data));
     }
 
@@ -243,10 +245,12 @@ mod tests {
             "--flush-dir-device=flash",
             "--commitlog-device=log",
         ]);
-        let dirs = RunDirs::prepare(&o, FlushPolicy::SoftLimit).unwrap();
+        let dirs = RunDirs::prepare(&o, FlushPolicyChoice::SoftLimit).unwrap();
         let temp = dirs.temporary().unwrap().to_path_buf();
         assert_eq!(dirs.flush_dirs(), [temp.join("soft-limit-flush")]);
-        let c = dirs.database_config(&o, FlushPolicy::SoftLimit).unwrap();
+        let c = dirs
+            .database_config(&o, FlushPolicyChoice::SoftLimit)
+            .unwrap();
         let m = &c.devices;
         assert_eq!(m.devices.len(), 3);
         assert_eq!(m.device_of(&dirs.data_dirs()[0]), Some("data"));
@@ -260,9 +264,11 @@ mod tests {
             "--data-dir-device=data",
             "--commitlog-device=log",
         ]);
-        let dirs = RunDirs::prepare(&o, FlushPolicy::SoftLimit).unwrap();
+        let dirs = RunDirs::prepare(&o, FlushPolicyChoice::SoftLimit).unwrap();
         assert!(dirs.flush_dirs().is_empty());
-        let c = dirs.database_config(&o, FlushPolicy::SoftLimit).unwrap();
+        let c = dirs
+            .database_config(&o, FlushPolicyChoice::SoftLimit)
+            .unwrap();
         assert_eq!(c.devices.placements.len(), 2);
         assert_eq!(c.devices.device_of(&c.commitlog_dir()), Some("log"));
 
@@ -270,8 +276,10 @@ mod tests {
         // get a directory of their own on the `flush` device; the data
         // directory (and the log in it) is on no modelled device.
         let o = options(&["--flush-bandwidth=8MiB"]);
-        let dirs = RunDirs::prepare(&o, FlushPolicy::SoftLimit).unwrap();
-        let c = dirs.database_config(&o, FlushPolicy::SoftLimit).unwrap();
+        let dirs = RunDirs::prepare(&o, FlushPolicyChoice::SoftLimit).unwrap();
+        let c = dirs
+            .database_config(&o, FlushPolicyChoice::SoftLimit)
+            .unwrap();
         assert_eq!(c.devices.devices[0].bandwidth, 8 << 20);
         assert_eq!(c.devices.device_of(&dirs.flush_dirs()[0]), Some("flush"));
         assert_eq!(c.devices.device_of(&dirs.data_dirs()[0]), None);
@@ -283,8 +291,10 @@ mod tests {
             &format!("--data-dir={}", d.display()),
             "--flush-bandwidth=8MiB",
         ]);
-        let dirs = RunDirs::prepare(&o, FlushPolicy::SoftLimit).unwrap();
-        let c = dirs.database_config(&o, FlushPolicy::SoftLimit).unwrap();
+        let dirs = RunDirs::prepare(&o, FlushPolicyChoice::SoftLimit).unwrap();
+        let c = dirs
+            .database_config(&o, FlushPolicyChoice::SoftLimit)
+            .unwrap();
         assert_eq!(c.devices.device_of(&d), Some("flush"));
 
         // Given data directories without --flush-dir: the flushes cannot
@@ -297,9 +307,9 @@ mod tests {
             "--data-dir-device=data",
             "--flush-dir-device=flash",
         ]);
-        let dirs = RunDirs::prepare(&o, FlushPolicy::SoftLimit).unwrap();
+        let dirs = RunDirs::prepare(&o, FlushPolicyChoice::SoftLimit).unwrap();
         let e = dirs
-            .database_config(&o, FlushPolicy::SoftLimit)
+            .database_config(&o, FlushPolicyChoice::SoftLimit)
             .unwrap_err()
             .to_string();
         assert!(
@@ -314,14 +324,14 @@ mod tests {
         let file = base.path().join("file");
         fs::write(&file, b"x").unwrap();
         let o = options(&[&format!("--data-dir={}", file.join("d").display())]);
-        let e = RunDirs::prepare(&o, FlushPolicy::SoftLimit)
+        let e = RunDirs::prepare(&o, FlushPolicyChoice::SoftLimit)
             .unwrap_err()
             .to_string();
         assert!(e.contains("create directory"), "{e}");
         let o = options(&["--soft-limit-ratio=0.9"]);
-        let dirs = RunDirs::prepare(&o, FlushPolicy::SoftLimit).unwrap();
+        let dirs = RunDirs::prepare(&o, FlushPolicyChoice::SoftLimit).unwrap();
         let e = dirs
-            .database_config(&o, FlushPolicy::SoftLimit)
+            .database_config(&o, FlushPolicyChoice::SoftLimit)
             .unwrap_err()
             .to_string();
         assert!(e.contains("soft-limit ratio"), "{e}");

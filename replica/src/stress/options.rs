@@ -80,6 +80,44 @@ impl Distribution {
     }
 }
 
+/// The flush policy of a run, as `--flush-policy` names it: the command
+/// line's two choices, each standing for one library [`FlushPolicy`]
+/// ([`policy`](Self::policy)). The command line's own type, so the
+/// dirty-memory crate that defines the policies needs no clap.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, ValueEnum)]
+pub enum FlushPolicyChoice {
+    /// The default (ScyllaDB since 2016, issue 1817): memtables stay in
+    /// memory until the unspooled dirty memory of all of them passes the
+    /// soft limit; then the largest is flushed, one data write at a time.
+    #[default]
+    SoftLimit,
+    /// The baseline it replaced, kept for comparison: each memtable is
+    /// flushed when it alone reaches a fixed share of the budget, several
+    /// flushes at once.
+    PerMemtable,
+}
+
+impl FlushPolicyChoice {
+    /// The policy's name as the command line spells it.
+    pub fn name(self) -> &'static str {
+        match self {
+            FlushPolicyChoice::SoftLimit => "soft-limit",
+            FlushPolicyChoice::PerMemtable => "per-memtable",
+        }
+    }
+
+    /// The library policy the choice stands for:
+    /// [`FlushPolicy::LargestAtSoftLimit`], or
+    /// [`FlushPolicy::per_memtable_default`] (ScyllaDB's pre-2016 numbers:
+    /// a memtable flushed at about 11% of the budget, four at once).
+    pub fn policy(self) -> FlushPolicy {
+        match self {
+            FlushPolicyChoice::SoftLimit => FlushPolicy::LargestAtSoftLimit,
+            FlushPolicyChoice::PerMemtable => FlushPolicy::per_memtable_default(),
+        }
+    }
+}
+
 /// Writes to reads in a mixed load, `W:R` on the command line.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Ratio {
@@ -307,8 +345,8 @@ pub struct StressOptions {
     #[arg(long, default_value_t = 0.25)]
     pub soft_limit_ratio: f64,
     /// Which flush policy the database runs.
-    #[arg(long, value_enum, default_value_t = FlushPolicy::SoftLimit)]
-    pub flush_policy: FlushPolicy,
+    #[arg(long, value_enum, default_value_t = FlushPolicyChoice::SoftLimit)]
+    pub flush_policy: FlushPolicyChoice,
     /// Limit on flush write bandwidth in bytes per second, e.g. 64MiB
     /// (default: unlimited): shorthand for `--device flush=BANDWIDTH
     /// --flush-dir-device flush`.
@@ -709,7 +747,7 @@ mod tests {
         assert_eq!(o.threads, 100);
         assert_eq!(o.partition_size, 128 << 10);
         assert_eq!(o.tables, 1);
-        assert_eq!(o.flush_policy, FlushPolicy::SoftLimit);
+        assert_eq!(o.flush_policy, FlushPolicyChoice::SoftLimit);
         assert_eq!(o.flush_bandwidth, None);
         assert_eq!(o.sstable_bytes_per_sync, 1 << 20);
         assert!(!o.compare);
@@ -720,6 +758,36 @@ mod tests {
             StopCondition::Duration(DEFAULT_DURATION)
         );
         o.validate().unwrap();
+    }
+
+    #[test]
+    fn flush_policy_choices_keep_their_spellings_and_map_to_the_library() {
+        for (choice, name, policy) in [
+            (
+                FlushPolicyChoice::SoftLimit,
+                "soft-limit",
+                FlushPolicy::LargestAtSoftLimit,
+            ),
+            (
+                FlushPolicyChoice::PerMemtable,
+                "per-memtable",
+                FlushPolicy::per_memtable_default(),
+            ),
+        ] {
+            assert_eq!(choice.name(), name);
+            assert_eq!(choice.policy(), policy);
+            let o = parse(&[&format!("--flush-policy={name}")]).unwrap();
+            assert_eq!(o.flush_policy, choice);
+            let spelled = choice.to_possible_value().expect("no variant is skipped");
+            assert_eq!(spelled.get_name(), name, "clap spells it as name() does");
+        }
+        let e = parse(&["--flush-policy=largest-at-soft-limit"])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("soft-limit") && e.contains("per-memtable"),
+            "{e}"
+        );
     }
 
     #[test]
@@ -773,7 +841,7 @@ mod tests {
         .unwrap();
         o.validate().unwrap();
         assert_eq!(o.budget, Some(256 << 20));
-        assert_eq!(o.flush_policy, FlushPolicy::PerMemtable);
+        assert_eq!(o.flush_policy, FlushPolicyChoice::PerMemtable);
         assert_eq!(o.flush_bandwidth, Some(32 << 20));
         assert_eq!(o.sstable_bytes_per_sync, 0);
         assert_eq!(o.data_dir.len(), 2);

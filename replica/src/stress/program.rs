@@ -9,10 +9,9 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
-use crate::config::FlushPolicy;
 use crate::error::Error;
 use crate::stress::hdr_log::HdrLog;
-use crate::stress::options::{StopCondition, StressOptions};
+use crate::stress::options::{FlushPolicyChoice, StopCondition, StressOptions};
 use crate::stress::progress::ProgressPrinter;
 use crate::stress::rate_table::RateTable;
 use crate::stress::runner::{Observers, RunConfig, run};
@@ -30,7 +29,11 @@ pub trait TargetFactory {
     ///
     /// # Errors
     /// Whatever stops the target from opening; the program stops.
-    fn open(&mut self, policy: FlushPolicy, config: &RunConfig) -> Result<Self::Target, Error>;
+    fn open(
+        &mut self,
+        policy: FlushPolicyChoice,
+        config: &RunConfig,
+    ) -> Result<Self::Target, Error>;
 
     /// Closes `target` after its run (a database flushes and stops here).
     ///
@@ -42,9 +45,9 @@ pub trait TargetFactory {
 /// The flush policies a program runs, in order: the chosen one, or for
 /// `--compare` the per-memtable baseline, then the soft-limit policy (so
 /// ratios read soft-limit / baseline).
-pub fn policies(options: &StressOptions) -> Vec<FlushPolicy> {
+pub fn policies(options: &StressOptions) -> Vec<FlushPolicyChoice> {
     if options.compare {
-        vec![FlushPolicy::PerMemtable, FlushPolicy::SoftLimit]
+        vec![FlushPolicyChoice::PerMemtable, FlushPolicyChoice::SoftLimit]
     } else {
         vec![options.flush_policy]
     }
@@ -53,7 +56,7 @@ pub fn policies(options: &StressOptions) -> Vec<FlushPolicy> {
 /// The `--hdr-log` file of a run: the given path, or with `--compare` the
 /// path with the policy before its extension (`run.hlog` becomes
 /// `run.soft-limit.hlog`).
-pub fn hdr_log_path(path: &Path, policy: FlushPolicy, compare: bool) -> PathBuf {
+pub fn hdr_log_path(path: &Path, policy: FlushPolicyChoice, compare: bool) -> PathBuf {
     if !compare {
         return path.to_path_buf();
     }
@@ -67,7 +70,7 @@ pub fn hdr_log_path(path: &Path, policy: FlushPolicy, compare: bool) -> PathBuf 
     path.with_file_name(name)
 }
 
-fn describe(options: &StressOptions, config: &RunConfig, policy: FlushPolicy) -> String {
+fn describe(options: &StressOptions, config: &RunConfig, policy: FlushPolicyChoice) -> String {
     let w = &config.workload;
     let stop = match config.stop {
         StopCondition::Duration(d) => format!("for {d:?}"),

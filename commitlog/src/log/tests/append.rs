@@ -35,6 +35,41 @@ fn oversized_entry_is_refused_before_writing() {
 }
 
 #[test]
+fn a_checked_mutation_is_logged_as_the_plain_one_and_refused_the_same() {
+    let (log, storage) = mem_log(small(SyncMode::Batch(Duration::ZERO)));
+    let m = mutation("k", 100);
+    let checked = mutation::limits::check(&m).unwrap();
+    let plain = log.add(1, &m).unwrap();
+    let from_checked = log.add(1, checked).unwrap();
+    let s = storage.0.lock();
+    let entry = |p: ReplayPosition| {
+        let d = &s.durable[&p.segment];
+        let at = p.offset as usize;
+        let h = format::parse_entry_header(&d[at..at + format::ENTRY_HEADER_LEN]).unwrap();
+        let body = at + format::ENTRY_HEADER_LEN;
+        d[body..body + h.len as usize].to_vec()
+    };
+    assert_eq!(entry(plain), entry(from_checked), "the same payload");
+    drop(s);
+    // The log's own limit still applies to a mutation `mutation` accepts.
+    let big = mutation("k", 3000);
+    let err = log
+        .add(3, mutation::limits::check(&big).unwrap())
+        .unwrap_err();
+    assert!(
+        err.to_string().contains("exceeds the 2028-byte limit"),
+        "{err}"
+    );
+    let err = log
+        .add_async(3, mutation::limits::check(&big).unwrap())
+        .unwrap_err();
+    assert!(
+        err.to_string().contains("exceeds the 2028-byte limit"),
+        "{err}"
+    );
+}
+
+#[test]
 fn a_batch_is_durable_on_return_with_one_sync() {
     let (log, storage) = mem_log(small(SyncMode::Batch(Duration::ZERO)));
     assert_eq!(log.add_batch(&[]).unwrap(), vec![]);

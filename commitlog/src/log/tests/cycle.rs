@@ -55,13 +55,13 @@ pub(super) fn roomy_periodic(interval: Duration, budget: usize) -> Config {
 
 #[test]
 fn periodic_writers_wait_for_a_sync_that_lags_two_intervals() {
-    use std::sync::atomic::{AtomicBool, Ordering as O};
+    use crate::sync::plain::{AtomicBool, Ordering as O};
     let config = roomy_periodic(Duration::from_millis(1), 64 << 20);
     let (log, storage) = mem_log(config);
-    let log = std::sync::Arc::new(log);
+    let log = PlainArc::new(log);
     // The disk stops: nothing is written, so nothing is synced.
     storage.0.lock().stall = true;
-    let stop = std::sync::Arc::new(AtomicBool::new(false));
+    let stop = PlainArc::new(AtomicBool::new(false));
     let writer = {
         let (log, storage, stop) = (log.clone(), storage.clone(), stop.clone());
         std::thread::spawn(move || {
@@ -115,7 +115,7 @@ fn a_periodic_batch_returns_before_the_sync() {
 fn periodic_writers_write_their_buffers_out_while_a_long_sync_runs() {
     let config = roomy_periodic(Duration::from_secs(3600), 1 << 19);
     let (log, storage) = mem_log(config);
-    let log = std::sync::Arc::new(log);
+    let log = PlainArc::new(log);
     // The flusher's first periodic sync is due at once: let it end before
     // the stall, so the stalled sync is the one `sync` asks for below.
     log.add(1, &mutation("a", 1000)).unwrap();
@@ -179,7 +179,7 @@ fn periodic_entries_are_written_out_during_a_long_sync() {
     let mut config = roomy_periodic(Duration::from_secs(3600), 1 << 19);
     config.write_interval = Duration::from_millis(2);
     let (log, storage) = mem_log(config);
-    let log = std::sync::Arc::new(log);
+    let log = PlainArc::new(log);
     log.add(1, &mutation("a", 100)).unwrap();
     log.sync().unwrap();
     storage.0.lock().stall_syncs = true;
@@ -217,7 +217,7 @@ fn without_a_write_interval_entries_wait_for_the_sync() {
     let mut config = roomy_periodic(Duration::from_secs(3600), 1 << 19);
     config.write_interval = Duration::ZERO;
     let (log, storage) = mem_log(config);
-    let log = std::sync::Arc::new(log);
+    let log = PlainArc::new(log);
     log.add(1, &mutation("a", 100)).unwrap();
     log.sync().unwrap();
     storage.0.lock().stall_syncs = true;

@@ -3,9 +3,10 @@
 
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, Ordering as O};
 use std::task::{Context, Poll, Wake, Waker};
 use std::time::Instant;
+
+use crate::sync::plain::{AtomicBool, Ordering as O};
 
 use super::cycle::roomy_periodic;
 use super::*;
