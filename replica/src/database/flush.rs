@@ -222,9 +222,16 @@ impl FlushJob for FlushMemtable {
             return Ok(());
         }
         let dir = table_dir(ctx.dir(), self.table.name());
-        let mut writer = match Writer::create(&dir, self.options.clone()) {
+        // From the table's set: its generation is unique across the
+        // set's directories (a flush directory and its data directory).
+        let mut writer = match self
+            .table
+            .sstables
+            .create_writer(&dir, self.options.clone())
+        {
             Ok(w) => w,
-            Err(e) => return Err(self.sstable_error(e)),
+            Err(compaction::Error::Sstable(e)) => return Err(self.sstable_error(e)),
+            Err(e) => return Err(flush_scheduler::Error::job_failed(e)),
         };
         if let Some(bucket) = &self.bandwidth {
             let mut throttle = WriteThrottle::new(Arc::clone(bucket));
