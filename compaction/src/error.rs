@@ -65,7 +65,14 @@ pub enum Error {
         generation: u64,
     },
 
-    /// A job was given no inputs, or inputs from two directories.
+    /// A writer was asked for in a directory that is not one of the set's.
+    #[error("{} is not one of the sstable set's directories", dir.display())]
+    ForeignDirectory {
+        /// The directory.
+        dir: PathBuf,
+    },
+
+    /// A job was given no inputs, or the set has no data directory.
     #[error("invalid compaction job: {reason}")]
     InvalidJob {
         /// What is wrong.

@@ -116,6 +116,30 @@ pub(crate) fn remove_generation(dir: &Path, generation: u64) -> Result<()> {
     sync_dir(dir)
 }
 
+/// Gives the committed sstable `from` of `dir` the generation `to` (free
+/// in `dir`): hard links of every component but the TOC, its run file,
+/// then the TOC's link (the commit of `to`), and only then the removal of
+/// `from`. A crash before the TOC's link leaves an uncommitted `to`, which
+/// opening removes; after it, both name the same files and the next open
+/// renumbers `from` again: the data is never in neither.
+pub(crate) fn renumber_generation(dir: &Path, from: u64, to: u64) -> Result<()> {
+    let link = |c: Component| {
+        let a = sstable::component_path(dir, from, c);
+        let b = sstable::component_path(dir, to, c);
+        fs::hard_link(&a, &b).map_err(io_err("hard-link", &a))
+    };
+    for c in Component::ALL.into_iter().filter(|c| *c != Component::Toc) {
+        link(c)?;
+    }
+    if let Some(run) = read_run_file(dir, from)? {
+        write_run_file(dir, to, run)?;
+    }
+    sync_dir(dir)?;
+    link(Component::Toc)?;
+    sync_dir(dir)?;
+    remove_generation(dir, from)
+}
+
 fn remove_if_present(path: &Path) -> Result<()> {
     match fs::remove_file(path) {
         Ok(()) => Ok(()),
@@ -127,6 +151,35 @@ fn remove_if_present(path: &Path) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_renumbered_sstable_reads_as_before_with_its_run() {
+        use mutation::{Cell, DecoratedKey, Mutation, Timestamp};
+        let dir = tempfile::tempdir().unwrap();
+        let key = DecoratedKey::from_bytes("k").unwrap();
+        let m = Mutation::builder(key.clone())
+            .cell("r", 0, Cell::live("v", Timestamp::from_micros(1)))
+            .build()
+            .unwrap();
+        let mut w = sstable::Writer::create(dir.path(), sstable::WriterOptions::default()).unwrap();
+        for f in m.fragments() {
+            w.write(&f).unwrap();
+        }
+        let g = w.commit().unwrap().generation;
+        let run = RunMembership {
+            run_id: g,
+            order: 0,
+        };
+        write_run_file(dir.path(), g, run).unwrap();
+        renumber_generation(dir.path(), g, 40).unwrap();
+        let listed = sstable::SstableDirectory::open(dir.path()).unwrap();
+        assert_eq!(listed.generations(), [40]);
+        let table = sstable::Sstable::open(dir.path(), 40).unwrap();
+        table.verify().unwrap();
+        assert_eq!(table.read_partition(&key).unwrap(), Some(m.fragments()));
+        assert_eq!(read_run_file(dir.path(), 40).unwrap(), Some(run));
+        assert_eq!(read_run_file(dir.path(), g).unwrap(), None);
+    }
 
     #[test]
     fn run_files_round_trip_and_damage_is_reported() {

@@ -121,7 +121,8 @@ impl JobControl for Unthrottled {}
 #[derive(Debug)]
 pub struct PendingTransaction {
     txn: Transaction,
-    released: Vec<u64>,
+    /// The released inputs and their directories.
+    released: Vec<(u64, PathBuf)>,
 }
 
 impl PendingTransaction {
@@ -162,6 +163,8 @@ pub struct JobReport {
 struct Input {
     handle: Option<SstableHandle>,
     generation: u64,
+    /// Its directory (any of the set's).
+    dir: PathBuf,
     size: u64,
     last: Option<DecoratedKey>,
     first: Option<DecoratedKey>,
@@ -179,7 +182,7 @@ struct Job<'a> {
     kept: Vec<u64>,
     /// Committed outputs waiting for a checkpoint.
     pending: Vec<SstableHandle>,
-    released: Vec<u64>,
+    released: Vec<(u64, PathBuf)>,
     run_id: Option<u64>,
     step: usize,
     report: JobReport,
@@ -232,7 +235,9 @@ impl Job<'_> {
     }
 
     fn open_writer(&mut self) -> Result<()> {
-        let writer = Writer::create(&self.dir, self.options.writer.clone())?;
+        let writer = self
+            .set
+            .create_writer(&self.dir, self.options.writer.clone())?;
         let generation = writer.generation();
         self.writer = Some(writer);
         self.txn.output(generation)?;
@@ -299,9 +304,9 @@ impl Job<'_> {
                 // Our handle no longer pins it: deleted once readers let go.
                 input.handle = None;
                 self.unreleased_bytes -= input.size;
+                self.released.push((input.generation, input.dir.clone()));
             }
         }
-        self.released.extend(release);
         Ok(())
     }
 
@@ -441,10 +446,11 @@ impl Job<'_> {
         self.note_disk();
         if self.writer.is_none() && self.outputs.is_empty() {
             // Everything was purged. An empty output still takes a new
-            // generation, above every input's: generations are chosen as
-            // one more than the largest present, so this keeps a released
-            // input's generation from being reused while a transaction
-            // file may still name it.
+            // generation, above every input's (the set hands out
+            // generations above every one present, and a directory's
+            // writer one above its largest), so a released input's
+            // generation is not reused while a transaction file may still
+            // name it, even across a restart.
             self.open_writer()?;
         }
         self.commit_output()?;
@@ -510,7 +516,8 @@ fn dir_of(set: &SstableSet) -> Result<&Path> {
 
 /// Runs one job on `set`: merges the inputs `plan` names, drops what may
 /// be purged (asking `oracle` about sources outside the set), writes the
-/// outputs into the set's directory, and swaps them in.
+/// outputs into the set's data directory (whichever of the set's
+/// directories the inputs are in), and swaps them in.
 ///
 /// On an error or a stop, the outputs not yet checkpointed are removed and
 /// the inputs not yet released stay in the set, so nothing is lost; the
@@ -547,9 +554,11 @@ pub fn run_job(
             Some((a, b)) => (Some(a.clone()), Some(b.clone())),
             None => (None, None),
         };
+        let input_dir = handle.dir().map_or_else(|| dir.clone(), Path::to_path_buf);
         inputs.push(Input {
             handle: Some(handle.clone()),
             generation,
+            dir: input_dir,
             size: handle.info().size,
             first,
             last,

@@ -52,13 +52,19 @@
 //!
 //! # Replacement and crash safety
 //!
-//! Each job keeps a transaction file in the data directory (see the `txn`
-//! records in the crate README): its inputs, each output before it is
-//! written, and checkpoints (outputs kept, inputs replaced). At open,
-//! [`SstableSet::open`] calls [`recover`], which removes outputs not kept
-//! (roll back) and inputs replaced (roll forward). Run membership of
-//! incremental outputs is kept in `run-<generation>.txt` files next to the
-//! sstables; the sstable format is unchanged.
+//! A set may span several directories ([`SstableSet::open_dirs`]): its
+//! data directory, where compactions write their outputs, and others
+//! whose sstables it holds too (a table's separate flush directories);
+//! compactions read inputs wherever they are, so flushes keep their own
+//! directories and compactions run on the data directory. Each job keeps
+//! a transaction file in the data directory (see the `txn` records in the
+//! crate README): its inputs, each output before it is written, and
+//! checkpoints (outputs kept, inputs replaced). At open,
+//! [`SstableSet::open_dirs`] calls [`recover_dirs`], which removes outputs
+//! not kept (roll back) and inputs replaced (roll forward), in whichever
+//! of the directories they are. Run membership of incremental outputs is
+//! kept in `run-<generation>.txt` files next to the sstables; the sstable
+//! format is unchanged.
 //!
 //! # Features
 //!
@@ -90,7 +96,7 @@ pub use strategy::{
     Incremental, IncrementalOptions, JobPlan, NoCompaction, SizeTiered, SizeTieredOptions,
     Strategy, StrategyConfig,
 };
-pub use txn::{RecoveryReport, recover};
+pub use txn::{RecoveryReport, recover, recover_dirs};
 
 // The README's example runs as a doc test, so it cannot go stale.
 #[cfg(doctest)]

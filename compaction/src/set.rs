@@ -14,10 +14,12 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 
 use mutation::{DecoratedKey, Timestamp};
-use sstable::Sstable;
+use sstable::{Sstable, Writer, WriterOptions};
 
 use crate::error::{Error, Result};
-use crate::files::{read_run_file, remove_generation, remove_orphan_run_files};
+use crate::files::{
+    read_run_file, remove_generation, remove_orphan_run_files, renumber_generation,
+};
 use crate::sync::{Arc, AtomicBool, Ordering, PlainArc, PlainAtomicU64, RwLock};
 
 /// Where an sstable sits in a run: the run's id (the generation of its
@@ -149,6 +151,12 @@ impl SstableHandle {
     pub fn is_obsolete(&self) -> bool {
         self.inner.obsolete.load(Ordering::Acquire)
     }
+
+    /// The directory its files are in (`None` for an sstable opened from
+    /// memory).
+    pub fn dir(&self) -> Option<&Path> {
+        self.inner.dir.as_deref()
+    }
 }
 
 struct Version {
@@ -234,8 +242,20 @@ impl SetSnapshot {
 }
 
 /// A table's live sstable set.
+///
+/// It may span several directories: its *data directory*
+/// ([`dir`](Self::dir)), where compactions write their outputs (and keep
+/// their transaction files), and other directories whose sstables it holds
+/// too (a table's separate flush directories, as Cassandra's
+/// CASSANDRA-6357): compactions read inputs wherever they are. A
+/// generation is unique across all of them (they name the sstables in the
+/// set and in transaction files): every writer into the set's directories
+/// takes its generation through [`create_writer`](Self::create_writer).
 pub struct SstableSet {
     dir: Option<PathBuf>,
+    other_dirs: Vec<PathBuf>,
+    /// The lowest generation no writer of the set's directories has taken.
+    next_generation: PlainAtomicU64,
     current: RwLock<Arc<Version>>,
     counters: Arc<SetCounters>,
 }
@@ -244,6 +264,7 @@ impl fmt::Debug for SstableSet {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("SstableSet")
             .field("dir", &self.dir)
+            .field("other_dirs", &self.other_dirs)
             .field("sstables", &self.snapshot())
             .finish_non_exhaustive()
     }
@@ -255,6 +276,8 @@ impl SstableSet {
     pub fn new(dir: Option<PathBuf>) -> Self {
         SstableSet {
             dir,
+            other_dirs: Vec::new(),
+            next_generation: PlainAtomicU64::new(1),
             current: RwLock::new(Arc::new(Version {
                 handles: Vec::new(),
             })),
@@ -271,7 +294,7 @@ impl SstableSet {
     /// A damaged transaction file ([`Error::CorruptTransaction`]), or an
     /// sstable that does not open.
     pub fn open(dir: impl AsRef<Path>) -> Result<Self> {
-        Self::open_on(dir, None)
+        Self::open_dirs(dir, &[])
     }
 
     /// [`open`](Self::open), with the sstables opened on `device` (the
@@ -286,25 +309,142 @@ impl SstableSet {
         dir: impl AsRef<Path>,
         device: Option<PlainArc<device::Device>>,
     ) -> Result<Self> {
+        Self::open_dirs_on(dir, &[], |_| device.clone())
+    }
+
+    /// Opens a set whose compactions write to the data directory `dir` and
+    /// which also holds the sstables of `other_dirs` (a table's separate
+    /// flush directories), at startup: first recovers half-done
+    /// compactions from the transaction files of every one of them
+    /// ([`recover_dirs`](crate::recover_dirs)), then lists and opens the
+    /// committed sstables with their run membership. A generation present
+    /// in two of the directories (written before the set spanned them,
+    /// when each directory numbered its own) is renumbered in the later
+    /// one, by hard links and then removal, so a crash halfway leaves
+    /// both copies of the same data or the old one, never neither. Call it
+    /// before anything writes to the directories.
+    ///
+    /// # Errors
+    /// A damaged transaction file ([`Error::CorruptTransaction`]), an
+    /// sstable that does not open, or I/O errors.
+    pub fn open_dirs(dir: impl AsRef<Path>, other_dirs: &[PathBuf]) -> Result<Self> {
+        Self::open_dirs_on(dir, other_dirs, |_| None)
+    }
+
+    /// [`open_dirs`](Self::open_dirs), with each directory's sstables
+    /// opened on the device `device_of` names for it (their reads are
+    /// charged to it; see [`open_on`](Self::open_on)).
+    ///
+    /// # Errors
+    /// As [`open_dirs`](Self::open_dirs).
+    pub fn open_dirs_on(
+        dir: impl AsRef<Path>,
+        other_dirs: &[PathBuf],
+        device_of: impl Fn(&Path) -> Option<PlainArc<device::Device>>,
+    ) -> Result<Self> {
         let dir = dir.as_ref();
-        crate::txn::recover(dir)?;
-        let listed = sstable::SstableDirectory::open(dir)?;
-        let set = SstableSet::new(Some(dir.to_path_buf()));
-        let generations: HashSet<u64> = listed.generations().iter().copied().collect();
-        remove_orphan_run_files(dir, &generations)?;
+        let mut all: Vec<&Path> = vec![dir];
+        for d in other_dirs {
+            if !all.contains(&d.as_path()) {
+                all.push(d.as_path());
+            }
+        }
+        crate::txn::recover_dirs(&all)?;
+        let mut listed = Vec::with_capacity(all.len());
+        for d in &all {
+            let found = sstable::SstableDirectory::open(d)?;
+            let generations: HashSet<u64> = found.generations().iter().copied().collect();
+            remove_orphan_run_files(d, &generations)?;
+            listed.push((*d, found.generations().to_vec()));
+        }
+        let mut next = listed
+            .iter()
+            .flat_map(|(_, gens)| gens.iter().copied())
+            .max()
+            .map_or(1, |g| g.saturating_add(1));
+        let mut seen = HashSet::new();
+        for (d, generations) in &mut listed {
+            for generation in generations.iter_mut() {
+                if !seen.insert(*generation) {
+                    renumber_generation(d, *generation, next)?;
+                    *generation = next;
+                    seen.insert(next);
+                    next = next.saturating_add(1);
+                }
+            }
+        }
+        let mut set = SstableSet::new(Some(dir.to_path_buf()));
+        set.other_dirs = all[1..].iter().map(|d| d.to_path_buf()).collect();
+        set.next_generation = PlainAtomicU64::new(next);
         let mut handles = Vec::new();
-        for &generation in listed.generations() {
-            let table = Sstable::open_on(dir, generation, device.clone())?;
-            let run = read_run_file(dir, generation)?;
-            handles.push(set.make_handle(table, run));
+        for (d, generations) in &listed {
+            let device = device_of(d);
+            for &generation in generations {
+                let table = Sstable::open_on(d, generation, device.clone())?;
+                let run = read_run_file(d, generation)?;
+                handles.push(set.make_handle(table, run));
+            }
         }
         *set.current.write() = Arc::new(Version { handles });
         Ok(set)
     }
 
-    /// The directory, if the set lives in one.
+    /// The data directory, where compactions write, if the set lives in
+    /// one.
     pub fn dir(&self) -> Option<&Path> {
         self.dir.as_deref()
+    }
+
+    /// The other directories whose sstables the set holds (a table's
+    /// separate flush directories).
+    pub fn other_dirs(&self) -> &[PathBuf] {
+        &self.other_dirs
+    }
+
+    /// True when `dir` is one of the set's directories.
+    pub fn spans(&self, dir: &Path) -> bool {
+        self.dir.as_deref() == Some(dir) || self.other_dirs.iter().any(|d| d == dir)
+    }
+
+    /// Starts writing a new sstable into `dir`, one of the set's
+    /// directories, with a generation unique across all of them (flushes
+    /// into a set's directories must use this, so that a generation names
+    /// one sstable of the set). Add the committed sstable with
+    /// [`add`](Self::add).
+    ///
+    /// # Errors
+    /// [`Error::ForeignDirectory`] when `dir` is not one of the set's
+    /// directories; the writer's errors.
+    pub fn create_writer(&self, dir: &Path, options: WriterOptions) -> Result<Writer> {
+        if !self.spans(dir) {
+            return Err(Error::ForeignDirectory {
+                dir: dir.to_path_buf(),
+            });
+        }
+        const ATTEMPTS: usize = 1000;
+        for _ in 0..ATTEMPTS {
+            let floor = self.next_generation.fetch_add(1, Ordering::Relaxed);
+            let writer = Writer::create_from(dir, floor, options.clone())?;
+            if writer.generation() == floor {
+                // No other writer of the set is given `floor`.
+                return Ok(writer);
+            }
+            // The directory held `floor` or more (another writer of this
+            // directory reserved past its own floor, or files were written
+            // past the set): the generation it got may have been given to
+            // a writer of another directory. Give it up, move the counter
+            // past the directory's, and take another.
+            self.next_generation
+                .fetch_max(writer.generation().saturating_add(1), Ordering::Relaxed);
+            writer.abort()?;
+        }
+        Err(Error::InvalidJob {
+            reason: format!(
+                "no generation unique across the sstable set's directories could be reserved \
+                 in {} after {ATTEMPTS} attempts",
+                dir.display()
+            ),
+        })
     }
 
     /// The current version, pinned.
@@ -321,11 +461,19 @@ impl SstableSet {
     }
 
     fn handle_with_info(&self, table: Sstable, info: SstableInfo) -> SstableHandle {
+        // Files are deleted from the sstable's own directory (the set may
+        // span several); a set without one deletes nothing.
+        let dir = self.dir.as_ref().map(|d| {
+            table
+                .component_path(sstable::Component::Data)
+                .parent()
+                .map_or_else(|| d.clone(), Path::to_path_buf)
+        });
         SstableHandle {
             inner: Arc::new(HandleInner {
                 table,
                 info,
-                dir: self.dir.clone(),
+                dir,
                 obsolete: AtomicBool::new(false),
                 counters: Arc::clone(&self.counters),
             }),

@@ -15,10 +15,19 @@
 //! jobs write one checkpoint at the end; incremental jobs one per sealed
 //! output fragment. The file is removed once every released input is gone.
 //!
-//! [`recover`] applies what the files say, at open: outputs not kept are
-//! removed (roll back), released inputs are removed (roll forward), then
-//! the file. A torn last record (a crash during its append) is ignored;
-//! any other damage is an error and nothing is touched.
+//! The file lives in the set's data directory, next to the outputs; the
+//! inputs may be in any directory of the set (a table's flush
+//! directories too). Version 2 (the header's number) says so: its
+//! generations are unique across the set's directories, and an input is
+//! looked for in the file's directory first, then in the set's others.
+//! Version 1 files (written when every set had one directory) name only
+//! sstables of their own directory; they still read, and recover as
+//! before.
+//!
+//! [`recover_dirs`] applies what the files say, at open: outputs not kept
+//! are removed (roll back), released inputs are removed (roll forward),
+//! then the file. A torn last record (a crash during its append) is
+//! ignored; any other damage is an error and nothing is touched.
 
 use std::collections::BTreeSet;
 use std::fs::{self, File, OpenOptions};
@@ -30,7 +39,10 @@ use crate::files::{remove_generation, sync_dir};
 
 const PREFIX: &str = "compaction-";
 const SUFFIX: &str = ".txn";
-const HEADER: &str = "compaction-transaction 1";
+const HEADER: &str = "compaction-transaction 2";
+/// The header of version 1 files, which name sstables of their own
+/// directory only.
+const HEADER_V1: &str = "compaction-transaction 1";
 
 fn line(body: &str) -> String {
     format!("{body} {:08x}\n", crc32c::crc32c(body.as_bytes()))
@@ -128,6 +140,8 @@ impl Transaction {
 /// What one transaction file says.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub(crate) struct TransactionRecord {
+    /// A version 1 file: every generation is in the file's directory.
+    pub(crate) own_dir_only: bool,
     pub(crate) inputs: BTreeSet<u64>,
     pub(crate) outputs: BTreeSet<u64>,
     pub(crate) kept: BTreeSet<u64>,
@@ -165,8 +179,13 @@ pub(crate) fn parse(path: &Path, text: &str) -> Result<TransactionRecord> {
             return Err(corrupt(n, "checksum mismatch or missing line end".into()));
         };
         if i == 0 {
-            if body != HEADER {
-                return Err(corrupt(n, format!("expected the header '{HEADER}'")));
+            if body == HEADER_V1 {
+                record.own_dir_only = true;
+            } else if body != HEADER {
+                return Err(corrupt(
+                    n,
+                    format!("expected the header '{HEADER}' (or '{HEADER_V1}')"),
+                ));
             }
             continue;
         }
@@ -217,6 +236,34 @@ pub struct RecoveryReport {
     pub removed_inputs: Vec<u64>,
 }
 
+/// Removes generation `g` from `own` or, unless `own_dir_only`, from the
+/// first of `others` that holds it (generations are unique across a
+/// set's directories).
+fn remove_input(own: &Path, others: &[&Path], own_dir_only: bool, g: u64) -> Result<()> {
+    let dir = if own_dir_only || present(own, g) {
+        own
+    } else {
+        others
+            .iter()
+            .copied()
+            .find(|d| present(d, g))
+            .unwrap_or(own)
+    };
+    remove_generation(dir, g)
+}
+
+/// True when any file of generation `g` (committed or not) is in `dir`.
+fn present(dir: &Path, g: u64) -> bool {
+    let prefix = format!("sst-{g}-");
+    fs::read_dir(dir).is_ok_and(|entries| {
+        entries.flatten().any(|e| {
+            e.file_name()
+                .to_str()
+                .is_some_and(|n| n.starts_with(&prefix))
+        })
+    })
+}
+
 fn transaction_files(dir: &Path) -> Result<(Vec<PathBuf>, Vec<PathBuf>)> {
     let mut logs = Vec::new();
     let mut temporaries = Vec::new();
@@ -248,40 +295,63 @@ fn transaction_files(dir: &Path) -> Result<(Vec<PathBuf>, Vec<PathBuf>)> {
 /// last record); every file is parsed before anything is removed, so an
 /// error leaves the directory untouched.
 pub fn recover(dir: impl AsRef<Path>) -> Result<RecoveryReport> {
-    let dir = dir.as_ref();
-    let (logs, temporaries) = transaction_files(dir)?;
+    recover_dirs(&[dir.as_ref()])
+}
+
+/// As [`recover`], for a set spanning `dirs` (its data directory first,
+/// then the others, as [`SstableSet::open_dirs`](crate::SstableSet::open_dirs)
+/// takes them): the transaction files of every directory are parsed
+/// first, then applied; a job's inputs are removed from whichever of the
+/// directories holds them (its outputs are in the file's directory).
+///
+/// # Errors
+/// As [`recover`]; a damaged file in any directory leaves all untouched.
+pub fn recover_dirs(dirs: &[&Path]) -> Result<RecoveryReport> {
     let mut parsed = Vec::new();
-    for path in &logs {
-        let text = fs::read_to_string(path).map_err(io_err("read", path))?;
-        parsed.push((path, parse(path, &text)?));
+    let mut temporaries = Vec::new();
+    for &dir in dirs {
+        let (logs, tmps) = transaction_files(dir)?;
+        for path in logs {
+            let text = fs::read_to_string(&path).map_err(io_err("read", &path))?;
+            let record = parse(&path, &text)?;
+            parsed.push((dir, path, record));
+        }
+        temporaries.extend(tmps);
     }
     let mut report = RecoveryReport::default();
     for path in temporaries {
         // The job never started writing outputs.
         fs::remove_file(&path).map_err(io_err("remove", &path))?;
     }
-    for (path, record) in parsed {
+    for (dir, path, record) in parsed {
+        let others: Vec<&Path> = dirs.iter().copied().filter(|d| *d != dir).collect();
         for &g in record.outputs.difference(&record.kept) {
             remove_generation(dir, g)?;
             report.removed_outputs.push(g);
         }
         for &g in &record.released {
-            remove_generation(dir, g)?;
+            remove_input(dir, &others, record.own_dir_only, g)?;
             report.removed_inputs.push(g);
         }
-        fs::remove_file(path).map_err(io_err("remove", path))?;
+        fs::remove_file(&path).map_err(io_err("remove", &path))?;
         report.transactions += 1;
     }
-    sync_dir(dir)?;
+    for &dir in dirs {
+        sync_dir(dir)?;
+    }
     Ok(report)
 }
 
 /// Removes the transaction files whose jobs are over (`done`), once their
-/// released inputs are gone (no reader held them any more).
-pub(crate) fn try_finish(txn: Transaction, released: &[u64]) -> Result<Option<Transaction>> {
+/// released inputs (generation and directory) are gone (no reader held
+/// them any more).
+pub(crate) fn try_finish(
+    txn: Transaction,
+    released: &[(u64, PathBuf)],
+) -> Result<Option<Transaction>> {
     let gone = released
         .iter()
-        .all(|&g| !sstable::component_path(&txn.dir, g, sstable::Component::Toc).exists());
+        .all(|(g, dir)| !sstable::component_path(dir, *g, sstable::Component::Toc).exists());
     if gone {
         txn.remove()?;
         Ok(None)
@@ -309,6 +379,61 @@ mod tests {
         assert_eq!(r.released, BTreeSet::from([3]));
         text.push_str("checkpoint keep - rel");
         assert_eq!(parse(&path, &text).unwrap(), r);
+    }
+
+    #[test]
+    fn version_1_files_name_their_own_directory_and_version_2_any() {
+        let p = Path::new("/d/compaction-1-0.txn");
+        let mut text = line(HEADER_V1);
+        text.push_str(&line("input 1"));
+        text.push_str(&line("begin"));
+        assert!(parse(p, &text).unwrap().own_dir_only);
+        let mut text = line(HEADER);
+        text.push_str(&line("input 1"));
+        text.push_str(&line("begin"));
+        assert!(!parse(p, &text).unwrap().own_dir_only);
+    }
+
+    /// Writes an empty committed generation's TOC and Data files.
+    fn fake_sstable(dir: &Path, g: u64) {
+        for c in [sstable::Component::Data, sstable::Component::Toc] {
+            fs::write(sstable::component_path(dir, g, c), b"x").unwrap();
+        }
+    }
+
+    #[test]
+    fn recovery_removes_released_inputs_in_the_directory_holding_them() {
+        let data = tempfile::tempdir().unwrap();
+        let flush = tempfile::tempdir().unwrap();
+        // Inputs 3 (in the flush directory) and 4 (in the data directory);
+        // output 5; all released and kept, then a crash.
+        fake_sstable(flush.path(), 3);
+        fake_sstable(data.path(), 4);
+        fake_sstable(data.path(), 5);
+        let mut t = Transaction::begin(data.path(), &[3, 4]).unwrap();
+        t.output(5).unwrap();
+        t.checkpoint(&[5], &[3, 4]).unwrap();
+        drop(t);
+        let report = recover_dirs(&[data.path(), flush.path()]).unwrap();
+        assert_eq!(report.removed_inputs, vec![3, 4]);
+        assert!(!present(flush.path(), 3));
+        assert!(!present(data.path(), 4));
+        assert!(present(data.path(), 5));
+        assert_eq!(transaction_files(data.path()).unwrap().0.len(), 0);
+
+        // A version 1 file in the flush directory (an in-place compaction
+        // of before) names generations of that directory only, even when
+        // the data directory has one of the same number.
+        fake_sstable(flush.path(), 7);
+        fake_sstable(data.path(), 7);
+        let mut text = line(HEADER_V1);
+        text.push_str(&line("input 7"));
+        text.push_str(&line("begin"));
+        text.push_str(&line("checkpoint keep - release 7"));
+        fs::write(flush.path().join("compaction-7-0.txn"), text).unwrap();
+        recover_dirs(&[data.path(), flush.path()]).unwrap();
+        assert!(!present(flush.path(), 7));
+        assert!(present(data.path(), 7), "another directory's 7 is kept");
     }
 
     #[test]

@@ -1,13 +1,17 @@
 //! A job stopped after each step of the replacement, as a crash would stop
 //! it, then recovered at open: nothing lost, nothing resurrected (a
 //! tombstone whose shadowed data sits in an sstable outside the job
-//! included), no leftover files, every sstable verifies.
+//! included), no leftover files, every sstable verifies. Also with the
+//! flushes in a separate flush directory: the inputs are there, the
+//! outputs and the transaction file in the data directory, and recovery
+//! finds and finishes or undoes the job across both.
 
 mod common;
 
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use common::{Memtable, assert_clean, flush, job_options, read_all, view};
+use common::{Memtable, assert_clean, flush_into, job_options, read_all, view};
 use compaction::{Clock, Error, JobPlan, ManualClock, SstableSet, Unthrottled, run_job};
 use mutation::{Cell, DecoratedKey, Mutation, Timestamp, Tombstone};
 
@@ -28,7 +32,7 @@ fn value(i: u32, round: u32) -> Vec<u8> {
 /// Flushes four overwriting sstables (the job's inputs) and one older
 /// sstable outside the job whose data a job tombstone shadows. Returns
 /// every mutation written and the job's inputs.
-fn populate(set: &SstableSet, now: u32, runs: bool) -> (Vec<Mutation>, Vec<u64>) {
+fn populate(set: &SstableSet, flush_dir: &Path, now: u32, runs: bool) -> (Vec<Mutation>, Vec<u64>) {
     let mut written = Vec::new();
     // Outside the job: old data for key 0, shadowed by a later partition
     // tombstone inside the job.
@@ -37,7 +41,7 @@ fn populate(set: &SstableSet, now: u32, runs: bool) -> (Vec<Mutation>, Vec<u64>)
         .build()
         .unwrap();
     written.push(outside.clone());
-    flush(set, vec![outside]);
+    flush_into(set, flush_dir, vec![outside]);
     let mut inputs = Vec::new();
     for round in 0..4u32 {
         let mut batch = Vec::new();
@@ -54,7 +58,7 @@ fn populate(set: &SstableSet, now: u32, runs: bool) -> (Vec<Mutation>, Vec<u64>)
             batch.push(b.build().unwrap());
         }
         written.extend(batch.iter().cloned());
-        let generation = flush(set, batch);
+        let generation = flush_into(set, flush_dir, batch);
         if runs {
             // Rewrite the flush as a run of fragments (its tombstones stay:
             // older data for their keys sits in the other rounds). Runs of
@@ -82,13 +86,55 @@ fn populate(set: &SstableSet, now: u32, runs: bool) -> (Vec<Mutation>, Vec<u64>)
     (written, inputs)
 }
 
-fn crash_at_every_step(fragment_size: Option<u64>, runs: bool) -> usize {
+/// The set's directories: the data directory, and a separate flush
+/// directory or none.
+struct Dirs {
+    _base: tempfile::TempDir,
+    data: PathBuf,
+    flush: Option<PathBuf>,
+}
+
+impl Dirs {
+    fn new(separate_flush_dir: bool) -> Self {
+        let base = tempfile::tempdir().unwrap();
+        let data = base.path().join("data");
+        std::fs::create_dir(&data).unwrap();
+        let flush = separate_flush_dir.then(|| {
+            let f = base.path().join("flush");
+            std::fs::create_dir(&f).unwrap();
+            f
+        });
+        Dirs {
+            _base: base,
+            data,
+            flush,
+        }
+    }
+
+    fn open(&self) -> SstableSet {
+        let others: Vec<PathBuf> = self.flush.iter().cloned().collect();
+        SstableSet::open_dirs(&self.data, &others).unwrap()
+    }
+
+    fn flush_dir(&self) -> &Path {
+        self.flush.as_deref().unwrap_or(&self.data)
+    }
+
+    fn assert_clean(&self, set: &SstableSet) {
+        assert_clean(&self.data, set);
+        if let Some(f) = &self.flush {
+            assert_clean(f, set);
+        }
+    }
+}
+
+fn crash_at_every_step(fragment_size: Option<u64>, runs: bool, separate_flush_dir: bool) -> usize {
     for step in 1.. {
-        let dir = tempfile::tempdir().unwrap();
+        let dirs = Dirs::new(separate_flush_dir);
         let clock = Arc::new(ManualClock::new(1_000_000));
         let now = clock.now_seconds();
-        let set = SstableSet::open(dir.path()).unwrap();
-        let (written, inputs) = populate(&set, now, runs);
+        let set = dirs.open();
+        let (written, inputs) = populate(&set, dirs.flush_dir(), now, runs);
         let expected = view(&Mutation::reconcile_all(written), now);
         let mut options = job_options(clock);
         options.stop_after = Some(step);
@@ -101,20 +147,37 @@ fn crash_at_every_step(fragment_size: Option<u64>, runs: bool) -> usize {
                 assert_eq!(s, step);
                 // The process dies: nothing in memory runs any more.
                 std::mem::forget(set);
-                let reopened = SstableSet::open(dir.path()).unwrap();
+                let reopened = dirs.open();
                 assert_eq!(
                     view(&read_all(&reopened, &[]), now),
                     expected,
                     "step {step}"
                 );
-                assert_clean(dir.path(), &reopened);
+                dirs.assert_clean(&reopened);
             }
             Ok(report) => {
                 assert!(report.pending.is_none());
                 assert_eq!(view(&read_all(&set, &[]), now), expected);
-                assert_clean(dir.path(), &set);
+                dirs.assert_clean(&set);
+                if separate_flush_dir {
+                    // Only the sstable outside the job is left there; the
+                    // output is in the data directory.
+                    let snapshot = set.snapshot();
+                    let in_flush = snapshot
+                        .handles()
+                        .iter()
+                        .filter(|h| h.dir() == dirs.flush.as_deref())
+                        .count();
+                    assert_eq!(in_flush, 1);
+                    assert!(
+                        snapshot
+                            .handles()
+                            .iter()
+                            .any(|h| h.dir() == Some(dirs.data.as_path()))
+                    );
+                }
                 drop(set);
-                let reopened = SstableSet::open(dir.path()).unwrap();
+                let reopened = dirs.open();
                 assert_eq!(view(&read_all(&reopened, &[]), now), expected);
                 // The tombstone shadowing data outside the job was kept.
                 let k0 = reopened
@@ -135,13 +198,24 @@ fn crash_at_every_step(fragment_size: Option<u64>, runs: bool) -> usize {
 #[test]
 fn size_tiered_job_recovers_at_every_step() {
     // begin, output, commit, checkpoint, swap, release: 6 steps + the end.
-    assert!(crash_at_every_step(None, false) >= 7);
+    assert!(crash_at_every_step(None, false, false) >= 7);
+}
+
+#[test]
+fn size_tiered_job_over_a_flush_directory_recovers_at_every_step() {
+    assert!(crash_at_every_step(None, false, true) >= 7);
+}
+
+#[test]
+fn incremental_job_over_a_flush_directory_recovers_at_every_step() {
+    let steps = crash_at_every_step(Some(4096), false, true);
+    assert!(steps >= 12, "only {steps} steps: the output was not split");
 }
 
 #[test]
 fn incremental_job_recovers_at_every_step() {
     // Several fragments: each adds output, commit, run file, checkpoint, swap.
-    let steps = crash_at_every_step(Some(4096), false);
+    let steps = crash_at_every_step(Some(4096), false, false);
     assert!(steps >= 12, "only {steps} steps: the output was not split");
 }
 
@@ -150,6 +224,6 @@ fn incremental_job_over_runs_recovers_at_every_step() {
     // Input fragments are released at checkpoints while others straddle
     // the cut: a crash in between must not revive what a purged tombstone
     // covered.
-    let steps = crash_at_every_step(Some(4096), true);
+    let steps = crash_at_every_step(Some(4096), true, false);
     assert!(steps >= 12, "only {steps} steps: the output was not split");
 }

@@ -175,8 +175,10 @@
 //! * [`CompactionConfig`]: how tables' sstables are compacted (the
 //!   [`compaction`] crate: incremental by default, size-tiered or none;
 //!   gc_grace, bandwidth limit); [`Database::compact`] runs a major
-//!   compaction. Each table directory's sstables form one
-//!   `compaction::SstableSet`, compacted in place, pinned by reads.
+//!   compaction. Each data directory's sstables form one
+//!   `compaction::SstableSet` (the first also holds the table's separate
+//!   flush directories), pinned by reads; compactions write into the data
+//!   directory, whichever directory their inputs are in.
 //! * [`units`]: parsing of sizes, counts and durations with clear errors.
 //! * Feature `testing`: `Database::set_test_hook` and `Database::crash`,
 //!   for tests that pause a thread at a chosen point of the write or flush

@@ -6,7 +6,9 @@
 //! replacement (the `set_compaction_stop_after` hook). After each kill,
 //! the reopened database reads every acknowledged write, nothing deleted
 //! comes back, no compaction file is left once it closes, and every
-//! sstable verifies.
+//! sstable verifies. Twice: with the data directory only, and with a
+//! separate flush directory, whose flushed sstables are compaction inputs
+//! while the outputs (and transaction files) are in the data directory.
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Write};
@@ -23,12 +25,30 @@ use replica::compaction::{SizeTieredOptions, StrategyConfig};
 use replica::{CommitLogMode, Database, DatabaseConfig, Error, TableSchema};
 
 const CHILD_ENV: &str = "REPLICA_COMPACTION_CRASH_DIR";
+/// Set (to anything) for the layout with a separate flush directory.
+const FLUSH_DIR_ENV: &str = "REPLICA_COMPACTION_CRASH_FLUSH_DIR";
 const KILLS: u32 = 20;
 const STEPS: usize = 8;
 const KEYS: u64 = 40;
 
-fn config(dir: &Path) -> DatabaseConfig {
-    let mut config = DatabaseConfig::new(dir);
+/// The table's directories: the data directory's, and the flush
+/// directory's when there is one.
+fn table_dirs(dir: &Path, flush_dir: bool) -> Vec<std::path::PathBuf> {
+    if flush_dir {
+        vec![dir.join("data").join("t"), dir.join("flush").join("t")]
+    } else {
+        vec![dir.join("t")]
+    }
+}
+
+fn config(dir: &Path, flush_dir: bool) -> DatabaseConfig {
+    let mut config = if flush_dir {
+        let mut c = DatabaseConfig::new(dir.join("data"));
+        c.flush_dirs = vec![dir.join("flush")];
+        c
+    } else {
+        DatabaseConfig::new(dir)
+    };
     config.commitlog = CommitLogMode::Batch(Duration::ZERO);
     config.dirty_memory_budget = 4 << 20;
     config.commitlog_segment_size = 1 << 20;
@@ -66,8 +86,8 @@ fn operation(op: u64) -> Mutation {
 /// The child: operations from `first` on until killed, printing each
 /// acknowledged one, flushing every 25; with `step`, every job stops after
 /// that step, and `X` is printed once the first one did.
-fn child(dir: &Path, first: u64, step: Option<usize>) {
-    let db = Database::open(config(dir)).unwrap();
+fn child(dir: &Path, first: u64, step: Option<usize>, flush_dir: bool) {
+    let db = Database::open(config(dir, flush_dir)).unwrap();
     match db.create_table(TableSchema::new("t").unwrap()) {
         Ok(()) | Err(Error::TableExists { .. }) => {}
         Err(e) => panic!("{e}"),
@@ -102,13 +122,13 @@ fn live(db: &Database, k: &DecoratedKey) -> Option<String> {
 
 /// After a kill: each key holds what its last acknowledged operation left
 /// (or what the one operation in flight left, if it was that key's).
-fn check_after_kill(dir: &Path, acknowledged: &[u64], what: &str) {
+fn check_after_kill(dir: &Path, flush_dir: bool, acknowledged: &[u64], what: &str) {
     let mut last: BTreeMap<u64, u64> = BTreeMap::new();
     for &op in acknowledged {
         last.insert(op % KEYS, op);
     }
     let in_flight = acknowledged.iter().max().map_or(0, |m| m + 1);
-    let db = Database::open(config(dir)).unwrap();
+    let db = Database::open(config(dir, flush_dir)).unwrap();
     for (&k, &op) in &last {
         let got = live(&db, &key(op));
         let want = (!is_delete(op)).then(|| op.to_string());
@@ -122,27 +142,31 @@ fn check_after_kill(dir: &Path, acknowledged: &[u64], what: &str) {
     }
     db.close().unwrap();
     drop(db);
-    let table_dir = dir.join("t");
-    for entry in std::fs::read_dir(&table_dir).unwrap() {
-        let name = entry.unwrap().file_name().into_string().unwrap();
-        assert!(
-            !name.starts_with("compaction-") && !name.contains("tmp"),
-            "{what}: {name} left behind"
-        );
-    }
-    let listed = sstable::SstableDirectory::open(&table_dir).unwrap();
-    for &g in listed.generations() {
-        sstable::Sstable::open(&table_dir, g)
-            .unwrap()
-            .verify()
-            .unwrap();
+    for table_dir in table_dirs(dir, flush_dir) {
+        for entry in std::fs::read_dir(&table_dir).unwrap() {
+            let name = entry.unwrap().file_name().into_string().unwrap();
+            assert!(
+                !name.starts_with("compaction-") && !name.contains("tmp"),
+                "{what}: {name} left behind in {}",
+                table_dir.display()
+            );
+        }
+        let listed = sstable::SstableDirectory::open(&table_dir).unwrap();
+        for &g in listed.generations() {
+            sstable::Sstable::open(&table_dir, g)
+                .unwrap()
+                .verify()
+                .unwrap();
+        }
     }
 }
 
 /// Runs one child from `first`, killing it once `kill_when` says so; adds
 /// its acknowledged operations.
 fn run_child(
+    test: &str,
     dir: &Path,
+    flush_dir: bool,
     first: u64,
     step: Option<usize>,
     acknowledged: &mut Vec<u64>,
@@ -150,12 +174,15 @@ fn run_child(
 ) {
     let mut command = Command::new(std::env::current_exe().unwrap());
     command
-        .args(["--exact", "compactions_survive_sigkill", "--nocapture"])
+        .args(["--exact", test, "--nocapture"])
         .env(CHILD_ENV, dir)
         .env("REPLICA_CRASH_FIRST", first.to_string())
         .stdout(Stdio::piped());
     if let Some(step) = step {
         command.env("REPLICA_CRASH_STEP", step.to_string());
+    }
+    if flush_dir {
+        command.env(FLUSH_DIR_ENV, "1");
     }
     let mut child = command.spawn().unwrap();
     let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
@@ -184,19 +211,26 @@ fn run_child(
     }
 }
 
-#[test]
-fn compactions_survive_sigkill() {
-    if let Ok(dir) = std::env::var(CHILD_ENV) {
-        let first = std::env::var("REPLICA_CRASH_FIRST")
-            .unwrap()
-            .parse()
-            .unwrap();
-        let step = std::env::var("REPLICA_CRASH_STEP")
-            .ok()
-            .map(|s| s.parse().unwrap());
-        child(Path::new(&dir), first, step);
-        return;
-    }
+/// The child's part when this process is one; false in the parent.
+fn run_as_child() -> bool {
+    let Ok(dir) = std::env::var(CHILD_ENV) else {
+        return false;
+    };
+    let first = std::env::var("REPLICA_CRASH_FIRST")
+        .unwrap()
+        .parse()
+        .unwrap();
+    let step = std::env::var("REPLICA_CRASH_STEP")
+        .ok()
+        .map(|s| s.parse().unwrap());
+    let flush_dir = std::env::var_os(FLUSH_DIR_ENV).is_some();
+    child(Path::new(&dir), first, step, flush_dir);
+    true
+}
+
+/// The parent: 20 random kills, then a kill after a job stopped at each
+/// step; `test` is the test function's name (the child runs it again).
+fn kill_children(test: &str, flush_dir: bool) {
     let dir = tempfile::tempdir().unwrap();
     let mut rng = SmallRng::seed_from_u64(20);
     let mut acknowledged: Vec<u64> = Vec::new();
@@ -204,17 +238,25 @@ fn compactions_survive_sigkill() {
     for run in 0..KILLS {
         let kill_after = rng.gen_range(50..400usize);
         let first = next(&acknowledged);
-        run_child(dir.path(), first, None, &mut acknowledged, |_, acked| {
-            acked >= kill_after
-        });
-        check_after_kill(dir.path(), &acknowledged, &format!("kill {run}"));
+        run_child(
+            test,
+            dir.path(),
+            flush_dir,
+            first,
+            None,
+            &mut acknowledged,
+            |_, acked| acked >= kill_after,
+        );
+        check_after_kill(dir.path(), flush_dir, &acknowledged, &format!("kill {run}"));
     }
     let mut cuts = 0;
     for step in 1..=STEPS {
         let first = next(&acknowledged);
         let mut cut = false;
         run_child(
+            test,
             dir.path(),
+            flush_dir,
             first,
             Some(step),
             &mut acknowledged,
@@ -225,8 +267,36 @@ fn compactions_survive_sigkill() {
             },
         );
         cuts += u32::from(cut);
-        check_after_kill(dir.path(), &acknowledged, &format!("step {step}"));
+        check_after_kill(
+            dir.path(),
+            flush_dir,
+            &acknowledged,
+            &format!("step {step}"),
+        );
     }
     assert!(cuts >= 5, "the hook cut jobs at {cuts} steps of {STEPS}");
     assert!(acknowledged.len() >= KILLS as usize * 50);
+    if flush_dir {
+        // Compactions ran on the data directory: it holds sstables.
+        let data = &table_dirs(dir.path(), true)[0];
+        let listed = sstable::SstableDirectory::open(data).unwrap();
+        assert!(
+            !listed.generations().is_empty(),
+            "no compaction output in the data directory"
+        );
+    }
+}
+
+#[test]
+fn compactions_survive_sigkill() {
+    if !run_as_child() {
+        kill_children("compactions_survive_sigkill", false);
+    }
+}
+
+#[test]
+fn compactions_with_a_flush_directory_survive_sigkill() {
+    if !run_as_child() {
+        kill_children("compactions_with_a_flush_directory_survive_sigkill", true);
+    }
 }

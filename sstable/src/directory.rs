@@ -122,16 +122,17 @@ pub(crate) fn sync_dir(dir: &Path) -> Result<(), Error> {
 /// TemporaryTOC marker. Returns the generation and the marker's path.
 ///
 /// The candidate is one more than the largest generation of any sstable
-/// file present. `create_new` makes two writers (threads or processes)
+/// file present, or `floor` if that is larger. `create_new` makes two writers (threads or processes)
 /// that pick the same candidate collide on the marker, and the loser moves
 /// on. A writer that committed `N` renamed its marker to the TOC, so after
 /// winning the marker we also check that no TOC of `N` exists: at every
 /// moment after a writer reserves `N`, either its marker or its TOC exists.
-pub(crate) fn reserve_generation(dir: &Path) -> Result<(u64, PathBuf), Error> {
+pub(crate) fn reserve_generation(dir: &Path, floor: u64) -> Result<(u64, PathBuf), Error> {
     let mut candidate = scan(dir)?
         .keys()
         .next_back()
-        .map_or(1, |g| g.saturating_add(1));
+        .map_or(1, |g| g.saturating_add(1))
+        .max(floor);
     loop {
         if candidate == u64::MAX {
             return Err(Error::InvalidOption {
@@ -286,12 +287,15 @@ mod tests {
     #[test]
     fn reservations_never_collide_with_markers_or_tocs() {
         let dir = tempfile::tempdir().unwrap();
-        let (a, _) = reserve_generation(dir.path()).unwrap();
-        let (b, _) = reserve_generation(dir.path()).unwrap();
+        let (a, _) = reserve_generation(dir.path(), 1).unwrap();
+        let (b, _) = reserve_generation(dir.path(), 1).unwrap();
         assert_eq!((a, b), (1, 2));
         // A committed TOC at 3 without any marker: next is 4.
         File::create(component_path(dir.path(), 3, Component::Toc)).unwrap();
-        assert_eq!(reserve_generation(dir.path()).unwrap().0, 4);
+        assert_eq!(reserve_generation(dir.path(), 1).unwrap().0, 4);
+        // A floor above what is present wins; below it, the directory does.
+        assert_eq!(reserve_generation(dir.path(), 10).unwrap().0, 10);
+        assert_eq!(reserve_generation(dir.path(), 2).unwrap().0, 11);
     }
 
     #[test]

@@ -225,9 +225,24 @@ impl fmt::Debug for Writer {
 impl Writer {
     /// Reserves a new generation in `dir` and starts writing.
     pub fn create(dir: impl AsRef<Path>, options: WriterOptions) -> Result<Self, Error> {
+        Self::create_from(dir, 1, options)
+    }
+
+    /// As [`create`](Self::create), with a generation of at least `floor`:
+    /// the first free one from `max(floor, largest present + 1)`. An owner
+    /// whose sstables live in several directories keeps generations unique
+    /// across them by handing every writer a floor from one counter.
+    ///
+    /// # Errors
+    /// As `create`; [`Error::InvalidOption`] for a `floor` of `u64::MAX`.
+    pub fn create_from(
+        dir: impl AsRef<Path>,
+        floor: u64,
+        options: WriterOptions,
+    ) -> Result<Self, Error> {
         options.validate()?;
         let dir = dir.as_ref().to_path_buf();
-        let (generation, _marker) = reserve_generation(&dir)?;
+        let (generation, _marker) = reserve_generation(&dir, floor)?;
         let opened = (|| {
             let data = DataWriter::create(
                 &temp_path(&dir, generation, Component::Data),

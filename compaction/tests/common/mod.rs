@@ -11,7 +11,7 @@ use mutation::{
     Cell, DecoratedKey, FragmentReader, MergingReader, Mutation, Row, Timestamp, from_mutations,
     to_mutations,
 };
-use sstable::{Sstable, Writer, WriterOptions};
+use sstable::{Sstable, WriterOptions};
 
 /// Small blocks and buffers, so tiny tables still have several blocks.
 pub(crate) fn writer_options() -> WriterOptions {
@@ -22,11 +22,18 @@ pub(crate) fn writer_options() -> WriterOptions {
     o
 }
 
-/// Writes `mutations` as one sstable and adds it to `set`.
+/// Writes `mutations` as one sstable in the set's data directory and adds
+/// it to `set`.
 pub(crate) fn flush(set: &SstableSet, mutations: Vec<Mutation>) -> u64 {
-    let dir = set.dir().expect("a set in a directory");
+    let dir = set.dir().expect("a set in a directory").to_path_buf();
+    flush_into(set, &dir, mutations)
+}
+
+/// Writes `mutations` as one sstable in `dir`, one of the set's
+/// directories (a flush directory), and adds it to `set`.
+pub(crate) fn flush_into(set: &SstableSet, dir: &Path, mutations: Vec<Mutation>) -> u64 {
     let mut reader = from_mutations(mutations);
-    let mut w = Writer::create(dir, writer_options()).unwrap();
+    let mut w = set.create_writer(dir, writer_options()).unwrap();
     w.write_all(&mut reader).unwrap();
     let committed = w.commit().unwrap();
     set.add(Sstable::open(dir, committed.generation).unwrap());
@@ -133,13 +140,13 @@ pub(crate) fn job_options(clock: std::sync::Arc<compaction::ManualClock>) -> Job
     o
 }
 
-/// Checks that `dir` holds exactly the set's sstables (and run files of
-/// its run members), no transaction file, no temporary, and that every
-/// sstable verifies.
+/// Checks that `dir` holds exactly the set's sstables that are in it (and
+/// run files of its run members), no transaction file, no temporary, and
+/// that every one of them verifies.
 pub(crate) fn assert_clean(dir: &Path, set: &SstableSet) {
     let snapshot = set.snapshot();
     let mut expected = std::collections::BTreeSet::new();
-    for h in snapshot.handles() {
+    for h in snapshot.handles().iter().filter(|h| h.dir() == Some(dir)) {
         h.sstable().verify().unwrap();
         for c in sstable::Component::ALL {
             expected.insert(

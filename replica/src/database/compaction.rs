@@ -3,17 +3,20 @@
 //! memtable list keeps only memtables), and each set is a
 //! [`CompactionTable`] of the database's [`CompactionManager`].
 //!
-//! # One set per table directory
+//! # One set per data directory; flush directories join the first
 //!
-//! The crate writes a job's outputs into its set's directory and names
-//! generations per directory, so a table has one set per directory it
-//! lives in: one per data directory and one per separate flush directory.
-//! Each set compacts in place (flushed sstables in a flush directory are
-//! compacted there: moving them to a data directory would need jobs whose
-//! outputs go to another directory than their inputs, which the crate does
-//! not do yet). Reads pin every set; a tombstone is purged only when no
-//! memtable of the table and no sstable outside the job, in any of the
-//! table's sets, may hold data it shadows ([`MaxPurgeable`]).
+//! Compactions run on the data directories; flushes keep using the flush
+//! directories (CASSANDRA-6357's separate flush directories, so compaction
+//! I/O does not stall flushes). A table has one set per data directory,
+//! which writes its compactions' outputs there; the table's separate flush
+//! directories (those that are not also data directories) belong to the
+//! set of the first data directory ([`SstableSet::open_dirs`]), so their
+//! flushed sstables are compacted into it and leave the flush directories.
+//! Generations are unique across a set's directories: flushes take their
+//! writers from the set ([`TableSstables::create_writer`]). Reads pin
+//! every set; a tombstone is purged only when no memtable of the table and
+//! no sstable outside the job, in any of the table's sets, may hold data
+//! it shadows ([`MaxPurgeable`]).
 //!
 //! # Ordering with flushes and reads
 //!
@@ -553,8 +556,10 @@ impl PinnedSstables {
     }
 }
 
-/// Opens the set of each of `dirs` (recovering half-done compactions
-/// first), each on its directory's device.
+/// Opens the table's sets (recovering half-done compactions first): one
+/// per data directory, the first `data_dirs` of `dirs`; the rest of `dirs`
+/// (separate flush directories) join the first data directory's set. Each
+/// directory's sstables are opened on its device.
 ///
 /// # Errors
 /// [`Error::Compaction`] naming the table for a damaged transaction file
@@ -562,13 +567,21 @@ impl PinnedSstables {
 pub(crate) fn open_sets(
     table: &str,
     dirs: &[PathBuf],
+    data_dirs: usize,
     devices: &Devices,
 ) -> Result<Vec<SstableSet>, Error> {
+    let data_dirs = data_dirs.clamp(1, dirs.len().max(1));
+    let flush_only = dirs.get(data_dirs..).unwrap_or_default();
     dirs.iter()
-        .map(|dir| {
-            SstableSet::open_on(dir, devices.for_path(dir)).map_err(|source| Error::Compaction {
-                table: table.to_owned(),
-                source,
+        .take(data_dirs)
+        .enumerate()
+        .map(|(i, dir)| {
+            let others = if i == 0 { flush_only } else { &[] };
+            SstableSet::open_dirs_on(dir, others, |d| devices.for_path(d)).map_err(|source| {
+                Error::Compaction {
+                    table: table.to_owned(),
+                    source,
+                }
             })
         })
         .collect()
@@ -623,7 +636,7 @@ impl TableSstables {
     /// the table has no set for (flushes write only to the table's
     /// directories, so it does not happen).
     pub(crate) fn add(&self, dir: &Path, sstable: Sstable) -> Result<SstableHandle, Error> {
-        match self.sets.iter().find(|s| s.set.dir() == Some(dir)) {
+        match self.sets.iter().find(|s| s.set.spans(dir)) {
             Some(s) => Ok(s.set.add(sstable)),
             None => Err(Error::Compaction {
                 table: self
@@ -634,6 +647,27 @@ impl TableSstables {
                 source: compaction::Error::NotInSet {
                     generation: sstable.generation(),
                 },
+            }),
+        }
+    }
+
+    /// Starts a flush's sstable in `dir`, one of the table's directories,
+    /// with a generation unique across the directories of the set it
+    /// joins (see the module docs).
+    ///
+    /// # Errors
+    /// [`compaction::Error::ForeignDirectory`] for a directory of no set
+    /// (flushes write only to the table's directories, so it does not
+    /// happen); the writer's errors.
+    pub(crate) fn create_writer(
+        &self,
+        dir: &Path,
+        options: WriterOptions,
+    ) -> Result<sstable::Writer, compaction::Error> {
+        match self.sets.iter().find(|s| s.set.spans(dir)) {
+            Some(s) => s.set.create_writer(dir, options),
+            None => Err(compaction::Error::ForeignDirectory {
+                dir: dir.to_path_buf(),
             }),
         }
     }

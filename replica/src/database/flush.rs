@@ -225,12 +225,15 @@ impl FlushJob for FlushMemtable {
         let dir = table_dir(ctx.dir(), self.table.name());
         // Every byte of the sstable is charged to the flush directory's
         // device as the writer writes it (in this thread, holding only the
-        // data-write permit, which is the point of a slow disk).
+        // data-write permit, which is the point of a slow disk). The writer
+        // comes from the table's set: its generation is unique across the
+        // set's directories (a flush directory and its data directory).
         let mut options = self.options.clone();
         options.device = self.devices.for_path(&dir);
-        let mut writer = match Writer::create(&dir, options) {
+        let mut writer = match self.table.sstables.create_writer(&dir, options) {
             Ok(w) => w,
-            Err(e) => return Err(self.sstable_error(e)),
+            Err(compaction::Error::Sstable(e)) => return Err(self.sstable_error(e)),
+            Err(e) => return Err(flush_scheduler::Error::job_failed(e)),
         };
         let mut reader = self.memtable.memtable().make_flush_reader(|_| {});
         let mut reported = 0;

@@ -435,7 +435,12 @@ impl Database {
         let name = schema.name().to_owned();
         let files = open_table_dirs(&schema, self.config.all_dirs())?;
         // The sets recover half-done compactions and open the sstables.
-        let sets = compaction::open_sets(&name, files.dirs(), &self.devices)?;
+        let sets = compaction::open_sets(
+            &name,
+            files.dirs(),
+            self.config.data_dirs.len(),
+            &self.devices,
+        )?;
         let group = if schema.options().system {
             Arc::clone(self.system.group())
         } else {
