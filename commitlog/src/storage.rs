@@ -263,6 +263,10 @@ pub(crate) mod mem {
         pub(crate) stall_syncs: bool,
         /// Syncs blocked now.
         syncs_stalled: u32,
+        /// Removals (and set-asides) block while set (a slow deletion).
+        pub(crate) stall_removes: bool,
+        /// Removals blocked now.
+        removes_stalled: u32,
         /// Write-back starts: (segment, offset, length), in order.
         pub(crate) writebacks: Vec<(u64, u64, u64)>,
         /// The drop side file, once written.
@@ -305,6 +309,7 @@ pub(crate) mod mem {
             let mut s = self.0.lock();
             s.stall = false;
             s.stall_syncs = false;
+            s.stall_removes = false;
             drop(s);
             self.1.notify_all();
         }
@@ -313,6 +318,14 @@ pub(crate) mod mem {
         pub(crate) fn wait_for_a_stalled_sync(&self) {
             let mut s = self.0.lock();
             while s.syncs_stalled == 0 {
+                self.1.wait(&mut s);
+            }
+        }
+
+        /// Waits until a removal is blocked by `stall_removes`.
+        pub(crate) fn wait_for_a_stalled_remove(&self) {
+            let mut s = self.0.lock();
+            while s.removes_stalled == 0 {
                 self.1.wait(&mut s);
             }
         }
@@ -444,6 +457,14 @@ pub(crate) mod mem {
 
         fn remove(&self, id: u64) -> io::Result<()> {
             let mut s = self.0.lock();
+            if s.stall_removes {
+                s.removes_stalled += 1;
+                self.1.notify_all();
+                while s.stall_removes {
+                    self.1.wait(&mut s);
+                }
+                s.removes_stalled -= 1;
+            }
             if s.fail_removes {
                 return Err(io::Error::other("injected remove failure"));
             }

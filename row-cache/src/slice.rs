@@ -5,7 +5,7 @@ use std::collections::VecDeque;
 use std::ops::Bound;
 
 use mutation::{
-    ClusteringRange, Fragment, FragmentReader, Mutation, PartitionRange, Position,
+    ClusteringRange, DecoratedKey, Fragment, FragmentReader, Mutation, PartitionRange, Position,
     RangeTombstoneList, to_mutations,
 };
 
@@ -84,17 +84,47 @@ pub(crate) fn slice_hull(a: &ClusteringRange, b: &ClusteringRange) -> Option<Clu
 pub(crate) fn next_partition(
     reader: &mut dyn FragmentReader,
 ) -> Result<Option<Mutation>, mutation::Error> {
-    let mut one = OnePartition {
-        inner: reader,
-        done: false,
-    };
-    let mut all = to_mutations(&mut one)?;
-    Ok(all.pop())
+    next_wanted_partition(reader, |_| true, &mut 0)
 }
 
-/// A reader that ends after the first partition of another.
+/// The next partition of `reader` whose key `wanted` accepts, collected
+/// into one mutation; `None` at the end of the stream. A partition whose
+/// key it refuses is skipped with [`FragmentReader::next_partition`], its
+/// rows never read (nor copied out of the source), and counted in
+/// `skipped`.
+pub(crate) fn next_wanted_partition(
+    reader: &mut dyn FragmentReader,
+    mut wanted: impl FnMut(&DecoratedKey) -> bool,
+    skipped: &mut usize,
+) -> Result<Option<Mutation>, mutation::Error> {
+    loop {
+        let Some(first) = reader.next()? else {
+            return Ok(None);
+        };
+        if let Fragment::PartitionStart { key, .. } = &first
+            && !wanted(key)
+        {
+            *skipped += 1;
+            reader.next_partition()?;
+            continue;
+        }
+        // Anything but a partition start here is an invalid stream, which
+        // collecting reports.
+        let mut one = OnePartition {
+            inner: reader,
+            first: Some(first),
+            done: false,
+        };
+        let mut all = to_mutations(&mut one)?;
+        return Ok(all.pop());
+    }
+}
+
+/// A reader that ends after the first partition of another (whose first
+/// fragment was read already: `first`).
 struct OnePartition<'a> {
     inner: &'a mut dyn FragmentReader,
+    first: Option<Fragment>,
     done: bool,
 }
 
@@ -103,7 +133,10 @@ impl FragmentReader for OnePartition<'_> {
         if self.done {
             return Ok(None);
         }
-        let f = self.inner.next()?;
+        let f = match self.first.take() {
+            Some(f) => Some(f),
+            None => self.inner.next()?,
+        };
         if matches!(f, None | Some(Fragment::PartitionEnd)) {
             self.done = true;
         }

@@ -131,8 +131,12 @@ impl CacheStats {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct UpdateStats {
-    /// Flushed partitions read.
+    /// Flushed partitions seen (taken or skipped).
     pub partitions: usize,
+    /// Of those, partitions the cache holds nothing of and knows nothing
+    /// around (neither cached nor in a continuous range): skipped without
+    /// reading their rows.
+    pub skipped: usize,
     /// Merged into cached partitions.
     pub merged: usize,
     /// Inserted where the ring was continuous.

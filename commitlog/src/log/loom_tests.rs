@@ -142,8 +142,8 @@ fn loom_discard_racing_a_segment_switch_keeps_other_tables_entries() {
 }
 
 /// Periodic mode with a buffer budget of one entry: the second writer
-/// waits for the flusher to write the first entry out, then goes on;
-/// close makes both durable.
+/// waits for a cycle to write the first entry out (the flusher's, or its
+/// own when none runs), then goes on; close makes both durable.
 #[test]
 fn loom_buffer_budget_blocks_until_the_flusher_writes() {
     model(|| {

@@ -149,6 +149,54 @@ fn periodic_writers_write_their_buffers_out_while_a_long_sync_runs() {
     assert_eq!(log.stats().synced_entries, 1002);
 }
 
+/// The segments a periodic sync lets go are deleted while the writers go
+/// on: with the deletion stuck, appends of twice the buffer budget still
+/// go through and reach the files, as during the sync itself. (The
+/// flusher used to delete them as an ordinary step, with writers at the
+/// buffer budget waiting for it: under load, every writer stopped for as
+/// long as an interval's worth of segments took to delete.)
+#[test]
+fn periodic_writers_write_their_buffers_out_while_retired_segments_are_deleted() {
+    let config = roomy_periodic(Duration::from_secs(3600), 1 << 19);
+    let (log, storage) = mem_log(config);
+    let log = std::sync::Arc::new(log);
+    // The flusher's first periodic sync is due at once: let it end first.
+    let mut flushed = ReplayPositionSet::new();
+    flushed.insert(log.add(1, &mutation("a", 1000)).unwrap());
+    log.sync().unwrap();
+    // More than a segment of table 1, all handed back: the closed
+    // segment is clean, and retired once a sync covers it.
+    for _ in 0..1500 {
+        flushed.insert(log.add(1, &mutation("a", 1000)).unwrap());
+    }
+    let first = log.stats().segments_created;
+    assert!(first >= 2, "{first} segments");
+    log.discard_flushed(1, &flushed);
+    assert!(storage.0.lock().removals.is_empty(), "not synced yet");
+    storage.0.lock().stall_removes = true;
+    let syncer = {
+        let log = log.clone();
+        std::thread::spawn(move || log.sync())
+    };
+    storage.wait_for_a_stalled_remove();
+    // Appends of twice the buffer budget go through while the deletion is
+    // stuck (without the fix they timed out at the budget).
+    let positions: Vec<ReplayPosition> = (0..1000)
+        .map(|_| log.add(2, &mutation("b", 1000)).unwrap())
+        .collect();
+    let early = positions[100];
+    let written = storage.0.lock().files[&early.segment].clone();
+    let at = early.offset as usize;
+    let h = format::parse_entry_header(&written[at..at + format::ENTRY_HEADER_LEN]);
+    assert!(h.is_some_and(|h| h.segment == early.segment), "written");
+    storage.unstall();
+    syncer.join().unwrap().unwrap();
+    assert!(
+        !storage.0.lock().removals.is_empty(),
+        "retired after the sync"
+    );
+}
+
 #[test]
 fn batch_with_a_window_groups_writers() {
     let (log, _) = mem_log(small(SyncMode::Batch(Duration::from_millis(5))));
