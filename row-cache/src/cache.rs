@@ -29,6 +29,13 @@ pub struct CacheConfig {
     /// (see the crate documentation); `None`: [`DEFAULT_PIECE_BYTES`]. At
     /// least 1.
     pub piece_bytes: Option<usize>,
+    /// The underlying source is empty now (a new table, no sstables yet):
+    /// the whole ring starts continuous, as ScyllaDB's `is_continuous::yes`
+    /// for a table's new cache, so a read of any key is answered without
+    /// the source until something changes it; what later flushes bring in
+    /// is inserted ([`RowCache::update_from`]). Wrong for a source that
+    /// holds data: it would hide it.
+    pub continuous: bool,
 }
 
 /// The default [`CacheConfig::piece_bytes`].
@@ -38,6 +45,12 @@ impl CacheConfig {
     /// The default with `piece_bytes`.
     pub fn with_piece_bytes(mut self, piece_bytes: usize) -> Self {
         self.piece_bytes = Some(piece_bytes);
+        self
+    }
+
+    /// The default with `continuous` (see [`CacheConfig::continuous`]).
+    pub fn with_continuous(mut self, continuous: bool) -> Self {
+        self.continuous = continuous;
         self
     }
 
@@ -218,7 +231,11 @@ impl RowCache {
         if piece_bytes == 0 {
             return Err(Error::PieceBytesZero);
         }
-        let index = Arc::new(Mutex::new(Index::default()));
+        let mut index = Index::default();
+        if config.continuous {
+            index.continuity.insert(Point::Min, Point::Max);
+        }
+        let index = Arc::new(Mutex::new(index));
         let counters = Arc::new(Counters::default());
         let mut region = Region::new(pool);
         {
@@ -284,11 +301,7 @@ impl RowCache {
         range: PartitionRange,
         slice: ClusteringRange,
     ) -> Option<CacheReader> {
-        if CacheReader::known_empty(&self.shared, &range) {
-            Counters::add(&self.shared.counters.hits, 1);
-            return None;
-        }
-        Some(self.make_reader(range, slice))
+        CacheReader::new_opt(&self.shared, range, slice)
     }
 
     /// Brings a flushed memtable's data into the cache. Call it after the
