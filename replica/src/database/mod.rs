@@ -440,6 +440,11 @@ impl Database {
         let files = open_table_dirs(&schema, self.config.all_dirs())?;
         // The sets recover half-done compactions and open the sstables.
         let sets = compaction::open_sets(&name, files.dirs())?;
+        // A table without sstables has nothing the cache could miss: its
+        // cache starts continuous (ScyllaDB's `is_continuous::yes` for a
+        // new table), so reads of absent keys never open a reader, and
+        // every flush from now on goes through `update_cache`.
+        let no_sstables = sets.iter().all(|set| set.snapshot().is_empty());
         let group = if schema.options().system {
             Arc::clone(self.system.group())
         } else {
@@ -458,7 +463,9 @@ impl Database {
                     let source = Arc::new(CacheSource {
                         table: weak.clone(),
                     });
-                    let config = row_cache::CacheConfig::default().with_max_bytes(bytes);
+                    let config = row_cache::CacheConfig::default()
+                        .with_max_bytes(bytes)
+                        .with_continuous(no_sstables);
                     match row_cache::RowCache::new(&self.pool, source, config) {
                         Ok(cache) => Some(cache),
                         Err(e) => {

@@ -493,12 +493,13 @@ impl Table {
         slice: ClusteringRange,
     ) -> Result<TableReader, Error> {
         let sources = self.list.sources();
+        if self.cache.is_some() {
+            // The cache reads the sstables itself (pinning them per read
+            // of the source), so this reader pins none.
+            return self.make_cached_reader(&sources.memtables, range, slice);
+        }
         // After the memtables (see `compaction`'s module docs).
         let pinned = self.sstables.pin();
-        if self.cache.is_some() {
-            // The cache reads the sstables itself (pinning them per read).
-            return self.make_cached_reader(&sources.memtables, range, slice, pinned);
-        }
         let mut readers: Vec<Box<dyn FragmentReader + Send>> = Vec::new();
         self.push_memtable_readers(&sources.memtables, &range, &slice, &mut readers)?;
         let memtable_readers = readers.len();
@@ -521,10 +522,7 @@ impl Table {
             }
         }
         self.sstables.note_read(readers.len() - memtable_readers);
-        Ok(TableReader {
-            merged: MergingReader::new(readers),
-            _pinned: pinned,
-        })
+        Ok(TableReader::new(readers, Some(pinned)))
     }
 
     /// [`make_reader`](Self::make_reader) building a reader of every
@@ -554,8 +552,8 @@ impl Table {
         }
         readers.push(Box::new(cache.make_reader(range, slice)));
         Ok(TableReader {
-            merged: MergingReader::new(readers),
-            _pinned: self.sstables.pin(),
+            inner: Inner::Merged(MergingReader::new(readers)),
+            _pinned: Some(self.sstables.pin()),
         })
     }
 
@@ -566,7 +564,6 @@ impl Table {
         memtables: &[Arc<TableMemtable>],
         range: PartitionRange,
         slice: ClusteringRange,
-        pinned: PinnedSstables,
     ) -> Result<TableReader, Error> {
         let mut readers: Vec<Box<dyn FragmentReader + Send>> = Vec::new();
         self.push_memtable_readers(memtables, &range, &slice, &mut readers)?;
@@ -577,10 +574,7 @@ impl Table {
         {
             readers.push(Box::new(reader));
         }
-        Ok(TableReader {
-            merged: MergingReader::new(readers),
-            _pinned: pinned,
-        })
+        Ok(TableReader::new(readers, None))
     }
 
     /// Pushes the reader of each memtable that has something in `range`.
@@ -673,10 +667,50 @@ impl Table {
 /// and readers of a flushed memtable continue in its sstable at their next
 /// partition.
 pub struct TableReader {
-    merged: MergingReader<Box<dyn FragmentReader + Send>>,
+    inner: Inner,
     /// The sstable versions it reads: compaction deletes none of them
-    /// while it is open.
-    _pinned: PinnedSstables,
+    /// while it is open (`None` with a cache, which pins them per read of
+    /// its source).
+    _pinned: Option<PinnedSstables>,
+}
+
+/// The sources of a [`TableReader`]: a single source is read as it is
+/// (each source's stream is already reconciled, so merging one would only
+/// cost), several are merged.
+#[expect(
+    clippy::large_enum_variant,
+    reason = "one per open read, held in place; boxing the merge would cost every merged read an allocation"
+)]
+enum Inner {
+    One(Box<dyn FragmentReader + Send>),
+    Merged(MergingReader<Box<dyn FragmentReader + Send>>),
+}
+
+impl TableReader {
+    fn new(
+        mut readers: Vec<Box<dyn FragmentReader + Send>>,
+        pinned: Option<PinnedSstables>,
+    ) -> Self {
+        let inner = match readers.pop() {
+            Some(one) if readers.is_empty() => Inner::One(one),
+            Some(last) => {
+                readers.push(last);
+                Inner::Merged(MergingReader::new(readers))
+            }
+            None => Inner::Merged(MergingReader::new(readers)),
+        };
+        TableReader {
+            inner,
+            _pinned: pinned,
+        }
+    }
+
+    fn reader(&mut self) -> &mut dyn FragmentReader {
+        match &mut self.inner {
+            Inner::One(one) => &mut **one,
+            Inner::Merged(merged) => merged,
+        }
+    }
 }
 
 impl fmt::Debug for TableReader {
@@ -687,15 +721,15 @@ impl fmt::Debug for TableReader {
 
 impl FragmentReader for TableReader {
     fn next(&mut self) -> Result<Option<Fragment>, mutation::Error> {
-        self.merged.next()
+        self.reader().next()
     }
 
     fn fast_forward_to(&mut self, range: PartitionRange) -> Result<(), mutation::Error> {
-        self.merged.fast_forward_to(range)
+        self.reader().fast_forward_to(range)
     }
 
     fn next_partition(&mut self) -> Result<(), mutation::Error> {
-        self.merged.next_partition()
+        self.reader().next_partition()
     }
 }
 
