@@ -12,9 +12,9 @@ use std::time::SystemTime;
 use crate::config::FlushPolicy;
 use crate::error::Error;
 use crate::stress::hdr_log::HdrLog;
-use crate::stress::options::{StopCondition, StressOptions};
+use crate::stress::options::{StopCondition, StressOptions, check_disk_space};
 use crate::stress::progress::ProgressPrinter;
-use crate::stress::runner::{Observers, RunConfig, run};
+use crate::stress::runner::{Observers, PopulateReport, RunConfig, populate, run};
 use crate::stress::summary::{Summary, compare, compare_json, write_json};
 use crate::stress::target::Target;
 
@@ -77,7 +77,7 @@ fn describe(options: &StressOptions, config: &RunConfig, policy: FlushPolicy) ->
         n => format!("{} threads x {n} async writes in flight", config.threads),
     };
     format!(
-        "{} with {clients} {stop}: {} partitions ({}) of {} x {} B rows over {} table(s), \
+        "{} with {clients} {stop}: {} partitions ({}) of {} x {} B rows over {} table(s){}, \
          flush policy {}, commit log {}, seed {}",
         options.mode.name(),
         w.partitions,
@@ -85,9 +85,42 @@ fn describe(options: &StressOptions, config: &RunConfig, policy: FlushPolicy) ->
         w.rows_per_partition,
         w.row_size,
         w.tables,
+        if options.populates() {
+            ", written first (populate phase)"
+        } else {
+            ""
+        },
         policy.name(),
         options.commitlog.name(),
         w.seed,
+    )
+}
+
+/// Refuses a run whose data cannot fit the target's data directory (see
+/// [`StressOptions::partitions_on_disk`] and [`check_disk_space`]).
+fn check_space<T: Target>(options: &StressOptions, target: &T) -> Result<(), Error> {
+    let Some(partitions) = options.partitions_on_disk() else {
+        return Ok(());
+    };
+    let Some((dir, available)) = target.free_space() else {
+        return Ok(());
+    };
+    check_disk_space(&dir, partitions, options.partition_size, available)
+}
+
+/// The populate phase's line of the program's output.
+pub(crate) fn describe_populate(p: &PopulateReport) -> String {
+    let seconds = p.elapsed.as_secs_f64();
+    let rate = if seconds > 0.0 {
+        p.partitions as f64 / seconds
+    } else {
+        0.0
+    };
+    format!(
+        "Populated {} partitions ({:.1} MiB) in {seconds:.1} s ({rate:.0} partitions/s), \
+         flushed; not part of the figures below",
+        p.partitions,
+        p.bytes as f64 / f64::from(1 << 20),
     )
 }
 
@@ -111,11 +144,29 @@ pub fn execute<F: TargetFactory>(
 ) -> Result<Vec<Summary>, Error> {
     options.validate()?;
     let mut summaries = Vec::new();
+    let mut populations: Vec<(String, PopulateReport)> = Vec::new();
     for policy in policies(options) {
         let config = RunConfig::from_options(options, policy.name())?;
         let description = describe(options, &config, policy);
         writeln!(out, "Running {description}").map_err(output)?;
         let target = factory.open(policy, &config)?;
+        let prepared = check_space(options, &target).and_then(|()| {
+            if !options.populates() {
+                return Ok(None);
+            }
+            let report = populate(&target, &config)?;
+            writeln!(out, "{}", describe_populate(&report)).map_err(output)?;
+            Ok(Some(report))
+        });
+        let populated = match prepared {
+            Ok(p) => p,
+            Err(e) => {
+                // The run does not start; the target still closes cleanly.
+                let _ = factory.close(target);
+                return Err(e);
+            }
+        };
+        populations.extend(populated.map(|p| (config.label.clone(), p)));
         let mut hdr_log = match &options.hdr_log {
             Some(path) => Some(HdrLog::create(
                 &hdr_log_path(path, policy, options.compare),
@@ -158,6 +209,19 @@ pub fn execute<F: TargetFactory>(
                 "async_in_flight".to_owned(),
                 serde_json::Value::from(options.async_in_flight),
             );
+            // The populate phase of each run (not in the run's figures).
+            let phases: Vec<serde_json::Value> = populations
+                .iter()
+                .map(|(label, p)| {
+                    serde_json::json!({
+                        "label": label,
+                        "partitions": p.partitions,
+                        "bytes": p.bytes,
+                        "seconds": p.elapsed.as_secs_f64(),
+                    })
+                })
+                .collect();
+            object.insert("populate".to_owned(), serde_json::Value::from(phases));
         }
         write_json(path, &value)?;
     }
