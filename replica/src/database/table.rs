@@ -500,7 +500,7 @@ impl Table {
         }
         // After the memtables (see `compaction`'s module docs).
         let pinned = self.sstables.pin();
-        let mut readers: Vec<Box<dyn FragmentReader + Send>> = Vec::new();
+        let mut readers = Gathered::default();
         self.push_memtable_readers(&sources.memtables, &range, &slice, &mut readers)?;
         let memtable_readers = readers.len();
         for handle in pinned.handles() {
@@ -522,7 +522,7 @@ impl Table {
             }
         }
         self.sstables.note_read(readers.len() - memtable_readers);
-        Ok(TableReader::new(readers, Some(pinned)))
+        Ok(readers.into_reader(Some(pinned)))
     }
 
     /// [`make_reader`](Self::make_reader) building a reader of every
@@ -565,7 +565,7 @@ impl Table {
         range: PartitionRange,
         slice: ClusteringRange,
     ) -> Result<TableReader, Error> {
-        let mut readers: Vec<Box<dyn FragmentReader + Send>> = Vec::new();
+        let mut readers = Gathered::default();
         self.push_memtable_readers(memtables, &range, &slice, &mut readers)?;
         if let Some(reader) = self
             .cache
@@ -574,7 +574,7 @@ impl Table {
         {
             readers.push(Box::new(reader));
         }
-        Ok(TableReader::new(readers, None))
+        Ok(readers.into_reader(None))
     }
 
     /// Pushes the reader of each memtable that has something in `range`.
@@ -583,7 +583,7 @@ impl Table {
         memtables: &[Arc<TableMemtable>],
         range: &PartitionRange,
         slice: &ClusteringRange,
-        readers: &mut Vec<Box<dyn FragmentReader + Send>>,
+        readers: &mut Gathered,
     ) -> Result<(), Error> {
         for memtable in memtables {
             let reader = memtable
@@ -686,25 +686,45 @@ enum Inner {
     Merged(MergingReader<Box<dyn FragmentReader + Send>>),
 }
 
-impl TableReader {
-    fn new(
-        mut readers: Vec<Box<dyn FragmentReader + Send>>,
-        pinned: Option<PinnedSstables>,
-    ) -> Self {
-        let inner = match readers.pop() {
-            Some(one) if readers.is_empty() => Inner::One(one),
-            Some(last) => {
-                readers.push(last);
-                Inner::Merged(MergingReader::new(readers))
+/// The readers of a read's sources, as they are gathered: the first is
+/// held on its own, so a read of one source allocates no list.
+#[derive(Default)]
+struct Gathered {
+    first: Option<Box<dyn FragmentReader + Send>>,
+    rest: Vec<Box<dyn FragmentReader + Send>>,
+}
+
+impl Gathered {
+    fn push(&mut self, reader: Box<dyn FragmentReader + Send>) {
+        if self.first.is_none() {
+            self.first = Some(reader);
+        } else {
+            self.rest.push(reader);
+        }
+    }
+
+    fn len(&self) -> usize {
+        usize::from(self.first.is_some()) + self.rest.len()
+    }
+
+    /// One source read as it is; none or several merged.
+    fn into_reader(self, pinned: Option<PinnedSstables>) -> TableReader {
+        let inner = match (self.first, self.rest) {
+            (Some(one), rest) if rest.is_empty() => Inner::One(one),
+            (Some(first), mut rest) => {
+                rest.insert(0, first);
+                Inner::Merged(MergingReader::new(rest))
             }
-            None => Inner::Merged(MergingReader::new(readers)),
+            (None, rest) => Inner::Merged(MergingReader::new(rest)),
         };
         TableReader {
             inner,
             _pinned: pinned,
         }
     }
+}
 
+impl TableReader {
     fn reader(&mut self) -> &mut dyn FragmentReader {
         match &mut self.inner {
             Inner::One(one) => &mut **one,
