@@ -138,16 +138,48 @@ impl Mutation {
     /// truncated input, bad lengths or flags, keys or columns out of order,
     /// invalid timestamps, TTLs or ranges, trailing bytes.
     pub fn decode(bytes: &[u8]) -> Result<Mutation, Error> {
-        let mut r = Reader { bytes, at: 0 };
-        let m = r.mutation()?;
-        if r.at != bytes.len() {
-            return Err(r.error(format!(
-                "{} trailing bytes after the mutation",
-                bytes.len() - r.at
-            )));
-        }
-        Ok(m)
+        decode_from(bytes, None)
     }
+
+    /// [`Mutation::decode`] without copying: the partition key, the
+    /// clustering keys and the cell values of the result are slices of
+    /// `bytes` (which they keep alive), so decoding allocates only the
+    /// mutation's maps. For a reader that copies an encoded partition out
+    /// of a store once and hands it on (the row cache).
+    ///
+    /// ```
+    /// use mutation::{Cell, DecoratedKey, Mutation, Timestamp};
+    /// let m = Mutation::builder(DecoratedKey::from_bytes("k")?)
+    ///     .cell("ck", 1, Cell::live("v", Timestamp::from_micros(5)))
+    ///     .build()?;
+    /// let bytes = bytes::Bytes::from(m.encode());
+    /// assert_eq!(Mutation::decode_shared(&bytes)?, m);
+    /// # Ok::<(), mutation::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// As [`Mutation::decode`].
+    pub fn decode_shared(bytes: &Bytes) -> Result<Mutation, Error> {
+        decode_from(bytes, Some(bytes))
+    }
+}
+
+/// Decodes all of `bytes`; byte strings are slices of `shared` (which is
+/// `bytes`) when given, copies otherwise.
+fn decode_from(bytes: &[u8], shared: Option<&Bytes>) -> Result<Mutation, Error> {
+    let mut r = Reader {
+        bytes,
+        shared,
+        at: 0,
+    };
+    let m = r.mutation()?;
+    if r.at != bytes.len() {
+        return Err(r.error(format!(
+            "{} trailing bytes after the mutation",
+            bytes.len() - r.at
+        )));
+    }
+    Ok(m)
 }
 
 fn row_len(row: &Row) -> usize {
@@ -286,6 +318,9 @@ fn put_row(out: &mut Vec<u8>, row: &Row) {
 /// A bounds-checked cursor over the input.
 struct Reader<'a> {
     bytes: &'a [u8],
+    /// `bytes` as a shared buffer: taken byte strings are slices of it,
+    /// not copies (`Mutation::decode_shared`).
+    shared: Option<&'a Bytes>,
     at: usize,
 }
 
@@ -307,6 +342,16 @@ impl Reader<'_> {
         let s = &self.bytes[self.at..self.at + n];
         self.at += n;
         Ok(s)
+    }
+
+    /// `n` bytes as a `Bytes`: a slice of the shared buffer, or a copy.
+    fn take_bytes(&mut self, n: usize, what: &str) -> Result<Bytes, Error> {
+        let (start, shared) = (self.at, self.shared);
+        let s = self.take(n, what)?;
+        Ok(match shared {
+            Some(shared) => shared.slice(start..start + n),
+            None => Bytes::copy_from_slice(s),
+        })
     }
 
     fn u8(&mut self, what: &str) -> Result<u8, Error> {
@@ -379,7 +424,7 @@ impl Reader<'_> {
 
     fn clustering_key(&mut self) -> Result<ClusteringKey, Error> {
         let len = self.u16("clustering key length")?;
-        let b = Bytes::copy_from_slice(self.take(usize::from(len), "clustering key")?);
+        let b = self.take_bytes(usize::from(len), "clustering key")?;
         let start = self.at;
         self.checked(start, ClusteringKey::new(b))
     }
@@ -474,9 +519,7 @@ impl Reader<'_> {
 
     fn value(&mut self) -> Result<Bytes, Error> {
         let len = self.u32("value length")?;
-        Ok(Bytes::copy_from_slice(
-            self.take(len as usize, "cell value")?,
-        ))
+        self.take_bytes(len as usize, "cell value")
     }
 
     fn mutation(&mut self) -> Result<Mutation, Error> {
@@ -491,7 +534,7 @@ impl Reader<'_> {
         }
         let key_len = self.u16("partition key length")?;
         let key_at = self.at;
-        let key = Bytes::copy_from_slice(self.take(usize::from(key_len), "partition key")?);
+        let key = self.take_bytes(usize::from(key_len), "partition key")?;
         let key = self.checked(key_at, DecoratedKey::from_bytes(key))?;
         let flags = self.flags("mutation flags", MUT_PARTITION_TOMBSTONE | MUT_STATIC_ROW)?;
         let partition_tombstone = if flags & MUT_PARTITION_TOMBSTONE != 0 {
@@ -506,19 +549,17 @@ impl Reader<'_> {
         };
         // A row takes at least 2 (key length) + 1 (flags) + 4 (cell count).
         let row_count = self.count("row count", 7)?;
-        let mut rows = BTreeMap::new();
-        let mut last: Option<ClusteringKey> = None;
+        let mut rows: BTreeMap<ClusteringKey, Row> = BTreeMap::new();
         for _ in 0..row_count {
             let start = self.at;
             let ck = self.clustering_key()?;
-            if last.as_ref().is_some_and(|l| ck <= *l) {
+            if rows.last_key_value().is_some_and(|(l, _)| ck <= *l) {
                 return Err(Error::Decode {
                     offset: start,
                     detail: "clustering rows are not in strictly increasing key order".to_string(),
                 });
             }
             let row = self.row()?;
-            last = Some(ck.clone());
             rows.insert(ck, row);
         }
         // A range tombstone takes at least 1 + 1 + 12 bytes.
@@ -573,6 +614,33 @@ mod tests {
         let bytes = m.encode();
         assert_eq!(bytes.len(), m.encoded_len());
         assert_eq!(Mutation::decode(&bytes).unwrap(), m);
+    }
+
+    #[test]
+    fn decode_shared_equals_decode_and_slices_the_buffer() {
+        let m = sample();
+        let bytes = Bytes::from(m.encode());
+        let shared = Mutation::decode_shared(&bytes).unwrap();
+        assert_eq!(shared, m);
+        // The values are views of the buffer, not copies.
+        let range = bytes.as_ptr_range();
+        let value = match shared.rows().values().next().unwrap().cells.get(&1) {
+            Some(Cell::Live { value, .. }) => value.clone(),
+            other => panic!("expected a live cell, got {other:?}"),
+        };
+        assert!(range.contains(&value.as_ptr()));
+        // Bad input fails the same way.
+        for n in 0..bytes.len() {
+            let cut = bytes.slice(..n);
+            assert_eq!(
+                Mutation::decode_shared(&cut).unwrap_err().to_string(),
+                Mutation::decode(&cut).unwrap_err().to_string()
+            );
+        }
+        let mut long = bytes.to_vec();
+        long.push(0);
+        let err = Mutation::decode_shared(&Bytes::from(long)).unwrap_err();
+        assert!(err.to_string().contains("trailing bytes"), "{err}");
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! `Mutation::encode`/`decode`: every generated mutation survives the round
 //! trip unchanged, with `encoded_len` exact; arbitrary bytes and damaged
-//! encodings decode to an error or a canonical mutation, never a panic.
+//! encodings decode to an error or a canonical mutation, never a panic;
+//! `decode_shared` (the zero-copy decode) agrees with `decode` on all of it.
 
 use mutation::testing::arb_mutation;
 use mutation::{Error, Mutation};
@@ -14,6 +15,23 @@ proptest! {
         let bytes = m.encode();
         prop_assert_eq!(bytes.len(), m.encoded_len());
         prop_assert_eq!(Mutation::decode(&bytes).unwrap(), m);
+    }
+
+    #[test]
+    fn decode_shared_agrees_with_decode(
+        m in arb_mutation(),
+        at in any::<prop::sample::Index>(),
+        xor in 0u8..=255,
+    ) {
+        let mut bytes = m.encode();
+        let i = at.index(bytes.len());
+        bytes[i] ^= xor;
+        let shared = bytes::Bytes::from(bytes.clone());
+        match (Mutation::decode(&bytes), Mutation::decode_shared(&shared)) {
+            (Ok(a), Ok(b)) => prop_assert_eq!(a, b),
+            (Err(a), Err(b)) => prop_assert_eq!(a.to_string(), b.to_string()),
+            (a, b) => prop_assert!(false, "decode {:?} but decode_shared {:?}", a, b),
+        }
     }
 
     #[test]

@@ -10,6 +10,12 @@
 //!   normal `get`) against building a reader of every source
 //!   (`get_building_every_reader`); and, for scale, of keys in no source.
 //!
+//! * `contended_misses`: reads of keys no source holds, from several
+//!   threads at once: cache on in a new table (its cache started
+//!   continuous: every miss answered by the index), cache on in a reopened
+//!   table (misses read the sstables and populate the keys' absence),
+//!   cache off.
+//!
 //! Allocations per read are counted by a counting global allocator and
 //! printed once per benchmark (`allocs/op`), outside the timed loops.
 //!
@@ -205,9 +211,83 @@ fn single_partition(c: &mut Criterion) {
     db.close().unwrap();
 }
 
+/// Threads of the `contended_misses` group.
+const THREADS: usize = 4;
+
+fn contended_misses(c: &mut Criterion) {
+    let dir = tempfile::tempdir().unwrap();
+    let fill = |db: &Database| {
+        for i in 0..PARTITIONS {
+            db.apply("t", &partition(i)).unwrap();
+        }
+        db.flush("t").unwrap();
+    };
+    let new_on = open(&dir.path().join("new_on"), CacheSize::Auto);
+    fill(&new_on);
+    // Reopened: the cache starts with nothing known, the sstables hold
+    // the data.
+    let reopened_dir = dir.path().join("reopened_on");
+    let first = open(&reopened_dir, CacheSize::Auto);
+    fill(&first);
+    first.close().unwrap();
+    let mut config = DatabaseConfig::new(&reopened_dir);
+    config.commitlog = CommitLogMode::Off;
+    config.dirty_memory_budget = 64 << 20;
+    config.cache_size = CacheSize::Auto;
+    let reopened = Database::open(config).unwrap();
+    let off = open(&dir.path().join("off"), CacheSize::Off);
+    fill(&off);
+    let dbs = [
+        ("cache_on_new_table", &new_on),
+        ("cache_on_reopened", &reopened),
+        ("cache_off", &off),
+    ];
+    let absent: Vec<DecoratedKey> = (0..100_000).map(|i| key(20 * PARTITIONS + i)).collect();
+    let mut g = c.benchmark_group("contended_misses");
+    g.throughput(criterion::Throughput::Elements(1));
+    for (name, db) in dbs {
+        let next = AtomicUsize::new(0);
+        g.bench_function(name, |b| {
+            b.iter_custom(|iters| {
+                let per_thread = iters.div_ceil(THREADS as u64);
+                let start = std::time::Instant::now();
+                std::thread::scope(|s| {
+                    for _ in 0..THREADS {
+                        s.spawn(|| {
+                            for _ in 0..per_thread {
+                                let i = next.fetch_add(1, Ordering::Relaxed) % absent.len();
+                                assert_eq!(get(db, &absent[i]), 0);
+                            }
+                        });
+                    }
+                });
+                // The time per read of one thread's share, as criterion
+                // divides by `iters`.
+                start
+                    .elapsed()
+                    .mul_f64(iters as f64 / (per_thread * THREADS as u64) as f64)
+            })
+        });
+    }
+    g.finish();
+    for (name, db) in dbs {
+        let m = db.metrics().cache;
+        eprintln!(
+            "contended_misses/{name}: hit ratio {:.3} ({} hits, {} misses)",
+            m.hit_ratio(),
+            m.hits,
+            m.misses
+        );
+    }
+    for db in [new_on, reopened, off] {
+        db.close().unwrap();
+    }
+}
+
 fn main() {
     let mut c = Criterion::default().configure_from_args();
     point_reads(&mut c);
     single_partition(&mut c);
+    contended_misses(&mut c);
     c.final_summary();
 }

@@ -82,7 +82,11 @@
 //! table's sstables as the list holds them at read time, so it sees every
 //! flushed sstable. A read merges every memtable's `make_reader_opt` with
 //! the cache's `make_reader_opt` (in place of the sstables): a source that
-//! knows it has nothing in the range adds no reader.
+//! knows it has nothing in the range adds no reader, and a read left with
+//! one source reads it directly, without a merge. A table opened without
+//! sstables (a new one) gets a cache that knows the whole ring from the
+//! start (ScyllaDB's `is_continuous::yes`): reads of absent keys never
+//! touch a reader, and every flush's data enters the cache.
 //!
 //! Every table's cache is in one [`row_cache::CacheTracker`] of the
 //! database, as ScyllaDB's caches are in one `cache_tracker` per shard:

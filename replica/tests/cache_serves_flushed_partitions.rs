@@ -99,12 +99,38 @@ fn flushed_partitions_are_served_from_the_cache() {
 }
 
 #[test]
+fn a_new_tables_cache_takes_every_flush_and_never_misses() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = open(dir.path(), CacheSize::Bytes(4 << 20));
+    // No scan first: a new table has no sstables, so its cache starts
+    // knowing the whole ring.
+    db.create_table(TableSchema::new("t").unwrap()).unwrap();
+    let absent = DecoratedKey::from_bytes("pk0001").unwrap();
+    assert_eq!(db.get("t", &absent, ClusteringRange::full()).unwrap(), None);
+    db.apply("t", &partition(7, 1)).unwrap();
+    db.flush("t").unwrap();
+    let key = DecoratedKey::from_bytes("pk0007").unwrap();
+    for _ in 0..3 {
+        let got = db.get("t", &key, ClusteringRange::full()).unwrap();
+        assert_eq!(got, Some(partition(7, 1)));
+    }
+    assert_eq!(db.get("t", &absent, ClusteringRange::full()).unwrap(), None);
+    let c = db.metrics().tables[0].cache.clone().unwrap();
+    assert_eq!((c.misses, c.hits, c.partitions), (0, 5, 1), "{c:?}");
+    db.close().unwrap();
+}
+
+#[test]
 fn a_read_populates_the_cache_and_the_next_one_hits() {
     let dir = tempfile::tempdir().unwrap();
     let db = open(dir.path(), CacheSize::Bytes(4 << 20));
     db.create_table(TableSchema::new("t").unwrap()).unwrap();
     db.apply("t", &partition(7, 1)).unwrap();
     db.flush("t").unwrap();
+    db.close().unwrap();
+    drop(db);
+    // Reopened with the partition in an sstable: the cache knows nothing.
+    let db = open(dir.path(), CacheSize::Bytes(4 << 20));
     let key = DecoratedKey::from_bytes("pk0007").unwrap();
     for _ in 0..3 {
         let got = db.get("t", &key, ClusteringRange::full()).unwrap();

@@ -3,7 +3,8 @@
 //! * `point_reads`: single-partition reads of a working set that fits the
 //!   cache, through the warm cache against reading the underlying source
 //!   directly (an in-memory source that decodes and checksums each
-//!   partition, as an sstable read decodes a block);
+//!   partition, as an sstable read decodes a block); `cache_opt` is the
+//!   same hit through `make_reader_opt`, as the replica reads;
 //! * `misses`: single-partition reads of absent keys in a continuous range,
 //!   `make_reader_opt` (no reader) against always building, boxing (as a
 //!   table's list of sources holds it) and draining a reader;
@@ -119,6 +120,14 @@ fn point_reads(c: &mut Criterion) {
         let r = ranges[i * 7 % ranges.len()].clone();
         drain(&mut cache.make_reader(r, full.clone()));
     });
+    allocs_per_op("point_reads/cache_opt", 1000, |i| {
+        let r = ranges[i * 7 % ranges.len()].clone();
+        black_box(
+            cache
+                .make_reader_opt(r, full.clone())
+                .map(|mut r| drain(&mut r)),
+        );
+    });
     allocs_per_op("point_reads/source", 1000, |i| {
         let r = ranges[i * 7 % ranges.len()].clone();
         drain(&mut *source.make_reader(r, full.clone()).unwrap());
@@ -130,6 +139,16 @@ fn point_reads(c: &mut Criterion) {
         b.iter(|| {
             i = (i + 7) % ranges.len();
             drain(&mut cache.make_reader(ranges[i].clone(), full.clone()))
+        })
+    });
+    // As the replica reads: `make_reader_opt`, whose one index lookup
+    // also decides the reader's first step.
+    g.bench_function("cache_opt", |b| {
+        b.iter(|| {
+            i = (i + 7) % ranges.len();
+            cache
+                .make_reader_opt(ranges[i].clone(), full.clone())
+                .map(|mut r| drain(&mut r))
         })
     });
     g.bench_function("source", |b| {

@@ -32,6 +32,13 @@ pub struct CacheConfig {
     /// (see the crate documentation); `None`: [`DEFAULT_PIECE_BYTES`]. At
     /// least 1.
     pub piece_bytes: Option<usize>,
+    /// The underlying source is empty now (a new table, no sstables yet):
+    /// the whole ring starts continuous, as ScyllaDB's `is_continuous::yes`
+    /// for a table's new cache, so a read of any key is answered without
+    /// the source until something changes it; what later flushes bring in
+    /// is inserted ([`RowCache::update_from`]). Wrong for a source that
+    /// holds data: it would hide it.
+    pub continuous: bool,
 }
 
 /// The default [`CacheConfig::piece_bytes`].
@@ -41,6 +48,12 @@ impl CacheConfig {
     /// The default with `piece_bytes`.
     pub fn with_piece_bytes(mut self, piece_bytes: usize) -> Self {
         self.piece_bytes = Some(piece_bytes);
+        self
+    }
+
+    /// The default with `continuous` (see [`CacheConfig::continuous`]).
+    pub fn with_continuous(mut self, continuous: bool) -> Self {
+        self.continuous = continuous;
         self
     }
 
@@ -428,7 +441,12 @@ impl RowCache {
     ) -> Result<RowCache, Error> {
         let piece_bytes = Self::piece_bytes(&config)?;
         let tracker = CacheTracker::new(pool, config.max_bytes)?;
-        Ok(Self::build(&tracker, source, piece_bytes))
+        Ok(Self::build(
+            &tracker,
+            source,
+            piece_bytes,
+            config.continuous,
+        ))
     }
 
     /// A cache in front of `source` in `tracker`: its partitions share the
@@ -449,7 +467,7 @@ impl RowCache {
             return Err(Error::BudgetOfSharedTracker { bytes });
         }
         let piece_bytes = Self::piece_bytes(&config)?;
-        Ok(Self::build(tracker, source, piece_bytes))
+        Ok(Self::build(tracker, source, piece_bytes, config.continuous))
     }
 
     fn piece_bytes(config: &CacheConfig) -> Result<usize, Error> {
@@ -464,9 +482,19 @@ impl RowCache {
         tracker: &CacheTracker,
         source: PlainArc<dyn UnderlyingSource>,
         piece_bytes: usize,
+        continuous: bool,
     ) -> RowCache {
         let tracker = Arc::clone(&tracker.shared);
-        let id = tracker.index.lock().add_cache();
+        let id = {
+            let mut idx = tracker.index.lock();
+            let id = idx.add_cache();
+            if continuous {
+                // A source known to hold nothing: the whole ring is
+                // known (see `CacheConfig::continuous`).
+                idx.cache_mut(id).continuity.insert(Point::Min, Point::Max);
+            }
+            id
+        };
         RowCache {
             shared: Arc::new(Shared {
                 tracker,
@@ -501,11 +529,7 @@ impl RowCache {
         range: PartitionRange,
         slice: ClusteringRange,
     ) -> Option<CacheReader> {
-        if CacheReader::known_empty(&self.shared, &range) {
-            Counters::add(&self.shared.counters.hits, 1);
-            return None;
-        }
-        Some(self.make_reader(range, slice))
+        CacheReader::new_opt(&self.shared, range, slice)
     }
 
     /// Brings a flushed memtable's data into the cache. Call it after the
@@ -543,8 +567,8 @@ impl RowCache {
             // load that is nearly every partition, and the update costs a
             // lookup per partition instead of a second read of the memtable.
             let wanted = |key: &DecoratedKey| {
-                let idx = shared.index.lock();
-                idx.find(key).is_some() || idx.continuity.contains_key(key)
+                let idx = shared.index().lock();
+                idx.find(c, key).is_some() || idx.cache(c).continuity.contains_key(key)
             };
             let p = match next_wanted_partition(flushed, wanted, &mut stats.skipped) {
                 Ok(Some(p)) => p,

@@ -61,8 +61,12 @@
 //! region: the first holds the partition's header (tombstone, static row,
 //! range tombstones) and its first rows, each further piece the next rows,
 //! about [`CacheConfig::piece_bytes`] of them (a small partition is one
-//! piece). A read decodes the first piece and only the pieces its slice
-//! meets. An entry caches the rows of one
+//! piece). A read copies the first piece and only the pieces its slice
+//! meets out of the region, once, into one shared buffer, and decodes it
+//! without copying again (`Mutation::decode_shared`: the keys and values
+//! are slices of that buffer); the fragments stream from the decoded
+//! partition, with no queue built ahead unless range tombstones must be
+//! clipped to the slice. An entry caches the rows of one
 //! clustering range completely (its *covered* slice: the whole partition
 //! for a read without a slice or an update at flush, the read's slice
 //! otherwise); a read whose slice the entry covers is a hit, another one
@@ -88,7 +92,10 @@
 //!
 //! **Continuity** is a set of closed intervals of ring points (before or
 //! after a token, just before, at or just after a key, the ring's ends).
-//! Every partition of the source inside an interval has an entry. A scan
+//! Every partition of the source inside an interval has an entry. A cache
+//! created over an empty source ([`CacheConfig::continuous`], a new table)
+//! starts with the whole ring continuous, so nothing is ever read from the
+//! source until data arrives by updates at flush. A scan
 //! that read a stretch from the source marks it continuous partition by
 //! partition; a single-partition read marks the key's neighbourhood; an
 //! eviction or invalidation cuts the interval around the key.
@@ -181,7 +188,8 @@
 //! let tracker = CacheTracker::new(&pool, Some(pool_limit - dirty_budget))?; // the share
 //! impl UnderlyingSource for TableSstables { .. }   // a MergingReader over make_reader_opt
 //!                                                 // of the table's current sstable set
-//! let cache = RowCache::with_tracker(&tracker, Arc::new(sstables), CacheConfig::default())?;
+//! let cache = RowCache::with_tracker(&tracker, Arc::new(sstables), CacheConfig::default()
+//!     .with_continuous(no_sstables_yet));          // a new table: nothing to miss
 //! tracker.listen(cache_group_listener);            // optional: count it in a "cache" group
 //!
 //! // Reads: every memtable's make_reader_opt, plus the cache's (instead of

@@ -6,10 +6,11 @@ use std::fmt;
 
 use mutation::{
     ClusteringRange, DecoratedKey, Fragment, FragmentReader, FragmentsReader, Mutation,
-    PartitionRange, to_mutations,
+    MutationFragments, PartitionRange, to_mutations,
 };
 
 use crate::cache::{Population, Shared};
+use crate::index::{CacheId, Index};
 use crate::point::{AFTER, BEFORE, Point, Probe, range_between};
 use crate::slice::{is_full, next_partition, slice_covers, slice_fragments, slice_hull};
 use crate::stats::Counters;
@@ -55,6 +56,46 @@ enum Step {
     Gap(u64),
 }
 
+/// Where the next partition between `start` and `end` comes from, for a
+/// reader with `slice` (marking a hit's entry most recently used).
+fn step_in(
+    idx: &mut Index,
+    c: CacheId,
+    start: Probe<'_>,
+    end: Probe<'_>,
+    slice: &ClusteringRange,
+) -> Step {
+    // A cursor is never a key's own point, so `start == end` holds no
+    // key either.
+    if start.as_dyn() >= end.as_dyn() {
+        return Step::Done;
+    }
+    let next = idx.first_in(c, start, end);
+    let cache = idx.cache(c);
+    let continuous = match next {
+        None => cache.continuity.covers(start, end),
+        Some(i) => {
+            let before = Probe::key(&idx.entry(i).key, BEFORE);
+            start.as_dyn() >= before.as_dyn() || cache.continuity.covers(start, before)
+        }
+    };
+    let phase = cache.phase;
+    if !continuous {
+        return Step::Gap(phase);
+    }
+    let Some(i) = next else {
+        return Step::Done;
+    };
+    let e = idx.entry(i);
+    if !slice_covers(&e.covered, slice) {
+        let wider = slice_hull(&e.covered, slice).unwrap_or_else(|| slice.clone());
+        return Step::Refetch(e.key.clone(), wider, phase);
+    }
+    let snap = idx.snapshot(i);
+    idx.touch(i);
+    Step::Hit(snap.key, snap.pieces)
+}
+
 /// A [`FragmentReader`] over the cache; see
 /// [`RowCache::make_reader`](crate::RowCache::make_reader).
 ///
@@ -70,9 +111,11 @@ pub struct CacheReader {
     /// Where the next partition may start (a range start, or just after
     /// the last partition produced).
     cursor: Point,
-    pending: VecDeque<Fragment>,
+    pending: Pending,
     under: Option<Under>,
     done: bool,
+    /// The first step, decided by `new_opt` under its one index lock.
+    first: Option<Step>,
 }
 
 impl fmt::Debug for CacheReader {
@@ -93,54 +136,58 @@ impl CacheReader {
             cursor: Point::start(range.start()),
             end: Point::end(range.end()),
             slice,
-            pending: VecDeque::new(),
+            pending: Pending::Nothing,
             under: None,
             done: false,
+            first: None,
         }
     }
 
-    /// Whether the cache knows `range` holds nothing (allocates nothing).
-    pub(crate) fn known_empty(shared: &Shared, range: &PartitionRange) -> bool {
-        let (start, end) = (Probe::start(range.start()), Probe::end(range.end()));
-        let c = shared.id;
-        let idx = shared.index().lock();
-        idx.first_in(c, start, end).is_none() && idx.cache(c).continuity.covers(start, end)
+    /// [`RowCache::make_reader_opt`](crate::RowCache::make_reader_opt):
+    /// one look at the index decides both whether the range is known to
+    /// hold nothing (`None`, allocating nothing) and where the reader's
+    /// first partition comes from, so a single-partition hit takes the
+    /// index lock once. The decision may be stale by the time the reader
+    /// acts on it, as any step is: a hit whose partition was evicted
+    /// meanwhile reads it through, a gap carries its phase.
+    pub(crate) fn new_opt(
+        shared: &Arc<Shared>,
+        range: PartitionRange,
+        slice: ClusteringRange,
+    ) -> Option<Self> {
+        let first = {
+            let mut idx = shared.index().lock();
+            step_in(
+                &mut idx,
+                shared.id,
+                Probe::start(range.start()),
+                Probe::end(range.end()),
+                &slice,
+            )
+        };
+        if let Step::Done = first {
+            Counters::add(&shared.counters.hits, 1);
+            return None;
+        }
+        let mut reader = CacheReader::new(Arc::clone(shared), range, slice);
+        reader.first = Some(first);
+        Some(reader)
     }
 
     /// Decides where the next partition comes from.
-    fn step(&self) -> Step {
+    fn step(&mut self) -> Step {
+        if let Some(first) = self.first.take() {
+            return first;
+        }
         let c = self.shared.id;
         let mut idx = self.shared.index().lock();
-        let (start, end) = (Probe::of(&self.cursor), Probe::of(&self.end));
-        // A cursor is never a key's own point, so `start == end` holds no
-        // key either.
-        if start.as_dyn() >= end.as_dyn() {
-            return Step::Done;
-        }
-        let next = idx.first_in(c, start, end);
-        let cache = idx.cache(c);
-        let continuous = match next {
-            None => cache.continuity.covers(start, end),
-            Some(i) => {
-                let before = Probe::key(&idx.entry(i).key, BEFORE);
-                start.as_dyn() >= before.as_dyn() || cache.continuity.covers(start, before)
-            }
-        };
-        let phase = cache.phase;
-        if !continuous {
-            return Step::Gap(phase);
-        }
-        let Some(i) = next else {
-            return Step::Done;
-        };
-        let e = idx.entry(i);
-        if !slice_covers(&e.covered, &self.slice) {
-            let wider = slice_hull(&e.covered, &self.slice).unwrap_or_else(|| self.slice.clone());
-            return Step::Refetch(e.key.clone(), wider, phase);
-        }
-        let snap = idx.snapshot(i);
-        idx.touch(i);
-        Step::Hit(snap.key, snap.pieces)
+        step_in(
+            &mut idx,
+            c,
+            Probe::of(&self.cursor),
+            Probe::of(&self.end),
+            &self.slice,
+        )
     }
 
     /// Produces the next partition into `pending`, or sets `done`.
@@ -268,14 +315,49 @@ impl CacheReader {
 
     fn emit(&mut self, m: Mutation) {
         self.cursor = Point::Key(m.key().clone(), AFTER);
-        self.pending = slice_fragments(m, &self.slice);
+        self.pending = if is_full(&self.slice) {
+            Pending::Whole(m.into_fragments())
+        } else if m.range_tombstones().is_empty() {
+            Pending::Rows(m.into_fragments())
+        } else {
+            Pending::Built(slice_fragments(m, &self.slice))
+        };
     }
+
+    /// The next fragment of the partition being produced.
+    fn next_pending(&mut self) -> Option<Fragment> {
+        match &mut self.pending {
+            Pending::Nothing => None,
+            Pending::Whole(fragments) => fragments.next(),
+            Pending::Rows(fragments) => loop {
+                match fragments.next()? {
+                    Fragment::ClusteringRow { ref key, .. } if !self.slice.contains(key) => {}
+                    f => return Some(f),
+                }
+            },
+            Pending::Built(fragments) => fragments.pop_front(),
+        }
+    }
+}
+
+/// The rest of the partition a [`CacheReader`] is producing. A partition
+/// read whole is streamed from its mutation as it is (no copy into a
+/// queue); a sliced one skips the rows outside the slice on the way, and
+/// only one with range tombstones to clip is built ahead.
+enum Pending {
+    Nothing,
+    /// The reader's slice is the whole partition.
+    Whole(MutationFragments),
+    /// No range tombstones: the rows outside the slice are skipped.
+    Rows(MutationFragments),
+    /// Range tombstones clipped to the slice (`slice_fragments`).
+    Built(VecDeque<Fragment>),
 }
 
 impl FragmentReader for CacheReader {
     fn next(&mut self) -> Result<Option<Fragment>, mutation::Error> {
         loop {
-            if let Some(f) = self.pending.pop_front() {
+            if let Some(f) = self.next_pending() {
                 return Ok(Some(f));
             }
             if self.done {
@@ -291,14 +373,15 @@ impl FragmentReader for CacheReader {
             self.cursor = start;
         }
         self.end = Point::end(range.end());
-        self.pending.clear();
+        self.first = None;
+        self.pending = Pending::Nothing;
         self.under = None;
         self.done = false;
         Ok(())
     }
 
     fn next_partition(&mut self) -> Result<(), mutation::Error> {
-        self.pending.clear();
+        self.pending = Pending::Nothing;
         Ok(())
     }
 }

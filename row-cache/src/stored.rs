@@ -7,6 +7,7 @@
 //! it, and eviction can drop a wide partition's last piece (its tail rows)
 //! before dropping the partition.
 
+use bytes::Bytes;
 use logalloc::{Error as AllocError, Handle, Region, RegionReader};
 use mutation::{ClusteringKey, ClusteringRange, Mutation, Position, Row};
 
@@ -181,31 +182,69 @@ fn meets(pieces: &[Piece], i: usize, slice: &ClusteringRange) -> bool {
     start < slice.end_position() && slice.start_position() < end
 }
 
+/// The bytes of the pieces a read needs, copied out of the region into
+/// one buffer: the decoded partition's keys and values are slices of it,
+/// so a read copies once and allocates the buffer, not a string per value.
+#[derive(Debug)]
+pub(crate) struct Copied {
+    bytes: Bytes,
+    /// Where each piece ends in `bytes`, when there are several (empty:
+    /// one piece, all of `bytes`).
+    ends: Vec<usize>,
+}
+
 /// Copies out the bytes of the pieces `slice` needs; `None` if one is
 /// gone (evicted since the lookup).
 pub(crate) fn copy_out(
     reader: &RegionReader<'_>,
     pieces: &[Piece],
     slice: &ClusteringRange,
-) -> Option<Vec<Vec<u8>>> {
-    let mut out = Vec::new();
+) -> Option<Copied> {
+    let (mut count, mut total) = (0, 0);
     for (i, p) in pieces.iter().enumerate() {
         if meets(pieces, i, slice) {
-            let mut bytes = Vec::new();
-            p.data.copy_out(reader, p.len, &mut bytes)?;
-            out.push(bytes);
+            count += 1;
+            total += p.len;
         }
     }
-    Some(out)
+    let mut out = Vec::with_capacity(total);
+    let mut ends = Vec::new();
+    for (i, p) in pieces.iter().enumerate() {
+        if meets(pieces, i, slice) {
+            p.data.copy_out(reader, p.len, &mut out)?;
+            if count > 1 {
+                ends.push(out.len());
+            }
+        }
+    }
+    Some(Copied {
+        bytes: Bytes::from(out),
+        ends,
+    })
 }
 
-/// Decodes copied-out pieces into one mutation.
-pub(crate) fn decode(pieces: Vec<Vec<u8>>) -> Result<Mutation, mutation::Error> {
-    let mut iter = pieces.into_iter();
-    let first = iter.next().expect("the first piece is always copied");
-    let mut m = Mutation::decode(&first)?;
-    for bytes in iter {
-        m.apply(Mutation::decode(&bytes)?)?;
+/// Decodes copied-out pieces into one mutation (without copying the keys
+/// and values again: see [`Copied`]).
+pub(crate) fn decode(copied: Copied) -> Result<Mutation, mutation::Error> {
+    let Copied { bytes, ends } = copied;
+    if ends.is_empty() {
+        return Mutation::decode_shared(&bytes);
     }
-    Ok(m)
+    let mut start = 0;
+    let mut m: Option<Mutation> = None;
+    for end in ends {
+        let piece = Mutation::decode_shared(&bytes.slice(start..end))?;
+        start = end;
+        m = Some(match m {
+            None => piece,
+            Some(mut m) => {
+                m.apply(piece)?;
+                m
+            }
+        });
+    }
+    m.ok_or_else(|| mutation::Error::Decode {
+        offset: 0,
+        detail: "no piece was copied out".to_owned(),
+    })
 }

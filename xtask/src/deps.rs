@@ -35,10 +35,12 @@ pub(crate) const ALLOWED_DEPENDENCIES: &[(&str, &[&str])] = &[
             "bytes",
         ],
     ),
-    // The row cache: partitions in a logalloc region, an LRU in a slab.
+    // The row cache: partitions in a logalloc region, an LRU in a slab;
+    // bytes for the shared buffer a hit decodes from.
     (
         "replmem-row-cache",
         &[
+            "bytes",
             "replmem-logalloc",
             "replmem-mutation",
             "replmem-sync",

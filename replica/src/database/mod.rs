@@ -441,6 +441,11 @@ impl Database {
             self.config.data_dirs.len(),
             &self.devices,
         )?;
+        // A table without sstables has nothing the cache could miss: its
+        // cache starts continuous (ScyllaDB's `is_continuous::yes` for a
+        // new table), so reads of absent keys never open a reader, and
+        // every flush from now on goes through `update_cache`.
+        let no_sstables = sets.iter().all(|set| set.snapshot().is_empty());
         let group = if schema.options().system {
             Arc::clone(self.system.group())
         } else {
@@ -459,7 +464,7 @@ impl Database {
                     let source = Arc::new(CacheSource {
                         table: weak.clone(),
                     });
-                    let config = row_cache::CacheConfig::default();
+                    let config = row_cache::CacheConfig::default().with_continuous(no_sstables);
                     match row_cache::RowCache::with_tracker(tracker, source, config) {
                         Ok(cache) => Some(cache),
                         Err(e) => {

@@ -35,6 +35,18 @@ impl Target for Database {
             .map_or(0, |m| m.rows().len() as u64))
     }
 
+    fn flush(&self) -> Result<(), Error> {
+        self.flush_all()
+    }
+
+    fn free_space(&self) -> Option<(std::path::PathBuf, u64)> {
+        self.config()
+            .data_dirs
+            .iter()
+            .filter_map(|d| Some((d.clone(), fs4::available_space(d).ok()?)))
+            .min_by_key(|(_, free)| *free)
+    }
+
     fn stats(&self) -> TargetStats {
         let m = self.user_metrics();
         let log = self.commitlog_stats();

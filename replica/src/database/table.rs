@@ -545,13 +545,14 @@ impl Table {
         slice: ClusteringRange,
     ) -> Result<TableReader, Error> {
         let sources = self.list.sources();
+        if self.cache.is_some() {
+            // The cache reads the sstables itself (pinning them per read
+            // of the source), so this reader pins none.
+            return self.make_cached_reader(&sources.memtables, range, slice);
+        }
         // After the memtables (see `compaction`'s module docs).
         let pinned = self.sstables.pin();
-        if self.cache.is_some() {
-            // The cache reads the sstables itself (pinning them per read).
-            return self.make_cached_reader(&sources.memtables, range, slice, pinned);
-        }
-        let mut readers: Vec<Box<dyn FragmentReader + Send>> = Vec::new();
+        let mut readers = Gathered::default();
         self.push_memtable_readers(&sources.memtables, &range, &slice, &mut readers)?;
         let memtable_readers = readers.len();
         for handle in pinned.handles() {
@@ -573,10 +574,7 @@ impl Table {
             }
         }
         self.sstables.note_read(readers.len() - memtable_readers);
-        Ok(TableReader {
-            merged: MergingReader::new(readers),
-            _pinned: pinned,
-        })
+        Ok(readers.into_reader(Some(pinned)))
     }
 
     /// [`make_reader`](Self::make_reader) building a reader of every
@@ -606,8 +604,8 @@ impl Table {
         }
         readers.push(Box::new(cache.make_reader(range, slice)));
         Ok(TableReader {
-            merged: MergingReader::new(readers),
-            _pinned: self.sstables.pin(),
+            inner: Inner::Merged(MergingReader::new(readers)),
+            _pinned: Some(self.sstables.pin()),
         })
     }
 
@@ -618,9 +616,8 @@ impl Table {
         memtables: &[Arc<TableMemtable>],
         range: PartitionRange,
         slice: ClusteringRange,
-        pinned: PinnedSstables,
     ) -> Result<TableReader, Error> {
-        let mut readers: Vec<Box<dyn FragmentReader + Send>> = Vec::new();
+        let mut readers = Gathered::default();
         self.push_memtable_readers(memtables, &range, &slice, &mut readers)?;
         if let Some(reader) = self
             .cache
@@ -629,10 +626,7 @@ impl Table {
         {
             readers.push(Box::new(reader));
         }
-        Ok(TableReader {
-            merged: MergingReader::new(readers),
-            _pinned: pinned,
-        })
+        Ok(readers.into_reader(None))
     }
 
     /// Pushes the reader of each memtable that has something in `range`.
@@ -641,7 +635,7 @@ impl Table {
         memtables: &[Arc<TableMemtable>],
         range: &PartitionRange,
         slice: &ClusteringRange,
-        readers: &mut Vec<Box<dyn FragmentReader + Send>>,
+        readers: &mut Gathered,
     ) -> Result<(), Error> {
         for memtable in memtables {
             let reader = memtable
@@ -725,10 +719,70 @@ impl Table {
 /// and readers of a flushed memtable continue in its sstable at their next
 /// partition.
 pub struct TableReader {
-    merged: MergingReader<Box<dyn FragmentReader + Send>>,
+    inner: Inner,
     /// The sstable versions it reads: compaction deletes none of them
-    /// while it is open.
-    _pinned: PinnedSstables,
+    /// while it is open (`None` with a cache, which pins them per read of
+    /// its source).
+    _pinned: Option<PinnedSstables>,
+}
+
+/// The sources of a [`TableReader`]: a single source is read as it is
+/// (each source's stream is already reconciled, so merging one would only
+/// cost), several are merged.
+#[expect(
+    clippy::large_enum_variant,
+    reason = "one per open read, held in place; boxing the merge would cost every merged read an allocation"
+)]
+enum Inner {
+    One(Box<dyn FragmentReader + Send>),
+    Merged(MergingReader<Box<dyn FragmentReader + Send>>),
+}
+
+/// The readers of a read's sources, as they are gathered: the first is
+/// held on its own, so a read of one source allocates no list.
+#[derive(Default)]
+struct Gathered {
+    first: Option<Box<dyn FragmentReader + Send>>,
+    rest: Vec<Box<dyn FragmentReader + Send>>,
+}
+
+impl Gathered {
+    fn push(&mut self, reader: Box<dyn FragmentReader + Send>) {
+        if self.first.is_none() {
+            self.first = Some(reader);
+        } else {
+            self.rest.push(reader);
+        }
+    }
+
+    fn len(&self) -> usize {
+        usize::from(self.first.is_some()) + self.rest.len()
+    }
+
+    /// One source read as it is; none or several merged.
+    fn into_reader(self, pinned: Option<PinnedSstables>) -> TableReader {
+        let inner = match (self.first, self.rest) {
+            (Some(one), rest) if rest.is_empty() => Inner::One(one),
+            (Some(first), mut rest) => {
+                rest.insert(0, first);
+                Inner::Merged(MergingReader::new(rest))
+            }
+            (None, rest) => Inner::Merged(MergingReader::new(rest)),
+        };
+        TableReader {
+            inner,
+            _pinned: pinned,
+        }
+    }
+}
+
+impl TableReader {
+    fn reader(&mut self) -> &mut dyn FragmentReader {
+        match &mut self.inner {
+            Inner::One(one) => &mut **one,
+            Inner::Merged(merged) => merged,
+        }
+    }
 }
 
 impl fmt::Debug for TableReader {
@@ -739,15 +793,15 @@ impl fmt::Debug for TableReader {
 
 impl FragmentReader for TableReader {
     fn next(&mut self) -> Result<Option<Fragment>, mutation::Error> {
-        self.merged.next()
+        self.reader().next()
     }
 
     fn fast_forward_to(&mut self, range: PartitionRange) -> Result<(), mutation::Error> {
-        self.merged.fast_forward_to(range)
+        self.reader().fast_forward_to(range)
     }
 
     fn next_partition(&mut self) -> Result<(), mutation::Error> {
-        self.merged.next_partition()
+        self.reader().next_partition()
     }
 }
 

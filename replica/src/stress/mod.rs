@@ -34,15 +34,16 @@ pub use hdr_log::HdrLog;
 pub use latency::{Counts, IntervalReport, LATENCY_UNIT};
 pub use memory::{HeapCounter, HeapFigures, MemoryProbe, ProcessMemory, parse_status};
 pub use options::{
-    DEFAULT_DURATION, DeviceArg, Distribution, FLUSH_BANDWIDTH_DEVICE, FlushPolicyChoice,
-    MAX_ASYNC_IN_FLIGHT, MAX_COLUMNS, MAX_MACHINE_BUDGET, MAX_PARTITION_SIZE, MAX_ROW_SIZE,
-    MAX_TABLES, MAX_THREADS, MIN_MACHINE_BUDGET, Mode, Ratio, StopCondition, StressOptions,
-    WorkloadSpec, budget_for_memory, machine_budget,
+    DEFAULT_DURATION, DEFAULT_WRITE_PARTITIONS, DISK_RESERVE, DeviceArg, Distribution,
+    FLUSH_BANDWIDTH_DEVICE, FlushPolicyChoice, MAX_ASYNC_IN_FLIGHT, MAX_COLUMNS,
+    MAX_MACHINE_BUDGET, MAX_PARTITION_SIZE, MAX_ROW_SIZE, MAX_TABLES, MAX_THREADS,
+    MIN_MACHINE_BUDGET, Mode, Populate, Ratio, StopCondition, StressOptions, WorkloadSpec,
+    budget_for_memory, check_disk_space, default_partitions, machine_budget,
 };
 pub use program::{TargetFactory, describe_devices, execute, hdr_log_path, policies};
 pub use progress::{PROGRESS_HEADER, ProgressPrinter, progress_line};
 pub use rate_table::RateTable;
-pub use runner::{Observer, Observers, RunConfig, run};
+pub use runner::{Observer, Observers, PopulateReport, RunConfig, populate, run};
 pub use summary::{Figure, LatencySummary, Summary, compare, compare_json, write_json};
 pub use target::{Target, TargetStats};
 pub use workload::{Op, OpGenerator, ValuePool, partition_key, table_name};

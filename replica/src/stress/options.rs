@@ -32,6 +32,73 @@ pub const MAX_PARTITION_SIZE: u64 = 1 << 30;
 pub const MAX_COLUMNS: u32 = 1024;
 /// How long a run lasts when neither `--duration` nor `--ops` is given.
 pub const DEFAULT_DURATION: Duration = Duration::from_secs(30);
+/// The population of a `write` load without `--partitions` (the seed
+/// experiment's: 1M partitions of 128 KiB, far more than any run of a
+/// few minutes writes).
+pub const DEFAULT_WRITE_PARTITIONS: u64 = 1_000_000;
+/// Bytes of a data directory's file system a run leaves free: a run whose
+/// population would not leave this much is refused at start, and a run
+/// stops when less than this remains (flushes, compaction's output and
+/// the commit log need room beyond the data).
+pub const DISK_RESERVE: u64 = 1 << 30;
+
+/// Whether a run first writes every partition of its population once.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Populate {
+    /// For `read` and `mixed` in a fresh temporary directory (the
+    /// default): without it they would read only absent keys.
+    Auto,
+    /// Always, also into given `--data-dir`s.
+    Yes,
+    /// Never (given directories already hold the population).
+    No,
+}
+
+/// The population of a load without `--partitions`: for `write`,
+/// [`DEFAULT_WRITE_PARTITIONS`]; for `read` and `mixed`, as many
+/// partitions of `partition_size` bytes as half the dirty-memory `budget`
+/// holds, and at least one per table.
+///
+/// Why half the budget: the default row cache takes what the pool holds
+/// beyond the dirty budgets, which is at least the budget, so the whole
+/// population fits in the cache with room for its encoding and index, and
+/// a read load measures the cache rather than a disk; and the data on
+/// disk stays bounded (at most 512 MiB with the largest machine budget),
+/// so a long `mixed` run overwrites its population instead of filling the
+/// disk with new partitions.
+pub fn default_partitions(mode: Mode, budget: u64, partition_size: u64, tables: u32) -> u64 {
+    match mode {
+        Mode::Write => DEFAULT_WRITE_PARTITIONS,
+        Mode::Read | Mode::Mixed => {
+            (budget / 2 / partition_size.max(1)).max(u64::from(tables.max(1)))
+        }
+    }
+}
+
+/// Checks that a population of `partitions` x `partition_size` bytes fits
+/// in `available` bytes of `dir` with [`DISK_RESERVE`] left free.
+///
+/// # Errors
+/// [`Error::NotEnoughDisk`] naming the directory and both figures.
+pub fn check_disk_space(
+    dir: &std::path::Path,
+    partitions: u64,
+    partition_size: u64,
+    available: u64,
+) -> Result<(), Error> {
+    let needed = partitions.saturating_mul(partition_size);
+    if needed > available.saturating_sub(DISK_RESERVE) {
+        return Err(Error::NotEnoughDisk {
+            dir: dir.to_path_buf(),
+            partitions,
+            partition_size,
+            needed,
+            available,
+            reserve: DISK_RESERVE,
+        });
+    }
+    Ok(())
+}
 
 /// What the load does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -306,9 +373,17 @@ pub struct StressOptions {
     /// executor per thread; 0 (the default): one blocking write at a time.
     #[arg(long = "async", value_name = "N", default_value_t = 0)]
     pub async_in_flight: usize,
-    /// Number of distinct partitions (the population), e.g. 1M.
-    #[arg(long, default_value = "1M", value_parser = partitions)]
-    pub partitions: u64,
+    /// Number of distinct partitions (the population), e.g. 1M. Default:
+    /// 1M for write; for read and mixed, as many as half the dirty budget
+    /// holds (the population fits the row cache, and a long run overwrites
+    /// it rather than fill the disk).
+    #[arg(long, value_parser = partitions)]
+    pub partitions: Option<u64>,
+    /// Write every partition of the population once, and flush, before the
+    /// measured run (reported as its own phase): auto (the default) does so
+    /// for read and mixed in a temporary directory, yes always, no never.
+    #[arg(long, value_enum, default_value_t = Populate::Auto)]
+    pub populate: Populate,
     /// How operations pick partitions.
     #[arg(long, value_enum, default_value_t = Distribution::Uniform)]
     pub distribution: Distribution,
@@ -495,6 +570,49 @@ impl StressOptions {
         }
     }
 
+    /// The population: `--partitions`, or [`default_partitions`] for the
+    /// mode, `--budget` (or the machine's) and `--partition-size`.
+    pub fn partitions(&self) -> u64 {
+        self.partitions.unwrap_or_else(|| {
+            default_partitions(
+                self.mode,
+                self.budget_or_machine(),
+                self.partition_size,
+                self.tables,
+            )
+        })
+    }
+
+    /// Whether the run writes its population first (see [`Populate`]).
+    pub fn populates(&self) -> bool {
+        match self.populate {
+            Populate::Yes => true,
+            Populate::No => false,
+            Populate::Auto => self.mode != Mode::Write && self.data_dir.is_empty(),
+        }
+    }
+
+    /// The partitions the run may write to disk, for the check against the
+    /// free space: the whole population when it populates or runs `mixed`
+    /// (its writes can cover all of it), none for `read` without
+    /// populating; for `write`, the population or the operations if fewer
+    /// (`None` for a `write` load that stops after a duration: it stops
+    /// itself when the disk runs low).
+    pub fn partitions_on_disk(&self) -> Option<u64> {
+        let population = self.partitions();
+        if self.populates() {
+            return Some(population);
+        }
+        match self.mode {
+            Mode::Read => None,
+            Mode::Mixed => Some(population),
+            Mode::Write => match self.stop_condition() {
+                Ok(StopCondition::Operations(n)) => Some(n.min(population)),
+                _ => None,
+            },
+        }
+    }
+
     /// Checks the options that shape the load and derives the generator's
     /// [`WorkloadSpec`].
     ///
@@ -516,10 +634,11 @@ impl StressOptions {
                 format!("1 to {MAX_TABLES} tables"),
             ));
         }
-        if self.partitions < u64::from(self.tables) {
+        let partitions = self.partitions();
+        if partitions < u64::from(self.tables) {
             return Err(invalid(
                 "--partitions",
-                self.partitions,
+                partitions,
                 format!(
                     "at least one partition per table (--tables is {})",
                     self.tables
@@ -566,7 +685,7 @@ impl StressOptions {
         Ok(WorkloadSpec {
             mode: self.mode,
             ratio: self.ratio,
-            partitions: self.partitions,
+            partitions,
             distribution: self.distribution,
             rows_per_partition: u32::try_from(rows).map_err(|_| {
                 invalid(
@@ -788,6 +907,76 @@ mod tests {
             e.contains("soft-limit") && e.contains("per-memtable"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn read_and_mixed_default_to_a_population_of_half_the_budget() {
+        // 1 GiB budget, 128 KiB partitions: 4096 partitions, 512 MiB.
+        assert_eq!(default_partitions(Mode::Read, 1 << 30, 128 << 10, 1), 4096);
+        assert_eq!(default_partitions(Mode::Mixed, 1 << 30, 128 << 10, 1), 4096);
+        assert_eq!(
+            default_partitions(Mode::Write, 1 << 30, 128 << 10, 1),
+            DEFAULT_WRITE_PARTITIONS
+        );
+        // At least one partition per table, whatever the sizes.
+        assert_eq!(default_partitions(Mode::Read, 64 << 20, 1 << 30, 7), 7);
+        let o = parse(&["read", "--budget=256MiB", "--partition-size=1MiB"]).unwrap();
+        assert_eq!(o.partitions(), 128);
+        assert_eq!(o.workload().unwrap().partitions, 128);
+        let o = parse(&["mixed", "--budget=256MiB", "--partitions=5"]).unwrap();
+        assert_eq!(o.partitions(), 5);
+        let o = parse(&["--budget=256MiB"]).unwrap();
+        assert_eq!(o.partitions(), DEFAULT_WRITE_PARTITIONS);
+    }
+
+    #[test]
+    fn read_and_mixed_populate_a_temporary_directory() {
+        assert!(parse(&["read"]).unwrap().populates());
+        assert!(parse(&["mixed"]).unwrap().populates());
+        assert!(!parse(&["write"]).unwrap().populates());
+        // Given directories may hold an earlier run's data.
+        assert!(!parse(&["read", "--data-dir=/d"]).unwrap().populates());
+        assert!(
+            parse(&["read", "--data-dir=/d", "--populate=yes"])
+                .unwrap()
+                .populates()
+        );
+        assert!(parse(&["write", "--populate=yes"]).unwrap().populates());
+        assert!(!parse(&["mixed", "--populate=no"]).unwrap().populates());
+        assert!(parse(&["read", "--populate=sometimes"]).is_err());
+    }
+
+    #[test]
+    fn the_disk_check_counts_what_the_run_can_write() {
+        let on_disk = |args: &[&str]| parse(args).unwrap().partitions_on_disk();
+        assert_eq!(on_disk(&["read", "--partitions=10"]), Some(10));
+        assert_eq!(
+            on_disk(&["mixed", "--partitions=10", "--populate=no"]),
+            Some(10)
+        );
+        // A read of given directories writes nothing.
+        assert_eq!(on_disk(&["read", "--partitions=10", "--data-dir=/d"]), None);
+        // A write load: its operations, if fewer than the population.
+        assert_eq!(on_disk(&["write", "--partitions=10", "--ops=3"]), Some(3));
+        assert_eq!(on_disk(&["write", "--partitions=10", "--ops=30"]), Some(10));
+        // Bounded by time, it stops itself when the disk runs low.
+        assert_eq!(on_disk(&["write", "--duration=1m"]), None);
+    }
+
+    #[test]
+    fn a_population_beyond_the_free_space_is_refused() {
+        let dir = std::path::Path::new("/data");
+        check_disk_space(dir, 1000, 1 << 20, (1000 << 20) + DISK_RESERVE).unwrap();
+        let e = check_disk_space(dir, 1000, 1 << 20, (999 << 20) + DISK_RESERVE).unwrap_err();
+        let text = e.to_string();
+        assert!(
+            text.contains("1000 partitions x 1048576 B (1048576000 B)")
+                && text.contains(&format!("{} B available", (999u64 << 20) + DISK_RESERVE))
+                && text.contains("/data"),
+            "{text}"
+        );
+        // No overflow on absurd sizes.
+        assert!(check_disk_space(dir, u64::MAX, u64::MAX, u64::MAX).is_err());
     }
 
     #[test]

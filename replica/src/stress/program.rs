@@ -11,10 +11,10 @@ use std::time::SystemTime;
 
 use crate::error::Error;
 use crate::stress::hdr_log::HdrLog;
-use crate::stress::options::{FlushPolicyChoice, StopCondition, StressOptions};
+use crate::stress::options::{FlushPolicyChoice, StopCondition, StressOptions, check_disk_space};
 use crate::stress::progress::ProgressPrinter;
 use crate::stress::rate_table::RateTable;
-use crate::stress::runner::{Observers, RunConfig, run};
+use crate::stress::runner::{Observers, PopulateReport, RunConfig, populate, run};
 use crate::stress::summary::{Summary, compare, compare_json, write_json};
 use crate::stress::target::Target;
 
@@ -86,13 +86,18 @@ fn describe(options: &StressOptions, config: &RunConfig, policy: FlushPolicyChoi
     };
     format!(
         "{} with {clients} {stop}: {} partitions ({}) of {} x {} B rows{columns} over {} \
-         table(s), flush policy {}, commit log {}, compaction {}, {}, seed {}",
+         table(s){}, flush policy {}, commit log {}, compaction {}, {}, seed {}",
         options.mode.name(),
         w.partitions,
         w.distribution.name(),
         w.rows_per_partition,
         w.row_size,
         w.tables,
+        if options.populates() {
+            ", written first (populate phase)"
+        } else {
+            ""
+        },
         policy.name(),
         options.commitlog.name(),
         crate::stress::strategy_name(&options.compaction),
@@ -145,6 +150,34 @@ fn devices_json(options: &StressOptions) -> serde_json::Value {
     })
 }
 
+/// Refuses a run whose data cannot fit the target's data directory (see
+/// [`StressOptions::partitions_on_disk`] and [`check_disk_space`]).
+fn check_space<T: Target>(options: &StressOptions, target: &T) -> Result<(), Error> {
+    let Some(partitions) = options.partitions_on_disk() else {
+        return Ok(());
+    };
+    let Some((dir, available)) = target.free_space() else {
+        return Ok(());
+    };
+    check_disk_space(&dir, partitions, options.partition_size, available)
+}
+
+/// The populate phase's line of the program's output.
+pub(crate) fn describe_populate(p: &PopulateReport) -> String {
+    let seconds = p.elapsed.as_secs_f64();
+    let rate = if seconds > 0.0 {
+        p.partitions as f64 / seconds
+    } else {
+        0.0
+    };
+    format!(
+        "Populated {} partitions ({:.1} MiB) in {seconds:.1} s ({rate:.0} partitions/s), \
+         flushed; not part of the figures below",
+        p.partitions,
+        p.bytes as f64 / f64::from(1 << 20),
+    )
+}
+
 fn output(e: std::io::Error) -> Error {
     Error::Report {
         what: "program output",
@@ -168,11 +201,29 @@ pub fn execute<F: TargetFactory>(
         std::fs::create_dir_all(dir).map_err(crate::error::io_err("create directory", dir))?;
     }
     let mut summaries = Vec::new();
+    let mut populations: Vec<(String, PopulateReport)> = Vec::new();
     for policy in policies(options) {
         let config = RunConfig::from_options(options, policy.name())?;
         let description = describe(options, &config, policy);
         writeln!(out, "Running {description}").map_err(output)?;
         let target = factory.open(policy, &config)?;
+        let prepared = check_space(options, &target).and_then(|()| {
+            if !options.populates() {
+                return Ok(None);
+            }
+            let report = populate(&target, &config)?;
+            writeln!(out, "{}", describe_populate(&report)).map_err(output)?;
+            Ok(Some(report))
+        });
+        let populated = match prepared {
+            Ok(p) => p,
+            Err(e) => {
+                // The run does not start; the target still closes cleanly.
+                let _ = factory.close(target);
+                return Err(e);
+            }
+        };
+        populations.extend(populated.map(|p| (config.label.clone(), p)));
         let hdr_path = match (&options.hdr_log, &options.results_dir) {
             (Some(path), _) => Some(hdr_log_path(path, policy, options.compare)),
             (None, Some(dir)) => Some(dir.join(format!("{}.hlog", policy.name()))),
@@ -244,6 +295,19 @@ pub fn execute<F: TargetFactory>(
                 "columns".to_owned(),
                 serde_json::Value::from(options.columns),
             );
+            // The populate phase of each run (not in the run's figures).
+            let phases: Vec<serde_json::Value> = populations
+                .iter()
+                .map(|(label, p)| {
+                    serde_json::json!({
+                        "label": label,
+                        "partitions": p.partitions,
+                        "bytes": p.bytes,
+                        "seconds": p.elapsed.as_secs_f64(),
+                    })
+                })
+                .collect();
+            object.insert("populate".to_owned(), serde_json::Value::from(phases));
         }
         write_json(path, &value)?;
     }

@@ -13,7 +13,7 @@ use hdrhistogram::Histogram;
 
 use crate::error::Error;
 use crate::stress::latency::{IntervalReport, Outcome, Recorder, new_histogram};
-use crate::stress::options::{StopCondition, StressOptions, WorkloadSpec};
+use crate::stress::options::{DISK_RESERVE, StopCondition, StressOptions, WorkloadSpec};
 use crate::stress::summary::{LatencySummary, Summary};
 use crate::stress::target::Target;
 use crate::stress::workload::{Op, OpGenerator, ValuePool, table_name};
@@ -320,6 +320,84 @@ pub fn run<T: Target>(
     })
 }
 
+/// Why a run must stop, if the data directory `free` names has less than
+/// [`DISK_RESERVE`] bytes available.
+pub(crate) fn disk_running_out(free: Option<(std::path::PathBuf, u64)>) -> Option<String> {
+    let (dir, available) = free?;
+    (available < DISK_RESERVE).then(|| {
+        format!(
+            "data directory {} has {available} B available, below the {DISK_RESERVE} B \
+             reserve: the run stopped before the disk filled",
+            dir.display()
+        )
+    })
+}
+
+/// What the populate phase did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PopulateReport {
+    /// Partitions written (the whole population).
+    pub partitions: u64,
+    /// Bytes of values written.
+    pub bytes: u64,
+    /// How long it took, the final flush included.
+    pub elapsed: Duration,
+}
+
+/// The populate phase: writes every partition of the population of
+/// `config` once (`config.threads` threads, each a share of the indices),
+/// then flushes the target, so the run that follows reads data that is
+/// there, from the target's files (and its cache).
+///
+/// # Errors
+/// The first write or flush error ([`Error::Report`] naming it), since a
+/// run over a partial population would measure something else;
+/// [`Error::Mutation`] if the generator fails.
+pub fn populate<T: Target>(target: &T, config: &RunConfig) -> Result<PopulateReport, Error> {
+    let spec = &config.workload;
+    let names: Vec<String> = (0..spec.tables).map(table_name).collect();
+    let pool = ValuePool::new(spec);
+    let threads = config.threads.max(1) as u64;
+    let started = Instant::now();
+    let failed = |e: &dyn std::fmt::Display| Error::Report {
+        what: "populate phase",
+        detail: e.to_string(),
+    };
+    std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..threads)
+            .map(|thread| {
+                let mut generator =
+                    OpGenerator::new(spec, pool.clone(), thread as usize, config.threads);
+                let names = &names;
+                scope.spawn(move || -> Result<(), Error> {
+                    let mut index = thread;
+                    while index < spec.partitions {
+                        if let Op::Write { table, mutation } = generator.population_write(index)? {
+                            target
+                                .apply(&names[table as usize], mutation)
+                                .map_err(|e| failed(&e))?;
+                        }
+                        index += threads;
+                    }
+                    Ok(())
+                })
+            })
+            .collect();
+        workers.into_iter().try_for_each(|w| match w.join() {
+            Ok(result) => result,
+            Err(panic) => std::panic::resume_unwind(panic),
+        })
+    })?;
+    target.flush().map_err(|e| failed(&e))?;
+    Ok(PopulateReport {
+        partitions: spec.partitions,
+        bytes: spec
+            .partitions
+            .saturating_mul(u64::from(spec.rows_per_partition) * u64::from(spec.row_size)),
+        elapsed: started.elapsed(),
+    })
+}
+
 /// The controller: harvests every interval until the clients are gone.
 fn control<T: Target>(
     target: &T,
@@ -338,6 +416,7 @@ fn control<T: Target>(
     let mut peak_real_dirty = 0u64;
     let mut idle_intervals = 0u64;
     let mut failure: Option<Error> = None;
+    let mut stopped_early: Option<String> = None;
     let mut stats = target.stats();
     let mut memory = config.memory.sample();
     let mut running = shared.running.lock();
@@ -364,6 +443,13 @@ fn control<T: Target>(
             interval_histogram.reset();
             let c = shared.recorder.harvest(&mut interval_histogram)?;
             stats = target.stats();
+            if stopped_early.is_none()
+                && let Some(why) = disk_running_out(target.free_space())
+            {
+                // A warning and a stop, not a run of failing writes.
+                shared.stop.store(true, Ordering::Relaxed);
+                stopped_early = Some(why);
+            }
             let now_memory = config.memory.sample();
             memory = memory.merge_peaks(now_memory);
             let report = IntervalReport {
@@ -437,6 +523,7 @@ fn control<T: Target>(
         longest_pause: Duration::from_nanos(shared.longest_pause.load(Ordering::Relaxed)),
         idle_intervals,
         first_error,
+        stopped_early,
         memory: memory.merge_peaks(config.memory.sample()),
         memtable_pool_bytes: stats.memtable_pool_bytes,
         cache_enabled: stats.cache_enabled,

@@ -86,6 +86,9 @@ pub struct Summary {
     pub idle_intervals: u64,
     /// The first error a target returned, if any.
     pub first_error: Option<String>,
+    /// Why the run stopped before its duration or operation count, if it
+    /// did (the data directory running out of space).
+    pub stopped_early: Option<String>,
     /// The process's memory: peaks over the run (resident set and, where
     /// counted, live heap) and the live heap at its end.
     pub memory: ProcessMemory,
@@ -310,6 +313,7 @@ impl Summary {
             "longest_pause_ms": self.longest_pause.as_secs_f64() * 1000.0,
             "idle_intervals": self.idle_intervals,
             "first_error": self.first_error,
+            "stopped_early": self.stopped_early,
             "compaction": self.compaction.to_json(),
             "devices": self
                 .devices
@@ -376,6 +380,9 @@ impl fmt::Display for Summary {
         writeln!(f, "Total operation time      : {:>10}", hms(self.elapsed))?;
         if let Some(e) = &self.first_error {
             writeln!(f, "First error               : {e}")?;
+        }
+        if let Some(why) = &self.stopped_early {
+            writeln!(f, "Stopped early             : {why}")?;
         }
         writeln!(f)?;
         let share = if self.dirty_budget > 0 {
@@ -594,6 +601,7 @@ mod tests {
             longest_pause: Duration::from_millis(250),
             idle_intervals: 0,
             first_error: None,
+            stopped_early: None,
             memory: ProcessMemory {
                 peak_resident: Some(300 << 20),
                 resident: Some(250 << 20),

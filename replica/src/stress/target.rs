@@ -98,4 +98,20 @@ pub trait Target: Sync {
     fn devices(&self) -> Vec<device::DeviceStats> {
         Vec::new()
     }
+
+    /// Makes every write so far durable in the target's files (the end
+    /// of the populate phase); by default nothing to do.
+    ///
+    /// # Errors
+    /// Whatever fails while flushing.
+    fn flush(&self) -> Result<(), Self::Error> {
+        Ok(())
+    }
+
+    /// The target's data directory with the least space available to it,
+    /// and that space in bytes; `None` (the default) for a target without
+    /// files or when it cannot be told.
+    fn free_space(&self) -> Option<(std::path::PathBuf, u64)> {
+        None
+    }
 }

@@ -194,7 +194,23 @@ impl OpGenerator {
         if !write {
             return Ok(Op::Read { table, key });
         }
-        let ts = Timestamp::new(timestamp as i64)?;
+        self.write(table, key, Timestamp::new(timestamp as i64)?)
+    }
+
+    /// The write of the population's `index`-th partition that the
+    /// populate phase issues before the run: every row, at timestamp 0,
+    /// below every timestamp of the run's own writes (which start at 1),
+    /// so a `mixed` run's writes always supersede it.
+    ///
+    /// # Errors
+    /// As [`next_op`](Self::next_op).
+    pub fn population_write(&mut self, index: u64) -> Result<Op, Error> {
+        let table = (index % u64::from(self.spec.tables)) as u32;
+        let key = partition_key(index)?;
+        self.write(table, key, Timestamp::new(0)?)
+    }
+
+    fn write(&mut self, table: u32, key: DecoratedKey, ts: Timestamp) -> Result<Op, Error> {
         let mut builder = Mutation::builder(key);
         for row in 0..self.spec.rows_per_partition {
             let value = self.pool.value(&mut self.rng);

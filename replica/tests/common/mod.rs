@@ -15,6 +15,11 @@ pub(crate) struct MemTarget {
     pub(crate) applies: AtomicU64,
     /// Every n-th apply fails, when set.
     pub(crate) fail_every: Option<u64>,
+    /// What `free_space` reports: bytes available in a data directory
+    /// `/mem`, less 1 MiB per apply so far; `None`: no files.
+    pub(crate) free_space: Option<u64>,
+    /// Flushes asked for.
+    pub(crate) flushes: AtomicU64,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -46,6 +51,17 @@ impl Target for MemTarget {
             .get(table)
             .and_then(|t| t.get(key))
             .map_or(0, |m| m.rows().len() as u64))
+    }
+
+    fn flush(&self) -> Result<(), Injected> {
+        self.flushes.fetch_add(1, Ordering::Relaxed);
+        Ok(())
+    }
+
+    fn free_space(&self) -> Option<(std::path::PathBuf, u64)> {
+        let used = self.applies.load(Ordering::Relaxed) << 20;
+        self.free_space
+            .map(|f| (std::path::PathBuf::from("/mem"), f.saturating_sub(used)))
     }
 
     fn stats(&self) -> TargetStats {
