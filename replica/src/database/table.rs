@@ -410,6 +410,7 @@ impl Table {
     ) -> Result<(), Error> {
         let entered = Instant::now();
         let m = checked.mutation();
+        let size_bound = checked.size_bound();
         let mut guard = EntryGuard {
             log,
             table: self.id,
@@ -464,6 +465,8 @@ impl Table {
         drop(guard);
         if result.is_ok() {
             self.counters.writes.fetch_add(1, Ordering::Relaxed);
+            // The user bytes write amplification divides by, as `apply`.
+            self.sstables.note_write(size_bound);
         }
         result.map(drop)
     }
