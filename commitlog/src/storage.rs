@@ -322,6 +322,15 @@ pub(crate) mod mem {
             }
         }
 
+        /// Waits until a removal has completed (the thread that retires
+        /// segments need not be the one a test joins).
+        pub(crate) fn wait_for_a_removal(&self) {
+            let mut s = self.0.lock();
+            while s.removals.is_empty() {
+                self.1.wait(&mut s);
+            }
+        }
+
         /// Waits until a removal is blocked by `stall_removes`.
         pub(crate) fn wait_for_a_stalled_remove(&self) {
             let mut s = self.0.lock();
@@ -471,6 +480,8 @@ pub(crate) mod mem {
             s.files.remove(&id);
             s.durable.remove(&id);
             s.removals.push(id);
+            drop(s);
+            self.1.notify_all();
             Ok(())
         }
 

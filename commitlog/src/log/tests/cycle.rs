@@ -191,6 +191,9 @@ fn periodic_writers_write_their_buffers_out_while_retired_segments_are_deleted()
     assert!(h.is_some_and(|h| h.segment == early.segment), "written");
     storage.unstall();
     syncer.join().unwrap().unwrap();
+    // The stalled removal finishes in the thread that retires segments,
+    // which may end after the sync returns.
+    storage.wait_for_a_removal();
     assert!(
         !storage.0.lock().removals.is_empty(),
         "retired after the sync"
