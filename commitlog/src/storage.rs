@@ -259,6 +259,8 @@ pub(crate) mod mem {
         pub(crate) fail_removes: bool,
         /// Writes block while set: a disk that does not keep up.
         pub(crate) stall: bool,
+        /// Writes blocked now.
+        writes_stalled: u32,
         /// Syncs block while set (a long fdatasync).
         pub(crate) stall_syncs: bool,
         /// Syncs blocked now.
@@ -314,6 +316,14 @@ pub(crate) mod mem {
             self.1.notify_all();
         }
 
+        /// Waits until a write is blocked by `stall`.
+        pub(crate) fn wait_for_a_stalled_write(&self) {
+            let mut s = self.0.lock();
+            while s.writes_stalled == 0 {
+                self.1.wait(&mut s);
+            }
+        }
+
         /// Waits until a sync is blocked by `stall_syncs`.
         pub(crate) fn wait_for_a_stalled_sync(&self) {
             let mut s = self.0.lock();
@@ -350,8 +360,13 @@ pub(crate) mod mem {
     impl SegmentFile for MemFile {
         fn write_at(&self, offset: u64, buf: &[u8]) -> io::Result<()> {
             let mut s = self.state.lock();
-            while s.stall {
-                self.unstalled.wait(&mut s);
+            if s.stall {
+                s.writes_stalled += 1;
+                self.unstalled.notify_all();
+                while s.stall {
+                    self.unstalled.wait(&mut s);
+                }
+                s.writes_stalled -= 1;
             }
             if s.fail_writes {
                 return Err(io::Error::other("injected write failure"));

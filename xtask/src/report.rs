@@ -58,7 +58,10 @@ pub(crate) fn parse_nextest(output: &str) -> Option<Counts> {
     let (_, tail) = line.split_once("tests run:")?;
     Some(Counts {
         passed: number_before(tail, " passed").unwrap_or(0),
-        failed: number_before(tail, " failed").unwrap_or(0),
+        // A test that ran out of time failed too (nextest counts it apart:
+        // `684 passed, 1 timed out`).
+        failed: number_before(tail, " failed").unwrap_or(0)
+            + number_before(tail, " timed out").unwrap_or(0),
         ignored: number_before(tail, " skipped").unwrap_or(0),
     })
 }
@@ -149,6 +152,19 @@ test result: FAILED. 10 passed; 2 failed; 0 ignored; 0 measured; 5 filtered out;
             })
         );
         assert_eq!(parse_nextest("no summary here"), None);
+    }
+
+    #[test]
+    fn nextest_timeouts_count_as_failures() {
+        let output = "     Summary [ 606.6s] 685 tests run: 684 passed, 1 timed out, 0 skipped\n";
+        assert_eq!(
+            parse_nextest(output),
+            Some(Counts {
+                passed: 684,
+                failed: 1,
+                ignored: 0
+            })
+        );
     }
 
     #[test]

@@ -147,8 +147,12 @@ fn a_slow_disk_makes_writers_wait_at_the_buffer_budget() {
     let (log, storage) = mem_log(c);
     storage.0.lock().stall = true;
     // The first entry is accepted at once (periodic mode); the flusher
-    // takes it and hangs in the write, so its bytes stay unwritten.
+    // takes it and hangs in the write, so its bytes stay unwritten. Wait
+    // for that: a writer at the budget with no cycle running writes the
+    // buffers out itself and would hang in the stalled write instead (CI
+    // on a loaded machine: the flusher had not been scheduled yet).
     log.add(1, &mutation("a", 1200)).unwrap();
+    storage.wait_for_a_stalled_write();
     let err = log.add(1, &mutation("b", 1200)).unwrap_err();
     assert_eq!(
         err.to_string(),
