@@ -3,7 +3,7 @@
 use mutation::Fragment;
 
 use super::Inner;
-use crate::block::{HEADER_LEN, PREAMBLE_LEN};
+use crate::block::{HEADER_LEN, PREAMBLE_LEN, ReadAhead};
 use crate::codec::decode_fragment;
 use crate::error::{Component, Error};
 use crate::varint::Decoder;
@@ -15,6 +15,10 @@ pub(crate) struct DataCursor {
     block_offset: u64,
     pos: usize,
     next_block: u64,
+    /// A scan from the start reads ahead ([`READ_AHEAD`](crate::block::READ_AHEAD) bytes at a
+    /// time); a cursor placed at a partition (a point or range read) reads
+    /// only the blocks it decodes.
+    ahead: Option<ReadAhead>,
 }
 
 impl DataCursor {
@@ -39,16 +43,18 @@ impl DataCursor {
             block_offset: block,
             pos: in_block as usize,
             next_block: b.next,
+            ahead: None,
         })
     }
 
-    /// A cursor before the first Data block.
+    /// A cursor before the first Data block, for a scan: it reads ahead.
     pub(crate) fn start() -> Self {
         DataCursor {
             block: Vec::new(),
             block_offset: PREAMBLE_LEN,
             pos: 0,
             next_block: PREAMBLE_LEN,
+            ahead: Some(ReadAhead::default()),
         }
     }
 
@@ -74,7 +80,10 @@ impl DataCursor {
             if self.next_block >= inner.data_end() {
                 return Ok(None);
             }
-            let b = inner.read_data_block(self.next_block)?;
+            let b = match &mut self.ahead {
+                Some(ahead) => inner.read_data_block_ahead(self.next_block, ahead)?,
+                None => inner.read_data_block(self.next_block)?,
+            };
             if b.raw.is_empty() {
                 return Err(origin.corrupt(self.next_block, "empty Data block"));
             }

@@ -102,6 +102,22 @@ impl Inner {
             self.origin(Component::Data),
         )
     }
+
+    /// [`read_data_block`](Self::read_data_block) for a sequential scan,
+    /// through its read-ahead window.
+    fn read_data_block_ahead(
+        &self,
+        offset: u64,
+        ahead: &mut crate::block::ReadAhead,
+    ) -> Result<crate::block::Block, Error> {
+        self.data_blocks_read.fetch_add(1, Ordering::Relaxed);
+        crate::block::read_block_ahead(
+            self.source(Component::Data),
+            offset,
+            self.origin(Component::Data),
+            ahead,
+        )
+    }
 }
 
 /// An open, immutable sstable. Cheap to clone; readers share it.
