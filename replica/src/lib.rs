@@ -222,8 +222,8 @@ pub use config::{
     MIN_DATABASE_BUDGET, Placement, check_soft_limit_ratio,
 };
 pub use database::{
-    COMMITLOG_DIR_NAME, CacheMetrics, CompactionConfig, Database, DatabaseMetrics,
-    TableCompactionMetrics, TableMetrics, TableReader,
+    COMMITLOG_DIR_NAME, CacheMetrics, CompactionConfig, Database, DatabaseMetrics, SLOW_PHASE,
+    TableCompactionMetrics, TableMetrics, TableReader, WritePhase, WritePhases,
 };
 /// The device crate, for [`DeviceModel`]'s devices and their clocks.
 pub use device;

@@ -30,6 +30,7 @@ mod gate;
 #[cfg(all(test, loom))]
 mod loom_tests;
 pub(crate) mod memtable_list;
+mod phases;
 #[cfg(feature = "stress")]
 mod stress_target;
 mod table;
@@ -39,6 +40,7 @@ mod tests;
 pub use compaction::{CompactionConfig, TableCompactionMetrics};
 use flush::FlushRouter;
 use gate::Gate;
+pub use phases::{SLOW_PHASE, WritePhase, WritePhases};
 pub use table::{CacheMetrics, TableMetrics, TableReader};
 use table::{CacheSource, Table, TableMemtable};
 
@@ -837,6 +839,18 @@ impl Database {
     /// [`metrics`](Self::metrics)).
     pub fn user_metrics(&self) -> DirtyMemoryMetrics {
         self.user.metrics()
+    }
+
+    /// Where writes spent their time, phase by phase, summed over the
+    /// tables (cheaper than [`metrics`](Self::metrics)): a pause in which
+    /// no write completed shows as one phase's maximum.
+    pub fn write_phases(&self) -> WritePhases {
+        self.tables
+            .read()
+            .values()
+            .fold(WritePhases::default(), |sum, t| {
+                sum.sum(&t.counters.phases.get())
+            })
     }
 
     /// The row caches' figures summed over the tables that have one

@@ -68,6 +68,7 @@ impl Target for Database {
             cache_hits: cache.as_ref().map_or(0, |c| c.hits),
             cache_misses: cache.as_ref().map_or(0, |c| c.misses),
             compaction: self.compaction_figures(),
+            write_phases: self.write_phases(),
         }
     }
 

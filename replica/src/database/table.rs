@@ -20,6 +20,7 @@ use crate::catalog::TableSchema;
 use crate::database::compaction::{PinnedSstables, TableCompactionMetrics, TableSstables};
 use crate::database::flush::FlushSubject;
 use crate::database::memtable_list::{Attempt, Logged, MemtableList};
+use crate::database::phases::{PhaseCounters, WritePhases};
 use crate::error::Error;
 use crate::sync::{Arc, AtomicBool, AtomicU64, Ordering, Weak};
 
@@ -117,6 +118,8 @@ pub(crate) struct TableCounters {
     /// Cache updates at flush that failed (the cache dropped what it
     /// missed; the flush succeeded).
     pub(crate) cache_update_failures: AtomicU64,
+    /// Where writes spent their time.
+    pub(crate) phases: PhaseCounters,
 }
 
 /// One open table.
@@ -250,6 +253,8 @@ pub struct TableMetrics {
     /// Time writes to this table spent waiting for dirty memory, summed
     /// over writers.
     pub writers_blocked: Duration,
+    /// Where the table's writes spent their time, phase by phase.
+    pub write_phases: WritePhases,
     /// The table's row cache, `None` if it has none.
     pub cache: Option<CacheMetrics>,
     /// Compaction: live bytes, jobs, sstables replaced and written, user
@@ -313,11 +318,11 @@ impl Table {
     ) -> Result<(), Error> {
         let entered = Instant::now();
         let logged = match log {
-            Some(log) => Some((
-                log,
-                log.add(self.id, m)
-                    .map_err(|source| Error::CommitLog { source })?,
-            )),
+            Some(log) => {
+                let added = log.add(self.id, m);
+                self.counters.phases.log_append.record(entered.elapsed());
+                Some((log, added.map_err(|source| Error::CommitLog { source })?))
+            }
             None => None,
         };
         self.apply_to_memtable(
@@ -365,13 +370,9 @@ impl Table {
             // alive.
             #[cfg(feature = "testing")]
             self.hooks.fire(crate::hooks::HookPoint::WriterTookActive);
+            let asked = Instant::now();
             let admitted = manager.run_when_memory_available(
-                || {
-                    let applied = memtable
-                        .upgrade()
-                        .map(|memtable| memtable.apply_recorded(position, |mt| mt.apply(m)));
-                    (entered.elapsed(), applied)
-                },
+                || self.apply_admitted(&memtable, position, m, entered, asked),
                 Some(timeout),
             );
             self.attempt_outcome(admitted, timeout, &mut blocked)
@@ -417,13 +418,18 @@ impl Table {
             position: None,
         };
         if let Some(log) = log {
-            let durable = log
-                .add_async(self.id, checked)
-                .map_err(|source| Error::CommitLog { source })?;
+            let added = log.add_async(self.id, checked);
+            let durable = match added {
+                Ok(durable) => durable,
+                Err(source) => {
+                    self.counters.phases.log_append.record(entered.elapsed());
+                    return Err(Error::CommitLog { source });
+                }
+            };
             guard.position = Some(durable.position());
-            durable
-                .await
-                .map_err(|source| Error::CommitLog { source })?;
+            let synced = durable.await;
+            self.counters.phases.log_append.record(entered.elapsed());
+            synced.map_err(|source| Error::CommitLog { source })?;
         }
         let position = guard.position;
         let mut blocked = Duration::ZERO;
@@ -433,14 +439,10 @@ impl Table {
             let memtable = Arc::downgrade(&self.list.active());
             #[cfg(feature = "testing")]
             self.hooks.fire(crate::hooks::HookPoint::WriterTookActive);
+            let asked = Instant::now();
             let admitted = manager
                 .run_when_memory_available_async(
-                    || {
-                        let applied = memtable
-                            .upgrade()
-                            .map(|memtable| memtable.apply_recorded(position, |mt| mt.apply(m)));
-                        (entered.elapsed(), applied)
-                    },
+                    || self.apply_admitted(&memtable, position, m, entered, asked),
                     Some(timeout),
                 )
                 .await;
@@ -469,6 +471,30 @@ impl Table {
             self.sstables.note_write(size_bound);
         }
         result.map(drop)
+    }
+
+    /// The apply of an admitted write to `memtable` (if it is still
+    /// there), for `apply` and `apply_async` alike: records the wait for
+    /// admission (since `asked`) and the apply's own time, and returns the
+    /// time since the write `entered` with the apply's outcome.
+    fn apply_admitted(
+        &self,
+        memtable: &Weak<TableMemtable>,
+        position: Option<ReplayPosition>,
+        m: &Mutation,
+        entered: Instant,
+        asked: Instant,
+    ) -> (Duration, Option<Result<bool, memtable::Error>>) {
+        let admitted = Instant::now();
+        self.counters.phases.admission.record(admitted - asked);
+        let applied = memtable
+            .upgrade()
+            .map(|memtable| memtable.apply_recorded(position, |mt| mt.apply(m)));
+        self.counters
+            .phases
+            .memtable_apply
+            .record(admitted.elapsed());
+        (entered.elapsed(), applied)
     }
 
     /// What one admitted attempt on a memtable came to, for `apply` and
@@ -709,6 +735,7 @@ impl Table {
             flushed_memtable_bytes: c.flushed_memtable_bytes.load(Ordering::Relaxed),
             sstable_bytes_written: c.sstable_bytes_written.load(Ordering::Relaxed),
             writers_blocked: Duration::from_nanos(c.blocked_nanos.load(Ordering::Relaxed)),
+            write_phases: c.phases.get(),
             cache: self.cache_metrics(),
             compaction: self.sstables.metrics(),
         }

@@ -170,3 +170,29 @@ fn at_its_size_limit_the_commit_log_has_tables_flushed_and_writes_go_on() {
     assert_eq!(keys_of(&db, "t").len(), 2500);
     db.close().unwrap();
 }
+
+#[test]
+fn every_write_is_timed_in_each_phase() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Database::open(logged_config(
+        dir.path(),
+        CommitLogMode::Batch(Duration::ZERO),
+    ))
+    .unwrap();
+    db.create_table(TableSchema::new("t").unwrap()).unwrap();
+    assert_eq!(db.write_phases(), WritePhases::default());
+    for i in 0..20 {
+        db.apply("t", &row(&format!("k{i}"), 1, "v", 1)).unwrap();
+    }
+    let p = db.write_phases();
+    // Every batch-mode append waited for an fdatasync: never zero.
+    assert!(p.log_append.max > Duration::ZERO, "{p:?}");
+    assert!(p.log_append.total >= p.log_append.max, "{p:?}");
+    assert!(p.memtable_apply.max > Duration::ZERO, "{p:?}");
+    assert!(p.admission.total >= p.admission.max, "{p:?}");
+    // The database's figures are its tables' summed.
+    let tables = db.metrics().tables;
+    assert_eq!(tables.len(), 1);
+    assert_eq!(tables[0].write_phases, p);
+    db.close().unwrap();
+}

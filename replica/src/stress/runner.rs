@@ -521,6 +521,7 @@ fn control<T: Target>(
         commitlog_synced_entries: stats.commitlog_synced_entries,
         commitlog_lag_waits: stats.commitlog_lag_waits,
         longest_pause: Duration::from_nanos(shared.longest_pause.load(Ordering::Relaxed)),
+        write_phases: stats.write_phases,
         idle_intervals,
         first_error,
         stopped_early,

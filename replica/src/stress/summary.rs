@@ -81,6 +81,9 @@ pub struct Summary {
     pub commitlog_lag_waits: u64,
     /// The longest time during which no operation completed.
     pub longest_pause: Duration,
+    /// Where writes spent their time, phase by phase: which phase a long
+    /// pause was in.
+    pub write_phases: crate::WritePhases,
     /// Intervals (seconds), the last one aside, in which no operation
     /// completed.
     pub idle_intervals: u64,
@@ -119,6 +122,15 @@ pub(crate) fn device_json(d: &device::DeviceStats, elapsed: Duration) -> Value {
         "utilisation": d.utilisation(elapsed),
         "waits": d.waits,
         "waited_s": d.waited.as_secs_f64(),
+    })
+}
+
+/// One write phase's figures as JSON.
+fn phase_json(p: &crate::WritePhase) -> Value {
+    json!({
+        "total_s": p.total.as_secs_f64(),
+        "max_ms": p.max.as_secs_f64() * 1000.0,
+        "slow": p.slow,
     })
 }
 
@@ -234,6 +246,21 @@ impl Summary {
                 self.longest_pause.as_secs_f64() * 1000.0,
             ),
             f(
+                "Longest log append",
+                "ms",
+                self.write_phases.log_append.max.as_secs_f64() * 1000.0,
+            ),
+            f(
+                "Longest dirty-memory wait",
+                "ms",
+                self.write_phases.admission.max.as_secs_f64() * 1000.0,
+            ),
+            f(
+                "Longest memtable apply",
+                "ms",
+                self.write_phases.memtable_apply.max.as_secs_f64() * 1000.0,
+            ),
+            f(
                 "Commit log bytes",
                 "MiB",
                 self.commitlog_bytes as f64 / 1048576.0,
@@ -311,6 +338,12 @@ impl Summary {
                 "hit_ratio": self.cache_hit_ratio(),
             },
             "longest_pause_ms": self.longest_pause.as_secs_f64() * 1000.0,
+            "write_phases": {
+                "slow_threshold_ms": crate::SLOW_PHASE.as_secs_f64() * 1000.0,
+                "log_append": phase_json(&self.write_phases.log_append),
+                "admission": phase_json(&self.write_phases.admission),
+                "memtable_apply": phase_json(&self.write_phases.memtable_apply),
+            },
             "idle_intervals": self.idle_intervals,
             "first_error": self.first_error,
             "stopped_early": self.stopped_early,
@@ -467,6 +500,27 @@ impl fmt::Display for Summary {
             self.longest_pause.as_secs_f64() * 1000.0,
             self.idle_intervals
         )?;
+        let p = &self.write_phases;
+        if self.counts.writes > 0 {
+            let ms = |d: Duration| d.as_secs_f64() * 1000.0;
+            writeln!(
+                f,
+                "Longest write phase       : log append {:.1} ms, dirty-memory wait {:.1} ms, \
+                 memtable apply {:.1} ms",
+                ms(p.log_append.max),
+                ms(p.admission.max),
+                ms(p.memtable_apply.max),
+            )?;
+            writeln!(
+                f,
+                "Writes slow in a phase    : log append {}, dirty-memory wait {}, \
+                 memtable apply {} (over {} ms)",
+                thousands(p.log_append.slow as f64),
+                thousands(p.admission.slow as f64),
+                thousands(p.memtable_apply.slow as f64),
+                crate::SLOW_PHASE.as_millis(),
+            )?;
+        }
         if !self.compaction.strategy.is_empty() {
             write!(f, "{}", self.compaction)?;
         }
@@ -599,6 +653,14 @@ mod tests {
             commitlog_synced_entries: 250,
             commitlog_lag_waits: 0,
             longest_pause: Duration::from_millis(250),
+            write_phases: crate::WritePhases {
+                log_append: crate::WritePhase {
+                    total: Duration::from_secs(2),
+                    max: Duration::from_millis(240),
+                    slow: 3,
+                },
+                ..crate::WritePhases::default()
+            },
             idle_intervals: 0,
             first_error: None,
             stopped_early: None,
@@ -655,6 +717,10 @@ mod tests {
             "Flushes                   :          4, mean size 100.0 MiB",
             "Time writers blocked      :      1.500 s",
             "Longest pause, no op done :      250.0 ms (0 idle seconds)",
+            "Longest write phase       : log append 240.0 ms, dirty-memory wait 0.0 ms, \
+             memtable apply 0.0 ms",
+            "Writes slow in a phase    : log append 3, dirty-memory wait 0, memtable apply 0 \
+             (over 100 ms)",
             "Commit log                :   64.0 MiB, 10 syncs, mean group 25.0 writes",
             "Peak resident set         :  300.0 MiB (150% of the budget)",
             "Live heap                 :  120.0 MiB at the end, peak 150.0 MiB (75% of the budget); \
@@ -687,6 +753,12 @@ mod tests {
         assert_eq!(v["total_partitions"], 1000);
         assert_eq!(v["dirty_memory"]["mean_flush_bytes"], 100 << 20);
         assert_eq!(v["longest_pause_ms"], 250.0);
+        let phases = &v["write_phases"];
+        assert_eq!(phases["slow_threshold_ms"], 100.0);
+        assert_eq!(phases["log_append"]["max_ms"], 240.0);
+        assert_eq!(phases["log_append"]["slow"], 3);
+        assert_eq!(phases["log_append"]["total_s"], 2.0);
+        assert_eq!(phases["memtable_apply"]["slow"], 0);
         assert!(v["first_error"].is_null());
         let m = &v["process_memory"];
         assert_eq!(m["peak_resident_bytes"], 300 << 20);

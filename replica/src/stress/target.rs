@@ -53,6 +53,9 @@ pub struct TargetStats {
     pub cache_misses: u64,
     /// Compaction: sstables, bytes compacted, write amplification.
     pub compaction: crate::stress::CompactionFigures,
+    /// Where writes spent their time, phase by phase (all zero if the
+    /// target does not measure it).
+    pub write_phases: crate::WritePhases,
 }
 
 impl TargetStats {

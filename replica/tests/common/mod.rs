@@ -84,6 +84,7 @@ impl Target for MemTarget {
             cache_hits: n / 2,
             cache_misses: n / 4,
             compaction: Default::default(),
+            write_phases: Default::default(),
         }
     }
 }
