@@ -1,5 +1,7 @@
 //! The crate's error type.
 
+use std::fmt;
+
 use crate::Handle;
 
 /// Everything that can go wrong in logalloc.
@@ -94,13 +96,15 @@ pub enum Error {
     /// compaction, eviction) could not free a segment.
     #[error(
         "out of memory: allocation of {size} bytes failed, the segment pool is at its \
-         {limit}-byte limit and nothing more could be compacted or evicted"
+         {limit}-byte limit and {reason}"
     )]
     OutOfMemory {
         /// The size of the allocation that failed.
         size: usize,
         /// The pool's memory limit in bytes.
         limit: usize,
+        /// Why reclaim stopped.
+        reason: OomReason,
     },
 
     /// `full_compaction` could not get a destination segment; every object
@@ -167,6 +171,51 @@ pub enum Error {
         /// The number of handle-table parts a pool can have.
         parts: usize,
     },
+}
+
+/// Why reclaim gave up on an allocation ([`Error::OutOfMemory`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum OomReason {
+    /// No region had anything left to compact or evict.
+    NothingToReclaim,
+    /// Forced compaction of the allocating region could pack its objects
+    /// no tighter, and no other region had anything to give.
+    Packed,
+    /// The evictable regions that still held memory stayed locked (by
+    /// readers, or by their own allocations) through every bounded wait.
+    BusyEvictable {
+        /// The waits made, each up to `wait_ms`.
+        waits: u32,
+        /// The bound of one wait, in milliseconds.
+        wait_ms: u64,
+    },
+    /// Reclaim took its whole step allowance without finding a segment.
+    StepLimit {
+        /// The steps taken.
+        steps: usize,
+    },
+}
+
+impl fmt::Display for OomReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            OomReason::NothingToReclaim => {
+                f.write_str("nothing more could be compacted or evicted")
+            }
+            OomReason::Packed => f.write_str(
+                "its objects could be packed no tighter and no other region had memory to give",
+            ),
+            OomReason::BusyEvictable { waits, wait_ms } => write!(
+                f,
+                "the evictable regions holding memory stayed busy through {waits} waits of \
+                 {wait_ms} ms"
+            ),
+            OomReason::StepLimit { steps } => {
+                write!(f, "reclaim found no segment in {steps} steps")
+            }
+        }
+    }
 }
 
 impl Error {

@@ -166,7 +166,7 @@ mod sync;
 mod table;
 
 pub use config::{MAX_ALIGN, MAX_SEGMENT_SIZE, MIN_SEGMENT_SIZE, PoolConfig};
-pub use error::Error;
+pub use error::{Error, OomReason};
 pub use listener::{RegionId, RegionListener};
 pub use managed::{ManagedBytes, ManagedRef};
 pub use pool::SegmentPool;

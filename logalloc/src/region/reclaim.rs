@@ -11,7 +11,7 @@ use crate::pool::{Purpose, SegmentPool};
 use crate::stats::RegionStats;
 use crate::sync::Ordering;
 use crate::table::Location;
-use crate::{Error, Handle, RegionId};
+use crate::{Error, Handle, OomReason, RegionId};
 
 /// Rounds of forced compaction in a row that may leave no more room before
 /// an allocation gives up (see `find_room_slow`).
@@ -31,9 +31,21 @@ const RECLAIM_EXTRA_STEPS: usize = 16;
 /// shared; reclaim normally only tries it), per attempt.
 const BUSY_REGION_WAIT: Duration = Duration::from_millis(200);
 
-/// Attempts of [`BUSY_REGION_WAIT`] an allocation makes before it reports
-/// out of memory.
+/// Waits of [`BUSY_REGION_WAIT`] that end with the region still busy an
+/// allocation makes before it reports out of memory.
 const BUSY_REGION_ATTEMPTS: u32 = 10;
+
+/// What a wait for busy evictable regions came to (see
+/// `reclaim_from_busy_evictable`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Busy {
+    /// One of them gave memory back.
+    Reclaimed,
+    /// Every one was locked and had nothing to give (or there are none).
+    Nothing,
+    /// One stayed locked through the wait, and none gave anything.
+    Locked,
+}
 
 /// What a round of forced compaction did (see `forced_reclaim_step`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -150,10 +162,12 @@ impl RegionInner {
         // leave more room plus free segments than the last; a few rounds in
         // a row that do not mean the objects cannot be packed any tighter.
         let (mut last_potential, mut stalls) = (None, 0);
-        let mut busy_attempts = BUSY_REGION_ATTEMPTS;
-        let out_of_memory = || Error::OutOfMemory {
+        let all_steps = steps_left;
+        let mut busy_waits = 0;
+        let out_of_memory = |reason| Error::OutOfMemory {
             size: size as usize,
             limit: pool.memory_limit(),
+            reason,
         };
         let result = loop {
             if let Some(at) = self.place(size, align) {
@@ -167,24 +181,38 @@ impl RegionInner {
             reclaiming.get_or_insert_with(Instant::now);
             steps_left -= 1;
             if steps_left == 0 {
-                break Err(out_of_memory());
+                break Err(out_of_memory(OomReason::StepLimit { steps: all_steps }));
             }
             if self.reclaim_step(pool) {
                 (last_potential, stalls) = (None, 0);
                 continue;
             }
-            match self.forced_reclaim_step(pool, size, align) {
-                Forced::Nothing if busy_attempts > 0 => {
-                    // Nothing could be had without waiting; an evictable
-                    // region whose lock was only busy (readers copying out)
-                    // still holds memory to give back.
-                    busy_attempts -= 1;
-                    if !self.reclaim_from_busy_evictable(pool) {
-                        break Err(out_of_memory());
-                    }
+            // Nothing could be had without waiting. An evictable region
+            // whose lock was only busy (readers copying out, or its own
+            // allocation) still holds memory to give back: wait for it
+            // before forced compaction of this region, which can only pack
+            // it tighter (a memtable under write load, with the cache busy
+            // storing a flushed partition, stalled that way three rounds in
+            // a row and failed the write with the cache full of memory).
+            match self.reclaim_from_busy_evictable(pool) {
+                Busy::Reclaimed => {
                     (last_potential, stalls) = (None, 0);
+                    continue;
                 }
-                Forced::Nothing => break Err(out_of_memory()),
+                Busy::Locked => {
+                    busy_waits += 1;
+                    if busy_waits == BUSY_REGION_ATTEMPTS {
+                        break Err(out_of_memory(OomReason::BusyEvictable {
+                            waits: busy_waits,
+                            wait_ms: BUSY_REGION_WAIT.as_millis() as u64,
+                        }));
+                    }
+                    continue;
+                }
+                Busy::Nothing => {}
+            }
+            match self.forced_reclaim_step(pool, size, align) {
+                Forced::Nothing => break Err(out_of_memory(OomReason::NothingToReclaim)),
                 Forced::Other => {}
                 Forced::Own => {
                     let potential =
@@ -192,7 +220,7 @@ impl RegionInner {
                     if last_potential.is_some_and(|last| potential <= last) {
                         stalls += 1;
                         if stalls == FORCED_STALLS {
-                            break Err(out_of_memory());
+                            break Err(out_of_memory(OomReason::Packed));
                         }
                     } else {
                         stalls = 0;
@@ -261,7 +289,9 @@ impl RegionInner {
 
     /// Waits (at most [`BUSY_REGION_WAIT`] each) for the lock of every other
     /// evictable region in turn, and in the first that gives something back
-    /// evicts once and compacts its sparsest segment. True if one did.
+    /// evicts once and compacts its sparsest segment. Says whether one did,
+    /// or whether every region it locked had nothing, or whether a region
+    /// it could not lock in time may still hold memory.
     ///
     /// Reclaim otherwise only *tries* other regions' locks, and a cache's
     /// lock is held shared by every reader copying out of it: under a read
@@ -269,27 +299,34 @@ impl RegionInner {
     /// memtable's write failed with out of memory. The wait is bounded, so
     /// two allocations each holding a region the other waits for both go
     /// on after it (and report out of memory, as before).
-    fn reclaim_from_busy_evictable(&mut self, pool: &SegmentPool) -> bool {
-        pool.other_regions(self.id)
-            .iter()
-            .filter(|region| region.evictable.load(Ordering::Relaxed))
-            .any(|region| {
-                region
-                    .inner
-                    .try_write_for(BUSY_REGION_WAIT)
-                    .is_some_and(|mut inner| {
-                        // Freed objects give a segment back only once it is
-                        // compacted, and the lock may be busy again on the
-                        // next step: evict, then compact the sparsest
-                        // segment (often the one just emptied), while held.
-                        let evicted = inner.evict_once(pool);
-                        let compacted = match inner.compaction_candidate() {
-                            Some((segment, _)) => inner.compact_segment(pool, segment),
-                            None => false,
-                        };
-                        evicted || compacted
-                    })
-            })
+    fn reclaim_from_busy_evictable(&mut self, pool: &SegmentPool) -> Busy {
+        let mut busy = false;
+        for region in pool.other_regions(self.id).iter() {
+            if !region.evictable.load(Ordering::Relaxed) {
+                continue;
+            }
+            let Some(mut inner) = region.inner.try_write_for(BUSY_REGION_WAIT) else {
+                busy = true;
+                continue;
+            };
+            // Freed objects give a segment back only once it is compacted,
+            // and the lock may be busy again on the next step: evict, then
+            // compact the sparsest segment (often the one just emptied),
+            // while held.
+            let evicted = inner.evict_once(pool);
+            let compacted = match inner.compaction_candidate() {
+                Some((segment, _)) => inner.compact_segment(pool, segment),
+                None => false,
+            };
+            if evicted || compacted {
+                return Busy::Reclaimed;
+            }
+        }
+        if busy {
+            Busy::Locked
+        } else {
+            Busy::Nothing
+        }
     }
 
     /// Calls the eviction callback once. True if it freed something.
