@@ -322,11 +322,7 @@ impl RegionInner {
                 return Busy::Reclaimed;
             }
         }
-        if busy {
-            Busy::Locked
-        } else {
-            Busy::Nothing
-        }
+        if busy { Busy::Locked } else { Busy::Nothing }
     }
 
     /// Calls the eviction callback once. True if it freed something.
