@@ -11,44 +11,22 @@
 //! Before the fix this test failed on the first allocation past the free
 //! segments.
 
-use std::collections::VecDeque;
 use std::hint::black_box;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Barrier, Mutex};
+use std::sync::{Arc, Barrier};
 
-use logalloc::{Eviction, Handle, PoolConfig, Region, SegmentPool};
+use logalloc::{Handle, Region};
 
-const SEGMENT: usize = 4096;
-const SEGMENTS: usize = 64;
+mod common;
+
+use common::{SEGMENT, SEGMENTS, full_cache, small_pool};
 
 #[test]
 fn a_writer_evicts_from_a_cache_that_readers_keep_busy() {
-    let pool = SegmentPool::new(
-        PoolConfig::default()
-            .with_segment_size(SEGMENT)
-            .with_memory_limit(SEGMENTS * SEGMENT)
-            .with_emergency_reserve(1),
-    )
-    .unwrap();
-    let mut cache = Region::new(&pool);
-    let lru: Arc<Mutex<VecDeque<Handle>>> = Arc::default();
-    while let Ok(h) = cache.alloc_bytes(&[1; 300]) {
-        lru.lock().unwrap().push_back(h);
-    }
+    let pool = small_pool();
+    let (cache, lru) = full_cache(&pool);
     let cached: Vec<Handle> = lru.lock().unwrap().iter().copied().collect();
     assert!(cached.len() > 500, "the cache fills the pool");
-    let lru_in_fn = Arc::clone(&lru);
-    cache.set_eviction_fn(move |evictor| {
-        let mut lru = lru_in_fn.lock().unwrap();
-        // About a segment's worth per call, as the row cache does.
-        for _ in 0..SEGMENT / 300 {
-            let Some(h) = lru.pop_front() else {
-                return Eviction::Nothing;
-            };
-            evictor.free(h).unwrap();
-        }
-        Eviction::Evicted
-    });
     let cache = Arc::new(cache);
 
     let stop = Arc::new(AtomicBool::new(false));

@@ -13,25 +13,19 @@
 //! failed per run. Before the fix this test failed in four runs of ten
 //! ("nothing more could be compacted or evicted").
 
-use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Barrier, Mutex};
+use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
-use logalloc::{Eviction, Handle, PoolConfig, Region, SegmentPool};
+use logalloc::Region;
 
-const SEGMENT: usize = 4096;
-const SEGMENTS: usize = 64;
+mod common;
+
+use common::{SEGMENT, SEGMENTS, full_cache, small_pool};
 
 #[test]
 fn a_packed_writer_waits_for_a_cache_busy_storing_and_evicts_from_it() {
-    let pool = SegmentPool::new(
-        PoolConfig::default()
-            .with_segment_size(SEGMENT)
-            .with_memory_limit(SEGMENTS * SEGMENT)
-            .with_emergency_reserve(1),
-    )
-    .unwrap();
+    let pool = small_pool();
     // The writer holds a quarter of the pool already, with a small hole in
     // every segment (overwritten cells): forced compaction of it moves
     // objects but cannot give back a segment's worth.
@@ -45,23 +39,8 @@ fn a_packed_writer_waits_for_a_cache_busy_storing_and_evicts_from_it() {
             written.push(h);
         }
     }
-    let mut cache = Region::new(&pool);
-    let lru: Arc<Mutex<VecDeque<Handle>>> = Arc::default();
-    while let Ok(h) = cache.alloc_bytes(&[1; 300]) {
-        lru.lock().unwrap().push_back(h);
-    }
+    let (mut cache, lru) = full_cache(&pool);
     assert!(lru.lock().unwrap().len() > 500, "the cache fills the pool");
-    let lru_in_fn = Arc::clone(&lru);
-    cache.set_eviction_fn(move |evictor| {
-        let mut lru = lru_in_fn.lock().unwrap();
-        for _ in 0..SEGMENT / 300 {
-            let Some(h) = lru.pop_front() else {
-                return Eviction::Nothing;
-            };
-            evictor.free(h).unwrap();
-        }
-        Eviction::Evicted
-    });
 
     // The cache's owner holds its lock exclusively about 90% of the time,
     // as an update storing partition after partition does.
