@@ -58,6 +58,9 @@ fn child(dir: &Path, run: u32) {
         Err(e) => panic!("{e}"),
     }
     let mut out = std::io::stdout().lock();
+    // End libtest's `test <name> ... ` line (printed single-threaded):
+    // the first acknowledgement gets a line of its own.
+    writeln!(out).unwrap();
     for i in 0.. {
         db.apply("t", &write(run, i)).unwrap();
         writeln!(out, "{i}").unwrap();
@@ -110,6 +113,8 @@ fn seal_child(dir: &Path, run: u32) {
             std::thread::sleep(Duration::from_millis(2));
         }
     })));
+    // End libtest's `test <name> ... ` line, as in `child`.
+    println!();
     for w in 0..SEAL_WRITERS {
         let db = std::sync::Arc::clone(&db);
         std::thread::spawn(move || {
@@ -145,6 +150,7 @@ fn kills_between_installing_a_fresh_memtable_and_sealing_lose_nothing() {
                 "--exact",
                 "kills_between_installing_a_fresh_memtable_and_sealing_lose_nothing",
                 "--nocapture",
+                "--test-threads=1",
             ])
             .env(SEAL_CHILD_ENV, dir.path())
             .env("REPLICA_CRASH_RUN", run.to_string())
@@ -196,6 +202,7 @@ fn every_acknowledged_write_survives_sigkill() {
                 "--exact",
                 "every_acknowledged_write_survives_sigkill",
                 "--nocapture",
+                "--test-threads=1",
             ])
             .env(CHILD_ENV, dir.path())
             .env("REPLICA_CRASH_RUN", run.to_string())
@@ -210,6 +217,8 @@ fn every_acknowledged_write_survives_sigkill() {
                 Some(Ok(line)) => {
                     // The test harness prints its own lines too.
                     if let Ok(i) = line.trim().parse::<u64>() {
+                        // In order from 0: none lost to the harness.
+                        assert_eq!(i, acked, "child {run}: {line}");
                         acknowledged.push((run, i));
                         acked += 1;
                     }

@@ -94,6 +94,10 @@ fn child(dir: &Path, first: u64, step: Option<usize>, flush_dir: bool) {
     }
     db.set_compaction_stop_after(step);
     let mut out = std::io::stdout().lock();
+    // Single-threaded, libtest has printed `test <name> ... ` without a
+    // newline: end that line, so the first acknowledgement is a line of
+    // its own.
+    writeln!(out).unwrap();
     let mut told = false;
     for op in first.. {
         db.apply("t", &operation(op)).unwrap();
@@ -174,7 +178,9 @@ fn run_child(
 ) {
     let mut command = Command::new(std::env::current_exe().unwrap());
     command
-        .args(["--exact", test, "--nocapture"])
+        // One test thread, so the harness's line prefix is always there
+        // (the child must not lose its first acknowledgement to it).
+        .args(["--exact", test, "--nocapture", "--test-threads=1"])
         .env(CHILD_ENV, dir)
         .env("REPLICA_CRASH_FIRST", first.to_string())
         .stdout(Stdio::piped());
@@ -192,6 +198,9 @@ fn run_child(
             Some(Ok(line)) => {
                 let line = line.trim().to_owned();
                 if let Ok(op) = line.parse::<u64>() {
+                    // Acknowledgements come in order from `first`: none
+                    // was lost to the harness's output.
+                    assert_eq!(op, first + acked as u64, "child from {first}: {line}");
                     acknowledged.push(op);
                     acked += 1;
                 }

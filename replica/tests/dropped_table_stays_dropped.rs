@@ -74,6 +74,7 @@ fn a_recreated_table_has_none_of_the_old_rows_after_sigkill() {
                 "--exact",
                 "a_recreated_table_has_none_of_the_old_rows_after_sigkill",
                 "--nocapture",
+                "--test-threads=1",
             ])
             .env(CHILD_ENV, dir.path())
             .env(MODE_ENV, mode)
@@ -82,7 +83,10 @@ fn a_recreated_table_has_none_of_the_old_rows_after_sigkill() {
             .spawn()
             .unwrap();
         let lines = BufReader::new(child.stdout.take().unwrap()).lines();
-        let ready = lines.map_while(Result::ok).any(|l| l.trim() == "ready");
+        let ready = lines.map_while(Result::ok).any(|l| {
+            // libtest prints `test <name> ... ` on the same line.
+            l.trim_end().ends_with("ready")
+        });
         assert!(ready, "{mode}: the child stopped early");
         child.kill().unwrap(); // SIGKILL
         child.wait().unwrap();
