@@ -8,6 +8,10 @@
 //! readable, and every key's row is whole (all its cells, or nothing): a
 //! cancelled write may come back from the log, but never half-applied.
 //!
+//! The first flush is held (at a test hook) until a write waits for dirty
+//! memory, so futures are always cancelled while waiting there too, however
+//! fast the machine flushes.
+//!
 //! The executor is the test's own (a few lines: one waker per future that
 //! marks it and unparks the thread) rather than a runtime dev-dependency:
 //! it is what the futures' contract needs and nothing more.
@@ -16,7 +20,7 @@ use std::future::Future;
 use std::path::Path;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::task::{Context, Poll, Wake, Waker};
 use std::thread::Thread;
 use std::time::Duration;
@@ -24,7 +28,10 @@ use std::time::Duration;
 use mutation::{Cell, ClusteringRange, DecoratedKey, Mutation, Timestamp};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
-use replica::{CommitLogMode, Database, DatabaseConfig, Error, TableSchema};
+use replica::{CommitLogMode, Database, DatabaseConfig, Error, HookPoint, TableSchema};
+
+mod pause;
+use pause::Pause;
 
 const CELLS: usize = 4;
 const THREADS: u64 = 2;
@@ -164,15 +171,37 @@ fn cancelled_async_writes_are_never_half_applied_across_a_crash() {
     let dir = tempfile::tempdir().unwrap();
     let db = Database::open(config(dir.path())).unwrap();
     db.create_table(TableSchema::new("t").unwrap()).unwrap();
+    // The first flush stops before it seals its memtable; writers fill the
+    // fresh one up to the hard limit and wait; then the flush goes on.
+    let flush = Pause::armed();
+    let hook_flush = Arc::clone(&flush);
+    db.set_test_hook(Some(Arc::new(move |point| {
+        if point == HookPoint::FlushInstalledFresh {
+            hook_flush.stop_here();
+        }
+    })));
+    let writing = AtomicU64::new(THREADS);
     let results: Vec<(Vec<u64>, Vec<u64>)> = std::thread::scope(|s| {
         let handles: Vec<_> = (0..THREADS)
             .map(|t| {
-                let db = &db;
-                s.spawn(move || writer(db, t, 0x5eed + t))
+                let (db, writing) = (&db, &writing);
+                s.spawn(move || {
+                    let r = writer(db, t, 0x5eed + t);
+                    writing.fetch_sub(1, Ordering::SeqCst);
+                    r
+                })
             })
             .collect();
+        flush.wait_reached();
+        // A condition wait (the metric has no notification), not a timing
+        // assumption: it ends as soon as a write waits, or the writers end.
+        while db.metrics().user.writers_blocked == 0 && writing.load(Ordering::SeqCst) > 0 {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        flush.release();
         handles.into_iter().map(|h| h.join().unwrap()).collect()
     });
+    db.set_test_hook(None);
     let mut cancelled_total = 0;
     for (t, (done, cancelled)) in results.iter().enumerate() {
         let t = t as u64;
