@@ -97,6 +97,22 @@ fn mixed_populates_and_its_reads_find_rows() {
     assert_eq!(c.writes + c.reads, 300);
     // Writes and reads both count 4 rows each: no read missed.
     assert_eq!(c.rows, 300 * 4);
+    // A mixed run reports its reads' and writes' latencies apart too.
+    let s = &summaries[0];
+    let (reads, writes) = (s.read_latency.unwrap(), s.write_latency.unwrap());
+    assert!(reads.max_ms > 0.0 && writes.max_ms > 0.0);
+    assert!(reads.max_ms.max(writes.max_ms) <= s.latency.max_ms);
+    let json = s.to_json();
+    assert!(
+        json["read_latency_ms"]["p99"].as_f64().unwrap() > 0.0,
+        "{json}"
+    );
+    assert!(s.to_string().contains("Read latency "), "{s}");
+    // A write-only run has no split.
+    let o = options(&["write", "--ops=30"]);
+    let w = &execute(&o, &mut Factory::default(), &mut Vec::new()).unwrap()[0];
+    assert!(w.read_latency.is_none() && w.write_latency.is_none());
+    assert!(w.to_json()["read_latency_ms"].is_null());
 }
 
 #[test]

@@ -126,6 +126,8 @@ mod tests {
             length: Duration::from_secs(1),
             counts: Counts::default(),
             latency,
+            read_latency: None,
+            write_latency: None,
             stats: TargetStats::default(),
             memory: crate::stress::ProcessMemory::default(),
             devices: Vec::new(),

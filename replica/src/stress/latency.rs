@@ -25,10 +25,7 @@ pub(crate) fn new_histogram() -> Result<Histogram<u64>, Error> {
 
 /// A histogram of the recorder's shape with counters of type `T`.
 fn shaped<T: hdrhistogram::Counter>() -> Result<Histogram<T>, Error> {
-    Histogram::new_with_bounds(1, MAX_LATENCY_MICROS, 3).map_err(|e| Error::Report {
-        what: "latency histogram",
-        detail: e.to_string(),
-    })
+    Histogram::new_with_bounds(1, MAX_LATENCY_MICROS, 3).map_err(report_error)
 }
 
 /// Counts of one interval (or of a whole run).
@@ -72,6 +69,11 @@ pub struct IntervalReport {
     pub counts: Counts,
     /// Latencies of the operations completed in it, in microseconds.
     pub latency: Histogram<u64>,
+    /// The reads' latencies alone (a mixed workload only: `None` when
+    /// every operation is of one kind).
+    pub read_latency: Option<Histogram<u64>>,
+    /// The writes' latencies alone (a mixed workload only).
+    pub write_latency: Option<Histogram<u64>>,
     /// The target's figures at its end.
     pub stats: TargetStats,
     /// The process's memory at its end.
@@ -91,6 +93,22 @@ impl IntervalReport {
     pub fn p99_ms(&self) -> f64 {
         micros_to_ms(self.latency.value_at_quantile(0.99))
     }
+
+    /// The reads' 99th-percentile latency in milliseconds, in a mixed
+    /// workload (`None` otherwise; 0 with no read in the interval).
+    pub fn read_p99_ms(&self) -> Option<f64> {
+        self.read_latency
+            .as_ref()
+            .map(|h| micros_to_ms(h.value_at_quantile(0.99)))
+    }
+
+    /// The writes' 99th-percentile latency in milliseconds, in a mixed
+    /// workload (`None` otherwise).
+    pub fn write_p99_ms(&self) -> Option<f64> {
+        self.write_latency
+            .as_ref()
+            .map(|h| micros_to_ms(h.value_at_quantile(0.99)))
+    }
 }
 
 /// `count` per second over `d` (0 for an empty duration).
@@ -103,7 +121,7 @@ pub(crate) fn micros_to_ms(micros: u64) -> f64 {
     micros as f64 / 1000.0
 }
 
-/// One thread's records since the last harvest. Its histogram counts in
+/// One thread's records since the last harvest. Its histograms count in
 /// `u32` (one interval of one thread never records 4 billion operations
 /// in one bucket): at this shape a histogram has about 23,000 counters,
 /// so with 100 threads `u64` counters would hold 18 MiB of heap where
@@ -111,13 +129,19 @@ pub(crate) fn micros_to_ms(micros: u64) -> f64 {
 #[derive(Debug)]
 struct Slot {
     counts: Counts,
+    /// Every operation's latency, or the writes' alone when the reads
+    /// have their own.
     latency: Histogram<u32>,
+    /// The reads' latencies, when the recorder splits them (a mixed
+    /// workload: twice the memory, so only then).
+    reads: Option<Histogram<u32>>,
 }
 
 /// The per-thread recording slots of a run.
 #[derive(Debug)]
 pub(crate) struct Recorder {
     slots: Vec<Mutex<Slot>>,
+    split: bool,
 }
 
 /// What one operation did, for [`Recorder::record`].
@@ -129,22 +153,92 @@ pub(crate) struct Outcome {
     pub(crate) latency: Duration,
 }
 
+/// The latencies of one harvest: of every operation and, when the recorder
+/// splits them, of the reads and of the writes.
+#[derive(Debug, Clone)]
+pub(crate) struct Latencies {
+    pub(crate) all: Histogram<u64>,
+    pub(crate) reads: Option<Histogram<u64>>,
+    pub(crate) writes: Option<Histogram<u64>>,
+}
+
+impl Latencies {
+    /// Empty histograms; `split`: with the reads' and the writes' too.
+    pub(crate) fn new(split: bool) -> Result<Self, Error> {
+        Ok(Latencies {
+            all: new_histogram()?,
+            reads: split.then(new_histogram).transpose()?,
+            writes: split.then(new_histogram).transpose()?,
+        })
+    }
+
+    /// Clears every histogram.
+    pub(crate) fn reset(&mut self) {
+        self.all.reset();
+        self.reads.iter_mut().for_each(Histogram::reset);
+        self.writes.iter_mut().for_each(Histogram::reset);
+    }
+
+    /// Adds `other`'s records to these.
+    pub(crate) fn add(&mut self, other: &Latencies) -> Result<(), Error> {
+        fn add(
+            to: &mut Option<Histogram<u64>>,
+            from: &Option<Histogram<u64>>,
+        ) -> Result<(), Error> {
+            if let (Some(to), Some(from)) = (to.as_mut(), from.as_ref()) {
+                to.add(from).map_err(report_error)?;
+            }
+            Ok(())
+        }
+        self.all.add(&other.all).map_err(report_error)?;
+        add(&mut self.reads, &other.reads)?;
+        add(&mut self.writes, &other.writes)
+    }
+}
+
+fn report_error(e: impl std::fmt::Display) -> Error {
+    Error::Report {
+        what: "latency histogram",
+        detail: e.to_string(),
+    }
+}
+
+/// Moves `from`'s records into each of `to` (same shape: a bucket's value
+/// lands in the same bucket).
+fn move_into(
+    from: &mut Histogram<u32>,
+    to: &mut [Option<&mut Histogram<u64>>],
+) -> Result<(), Error> {
+    for v in from.iter_recorded() {
+        for h in to.iter_mut().flatten() {
+            h.record_n(v.value_iterated_to(), u64::from(v.count_at_value()))
+                .map_err(report_error)?;
+        }
+    }
+    from.reset();
+    Ok(())
+}
+
 impl Recorder {
-    pub(crate) fn new(threads: usize) -> Result<Self, Error> {
+    /// Slots for `threads` client threads; `split`: the reads' latencies
+    /// are also kept apart from the writes'.
+    pub(crate) fn new(threads: usize, split: bool) -> Result<Self, Error> {
         let slots = (0..threads)
             .map(|_| {
                 Ok(Mutex::new(Slot {
                     counts: Counts::default(),
                     latency: shaped()?,
+                    reads: split.then(shaped).transpose()?,
                 }))
             })
             .collect::<Result<_, Error>>()?;
-        Ok(Recorder { slots })
+        Ok(Recorder { slots, split })
     }
 
     /// Records an operation of thread `thread`.
     pub(crate) fn record(&self, thread: usize, outcome: Outcome) {
         let mut slot = self.slots[thread].lock();
+        let slot = &mut *slot;
         let c = &mut slot.counts;
         c.ops += 1;
         if outcome.write {
@@ -159,27 +253,32 @@ impl Recorder {
             c.errors += 1;
         }
         let micros = u64::try_from(outcome.latency.as_micros()).unwrap_or(u64::MAX);
-        slot.latency.saturating_record(micros.max(1));
+        let h = match slot.reads.as_mut() {
+            Some(reads) if !outcome.write => reads,
+            _ => &mut slot.latency,
+        };
+        h.saturating_record(micros.max(1));
     }
 
-    /// Moves every thread's records since the last harvest into `latency`
-    /// (which the caller has cleared) and returns their counts.
-    pub(crate) fn harvest(&self, latency: &mut Histogram<u64>) -> Result<Counts, Error> {
+    /// Moves every thread's records since the last harvest into `into`
+    /// (which the caller has cleared, and made with this recorder's
+    /// `split`) and returns their counts.
+    pub(crate) fn harvest(&self, into: &mut Latencies) -> Result<Counts, Error> {
         let mut counts = Counts::default();
         for slot in &self.slots {
             let mut slot = slot.lock();
+            let slot = &mut *slot;
             counts.add(&slot.counts);
-            for v in slot.latency.iter_recorded() {
-                // Same shape: the bucket's value lands in the same bucket.
-                latency
-                    .record_n(v.value_iterated_to(), u64::from(v.count_at_value()))
-                    .map_err(|e| Error::Report {
-                        what: "latency histogram",
-                        detail: e.to_string(),
-                    })?;
-            }
             slot.counts = Counts::default();
-            slot.latency.reset();
+            let all = Some(&mut into.all);
+            if self.split {
+                move_into(&mut slot.latency, &mut [all, into.writes.as_mut()])?;
+                if let Some(reads) = slot.reads.as_mut() {
+                    move_into(reads, &mut [Some(&mut into.all), into.reads.as_mut()])?;
+                }
+            } else {
+                move_into(&mut slot.latency, &mut [all])?;
+            }
         }
         Ok(counts)
     }
@@ -191,7 +290,7 @@ mod tests {
 
     #[test]
     fn harvest_merges_threads_and_resets_them() {
-        let r = Recorder::new(2).unwrap();
+        let r = Recorder::new(2, false).unwrap();
         let op = |write, ok, rows, ms| Outcome {
             write,
             ok,
@@ -201,8 +300,8 @@ mod tests {
         r.record(0, op(true, true, 4, 1));
         r.record(1, op(false, true, 2, 3));
         r.record(1, op(true, false, 4, 5));
-        let mut h = new_histogram().unwrap();
-        let c = r.harvest(&mut h).unwrap();
+        let mut l = Latencies::new(false).unwrap();
+        let c = r.harvest(&mut l).unwrap();
         assert_eq!(
             c,
             Counts {
@@ -214,16 +313,17 @@ mod tests {
                 rows: 6
             }
         );
-        assert_eq!(h.len(), 3);
-        assert!(h.equivalent(h.max(), 5000));
-        h.reset();
-        assert_eq!(r.harvest(&mut h).unwrap(), Counts::default());
-        assert_eq!(h.len(), 0);
+        assert_eq!(l.all.len(), 3);
+        assert!(l.all.equivalent(l.all.max(), 5000));
+        assert!(l.reads.is_none() && l.writes.is_none());
+        l.reset();
+        assert_eq!(r.harvest(&mut l).unwrap(), Counts::default());
+        assert_eq!(l.all.len(), 0);
     }
 
     #[test]
     fn harvested_histograms_equal_direct_recording() {
-        let r = Recorder::new(3).unwrap();
+        let r = Recorder::new(3, false).unwrap();
         let mut direct = new_histogram().unwrap();
         let mut x = 7u64;
         for i in 0..5000 {
@@ -242,8 +342,9 @@ mod tests {
             );
             direct.record(micros).unwrap();
         }
-        let mut h = new_histogram().unwrap();
-        r.harvest(&mut h).unwrap();
+        let mut l = Latencies::new(false).unwrap();
+        r.harvest(&mut l).unwrap();
+        let h = l.all;
         assert_eq!(h.len(), direct.len());
         for q in [0.0, 0.5, 0.9, 0.99, 0.999, 1.0] {
             assert_eq!(h.value_at_quantile(q), direct.value_at_quantile(q), "{q}");
@@ -254,7 +355,7 @@ mod tests {
 
     #[test]
     fn latencies_below_a_microsecond_and_above_an_hour_are_kept() {
-        let r = Recorder::new(1).unwrap();
+        let r = Recorder::new(1, false).unwrap();
         for latency in [Duration::ZERO, Duration::from_secs(7200)] {
             r.record(
                 0,
@@ -266,10 +367,44 @@ mod tests {
                 },
             );
         }
-        let mut h = new_histogram().unwrap();
-        r.harvest(&mut h).unwrap();
+        let mut l = Latencies::new(false).unwrap();
+        r.harvest(&mut l).unwrap();
+        let h = l.all;
         assert_eq!(h.len(), 2);
         assert_eq!(h.min(), 1);
         assert!(h.equivalent(h.max(), MAX_LATENCY_MICROS));
+    }
+
+    #[test]
+    fn a_split_recorder_keeps_reads_and_writes_apart_and_all_of_them_together() {
+        let r = Recorder::new(2, true).unwrap();
+        let op = |write, ms| Outcome {
+            write,
+            ok: true,
+            rows: 1,
+            latency: Duration::from_millis(ms),
+        };
+        for ms in 1..=10 {
+            r.record(0, op(true, ms));
+            r.record(1, op(false, 100 * ms));
+        }
+        let mut l = Latencies::new(true).unwrap();
+        let c = r.harvest(&mut l).unwrap();
+        assert_eq!((c.writes, c.reads), (10, 10));
+        let (reads, writes) = (l.reads.as_ref().unwrap(), l.writes.as_ref().unwrap());
+        assert_eq!((l.all.len(), reads.len(), writes.len()), (20, 10, 10));
+        assert!(writes.equivalent(writes.max(), 10_000));
+        assert!(reads.equivalent(reads.min(), 100_000));
+        assert!(reads.equivalent(reads.max(), 1_000_000));
+        assert!(l.all.equivalent(l.all.min(), 1000));
+        assert!(l.all.equivalent(l.all.max(), 1_000_000));
+        // Added to a run's total, and emptied by the harvest.
+        let mut total = Latencies::new(true).unwrap();
+        total.add(&l).unwrap();
+        total.add(&l).unwrap();
+        assert_eq!(total.reads.as_ref().unwrap().len(), 20);
+        l.reset();
+        r.harvest(&mut l).unwrap();
+        assert_eq!((l.all.len(), l.reads.unwrap().len()), (0, 0));
     }
 }

@@ -102,6 +102,8 @@ mod tests {
                 ..Counts::default()
             },
             latency,
+            read_latency: None,
+            write_latency: None,
             stats: TargetStats {
                 real_dirty: 3 << 20,
                 unspooled_dirty: 1 << 20,

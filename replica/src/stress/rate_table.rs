@@ -5,8 +5,11 @@
 //!
 //! Columns: `time_s` (the interval's end, seconds since the run
 //! started), `ops`, `op_rate`, `errors`, `p50_ms`, `p95_ms`, `p99_ms`,
-//! `p999_ms`, `max_ms`, `real_dirty_bytes`, `unspooled_dirty_bytes`,
-//! `flushes`, `sstables`, `compaction_bytes_written`, then per device
+//! `p999_ms`, `max_ms` (of every operation), `real_dirty_bytes`,
+//! `unspooled_dirty_bytes`, `flushes`, `sstables`,
+//! `compaction_bytes_written`, `read_p99_ms` and `write_p99_ms` (the
+//! reads' and the writes' own, in a mixed workload; empty otherwise),
+//! then per device
 //! `<name>_read_bytes`, `<name>_written_bytes` (in the interval),
 //! `<name>_busy` (those bytes over what the bandwidth allows in the
 //! interval) and `<name>_waited_s` (time the I/O waited for it in the
@@ -76,7 +79,7 @@ impl<W: Write> RateTable<W> {
     fn header(&mut self, devices: &[DeviceStats]) -> Result<(), Error> {
         let mut line = String::from(
             "time_s,ops,op_rate,errors,p50_ms,p95_ms,p99_ms,p999_ms,max_ms,real_dirty_bytes,\
-             unspooled_dirty_bytes,flushes,sstables,compaction_bytes_written",
+             unspooled_dirty_bytes,flushes,sstables,compaction_bytes_written,read_p99_ms,write_p99_ms",
         );
         for d in devices {
             let n = &d.name;
@@ -112,6 +115,12 @@ impl<W: Write> Observer for RateTable<W> {
             r.stats.compaction.sstables,
             r.stats.compaction.bytes_written,
         );
+        for p99 in [r.read_p99_ms(), r.write_p99_ms()] {
+            match p99 {
+                Some(ms) => line.push_str(&format!(",{ms:.3}")),
+                None => line.push(','),
+            }
+        }
         for d in &r.devices {
             let before = self.last.iter().find(|l| l.name == d.name);
             let read = d.bytes_read - before.map_or(0, |b| b.bytes_read);
@@ -160,6 +169,9 @@ mod tests {
                     writes: 10,
                     ..Counts::default()
                 },
+                // The second interval is of a mixed load.
+                read_latency: (i == 1).then(|| latency.clone()),
+                write_latency: (i == 1).then(|| latency.clone()),
                 latency,
                 stats: TargetStats {
                     real_dirty: 4096,
@@ -178,7 +190,8 @@ mod tests {
         assert!(lines[0].ends_with(",disk_read_bytes,disk_written_bytes,disk_busy,disk_waited_s"));
         // Interval 1 wrote 500 B of 1000 B/s, interval 2 another 1000 B.
         assert!(lines[1].starts_with("1.000,10,10.0,0,"), "{}", lines[1]);
-        assert!(lines[1].ends_with(",0,500,0.500,0.000"), "{}", lines[1]);
+        assert!(lines[1].ends_with(",0,,,0,500,0.500,0.000"), "{}", lines[1]);
+        assert!(lines[2].contains(",2.000,2.000,0,1000,"), "{}", lines[2]);
         assert!(lines[2].ends_with(",0,1000,1.000,0.000"), "{}", lines[2]);
         let columns = lines[0].split(',').count();
         assert!(lines.iter().all(|l| l.split(',').count() == columns));

@@ -9,11 +9,9 @@
 
 use std::time::{Duration, Instant};
 
-use hdrhistogram::Histogram;
-
 use crate::error::Error;
-use crate::stress::latency::{IntervalReport, Outcome, Recorder, new_histogram};
-use crate::stress::options::{DISK_RESERVE, StopCondition, StressOptions, WorkloadSpec};
+use crate::stress::latency::{IntervalReport, Latencies, Outcome, Recorder};
+use crate::stress::options::{DISK_RESERVE, Mode, StopCondition, StressOptions, WorkloadSpec};
 use crate::stress::summary::{LatencySummary, Summary};
 use crate::stress::target::Target;
 use crate::stress::workload::{Op, OpGenerator, ValuePool, table_name};
@@ -271,7 +269,8 @@ pub fn run<T: Target>(
         stop: AtomicBool::new(false),
         issued: AtomicU64::new(0),
         limit,
-        recorder: Recorder::new(config.threads)?,
+        // A mixed load reports its reads' and writes' latencies apart.
+        recorder: Recorder::new(config.threads, spec.mode == Mode::Mixed)?,
         last_done: AtomicU64::new(0),
         longest_pause: AtomicU64::new(0),
         first_error: Mutex::new(None),
@@ -407,8 +406,9 @@ fn control<T: Target>(
     observer: &mut dyn Observer,
 ) -> Result<Summary, Error> {
     let start = shared.start;
-    let mut total = new_histogram()?;
-    let mut interval_histogram: Histogram<u64> = new_histogram()?;
+    let split = config.workload.mode == Mode::Mixed;
+    let mut total = Latencies::new(split)?;
+    let mut interval = Latencies::new(split)?;
     let mut counts = crate::stress::latency::Counts::default();
     let mut index = 0u64;
     let mut interval_start = Duration::ZERO;
@@ -440,8 +440,8 @@ fn control<T: Target>(
         // Harvest without holding the lock clients need to leave.
         drop(running);
         let outcome = (|| -> Result<(), Error> {
-            interval_histogram.reset();
-            let c = shared.recorder.harvest(&mut interval_histogram)?;
+            interval.reset();
+            let c = shared.recorder.harvest(&mut interval)?;
             stats = target.stats();
             if stopped_early.is_none()
                 && let Some(why) = disk_running_out(target.free_space())
@@ -457,15 +457,14 @@ fn control<T: Target>(
                 start: interval_start,
                 length: (now - start).saturating_sub(interval_start),
                 counts: c,
-                latency: interval_histogram.clone(),
+                latency: interval.all.clone(),
+                read_latency: interval.reads.clone(),
+                write_latency: interval.writes.clone(),
                 stats,
                 memory: now_memory,
                 devices: target.devices(),
             };
-            total.add(&interval_histogram).map_err(|e| Error::Report {
-                what: "latency histogram",
-                detail: e.to_string(),
-            })?;
+            total.add(&interval)?;
             counts.ops += c.ops;
             counts.writes += c.writes;
             counts.reads += c.reads;
@@ -509,7 +508,9 @@ fn control<T: Target>(
         label: config.label.clone(),
         counts,
         elapsed,
-        latency: LatencySummary::from_histogram(&total),
+        latency: LatencySummary::from_histogram(&total.all),
+        read_latency: total.reads.as_ref().map(LatencySummary::from_histogram),
+        write_latency: total.writes.as_ref().map(LatencySummary::from_histogram),
         peak_real_dirty,
         dirty_budget: stats.dirty_budget,
         flushes: stats.flushes,

@@ -59,6 +59,10 @@ pub struct Summary {
     pub elapsed: Duration,
     /// Latencies of every operation.
     pub latency: LatencySummary,
+    /// The reads' latencies alone (a mixed workload only).
+    pub read_latency: Option<LatencySummary>,
+    /// The writes' latencies alone (a mixed workload only).
+    pub write_latency: Option<LatencySummary>,
     /// The highest real dirty memory: sampled at every interval's end, or
     /// the target's own high-water mark if higher.
     pub peak_real_dirty: u64,
@@ -110,6 +114,18 @@ pub struct Summary {
     /// with the elapsed time, which device was busy, and how long the I/O
     /// waited for it.
     pub devices: Vec<device::DeviceStats>,
+}
+
+/// Latency figures as JSON.
+fn latency_json(l: &LatencySummary) -> Value {
+    json!({
+        "mean": l.mean_ms,
+        "median": l.median_ms,
+        "p95": l.p95_ms,
+        "p99": l.p99_ms,
+        "p99_9": l.p999_ms,
+        "max": l.max_ms,
+    })
 }
 
 /// A device's counters as JSON, its utilisation over `elapsed`.
@@ -206,7 +222,7 @@ impl Summary {
     pub fn figures(&self) -> Vec<Figure> {
         let f = |name, unit, value| Figure { name, unit, value };
         let l = &self.latency;
-        vec![
+        let mut figures = vec![
             f("Op rate", "op/s", self.op_rate()),
             f("Partition rate", "pk/s", self.partition_rate()),
             f("Row rate", "row/s", self.row_rate()),
@@ -216,6 +232,16 @@ impl Summary {
             f("Latency 99th percentile", "ms", l.p99_ms),
             f("Latency 99.9th percentile", "ms", l.p999_ms),
             f("Latency max", "ms", l.max_ms),
+        ];
+        for (name, kind) in [
+            ("Read latency 99th percentile", &self.read_latency),
+            ("Write latency 99th percentile", &self.write_latency),
+        ] {
+            if let Some(k) = kind {
+                figures.push(f(name, "ms", k.p99_ms));
+            }
+        }
+        figures.extend([
             f("Total partitions", "", self.counts.partitions as f64),
             f("Total errors", "", self.counts.errors as f64),
             f("Total operation time", "s", self.elapsed.as_secs_f64()),
@@ -282,7 +308,8 @@ impl Summary {
                 "MiB",
                 self.memory.peak_live_heap.unwrap_or(0) as f64 / 1048576.0,
             ),
-        ]
+        ]);
+        figures
     }
 
     /// The summary as a JSON object.
@@ -294,14 +321,9 @@ impl Summary {
             "op_rate": self.op_rate(),
             "partition_rate": self.partition_rate(),
             "row_rate": self.row_rate(),
-            "latency_ms": {
-                "mean": l.mean_ms,
-                "median": l.median_ms,
-                "p95": l.p95_ms,
-                "p99": l.p99_ms,
-                "p99_9": l.p999_ms,
-                "max": l.max_ms,
-            },
+            "latency_ms": latency_json(l),
+            "read_latency_ms": self.read_latency.as_ref().map(latency_json),
+            "write_latency_ms": self.write_latency.as_ref().map(latency_json),
             "total_operations": c.ops,
             "total_writes": c.writes,
             "total_reads": c.reads,
@@ -400,6 +422,18 @@ impl fmt::Display for Summary {
         writeln!(f, "Latency 99th percentile   : {:>10.1} ms", l.p99_ms)?;
         writeln!(f, "Latency 99.9th percentile : {:>10.1} ms", l.p999_ms)?;
         writeln!(f, "Latency max               : {:>10.1} ms", l.max_ms)?;
+        for (name, kind) in [
+            ("Read latency ", &self.read_latency),
+            ("Write latency", &self.write_latency),
+        ] {
+            if let Some(k) = kind {
+                writeln!(
+                    f,
+                    "{name}             : median {:.1}, p99 {:.1}, p99.9 {:.1}, max {:.1} ms",
+                    k.median_ms, k.p99_ms, k.p999_ms, k.max_ms
+                )?;
+            }
+        }
         writeln!(
             f,
             "Total partitions          : {:>10}",
@@ -643,6 +677,8 @@ mod tests {
                 p999_ms: 4.0,
                 max_ms: 5.0,
             },
+            read_latency: None,
+            write_latency: None,
             peak_real_dirty: 100 << 20,
             dirty_budget: 200 << 20,
             flushes: 4,
