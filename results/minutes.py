@@ -6,7 +6,8 @@
 Per minute of the run: mean op rate, the median and the worst of the
 per-second p99s (of every operation, and of the reads and the writes
 alone where the run was mixed), the sstable count at the minute's end and
-its maximum within the minute, and errors.
+its maximum within the minute, and errors. A tail of under 10 seconds
+after the last whole minute (the clients stopping) is left out.
 """
 import csv
 import statistics as st
@@ -48,6 +49,10 @@ def main():
         print(head)
         print(rule)
         for m, rows in sorted(minutes(path).items()):
+            if len(rows) < 10 and m > 0:
+                # The run's tail after its last whole minute (clients
+                # stopping): not a minute of load.
+                continue
             ops = st.mean(float(r["op_rate"]) for r in rows)
             cells = [f"{m + 1}", f"{ops:,.0f}", "%s, %s" % spread(rows, "p99_ms")]
             if mixed:

@@ -9,7 +9,8 @@
 //!
 //! * **Strategies.** `keys` keys (2,000 at scale 1), each overwritten
 //!   about 10 times with 200-byte incompressible values, in random order;
-//!   a flush every `keys / 5` writes; after each flush the strategy's jobs
+//!   a flush every `keys / 5` writes (then again with a flush every
+//!   `keys / 40`: live data of many flushes); after each flush the strategy's jobs
 //!   run until it has none. For each of stcs, ics and none: write
 //!   amplification (flush + compaction bytes written / flush bytes), next
 //!   to the tiering bound (log4 of bytes flushed over the flush size, plus
@@ -18,7 +19,9 @@
 //!   beyond its inputs) over live bytes; sstables a point read consults
 //!   (key range and bloom filter), mean over the run and at its end.
 //!   Tiering treats sstables below a quarter of the flush size as small
-//!   (`min_sstable_size`); ics fragments are a tenth of the live data.
+//!   (`min_sstable_size`); ics runs with fragments of a tenth of the live
+//!   data, and `ics/40` with a fortieth, each next to its temporary-space
+//!   target (2 fragments + 10% of the live data).
 //! * **Merge throughput.** Eight sstables of distinct keys (input bytes =
 //!   output bytes) merged by a compaction job, against `sstable::Writer`
 //!   writing the same fragments from memory; criterion reports both, then
@@ -101,12 +104,12 @@ fn sstables_per_read(set: &SstableSet, keys: u64, salt: u64) -> f64 {
     total as f64 / samples as f64
 }
 
-fn simulate(strategy: &dyn Strategy, keys: u64) -> Outcome {
+fn simulate(strategy: &dyn Strategy, keys: u64, flushes_per_pass: u64) -> Outcome {
     let dir = tempfile::tempdir().expect("tempdir");
     let set = SstableSet::open(dir.path()).expect("open");
     let options = job_options();
     let writes = keys * 10;
-    let per_flush = (keys / 5).max(1);
+    let per_flush = (keys / flushes_per_pass).max(1);
     let mut out = Outcome::default();
     let mut batch = Vec::new();
     for w in 0..writes {
@@ -155,40 +158,76 @@ fn simulate(strategy: &dyn Strategy, keys: u64) -> Outcome {
     out
 }
 
-fn strategies(keys: u64) -> Vec<Box<dyn Strategy>> {
-    let flush_size = keys / 5 * 230;
+/// The strategies side by side: a label, the strategy, and its fragment
+/// size (incremental only). Incremental runs twice: with fragments of a
+/// tenth of the live data, and of a fortieth (ICS's regime: its default
+/// fragment is 1 GiB against tables of tens or hundreds of GiB, and a job's
+/// floor is about one consumed fragment per input run).
+fn strategies(
+    keys: u64,
+    flushes_per_pass: u64,
+) -> Vec<(&'static str, Box<dyn Strategy>, Option<u64>)> {
+    let flush_size = keys / flushes_per_pass * 230;
     let mut tiering = SizeTieredOptions::default();
     tiering.min_sstable_size = flush_size / 4;
-    let mut ics = IncrementalOptions::default();
-    ics.fragment_size = (keys * 230 / 10).max(4096);
-    ics.tiering = tiering.clone();
+    let ics = |fraction: u64| {
+        let mut ics = IncrementalOptions::default();
+        ics.fragment_size = (keys * 230 / fraction).max(4096);
+        ics.tiering = tiering.clone();
+        let size = ics.fragment_size;
+        (
+            Box::new(Incremental::new(ics).expect("valid")) as Box<dyn Strategy>,
+            Some(size),
+        )
+    };
+    let (ics10, size10) = ics(10);
+    let (ics40, size40) = ics(40);
     vec![
-        Box::new(SizeTiered::new(tiering).expect("valid")),
-        Box::new(Incremental::new(ics).expect("valid")),
-        Box::new(NoCompaction),
+        (
+            "stcs",
+            Box::new(SizeTiered::new(tiering.clone()).expect("valid")),
+            None,
+        ),
+        ("ics", ics10, size10),
+        ("ics/40", ics40, size40),
+        ("none", Box::new(NoCompaction), None),
     ]
 }
 
-fn strategy_table(keys: u64) {
+fn strategy_table(keys: u64, flushes_per_pass: u64) {
     println!(
         "\ncompaction strategies: {keys} keys x ~10 overwrites of 200 B, a flush every {} writes",
-        keys / 5
+        keys / flushes_per_pass
     );
     println!(
-        "{:<5} {:>8} {:>8} {:>9} {:>9} {:>10} {:>10} {:>9}",
-        "", "WA", "bound", "peak/live", "temp/live", "reads mean", "reads end", "sstables"
+        "{:<6} {:>8} {:>8} {:>9} {:>9} {:>10} {:>10} {:>10} {:>9}",
+        "",
+        "WA",
+        "bound",
+        "peak/live",
+        "temp/live",
+        "temp bound",
+        "reads mean",
+        "reads end",
+        "sstables"
     );
-    for s in strategies(keys) {
-        let o = simulate(&*s, keys);
+    for (label, s, fragment) in strategies(keys, flushes_per_pass) {
+        let o = simulate(&*s, keys, flushes_per_pass);
         let flush_size = o.flushed as f64 / o.flushes as f64;
         let bound = (o.flushed as f64 / flush_size).log(4.0) + 1.0;
+        // The target for incremental: 2 fragments plus 10% of the
+        // live data.
+        let temp_bound = fragment.map_or("-".to_owned(), |f| {
+            format!("{:.2}", 2.0 * f as f64 / o.live as f64 + 0.1)
+        });
         println!(
-            "{:<5} {:>8.2} {:>8.2} {:>9.2} {:>9.2} {:>10.2} {:>10.2} {:>9}",
-            s.name(),
+            "{:<6} {:>8.2} {:>8.2} {:>9.2} {:>9.2} {:>10} {:>10.2} {:>10.2} {:>9}",
+            label,
             (o.flushed + o.compacted) as f64 / o.flushed as f64,
             bound,
             o.peak_disk as f64 / o.live as f64,
             o.peak_temporary as f64 / o.live as f64,
+            temp_bound,
             o.reads_sum / o.reads_samples.max(1) as f64,
             o.final_reads,
             o.final_sstables,
@@ -266,7 +305,12 @@ fn main() {
         .and_then(|v| v.parse().ok())
         .unwrap_or(if quick { 0.125 } else { 1.0 });
     let keys = ((2000.0 * scale) as u64).max(50);
-    strategy_table(keys);
+    strategy_table(keys, 5);
+    // The same load with flushes of a fortieth of the keys: the live data
+    // is many flushes, as in a real table, so a job over the first tier
+    // (four flushed sstables, each one fragment spanning every key, which
+    // none can release before it ends) is a small part of it.
+    strategy_table(keys, 40);
 
     let source = tempfile::tempdir().expect("tempdir");
     let (generations, fragments) = merge_inputs(source.path(), keys);
