@@ -11,7 +11,8 @@
 //!   about 10 times with 200-byte incompressible values, in random order;
 //!   a flush every `keys / 5` writes (then again with a flush every
 //!   `keys / 40`: live data of many flushes); after each flush the strategy's jobs
-//!   run until it has none. For each of stcs, ics and none: write
+//!   run until it has none. For each of stcs, ics (two fragment sizes)
+//!   and none: write
 //!   amplification (flush + compaction bytes written / flush bytes), next
 //!   to the tiering bound (log4 of bytes flushed over the flush size, plus
 //!   one); peak disk bytes over live bytes (live: the size of the data
@@ -185,7 +186,7 @@ fn strategies(
     vec![
         (
             "stcs",
-            Box::new(SizeTiered::new(tiering.clone()).expect("valid")),
+            Box::new(SizeTiered::new(tiering).expect("valid")),
             None,
         ),
         ("ics", ics10, size10),

@@ -141,7 +141,6 @@ struct Slot {
 #[derive(Debug)]
 pub(crate) struct Recorder {
     slots: Vec<Mutex<Slot>>,
-    split: bool,
 }
 
 /// What one operation did, for [`Recorder::record`].
@@ -232,7 +231,14 @@ impl Recorder {
                 }))
             })
             .collect::<Result<_, Error>>()?;
-        Ok(Recorder { slots, split })
+        Ok(Recorder { slots })
+    }
+
+    /// Empty histograms of this recorder's shape, for [`harvest`](Self::harvest)
+    /// (with the reads' and the writes' apart when it splits them).
+    pub(crate) fn latencies(&self) -> Result<Latencies, Error> {
+        let split = self.slots.first().is_some_and(|s| s.lock().reads.is_some());
+        Latencies::new(split)
     }
 
     /// Records an operation of thread `thread`.
@@ -261,8 +267,8 @@ impl Recorder {
     }
 
     /// Moves every thread's records since the last harvest into `into`
-    /// (which the caller has cleared, and made with this recorder's
-    /// `split`) and returns their counts.
+    /// (which the caller has cleared, made by [`latencies`](Self::latencies))
+    /// and returns their counts.
     pub(crate) fn harvest(&self, into: &mut Latencies) -> Result<Counts, Error> {
         let mut counts = Counts::default();
         for slot in &self.slots {
@@ -270,14 +276,14 @@ impl Recorder {
             let slot = &mut *slot;
             counts.add(&slot.counts);
             slot.counts = Counts::default();
-            let all = Some(&mut into.all);
-            if self.split {
-                move_into(&mut slot.latency, &mut [all, into.writes.as_mut()])?;
-                if let Some(reads) = slot.reads.as_mut() {
-                    move_into(reads, &mut [Some(&mut into.all), into.reads.as_mut()])?;
-                }
-            } else {
-                move_into(&mut slot.latency, &mut [all])?;
+            // Unsplit, `into` has no writes' histogram: all operations
+            // go to `all` alone.
+            move_into(
+                &mut slot.latency,
+                &mut [Some(&mut into.all), into.writes.as_mut()],
+            )?;
+            if let Some(reads) = slot.reads.as_mut() {
+                move_into(reads, &mut [Some(&mut into.all), into.reads.as_mut()])?;
             }
         }
         Ok(counts)

@@ -10,7 +10,7 @@
 use std::time::{Duration, Instant};
 
 use crate::error::Error;
-use crate::stress::latency::{IntervalReport, Latencies, Outcome, Recorder};
+use crate::stress::latency::{IntervalReport, Outcome, Recorder};
 use crate::stress::options::{DISK_RESERVE, Mode, StopCondition, StressOptions, WorkloadSpec};
 use crate::stress::summary::{LatencySummary, Summary};
 use crate::stress::target::Target;
@@ -406,9 +406,8 @@ fn control<T: Target>(
     observer: &mut dyn Observer,
 ) -> Result<Summary, Error> {
     let start = shared.start;
-    let split = config.workload.mode == Mode::Mixed;
-    let mut total = Latencies::new(split)?;
-    let mut interval = Latencies::new(split)?;
+    let mut total = shared.recorder.latencies()?;
+    let mut interval = shared.recorder.latencies()?;
     let mut counts = crate::stress::latency::Counts::default();
     let mut index = 0u64;
     let mut interval_start = Duration::ZERO;
