@@ -400,6 +400,12 @@ pub struct DatabaseConfig {
     /// [`Database::replay_report`](crate::Database::replay_report), and the
     /// damaged segment is kept aside; a dropped table's rows never return).
     pub commitlog_on_corruption: CorruptionPolicy,
+    /// Whether the commit log writes its segments with direct I/O
+    /// (`commitlog::Config::direct_io`, default `true`: no copy into the
+    /// page cache, where the file system allows it). The sstables' Data
+    /// files have their own switch,
+    /// [`sstable_writer_options`](Self::sstable_writer_options)`.direct_io`.
+    pub commitlog_direct_io: bool,
     /// The row caches' memory, one share for every table's cache together
     /// (default [`CacheSize::Auto`]); a table can
     /// opt out with [`TableOptions::uncached`](crate::TableOptions::uncached).
@@ -426,6 +432,7 @@ impl DatabaseConfig {
             commitlog_segment_size: 32 << 20,
             commitlog_size_limit: 8 << 30,
             commitlog_on_corruption: CorruptionPolicy::Stop,
+            commitlog_direct_io: true,
             cache_size: CacheSize::default(),
             compaction: crate::CompactionConfig::default(),
         }

@@ -13,6 +13,7 @@ use crate::block::{HEADER_LEN, TRAILER_LEN};
 use crate::error::{Error, io_err};
 use crate::sync::Arc;
 use writeback::WriteBack;
+use writeback::direct::DirectWriter;
 
 /// Streaming writer of checksummed Data blocks.
 #[derive(Debug)]
@@ -41,6 +42,9 @@ pub(crate) struct DataWriter {
     pub(crate) raw_bytes: u64,
     /// The device every buffer is charged to before it is written.
     device: Option<Arc<device::Device>>,
+    /// Set when `file` is open with `O_DIRECT`: the aligned writes (the
+    /// file may then end in zero padding until `finish` trims it).
+    direct: Option<DirectWriter>,
 }
 
 impl DataWriter {
@@ -51,14 +55,23 @@ impl DataWriter {
         block_size: usize,
         compress: bool,
         bytes_per_sync: u64,
+        direct_io: bool,
         preamble: &[u8],
         device: Option<Arc<device::Device>>,
     ) -> Result<Self, Error> {
-        let file = OpenOptions::new()
+        let mut file = OpenOptions::new()
             .write(true)
             .create_new(true)
             .open(path)
             .map_err(io_err("create", path))?;
+        let mut direct = None;
+        if direct_io
+            && let Some(f) =
+                writeback::direct::reopen_direct(path).map_err(io_err("open O_DIRECT", path))?
+        {
+            file = f;
+            direct = Some(DirectWriter::new());
+        }
         let mut out = Vec::with_capacity(io_buffer + 2 * block_size + HEADER_LEN + TRAILER_LEN);
         out.extend_from_slice(preamble);
         let header_pos = out.len();
@@ -78,6 +91,7 @@ impl DataWriter {
             blocks: 0,
             raw_bytes: 0,
             device,
+            direct,
         })
     }
 
@@ -149,11 +163,17 @@ impl DataWriter {
 
     fn write_out(&mut self) -> Result<(), Error> {
         device::charge_write(self.device.as_deref(), self.out.len() as u64);
-        self.file
-            .write_all(&self.out)
-            .map_err(io_err("write", &self.path))?;
+        match &mut self.direct {
+            Some(w) => w.write_at(&self.file, self.flushed, &self.out),
+            None => self.file.write_all(&self.out),
+        }
+        .map_err(io_err("write", &self.path))?;
         self.flushed += self.out.len() as u64;
         self.out.clear();
+        if self.direct.is_some() {
+            // Nothing waits in the page cache.
+            return Ok(());
+        }
         self.writeback
             .after_write(&self.file, self.flushed)
             .map_err(io_err("sync_file_range", &self.path))
@@ -166,6 +186,12 @@ impl DataWriter {
         // Drop the reserved header of the (empty) next block.
         self.out.truncate(self.header_pos);
         self.write_out()?;
+        if self.direct.is_some() {
+            // Direct writes end in whole blocks: drop the zero padding.
+            self.file
+                .set_len(self.flushed)
+                .map_err(io_err("truncate", &self.path))?;
+        }
         self.file
             .sync_data()
             .map_err(io_err("fdatasync", &self.path))?;
@@ -183,11 +209,12 @@ mod tests {
 
     #[test]
     fn blocks_and_crc_match_a_reread() {
-        for compress in [false, true] {
+        for (compress, direct) in [(false, false), (true, false), (false, true), (true, true)] {
             let dir = tempfile::tempdir().unwrap();
             let path = dir.path().join("d");
             let mut w =
-                DataWriter::create(&path, 4096, 512, compress, 8192, b"PREAMBLE", None).unwrap();
+                DataWriter::create(&path, 4096, 512, compress, 8192, direct, b"PREAMBLE", None)
+                    .unwrap();
             let mut x = 12345u32;
             for i in 0..100u32 {
                 if i < 30 {
@@ -203,7 +230,11 @@ mod tests {
                     w.close_block().unwrap();
                 }
             }
-            assert!(w.writeback.requests() > 0);
+            // Direct writes leave nothing in the page cache to write back.
+            assert_eq!(w.writeback.requests() > 0, w.direct.is_none());
+            if direct && cfg!(target_os = "linux") {
+                assert!(w.direct.is_some(), "O_DIRECT refused in the temp dir");
+            }
             let (len, crc) = w.finish().unwrap();
             let bytes = std::fs::read(&path).unwrap();
             assert_eq!(bytes.len() as u64, len);

@@ -3,7 +3,9 @@
 //! start writing out what was written since, so the page cache never holds
 //! more than a few MiB of the file's dirty data and the final (or
 //! periodic) fdatasync is short: RocksDB's `bytes_per_sync` and
-//! `wal_bytes_per_sync`. The commit log and the sstable writer use it.
+//! `wal_bytes_per_sync`. The commit log and the sstable writer use it
+//! where they write through the page cache; by default they write with
+//! direct I/O instead ([`direct`]: no page cache, no write-back needed).
 //!
 //! On Linux, [`start_writeback`] is `sync_file_range(SYNC_FILE_RANGE_WRITE)`:
 //! it queues the range's dirty pages for writing and returns without
@@ -34,6 +36,8 @@
 //! # Ok::<(), std::io::Error>(())
 //! ```
 #![deny(unsafe_code)]
+
+pub mod direct;
 
 use std::fs::File;
 use std::io;

@@ -379,7 +379,7 @@ impl CommitLog {
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
         let floor = max_id.max(now_ms.saturating_sub(1));
-        let storage = Box::new(DirStorage::new(dir));
+        let storage = Box::new(DirStorage::new(dir, config.direct_io));
         let log = Self::with_storage(storage, config, segments, floor)?;
         *log.shared.drops.lock() = drops;
         Ok((log, report))

@@ -163,6 +163,8 @@ impl RunDirs {
         config.flush_policy = policy.policy();
         config.devices = self.device_model(options, &config)?;
         config.sstable_writer_options.bytes_per_sync = options.sstable_bytes_per_sync;
+        config.sstable_writer_options.direct_io = options.direct_io;
+        config.commitlog_direct_io = options.direct_io;
         config.commitlog = options.commitlog;
         config.commitlog_on_corruption = options.commitlog_on_corruption;
         config.cache_size = options.cache()?;
@@ -196,6 +198,7 @@ mod tests {
         assert_eq!(c.dirty_memory_budget, 64 << 20);
         assert!(c.devices.is_empty());
         assert_eq!(c.sstable_writer_options.bytes_per_sync, 1 << 20);
+        assert!(c.sstable_writer_options.direct_io && c.commitlog_direct_io);
         assert_eq!(c.flush_policy, crate::FlushPolicy::LargestAtSoftLimit);
         assert_eq!(c.effective_flush_dirs(), dirs.data_dirs());
         drop(dirs);
@@ -210,6 +213,7 @@ mod tests {
         let o = options(&[
             "--compare",
             "--sstable-bytes-per-sync=0",
+            "--direct-io=off",
             &format!("--data-dir={}", data.display()),
             &format!("--flush-dir={}", flush.display()),
         ]);
@@ -221,6 +225,7 @@ mod tests {
             let c = dirs.database_config(&o, policy).unwrap();
             assert_eq!(c.flush_policy, policy.policy());
             assert_eq!(c.sstable_writer_options.bytes_per_sync, 0);
+            assert!(!c.sstable_writer_options.direct_io && !c.commitlog_direct_io);
             assert_eq!(c.effective_flush_dirs(), dirs.flush_dirs());
             drop(dirs);
             assert!(

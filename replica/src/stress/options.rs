@@ -282,6 +282,18 @@ fn cache_size(s: &str) -> Result<u64, Error> {
 fn commitlog(s: &str) -> Result<CommitLogMode, Error> {
     CommitLogMode::parse(s)
 }
+fn on_off(s: &str) -> Result<bool, Error> {
+    match s {
+        "on" => Ok(true),
+        "off" => Ok(false),
+        other => Err(Error::InvalidOption {
+            name: "--direct-io",
+            value: other.to_owned(),
+            expected: "on or off".to_owned(),
+        }),
+    }
+}
+
 fn on_corruption(s: &str) -> Result<crate::config::CorruptionPolicy, Error> {
     match s {
         "stop" => Ok(crate::config::CorruptionPolicy::Stop),
@@ -453,6 +465,13 @@ pub struct StressOptions {
     /// (`sstable::WriterOptions::bytes_per_sync`).
     #[arg(long, value_name = "SIZE", value_parser = sstable_bytes_per_sync, default_value = "1MiB")]
     pub sstable_bytes_per_sync: u64,
+    /// Whether the commit log and the sstables' Data files are written with
+    /// direct I/O (`O_DIRECT`, no copy into the page cache): on (the
+    /// default) or off (through the page cache, with write-back every
+    /// `--sstable-bytes-per-sync` bytes for sstables and every MiB for the
+    /// log).
+    #[arg(long, value_name = "ON|OFF", value_parser = on_off, default_value = "on", action = clap::ArgAction::Set)]
+    pub direct_io: bool,
     /// The commit log: off, periodic (synced every 10 s), periodic:INTERVAL,
     /// batch (a write returns once synced; concurrent writes share a sync)
     /// or batch:WINDOW.
@@ -1213,6 +1232,10 @@ mod tests {
         assert!(parse(&["--distribution=zipf"]).is_err());
         assert!(parse(&["--flush-policy=never"]).is_err());
         assert!(parse(&["delete"]).is_err());
+        let e = parse(&["--direct-io=maybe"]).unwrap_err().to_string();
+        assert!(e.contains("--direct-io") && e.contains("on or off"), "{e}");
+        assert!(!parse(&["--direct-io=off"]).unwrap().direct_io);
+        assert!(parse(&[]).unwrap().direct_io);
     }
 
     #[test]

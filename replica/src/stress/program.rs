@@ -86,7 +86,7 @@ fn describe(options: &StressOptions, config: &RunConfig, policy: FlushPolicyChoi
     };
     format!(
         "{} with {clients} {stop}: {} partitions ({}) of {} x {} B rows{columns} over {} \
-         table(s){}, flush policy {}, commit log {}, compaction {}, {}, seed {}",
+         table(s){}, flush policy {}, commit log {}, compaction {}, direct I/O {}, {}, seed {}",
         options.mode.name(),
         w.partitions,
         w.distribution.name(),
@@ -101,6 +101,7 @@ fn describe(options: &StressOptions, config: &RunConfig, policy: FlushPolicyChoi
         policy.name(),
         options.commitlog.name(),
         crate::stress::strategy_name(&options.compaction),
+        if options.direct_io { "on" } else { "off" },
         describe_devices(options),
         w.seed,
     )
@@ -291,6 +292,10 @@ pub fn execute<F: TargetFactory>(
             );
             // The run's shape, so a results file says what it measured.
             object.insert("device_model".to_owned(), devices_json(options));
+            object.insert(
+                "direct_io".to_owned(),
+                serde_json::Value::from(options.direct_io),
+            );
             object.insert(
                 "columns".to_owned(),
                 serde_json::Value::from(options.columns),
