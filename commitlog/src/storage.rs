@@ -74,7 +74,7 @@ impl DirStorage {
     /// multiple of the alignment, so the zero padding of the last block
     /// never grows the file).
     fn segment(&self, path: &Path, file: File, size: u32) -> io::Result<DiskSegment> {
-        let aligned = size as usize % writeback::direct::DIRECT_ALIGN == 0;
+        let aligned = (size as usize).is_multiple_of(writeback::direct::DIRECT_ALIGN);
         let direct = match self.direct && aligned {
             true => writeback::direct::reopen_direct(path)?,
             false => None,

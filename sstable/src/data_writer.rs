@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 use crate::block::{HEADER_LEN, TRAILER_LEN};
 use crate::error::{Error, io_err};
 use crate::sync::Arc;
+use crate::writer::WriterOptions;
 use writeback::WriteBack;
 use writeback::direct::DirectWriter;
 
@@ -48,17 +49,23 @@ pub(crate) struct DataWriter {
 }
 
 impl DataWriter {
-    /// Creates `path` (which must not exist) and stages `preamble`.
+    /// Creates `path` (which must not exist) and stages `preamble`, with
+    /// the I/O buffer, block size, compression, write-back, direct I/O and
+    /// device of `options`.
     pub(crate) fn create(
         path: &Path,
-        io_buffer: usize,
-        block_size: usize,
-        compress: bool,
-        bytes_per_sync: u64,
-        direct_io: bool,
+        options: &WriterOptions,
         preamble: &[u8],
-        device: Option<Arc<device::Device>>,
     ) -> Result<Self, Error> {
+        let WriterOptions {
+            io_buffer,
+            block_size,
+            compression: compress,
+            bytes_per_sync,
+            direct_io,
+            ..
+        } = *options;
+        let device = options.device.clone();
         let mut file = OpenOptions::new()
             .write(true)
             .create_new(true)
@@ -212,9 +219,15 @@ mod tests {
         for (compress, direct) in [(false, false), (true, false), (false, true), (true, true)] {
             let dir = tempfile::tempdir().unwrap();
             let path = dir.path().join("d");
-            let mut w =
-                DataWriter::create(&path, 4096, 512, compress, 8192, direct, b"PREAMBLE", None)
-                    .unwrap();
+            let options = WriterOptions {
+                io_buffer: 4096,
+                block_size: 512,
+                compression: compress,
+                bytes_per_sync: 8192,
+                direct_io: direct,
+                ..WriterOptions::default()
+            };
+            let mut w = DataWriter::create(&path, &options, b"PREAMBLE").unwrap();
             let mut x = 12345u32;
             for i in 0..100u32 {
                 if i < 30 {

@@ -258,13 +258,8 @@ impl Writer {
         let opened = (|| {
             let data = DataWriter::create(
                 &temp_path(&dir, generation, Component::Data),
-                options.io_buffer,
-                options.block_size,
-                options.compression,
-                options.bytes_per_sync,
-                options.direct_io,
+                &options,
                 &preamble(DATA_MAGIC),
-                options.device.clone(),
             )?;
             let mut index = ComponentFile::create(
                 &temp_path(&dir, generation, Component::Index),
