@@ -2,7 +2,7 @@
 //! in the same run.
 //!
 //! ```text
-//! cargo bench -p replmem-commitlog --bench append -- [--quick] [--scale F] [--dir PATH] [--only batch|periodic|async] [--threads 1,8,64,100] [--per-call 16] [--bytes-per-sync 1048576,0] [--async-threads 1,2] [--in-flight 64,256]
+//! cargo bench -p replmem-commitlog --bench append -- [--quick] [--scale F] [--dir PATH] [--only batch|periodic|async] [--threads 1,8,64,100] [--per-call 16] [--bytes-per-sync direct,1048576,0] [--async-threads 1,2] [--in-flight 64,256]
 //! ```
 //!
 //! * **Batch mode** (`SyncMode::Batch(0)`), 1 KiB mutations, 1, 8, 64 and
@@ -32,10 +32,12 @@
 //!   fdatasync of all the entries in flight (threads x in flight) at a
 //!   time. The issue's targets (24): at least 0.8x the bound's MB/s, and
 //!   p99 at most 3x one fdatasync's p99 at 64 in flight.
-//! * `--bytes-per-sync N,M,...` (default `1048576,0`): every commit-log row
-//!   is run once per value of `Config::bytes_per_sync` (incremental
-//!   write-back every N bytes; 0 off), in the same run, so the option's
-//!   cost or gain is read off adjacent rows.
+//! * `--bytes-per-sync N,M,...` (default `direct,1048576,0`): every
+//!   commit-log row is run once per value: `direct` is `Config::direct_io`
+//!   (the default: no page cache), a number is the page cache with
+//!   `Config::bytes_per_sync` of it (incremental write-back every N bytes;
+//!   0 off), in the same run, so the options' cost or gain is read off
+//!   adjacent rows.
 //!
 //! `--scale 1` (default) appends 65,536 entries per thread count in batch
 //! mode (2,048 with one thread) and 262,144 in periodic mode; `--quick` is
@@ -79,7 +81,7 @@ fn parse_args() -> Args {
         only: None,
         threads: vec![1, 8, 64, 100],
         per_call: 16,
-        bytes_per_sync: vec![1 << 20, 0],
+        bytes_per_sync: vec![DIRECT, 1 << 20, 0],
         async_threads: vec![1, 2],
         in_flight: vec![64, 256],
     };
@@ -111,8 +113,20 @@ fn parse_args() -> Args {
             "--bytes-per-sync" => {
                 args.bytes_per_sync = it
                     .next()
-                    .and_then(|v| v.split(',').map(|t| t.parse().ok()).collect())
-                    .expect("--bytes-per-sync takes a comma-separated list of byte counts")
+                    .and_then(|v| {
+                        v.split(',')
+                            .map(|t| {
+                                if t == "direct" {
+                                    Some(DIRECT)
+                                } else {
+                                    t.parse().ok()
+                                }
+                            })
+                            .collect()
+                    })
+                    .expect(
+                        "--bytes-per-sync takes a comma-separated list of byte counts or `direct`",
+                    )
             }
             "--async-threads" => {
                 args.async_threads = it
@@ -194,16 +208,27 @@ impl Run {
     }
 }
 
+/// The `--bytes-per-sync` value that stands for direct I/O
+/// (`Config::direct_io`, the log's default).
+const DIRECT: u64 = u64::MAX;
+
+/// The log's configuration in `sync` mode: direct I/O for [`DIRECT`],
+/// else the page cache with write-back every `bytes_per_sync` bytes.
 fn log_config(sync: SyncMode, bytes_per_sync: u64) -> Config {
     let mut c = Config::default();
     c.sync = sync;
-    c.bytes_per_sync = bytes_per_sync;
+    c.direct_io = bytes_per_sync == DIRECT;
+    if bytes_per_sync != DIRECT {
+        c.bytes_per_sync = bytes_per_sync;
+    }
     c
 }
 
-/// How a row names a `bytes_per_sync` value.
+/// How a row names a `--bytes-per-sync` value.
 fn writeback_label(bytes_per_sync: u64) -> String {
-    if bytes_per_sync == 0 {
+    if bytes_per_sync == DIRECT {
+        "direct I/O".to_string()
+    } else if bytes_per_sync == 0 {
         "write-back off".to_string()
     } else {
         format!("write-back every {} KiB", bytes_per_sync >> 10)
@@ -544,7 +569,7 @@ fn run_async(dir: &Path, threads: u64, in_flight: u64, entries: u64) -> Run {
     let dir = tempfile::tempdir_in(dir).expect("bench dir");
     let (log, _) = CommitLog::open(
         dir.path(),
-        log_config(SyncMode::Batch(Duration::ZERO), 1 << 20),
+        log_config(SyncMode::Batch(Duration::ZERO), DIRECT),
         |_, _, _| {},
     )
     .expect("open log");

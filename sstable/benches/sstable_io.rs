@@ -1,7 +1,9 @@
 //! Benchmark: sstable write bandwidth against plain buffered writes of the
 //! same number of bytes (both ending with one fdatasync), with and without
-//! LZ4, each with incremental write-back on and off (in the same run), and
-//! point-lookup latency against a raw positional read of one block.
+//! LZ4, each written through the page cache with incremental write-back on
+//! and off and with direct I/O (in the same run), with the process CPU
+//! each variant used, and point-lookup latency against a raw positional
+//! read of one block.
 //!
 //! ```text
 //! cargo bench -p replmem-sstable --bench sstable_io -- [--scale F] [--dir PATH] [--runs N] [--only write|commit|lookup]
@@ -120,10 +122,12 @@ fn write_sstable(
     partitions: &[Mutation],
     compression: bool,
     bytes_per_sync: u64,
+    direct_io: bool,
 ) -> (Duration, u64, u64, Duration) {
     let mut o = WriterOptions::default();
     o.compression = compression;
     o.bytes_per_sync = bytes_per_sync;
+    o.direct_io = direct_io;
     let start = Instant::now();
     let mut w = Writer::create(dir, o).unwrap();
     let mut elapsed = start.elapsed();
@@ -170,6 +174,20 @@ fn write_plain(dir: &Path, bytes: u64) -> Duration {
     elapsed
 }
 
+/// CPU seconds this process has used (user + system), from
+/// `/proc/self/stat` (clock ticks of 10 ms); 0 where there is none.
+fn cpu_seconds() -> f64 {
+    let Ok(stat) = std::fs::read_to_string("/proc/self/stat") else {
+        return 0.0;
+    };
+    // Fields after the command name (which is in parentheses): utime and
+    // stime are the 12th and 13th of them.
+    let after = stat.rsplit(')').next().unwrap_or("");
+    let f: Vec<&str> = after.split_whitespace().collect();
+    let ticks = |i: usize| f.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
+    (ticks(11) + ticks(12)) / 100.0
+}
+
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);
     v[v.len() / 2]
@@ -190,26 +208,49 @@ fn bench_write(args: &Args, dir: &Path, incompressible: bool) {
         args.runs
     );
     println!();
-    println!("Each run writes the five variants back to back, rotating their order; the ratio is");
+    println!("Each run writes the seven variants back to back, rotating their order; the ratio is");
     println!(
         "taken within each run (same machine state), then the median over runs. Write-back is"
     );
-    println!("`WriterOptions::bytes_per_sync`: on (the 1 MiB default) or off (0).");
+    println!(
+        "`WriterOptions::bytes_per_sync`: on (the 1 MiB default) or off (0), through the page"
+    );
+    println!("cache (`direct_io` off); direct I/O is `WriterOptions::direct_io` (the default).");
+    println!("CPU is the process's user + system seconds over the variant's runs (median).");
     println!();
     println!(
-        "| variant | median time (s) | of which commit (s) | logical MiB/s | file MiB | median ratio vs plain |"
+        "| variant | median time (s) | of which commit (s) | logical MiB/s | file MiB | median ratio vs plain | CPU s |"
     );
-    println!("|---|---|---|---|---|---|");
-    // (name, compression, bytes_per_sync); variant 0 is the plain baseline.
+    println!("|---|---|---|---|---|---|---|");
+    // (name, compression, bytes_per_sync, direct_io); variant 0 is the
+    // plain baseline.
     let on = WriterOptions::default().bytes_per_sync;
-    let variants: [(&str, bool, u64); 5] = [
-        ("plain BufWriter + 1 fdatasync", false, 0),
-        ("sstable writer, no compression, write-back on", false, on),
-        ("sstable writer, LZ4, write-back on", true, on),
-        ("sstable writer, no compression, write-back off", false, 0),
-        ("sstable writer, LZ4, write-back off", true, 0),
+    let variants: [(&str, bool, u64, bool); 7] = [
+        ("plain BufWriter + 1 fdatasync", false, 0, false),
+        (
+            "sstable writer, no compression, write-back on",
+            false,
+            on,
+            false,
+        ),
+        ("sstable writer, LZ4, write-back on", true, on, false),
+        (
+            "sstable writer, no compression, write-back off",
+            false,
+            0,
+            false,
+        ),
+        ("sstable writer, LZ4, write-back off", true, 0, false),
+        (
+            "sstable writer, no compression, direct I/O",
+            false,
+            on,
+            true,
+        ),
+        ("sstable writer, LZ4, direct I/O", true, on, true),
     ];
     let n = variants.len();
+    let mut cpu: Vec<Vec<f64>> = vec![Vec::new(); n];
     let mut times: Vec<Vec<f64>> = vec![Vec::new(); n];
     let mut ratios: Vec<Vec<f64>> = vec![Vec::new(); n];
     let mut sizes = vec![0u64; n];
@@ -219,12 +260,13 @@ fn bench_write(args: &Args, dir: &Path, incompressible: bool) {
         let mut t = vec![0f64; n];
         for k in 0..n {
             let variant = (run + k) % n;
+            let cpu_start = cpu_seconds();
             match variant {
                 0 => {
                     // The plain baseline writes the same number of bytes as the
                     // uncompressed sstable's Data file holds raw data.
                     let bytes = if raw == 0 {
-                        write_sstable(dir, &partitions, false, on).1
+                        write_sstable(dir, &partitions, false, on, false).1
                     } else {
                         raw
                     };
@@ -233,14 +275,15 @@ fn bench_write(args: &Args, dir: &Path, incompressible: bool) {
                     sizes[0] = bytes;
                 }
                 v => {
-                    let (_, compression, bytes_per_sync) = variants[v];
-                    let r = write_sstable(dir, &partitions, compression, bytes_per_sync);
+                    let (_, compression, bytes_per_sync, direct_io) = variants[v];
+                    let r = write_sstable(dir, &partitions, compression, bytes_per_sync, direct_io);
                     raw = r.1;
                     t[v] = r.0.as_secs_f64();
                     sizes[v] = r.2;
                     commits[v].push(r.3.as_secs_f64());
                 }
             }
+            cpu[variant].push(cpu_seconds() - cpu_start);
         }
         for v in 0..n {
             times[v].push(t[v]);
@@ -255,12 +298,13 @@ fn bench_write(args: &Args, dir: &Path, incompressible: bool) {
             format!("{:.3}", median(commits[v].clone()))
         };
         println!(
-            "| {} | {:.3} | {commit} | {:.1} | {} | {:.2} |",
+            "| {} | {:.3} | {commit} | {:.1} | {} | {:.2} | {:.2} |",
             variants[v].0,
             t,
             raw as f64 / (1 << 20) as f64 / t,
             sizes[v] >> 20,
-            median(ratios[v].clone())
+            median(ratios[v].clone()),
+            median(cpu[v].clone())
         );
     }
     println!();
@@ -287,6 +331,25 @@ fn bench_write(args: &Args, dir: &Path, incompressible: bool) {
             "median speed of write-back on vs off ({}): {:.2}",
             if on_v == 1 { "no compression" } else { "LZ4" },
             median(within)
+        );
+    }
+    // Direct I/O against buffered with write-back on, within each run.
+    for (direct_v, buffered_v) in [(5, 1), (6, 2)] {
+        let within: Vec<f64> = times[buffered_v]
+            .iter()
+            .zip(&times[direct_v])
+            .map(|(b, d)| b / d)
+            .collect();
+        println!(
+            "median speed of direct I/O vs buffered with write-back ({}): {:.2}; CPU {:.2} s vs {:.2} s",
+            if direct_v == 5 {
+                "no compression"
+            } else {
+                "LZ4"
+            },
+            median(within),
+            median(cpu[direct_v].clone()),
+            median(cpu[buffered_v].clone()),
         );
     }
     println!();
