@@ -319,6 +319,11 @@ pub(crate) mod mem {
         pub(crate) stall_removes: bool,
         /// Removals blocked now.
         removes_stalled: u32,
+        /// Closing a segment file (dropping its last handle) blocks while
+        /// set (a close that frees an unlinked file's blocks).
+        pub(crate) stall_closes: bool,
+        /// Closes blocked now.
+        closes_stalled: u32,
         /// Write-back starts: (segment, offset, length), in order.
         pub(crate) writebacks: Vec<(u64, u64, u64)>,
         /// The drop side file, once written.
@@ -362,8 +367,17 @@ pub(crate) mod mem {
             s.stall = false;
             s.stall_syncs = false;
             s.stall_removes = false;
+            s.stall_closes = false;
             drop(s);
             self.1.notify_all();
+        }
+
+        /// Waits until a close is blocked by `stall_closes`.
+        pub(crate) fn wait_for_a_stalled_close(&self) {
+            let mut s = self.0.lock();
+            while s.closes_stalled == 0 {
+                self.1.wait(&mut s);
+            }
         }
 
         /// Waits until a write is blocked by `stall`.
@@ -405,6 +419,20 @@ pub(crate) mod mem {
         id: u64,
         state: Arc<Mutex<MemState>>,
         unstalled: Arc<Condvar>,
+    }
+
+    impl Drop for MemFile {
+        fn drop(&mut self) {
+            let mut s = self.state.lock();
+            if s.stall_closes {
+                s.closes_stalled += 1;
+                self.unstalled.notify_all();
+                while s.stall_closes {
+                    self.unstalled.wait(&mut s);
+                }
+                s.closes_stalled -= 1;
+            }
+        }
     }
 
     impl SegmentFile for MemFile {

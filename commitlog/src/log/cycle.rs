@@ -268,6 +268,10 @@ impl Shared {
                 let entries = std::mem::take(&mut st.unsynced_entries);
                 self.note_synced(st, written, entries, now);
                 self.publish(cycle_no, None);
+                // The cycle's handles go before the retirement, which closes
+                // the retired segments' files outside the lock: none of them
+                // may be left here to close, under it, at the end.
+                drop(unsynced);
                 self.retire(st);
             }
             Ok(()) => st.unsynced = unsynced,
@@ -310,6 +314,9 @@ impl Shared {
             }
             Ok(()) => {
                 self.note_synced(st, target, entries, now);
+                // As in `cycle`: no handle of a retired file left to close
+                // under the lock.
+                drop(files);
                 self.retire(st);
             }
         }
