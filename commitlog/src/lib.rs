@@ -20,9 +20,12 @@
 //!   [`SyncMode::Periodic`] returns at once and syncs at most once per
 //!   interval; its entries reach the OS within [`Config::write_interval`],
 //!   during a running sync too, so a process crash loses only the last few
-//!   milliseconds. Every [`Config::bytes_per_sync`] bytes the log starts
-//!   the kernel's write-back (`sync_file_range` on Linux), so syncs stay
-//!   short. [`CommitLog::add_batch`] appends several mutations, each its
+//!   milliseconds. Segments are written with direct I/O
+//!   ([`Config::direct_io`]: no copy into the page cache, whose cost in
+//!   kernel CPU starved writers under load); written through the page
+//!   cache instead, the log starts the kernel's write-back every
+//!   [`Config::bytes_per_sync`] bytes (`sync_file_range` on Linux), so
+//!   syncs stay short. [`CommitLog::add_batch`] appends several mutations, each its
 //!   own entry, for one wait: a writer with many mutations pays one wakeup
 //!   rather than one per mutation.
 //! * [`CommitLog::add_async`] places the entry as `add` does and returns a
