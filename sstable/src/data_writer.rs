@@ -245,8 +245,10 @@ mod tests {
             }
             // Direct writes leave nothing in the page cache to write back.
             assert_eq!(w.writeback.requests() > 0, w.direct.is_none());
-            if direct && cfg!(target_os = "linux") {
-                assert!(w.direct.is_some(), "O_DIRECT refused in the temp dir");
+            if direct && w.direct.is_none() {
+                // A file system refusing O_DIRECT: written buffered, as
+                // checked here, but the direct path is not shown.
+                eprintln!("note: O_DIRECT refused in {}", dir.path().display());
             }
             let (len, crc) = w.finish().unwrap();
             let bytes = std::fs::read(&path).unwrap();

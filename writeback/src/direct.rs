@@ -40,7 +40,8 @@ pub const DIRECT_ALIGN: usize = 4096;
 /// Opens `path` again for writing with `O_DIRECT`, for a file just created
 /// (so that a file system refusing direct I/O never leaves a half-made
 /// file behind). `Ok(None)` where the file system does not support direct
-/// I/O (Linux's `EINVAL`: tmpfs, for one) and on systems other than Linux:
+/// I/O (Linux's `EINVAL`, or `EOPNOTSUPP`: older tmpfs and overlayfs, for
+/// two) and on systems other than Linux:
 /// the caller keeps writing through its buffered handle.
 ///
 /// # Errors
@@ -56,7 +57,7 @@ pub fn reopen_direct(path: &Path) -> io::Result<Option<File>> {
             .open(path)
         {
             Ok(f) => Ok(Some(f)),
-            Err(e) if e.raw_os_error() == Some(libc::EINVAL) => Ok(None),
+            Err(e) if matches!(e.raw_os_error(), Some(libc::EINVAL | libc::EOPNOTSUPP)) => Ok(None),
             Err(e) => Err(e),
         }
     }
