@@ -53,6 +53,18 @@ pub struct PoolConfig {
     /// the crate documentation). [`Region::compact`](crate::Region::compact)
     /// always keeps it.
     pub compaction_min_free_percent: u8,
+    /// Take the whole [`memory_limit`](Self::memory_limit) from the
+    /// system when the pool is made, and touch every page of it, instead of
+    /// taking chunks as segments are first needed (default `false`).
+    /// ScyllaDB takes all its memory at start. Memory taken lazily is
+    /// faulted in by whichever allocation first writes each page, and that
+    /// allocation may hold its owner's locks meanwhile: under a write
+    /// storm the first pass over a 2 GiB pool made a memtable's apply hold
+    /// its lock 0.97 ms on average instead of 20 us (page faults of a
+    /// virtual machine, measured by replica-stress). The price is the whole
+    /// limit resident from the start, and the time to touch it in
+    /// [`SegmentPool::new`](crate::SegmentPool::new).
+    pub prefault: bool,
 }
 
 impl Default for PoolConfig {
@@ -63,6 +75,7 @@ impl Default for PoolConfig {
             emergency_reserve: 2,
             bulk_segments: 32,
             compaction_min_free_percent: 15,
+            prefault: false,
         }
     }
 }
@@ -71,6 +84,12 @@ impl PoolConfig {
     /// Sets [`segment_size`](Self::segment_size).
     pub fn with_segment_size(mut self, segment_size: usize) -> Self {
         self.segment_size = segment_size;
+        self
+    }
+
+    /// Sets [`prefault`](Self::prefault).
+    pub fn with_prefault(mut self, prefault: bool) -> Self {
+        self.prefault = prefault;
         self
     }
 

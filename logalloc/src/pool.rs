@@ -91,14 +91,24 @@ impl SegmentPool {
     /// generation bits.
     pub fn new(config: PoolConfig) -> Result<PlainArc<SegmentPool>, Error> {
         let geometry = Geometry::new(&config)?;
+        let memory = SegmentMemory::new(&geometry);
+        let system_bytes = if config.prefault {
+            memory.prefault().ok_or(Error::OutOfMemory {
+                size: geometry.max_segments * geometry.segment_size,
+                limit: geometry.max_segments * geometry.segment_size,
+                reason: crate::error::OomReason::NothingToReclaim,
+            })?
+        } else {
+            0
+        };
         Ok(PlainArc::new(SegmentPool {
-            memory: SegmentMemory::new(&geometry),
+            memory,
             geometry,
             state: Mutex::new(PoolState {
                 free: Vec::new(),
                 carved: 0,
                 in_use: 0,
-                system_bytes: 0,
+                system_bytes,
                 regions: Slab::new(),
                 free_tags: Vec::new(),
                 next_tag: 0,

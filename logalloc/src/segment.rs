@@ -79,6 +79,34 @@ impl SegmentMemory {
         Some(layout.size())
     }
 
+    /// Allocates every chunk and writes a zero to every page of it, so
+    /// that no later access faults ([`crate::PoolConfig::prefault`]).
+    /// Returns the bytes taken, or `None` if the system allocator failed
+    /// (the chunks taken so far stay, freed with the pool). Called before
+    /// the pool is shared, so nothing else touches the memory.
+    pub(crate) fn prefault(&self) -> Option<usize> {
+        const PAGE: usize = 4096;
+        let mut bytes = 0;
+        for chunk in 0..self.chunks.len() {
+            let taken = self.ensure_chunk((chunk << self.bulk_shift) as u32)?;
+            let size = self.chunk_layout(chunk).size();
+            debug_assert_eq!(taken, size);
+            let memory = self.chunks[chunk].load(Ordering::Acquire);
+            for offset in (0..size).step_by(PAGE) {
+                // SAFETY: `memory` is the start of this chunk's live
+                // allocation of `size` bytes (just made by `ensure_chunk`),
+                // and `offset < size`, so the write is in bounds. The pool
+                // is not shared yet, so no reference to these bytes exists
+                // and nothing else accesses them; the memory is zeroed and
+                // stays so (a zero is written), keeping every byte
+                // initialised.
+                unsafe { ptr::write_volatile(memory.add(offset), 0) };
+            }
+            bytes += taken;
+        }
+        Some(bytes)
+    }
+
     /// The address of segment `segment`, whose chunk must be allocated.
     #[inline]
     fn segment_ptr(&self, segment: u32) -> *mut u8 {
@@ -277,6 +305,24 @@ mod tests {
             assert_eq!(memory.bytes(1, 4, 4), &[0; 4]);
         }
         prefetch(&memory);
+    }
+
+    #[test]
+    fn prefault_takes_every_chunk_and_leaves_it_zeroed() {
+        let config = PoolConfig::default()
+            .with_segment_size(64 << 10)
+            .with_memory_limit(5 * (64 << 10) * 32 / 4);
+        let geometry = Geometry::new(&config).unwrap();
+        let memory = SegmentMemory::new(&geometry);
+        let bytes = memory.prefault().unwrap();
+        assert_eq!(bytes, geometry.max_segments * geometry.segment_size);
+        for segment in 0..geometry.max_segments as u32 {
+            // A later ensure takes nothing more.
+            assert_eq!(memory.ensure_chunk(segment), Some(0));
+            // SAFETY: the chunk is allocated; nothing else uses the memory.
+            let b = unsafe { memory.bytes(segment, 0, geometry.segment_size) };
+            assert!(b.iter().all(|&x| x == 0));
+        }
     }
 
     #[test]

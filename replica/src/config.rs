@@ -406,6 +406,15 @@ pub struct DatabaseConfig {
     /// files have their own switch,
     /// [`sstable_writer_options`](Self::sstable_writer_options)`.direct_io`.
     pub commitlog_direct_io: bool,
+    /// Take the memtable pool's whole memory (the dirty budgets plus the
+    /// cache's share) from the system at open and touch every page
+    /// (`logalloc::PoolConfig::prefault`; default `false`), as ScyllaDB
+    /// takes its memory at start: otherwise the first writes to each page
+    /// fault it in while holding their memtable's lock, which under a write
+    /// storm on a virtual machine made the first pass over the pool the
+    /// slowest part of a run. Open then takes the time to touch it, and the
+    /// pool is resident from the start.
+    pub prefault_memory: bool,
     /// The row caches' memory, one share for every table's cache together
     /// (default [`CacheSize::Auto`]); a table can
     /// opt out with [`TableOptions::uncached`](crate::TableOptions::uncached).
@@ -433,6 +442,7 @@ impl DatabaseConfig {
             commitlog_size_limit: 8 << 30,
             commitlog_on_corruption: CorruptionPolicy::Stop,
             commitlog_direct_io: true,
+            prefault_memory: false,
             cache_size: CacheSize::default(),
             compaction: crate::CompactionConfig::default(),
         }

@@ -17,6 +17,8 @@ fn options(extra: &[&str]) -> StressOptions {
         "--partitions=500",
         "--partition-size=1KiB",
         "--commitlog=batch",
+        // The machine-sized default pool, not touched whole at open.
+        "--prefault=off",
     ];
     StressOptions::try_parse_from(base.iter().chain(extra)).unwrap()
 }

@@ -46,6 +46,8 @@ fn options(args: &[&str]) -> StressOptions {
         "--partition-size=1KiB",
         "--row-size=256B",
         "--tables=2",
+        // The machine-sized default pool, not touched whole at open.
+        "--prefault=off",
     ];
     StressOptions::try_parse_from(base.iter().chain(args)).unwrap()
 }

@@ -188,7 +188,10 @@ impl Database {
             .dirty_memory_budget
             .saturating_add(config.system_dirty_memory_budget);
         let (pool_limit, cache_bytes) = config.cache_size.pool_and_cache(budgets);
-        let pool = SegmentPool::new(PoolConfig::default().with_memory_limit(pool_limit))
+        let pool_config = PoolConfig::default()
+            .with_memory_limit(pool_limit)
+            .with_prefault(config.prefault_memory);
+        let pool = SegmentPool::new(pool_config)
             .map_err(|e| start_error("memtable memory pool")(e.to_string()))?;
         // The pool rounds its limit to whole segments.
         let cache_bytes = cache_bytes.map(|b| b.clamp(pool.segment_size(), pool.memory_limit()));

@@ -165,6 +165,7 @@ impl RunDirs {
         config.sstable_writer_options.bytes_per_sync = options.sstable_bytes_per_sync;
         config.sstable_writer_options.direct_io = options.direct_io;
         config.commitlog_direct_io = options.direct_io;
+        config.prefault_memory = options.prefault;
         config.commitlog = options.commitlog;
         config.commitlog_on_corruption = options.commitlog_on_corruption;
         config.cache_size = options.cache()?;
@@ -199,6 +200,7 @@ mod tests {
         assert!(c.devices.is_empty());
         assert_eq!(c.sstable_writer_options.bytes_per_sync, 1 << 20);
         assert!(c.sstable_writer_options.direct_io && c.commitlog_direct_io);
+        assert!(c.prefault_memory);
         assert_eq!(c.flush_policy, crate::FlushPolicy::LargestAtSoftLimit);
         assert_eq!(c.effective_flush_dirs(), dirs.data_dirs());
         drop(dirs);

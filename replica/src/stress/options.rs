@@ -283,11 +283,20 @@ fn commitlog(s: &str) -> Result<CommitLogMode, Error> {
     CommitLogMode::parse(s)
 }
 fn on_off(s: &str) -> Result<bool, Error> {
+    parse_on_off("--direct-io", s)
+}
+
+fn prefault_on_off(s: &str) -> Result<bool, Error> {
+    parse_on_off("--prefault", s)
+}
+
+/// `on` or `off`, for the option `name`.
+fn parse_on_off(name: &'static str, s: &str) -> Result<bool, Error> {
     match s {
         "on" => Ok(true),
         "off" => Ok(false),
         other => Err(Error::InvalidOption {
-            name: "--direct-io",
+            name,
             value: other.to_owned(),
             expected: "on or off".to_owned(),
         }),
@@ -472,6 +481,12 @@ pub struct StressOptions {
     /// log).
     #[arg(long, value_name = "ON|OFF", value_parser = on_off, default_value = "on", action = clap::ArgAction::Set)]
     pub direct_io: bool,
+    /// Whether the memtable pool takes its whole memory at open and touches
+    /// every page (`DatabaseConfig::prefault_memory`, as ScyllaDB takes its
+    /// memory at start): on (the default) or off (pages fault in as writes
+    /// first reach them, under their memtable's lock).
+    #[arg(long, value_name = "ON|OFF", value_parser = prefault_on_off, default_value = "on", action = clap::ArgAction::Set)]
+    pub prefault: bool,
     /// The commit log: off, periodic (synced every 10 s), periodic:INTERVAL,
     /// batch (a write returns once synced; concurrent writes share a sync)
     /// or batch:WINDOW.
@@ -1236,6 +1251,10 @@ mod tests {
         assert!(e.contains("--direct-io") && e.contains("on or off"), "{e}");
         assert!(!parse(&["--direct-io=off"]).unwrap().direct_io);
         assert!(parse(&[]).unwrap().direct_io);
+        let e = parse(&["--prefault=later"]).unwrap_err().to_string();
+        assert!(e.contains("--prefault") && e.contains("on or off"), "{e}");
+        assert!(!parse(&["--prefault=off"]).unwrap().prefault);
+        assert!(parse(&[]).unwrap().prefault);
     }
 
     #[test]

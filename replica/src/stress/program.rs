@@ -86,7 +86,7 @@ fn describe(options: &StressOptions, config: &RunConfig, policy: FlushPolicyChoi
     };
     format!(
         "{} with {clients} {stop}: {} partitions ({}) of {} x {} B rows{columns} over {} \
-         table(s){}, flush policy {}, commit log {}, compaction {}, direct I/O {}, {}, seed {}",
+         table(s){}, flush policy {}, commit log {}, compaction {}, direct I/O {}, memory prefaulted {}, {}, seed {}",
         options.mode.name(),
         w.partitions,
         w.distribution.name(),
@@ -102,6 +102,7 @@ fn describe(options: &StressOptions, config: &RunConfig, policy: FlushPolicyChoi
         options.commitlog.name(),
         crate::stress::strategy_name(&options.compaction),
         if options.direct_io { "on" } else { "off" },
+        if options.prefault { "yes" } else { "no" },
         describe_devices(options),
         w.seed,
     )
@@ -295,6 +296,10 @@ pub fn execute<F: TargetFactory>(
             object.insert(
                 "direct_io".to_owned(),
                 serde_json::Value::from(options.direct_io),
+            );
+            object.insert(
+                "prefault".to_owned(),
+                serde_json::Value::from(options.prefault),
             );
             object.insert(
                 "columns".to_owned(),
