@@ -149,6 +149,27 @@ fn periodic_writers_write_their_buffers_out_while_a_long_sync_runs() {
     assert_eq!(log.stats().synced_entries, 1002);
 }
 
+/// A periodic log (no periodic sync due for an hour) with a closed segment
+/// that no table needs: more than a segment of table 1, all handed back,
+/// so the next sync retires it.
+fn a_segment_to_retire_at_the_next_sync() -> (std::sync::Arc<CommitLog>, MemStorage) {
+    let config = roomy_periodic(Duration::from_secs(3600), 1 << 19);
+    let (log, storage) = mem_log(config);
+    let log = std::sync::Arc::new(log);
+    // The flusher's first periodic sync is due at once: let it end first.
+    let mut flushed = ReplayPositionSet::new();
+    flushed.insert(log.add(1, &mutation("a", 1000)).unwrap());
+    log.sync().unwrap();
+    for _ in 0..1500 {
+        flushed.insert(log.add(1, &mutation("a", 1000)).unwrap());
+    }
+    let first = log.stats().segments_created;
+    assert!(first >= 2, "{first} segments");
+    log.discard_flushed(1, &flushed);
+    assert!(storage.0.lock().removals.is_empty(), "not synced yet");
+    (log, storage)
+}
+
 /// The segments a periodic sync lets go are deleted while the writers go
 /// on: with the deletion stuck, appends of twice the buffer budget still
 /// go through and reach the files, as during the sync itself. (The
@@ -157,22 +178,7 @@ fn periodic_writers_write_their_buffers_out_while_a_long_sync_runs() {
 /// long as an interval's worth of segments took to delete.)
 #[test]
 fn periodic_writers_write_their_buffers_out_while_retired_segments_are_deleted() {
-    let config = roomy_periodic(Duration::from_secs(3600), 1 << 19);
-    let (log, storage) = mem_log(config);
-    let log = std::sync::Arc::new(log);
-    // The flusher's first periodic sync is due at once: let it end first.
-    let mut flushed = ReplayPositionSet::new();
-    flushed.insert(log.add(1, &mutation("a", 1000)).unwrap());
-    log.sync().unwrap();
-    // More than a segment of table 1, all handed back: the closed
-    // segment is clean, and retired once a sync covers it.
-    for _ in 0..1500 {
-        flushed.insert(log.add(1, &mutation("a", 1000)).unwrap());
-    }
-    let first = log.stats().segments_created;
-    assert!(first >= 2, "{first} segments");
-    log.discard_flushed(1, &flushed);
-    assert!(storage.0.lock().removals.is_empty(), "not synced yet");
+    let (log, storage) = a_segment_to_retire_at_the_next_sync();
     storage.0.lock().stall_removes = true;
     let syncer = {
         let log = log.clone();
@@ -208,17 +214,7 @@ fn periodic_writers_write_their_buffers_out_while_retired_segments_are_deleted()
 /// for up to a second under replica-stress's default load.)
 #[test]
 fn periodic_writers_go_on_while_retired_segments_are_closed() {
-    let config = roomy_periodic(Duration::from_secs(3600), 1 << 19);
-    let (log, storage) = mem_log(config);
-    let log = std::sync::Arc::new(log);
-    let mut flushed = ReplayPositionSet::new();
-    flushed.insert(log.add(1, &mutation("a", 1000)).unwrap());
-    log.sync().unwrap();
-    for _ in 0..1500 {
-        flushed.insert(log.add(1, &mutation("a", 1000)).unwrap());
-    }
-    assert!(log.stats().segments_created >= 2);
-    log.discard_flushed(1, &flushed);
+    let (log, storage) = a_segment_to_retire_at_the_next_sync();
     storage.0.lock().stall_closes = true;
     let syncer = {
         let log = log.clone();
