@@ -195,6 +195,10 @@ pub enum OomReason {
         /// The steps taken.
         steps: usize,
     },
+    /// The system allocator refused the pool's memory
+    /// ([`PoolConfig::prefault`](crate::PoolConfig::prefault) takes it all
+    /// when the pool is made).
+    SystemAllocation,
 }
 
 impl fmt::Display for OomReason {
@@ -214,6 +218,9 @@ impl fmt::Display for OomReason {
             OomReason::StepLimit { steps } => {
                 write!(f, "reclaim found no segment in {steps} steps")
             }
+            OomReason::SystemAllocation => {
+                f.write_str("the system allocator refused the pool's memory")
+            }
         }
     }
 }
@@ -227,5 +234,26 @@ impl Error {
             self,
             Error::OutOfMemory { .. } | Error::InjectedFailure { .. }
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn out_of_memory_reasons_say_what_gave_out() {
+        let e = Error::OutOfMemory {
+            size: 8 << 30,
+            limit: 8 << 30,
+            reason: OomReason::SystemAllocation,
+        };
+        let text = e.to_string();
+        assert!(text.contains("system allocator refused"), "{text}");
+        assert!(
+            OomReason::NothingToReclaim
+                .to_string()
+                .contains("compacted or evicted")
+        );
     }
 }

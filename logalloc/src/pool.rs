@@ -96,7 +96,7 @@ impl SegmentPool {
             memory.prefault().ok_or(Error::OutOfMemory {
                 size: geometry.max_segments * geometry.segment_size,
                 limit: geometry.max_segments * geometry.segment_size,
-                reason: crate::error::OomReason::NothingToReclaim,
+                reason: crate::error::OomReason::SystemAllocation,
             })?
         } else {
             0
