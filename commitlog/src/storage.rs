@@ -149,15 +149,9 @@ impl Storage for DirStorage {
             at += n as u64;
         }
         segment.sync_data()?;
-        // The segment's first write (its header, at 0) starts a block of
-        // its own: the zeros' writer state is done with.
-        Ok(Box::new(match segment.direct {
-            Some(_) => DiskSegment {
-                file: segment.file,
-                direct: Some(Mutex::new(DirectWriter::new())),
-            },
-            None => segment,
-        }))
+        // The segment's first write (its header, at 0) is not a
+        // continuation of the zeros: the writer starts that block afresh.
+        Ok(Box::new(segment))
     }
 
     fn install_reserve(&self, id: u64) -> io::Result<()> {
