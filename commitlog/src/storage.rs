@@ -57,6 +57,12 @@ pub(crate) struct DirStorage {
     /// Segments are written with direct I/O where the file system allows
     /// ([`crate::Config::direct_io`]).
     direct: bool,
+    /// The aligned staging buffer of every segment's direct writes: one
+    /// cycle writes at a time, so one buffer (as large as the largest
+    /// write, about 1 MiB) serves them all. Each segment kept its own
+    /// before, and the dozens of closed segments waiting to be retired
+    /// held about 125 MiB between them under replica-stress's default load.
+    staging: PlainArc<Mutex<Vec<u8>>>,
 }
 
 impl DirStorage {
@@ -66,6 +72,7 @@ impl DirStorage {
         Self {
             dir: dir.to_path_buf(),
             direct,
+            staging: PlainArc::new(Mutex::new(Vec::new())),
         }
     }
 
@@ -79,12 +86,18 @@ impl DirStorage {
             true => writeback::direct::reopen_direct(path)?,
             false => None,
         };
+        let staging = PlainArc::clone(&self.staging);
         Ok(match direct {
             Some(file) => DiskSegment {
                 file,
                 direct: Some(Mutex::new(DirectWriter::new())),
+                staging,
             },
-            None => DiskSegment { file, direct: None },
+            None => DiskSegment {
+                file,
+                direct: None,
+                staging,
+            },
         })
     }
 }
@@ -96,12 +109,16 @@ struct DiskSegment {
     /// Set when `file` is open with `O_DIRECT`: the aligned writes. Only
     /// one cycle writes at a time, so the lock is never contended.
     direct: Option<Mutex<DirectWriter>>,
+    /// Where the direct writes are staged (see [`DirStorage`]).
+    staging: PlainArc<Mutex<Vec<u8>>>,
 }
 
 impl SegmentFile for DiskSegment {
     fn write_at(&self, offset: u64, buf: &[u8]) -> io::Result<()> {
         match &self.direct {
-            Some(w) => w.lock().write_at(&self.file, offset, buf),
+            Some(w) => w
+                .lock()
+                .write_at_with(&mut self.staging.lock(), &self.file, offset, buf),
             None => self.file.write_all_at(buf, offset),
         }
     }
@@ -139,7 +156,10 @@ impl Storage for DirStorage {
             .create(true)
             .truncate(true)
             .open(&path)?;
-        let segment = self.segment(&path, file, size)?;
+        let mut segment = self.segment(&path, file, size)?;
+        // The zeros are staged apart from the segments' shared buffer: the
+        // reserve thread fills while the flusher writes.
+        let shared = std::mem::replace(&mut segment.staging, PlainArc::new(Mutex::new(Vec::new())));
         const CHUNK: usize = 1 << 20;
         let zeros = vec![0u8; CHUNK.min(size as usize)];
         let mut at = 0u64;
@@ -149,6 +169,7 @@ impl Storage for DirStorage {
             at += n as u64;
         }
         segment.sync_data()?;
+        segment.staging = shared;
         // The segment's first write (its header, at 0) is not a
         // continuation of the zeros: the writer starts that block afresh.
         Ok(Box::new(segment))

@@ -122,6 +122,26 @@ impl DirectWriter {
     /// The system's error of the read (see the type's docs) or the write;
     /// after one, the next write re-reads the block it starts in.
     pub fn write_at(&mut self, file: &File, offset: u64, buf: &[u8]) -> io::Result<()> {
+        let mut staging = std::mem::take(&mut self.staging);
+        let written = self.write_at_with(&mut staging, file, offset, buf);
+        self.staging = staging;
+        written
+    }
+
+    /// As [`write_at`](Self::write_at), staging the write in `staging`
+    /// rather than the writer's own buffer: the writers of files written
+    /// one at a time (a log's segments) can share one buffer instead of
+    /// each keeping one as large as its largest write.
+    ///
+    /// # Errors
+    /// As [`write_at`](Self::write_at).
+    pub fn write_at_with(
+        &mut self,
+        staging: &mut Vec<u8>,
+        file: &File,
+        offset: u64,
+        buf: &[u8],
+    ) -> io::Result<()> {
         let align = DIRECT_ALIGN as u64;
         let start = offset - offset % align;
         if offset != self.tail_at + self.tail.len() as u64 || start != self.tail_at {
@@ -130,13 +150,13 @@ impl DirectWriter {
             self.tail.clear();
             self.tail_at = start;
             if offset > start {
-                self.read_block_head(file, start, (offset - start) as usize)?;
+                self.read_block_head(staging, file, start, (offset - start) as usize)?;
             }
         }
         let head = self.tail.len();
         let total = head + buf.len();
         let padded = total.div_ceil(DIRECT_ALIGN) * DIRECT_ALIGN;
-        let window = window(&mut self.staging, padded);
+        let window = window(staging, padded);
         window[..head].copy_from_slice(&self.tail);
         window[head..total].copy_from_slice(buf);
         window[total..].fill(0);
@@ -144,7 +164,7 @@ impl DirectWriter {
         let full = total / DIRECT_ALIGN * DIRECT_ALIGN;
         // The new last partial block, kept for the next write. After a
         // failed write it is not known what the file holds: start over.
-        let window = aligned(&self.staging, padded);
+        let window = aligned(staging, padded);
         self.tail.clear();
         if written.is_ok() {
             self.tail.extend_from_slice(&window[full..total]);
@@ -163,8 +183,14 @@ impl DirectWriter {
 
     /// Reads the first `len` bytes of the block at `start` into `tail`;
     /// bytes past the file's end read as zeros.
-    fn read_block_head(&mut self, file: &File, start: u64, len: usize) -> io::Result<()> {
-        let block = window(&mut self.staging, DIRECT_ALIGN);
+    fn read_block_head(
+        &mut self,
+        staging: &mut Vec<u8>,
+        file: &File,
+        start: u64,
+        len: usize,
+    ) -> io::Result<()> {
+        let block = window(staging, DIRECT_ALIGN);
         let mut got = 0;
         while got < DIRECT_ALIGN {
             match file.read_at(&mut block[got..], start + got as u64) {
@@ -175,7 +201,7 @@ impl DirectWriter {
             }
         }
         block[got..].fill(0);
-        let block = aligned(&self.staging, DIRECT_ALIGN);
+        let block = aligned(staging, DIRECT_ALIGN);
         self.tail.clear();
         self.tail.extend_from_slice(&block[..len]);
         Ok(())
@@ -300,6 +326,25 @@ mod tests {
         assert!(w.write_at(&write_only, 10, b"x").is_err());
         w.write_at(&write_only, 0, b"abc").unwrap();
         assert_eq!(&std::fs::read(&path).unwrap()[..3], b"abc");
+    }
+
+    #[test]
+    fn writers_of_two_files_can_share_one_staging_buffer() {
+        let dir = tempfile::tempdir().unwrap();
+        let (path_a, a) = open(dir.path());
+        let path_b = dir.path().join("g");
+        let buffered = File::create(&path_b).unwrap();
+        let b = reopen_direct(&path_b).unwrap().unwrap_or(buffered);
+        let mut staging = Vec::new();
+        let (mut wa, mut wb) = (DirectWriter::new(), DirectWriter::new());
+        let (x, y) = (bytes(7, 5000), bytes(8, 6000));
+        wa.write_at_with(&mut staging, &a, 0, &x[..3000]).unwrap();
+        wb.write_at_with(&mut staging, &b, 0, &y[..100]).unwrap();
+        wa.write_at_with(&mut staging, &a, 3000, &x[3000..])
+            .unwrap();
+        wb.write_at_with(&mut staging, &b, 100, &y[100..]).unwrap();
+        assert_eq!(&std::fs::read(&path_a).unwrap()[..5000], &x[..]);
+        assert_eq!(&std::fs::read(&path_b).unwrap()[..6000], &y[..]);
     }
 
     #[test]
