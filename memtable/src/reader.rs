@@ -1,13 +1,13 @@
 //! Readers: range scans, single-partition slices, the flush stream.
 
 use std::cmp::Ordering;
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, VecDeque};
 use std::fmt;
 use std::ops::Bound;
 
 use mutation::{
-    ClusteringRange, DecoratedKey, Fragment, FragmentReader, PartitionRange, Position,
-    RingPosition, Token, Tombstone,
+    ClusteringKey, ClusteringRange, DecoratedKey, Fragment, FragmentReader, Mutation,
+    PartitionRange, Position, RangeTombstoneList, RingPosition, Token, Tombstone,
 };
 
 use crate::Error;
@@ -22,6 +22,9 @@ use crate::tree::{Cursor, Entry, View};
 enum Resume {
     /// At the start of the reader's range.
     Start,
+    /// At the entry the cursor is at (placed by `make_reader_opt` at the
+    /// range's start), if its version is current; else as `Start`.
+    Here,
     /// At the first entry after this encoded key.
     After(Vec<u8>),
     /// At the first entry at or after this encoded key (the entry the
@@ -37,6 +40,10 @@ struct Partition {
     /// Range tombstone changes clipped to the slice, not yet emitted.
     changes: VecDeque<(Position, Option<Tombstone>)>,
 }
+
+/// Rows `next_mutation` reads under one hold of the memtable's lock before
+/// letting writers in (a wide partition is not read under one hold).
+const WHOLE_ROWS_PER_HOLD: usize = 64;
 
 /// A progress callback of a flush reader.
 type Progress = Box<dyn FnMut(usize) + Send>;
@@ -177,21 +184,27 @@ impl Memtable {
         range: PartitionRange,
         slice: ClusteringRange,
     ) -> Result<Option<MemtableReader>, Error> {
-        {
+        let mut cursor = Cursor::new();
+        let version = {
             let state = self.state.read();
+            if state.tree.root.is_none() {
+                // Nothing applied (a memtable just put in place): no
+                // index to look at.
+                return Ok(None);
+            }
             let view = state.region.reader();
-            let mut cursor = Cursor::new();
             if !first_in_range(&state, &view, &range, &mut cursor)? {
                 return Ok(None);
             }
-        }
-        Ok(Some(MemtableReader::new(
-            Some(self.clone()),
-            range,
-            slice,
-            true,
-            None,
-        )))
+            state.version
+        };
+        let mut reader = MemtableReader::new(Some(self.clone()), range, slice, true, None);
+        // The descent just made is where the reader starts (unless an
+        // apply changes the index first).
+        reader.cursor = cursor;
+        reader.cursor_version = Some(version);
+        reader.resume = Resume::Here;
+        Ok(Some(reader))
     }
 
     /// [`make_reader_opt`](Self::make_reader_opt), with an empty reader in
@@ -286,12 +299,12 @@ impl MemtableReader {
         if self.cursor_version == Some(state.version) {
             match self.resume {
                 Resume::After(_) => return state.tree.advance(view, &mut self.cursor),
-                Resume::From(_) => return state.tree.current(view, &self.cursor),
+                Resume::From(_) | Resume::Here => return state.tree.current(view, &self.cursor),
                 Resume::Start => {}
             }
         }
         match &self.resume {
-            Resume::Start => match range_start(&self.range) {
+            Resume::Start | Resume::Here => match range_start(&self.range) {
                 Some((key, strict)) => state.tree.seek(view, &key, strict, &mut self.cursor),
                 None => Ok(None),
             },
@@ -520,6 +533,137 @@ impl MemtableReader {
         Ok(())
     }
 
+    /// The next partition whole, for [`FragmentReader::next_mutation`]:
+    /// read from the index into one mutation, with no fragment queued,
+    /// streamed or collected, and the lock taken once for the header and
+    /// once per [`WHOLE_ROWS_PER_HOLD`] rows (each row still read whole
+    /// under it, as the streaming path reads them). `Ok(None)` where the
+    /// streaming path is to do it: a flush reader, one handed off or about
+    /// to be, one inside a partition, after a fast-forward, and a slice of
+    /// a partition with range tombstones (which the stream clips).
+    fn next_whole(&mut self) -> Result<Option<Option<Mutation>>, Error> {
+        if self.progress.is_some()
+            || self.replacement.is_some()
+            || self.partition.is_some()
+            || !self.queue.is_empty()
+        {
+            return Ok(None);
+        }
+        let Some(memtable) = self.memtable.clone() else {
+            return Ok(Some(None));
+        };
+        if self.finished {
+            return Ok(Some(None));
+        }
+        let full = matches!(
+            (self.slice.start(), self.slice.end()),
+            (Bound::Unbounded, Bound::Unbounded)
+        );
+        let (dk, header, prefix, has_header, stored_bytes) = {
+            let state = memtable.state.read();
+            if self.hand_off && state.replacement.is_some() {
+                return Ok(None);
+            }
+            let view = state.region.reader();
+            let Some(entry) = self.next_entry(&state, &view)? else {
+                self.finished = true;
+                return Ok(Some(None));
+            };
+            let stored_bytes = full_key(&view, &entry)?;
+            let decoded = key::decode(&stored_bytes)?;
+            let has_header = decoded.row.is_none();
+            let dk = decoded.partition;
+            if self.range.is_after(&dk) {
+                self.finished = true;
+                return Ok(Some(None));
+            }
+            let header = if has_header {
+                entry.value(&view)?.with_bytes(codec::decode_header)?
+            } else {
+                codec::Header::default()
+            };
+            if self.range.is_before(&dk) || (!full && !header.range_tombstones.is_empty()) {
+                // The cursor may have moved: the streaming path seeks
+                // from `resume` again.
+                self.cursor_version = None;
+                return Ok(None);
+            }
+            let prefix = stored_bytes[..decoded.prefix_len].to_vec();
+            // Where the rows start, as `step_between` puts it.
+            match self.slice.start() {
+                Bound::Unbounded => {
+                    self.cursor_version = Some(state.version);
+                }
+                Bound::Included(k) | Bound::Excluded(k) => {
+                    let from = SearchKey::new(&dk, Suffix::Row(k.as_bytes())).encode();
+                    self.cursor_version = None;
+                    self.resume = Resume::From(from);
+                }
+            }
+            (dk, header, prefix, has_header, stored_bytes)
+        };
+        if matches!(self.slice.start(), Bound::Unbounded) {
+            self.resume = if has_header {
+                Resume::After(stored_bytes)
+            } else {
+                // The cursor is at the first row: it comes next.
+                Resume::From(stored_bytes)
+            };
+        }
+        let (start, end) = (self.slice.start_position(), self.slice.end_position());
+        let mut rows: BTreeMap<ClusteringKey, mutation::Row> = BTreeMap::new();
+        'partition: loop {
+            let state = memtable.state.read();
+            let view = state.region.reader();
+            for _ in 0..WHOLE_ROWS_PER_HOLD {
+                let Some(entry) = self.next_entry(&state, &view)? else {
+                    break 'partition;
+                };
+                let bytes = full_key(&view, &entry)?;
+                if !key::is_row_of(&bytes, &prefix) {
+                    break 'partition;
+                }
+                let ck = ClusteringKey::new(bytes[prefix.len() + 1..].to_vec())?;
+                let version = state.version;
+                if !full {
+                    let at = Position::At(ck.clone());
+                    if at < start {
+                        // The excluded start key itself.
+                        self.resume = Resume::After(bytes);
+                        self.cursor_version = Some(version);
+                        continue;
+                    }
+                    if at >= end {
+                        break 'partition;
+                    }
+                }
+                let row = entry.value(&view)?.with_bytes(codec::decode_row)?;
+                rows.insert(ck, row);
+                self.resume = Resume::After(bytes);
+                self.cursor_version = Some(version);
+            }
+        }
+        let mut after = prefix;
+        after.push(key::KIND_AFTER);
+        self.resume = Resume::After(after.clone());
+        self.cursor_version = None;
+        self.produced = Some((dk.clone(), after.clone()));
+        self.last_partition = Some((dk.clone(), after));
+        let range_tombstones = if full {
+            header.range_tombstones
+        } else {
+            RangeTombstoneList::new()
+        };
+        let m = Mutation::from_parts(
+            dk,
+            header.tombstone,
+            header.static_row,
+            rows,
+            range_tombstones,
+        )?;
+        Ok(Some(Some(m)))
+    }
+
     fn next_fragment(&mut self) -> Result<Option<Fragment>, Error> {
         loop {
             if let Some(f) = self.queue.pop_front() {
@@ -547,6 +691,15 @@ impl MemtableReader {
 impl FragmentReader for MemtableReader {
     fn next(&mut self) -> Result<Option<Fragment>, mutation::Error> {
         Ok(self.next_fragment()?)
+    }
+
+    /// A partition read whole from the index (see `next_whole`), where
+    /// the streaming path is not needed; else the default's collection.
+    fn next_mutation(&mut self) -> Result<Option<Mutation>, mutation::Error> {
+        match self.next_whole()? {
+            Some(m) => Ok(m),
+            None => mutation::collect_partition(self),
+        }
     }
 
     fn fast_forward_to(&mut self, range: PartitionRange) -> Result<(), mutation::Error> {

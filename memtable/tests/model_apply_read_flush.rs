@@ -2,7 +2,8 @@
 //! and reclaim forced by another region of the pool interleaved, reads back
 //! equal to a model (a `BTreeMap` of mutations reconciled by the mutation
 //! crate) through full scans, single-partition slices, range scans and the
-//! flush stream; every stream passes the validator. Mutations of rows
+//! flush stream, and whole partitions (`next_mutation`, alone and
+//! alternating with streamed ones); every stream passes the validator. Mutations of rows
 //! only are generated as often as full ones, so partitions stored without
 //! a header entry (their header is empty) sit next to partitions with one,
 //! and gain one when a later mutation brings a tombstone or a static row.
@@ -16,7 +17,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use logalloc::Region;
 use mutation::testing::{arb_clustering_range, arb_mutation, arb_partition_key};
-use mutation::{DecoratedKey, Mutation, PartitionRange, RingPosition};
+use mutation::{DecoratedKey, FragmentReader, Mutation, PartitionRange, RingPosition};
 use proptest::prelude::*;
 
 #[derive(Debug, Clone)]
@@ -97,7 +98,17 @@ proptest! {
                 .unwrap()
                 .map(|mut r| common::read_all(&mut r));
             let want = model.get(key).map(|m| vec![common::restrict(m, slice)]);
-            prop_assert_eq!(got, want);
+            prop_assert_eq!(&got, &want);
+            // Whole (`next_mutation`): the same partition, then the end.
+            let whole = memtable
+                .make_reader_opt(PartitionRange::single_key(key.clone()), slice.clone())
+                .unwrap()
+                .map(|mut r| {
+                    let one = r.next_mutation().unwrap();
+                    assert_eq!(r.next_mutation().unwrap(), None);
+                    one.into_iter().collect::<Vec<_>>()
+                });
+            prop_assert_eq!(whole, want);
         }
 
         let (a, b) = if bounds.0 <= bounds.1 { bounds } else { (bounds.1, bounds.0) };
@@ -124,8 +135,19 @@ proptest! {
                 .collect();
             let got = memtable.make_reader_opt(range.clone(), slice.clone()).unwrap();
             prop_assert_eq!(got.is_none(), want.is_empty(), "{:?}", range);
+            let mut reader = memtable.make_reader(range.clone(), slice.clone()).unwrap();
+            prop_assert_eq!(common::read_all(&mut reader), want.clone());
+            // Partition after partition whole, and alternating whole and
+            // streamed.
+            let mut reader = memtable.make_reader(range.clone(), slice.clone()).unwrap();
+            let mut whole = Vec::new();
+            while let Some(m) = reader.next_mutation().unwrap() {
+                whole.push(m);
+            }
+            prop_assert_eq!(&whole, &want);
             let mut reader = memtable.make_reader(range, slice.clone()).unwrap();
-            prop_assert_eq!(common::read_all(&mut reader), want);
+            let mixed = mutation::testing::read_alternating(&mut reader).unwrap();
+            prop_assert_eq!(mixed, want);
         }
 
         let stats = memtable.stats();

@@ -1,7 +1,9 @@
 //! The ordered fragment stream and the reader trait.
 
 use crate::range::PosRef;
-use crate::{ClusteringKey, DecoratedKey, Error, PartitionRange, Position, Row, Tombstone};
+use crate::{
+    ClusteringKey, DecoratedKey, Error, Mutation, PartitionRange, Position, Row, Tombstone,
+};
 
 /// One piece of the ordered stream every reader produces and every writer
 /// consumes.
@@ -103,6 +105,21 @@ pub trait FragmentReader {
     /// # Errors
     /// Whatever the source fails with.
     fn next_partition(&mut self) -> Result<(), Error>;
+
+    /// The next partition whole, as one (canonical) mutation; `None` at
+    /// the end of the stream. To be called between partitions, as
+    /// [`next_partition`](Self::next_partition)'s "between" means; the
+    /// stream then goes on with the partition after it. The default
+    /// collects the fragments ([`crate::collect_partition`], validating
+    /// them); a reader that holds a partition as a mutation already (a
+    /// cache hit) hands it over instead, without streaming it, and must
+    /// give what the default would.
+    ///
+    /// # Errors
+    /// As [`crate::collect_partition`].
+    fn next_mutation(&mut self) -> Result<Option<Mutation>, Error> {
+        crate::reader::collect_partition(self)
+    }
 }
 
 impl<R: FragmentReader + ?Sized> FragmentReader for &mut R {
@@ -117,6 +134,10 @@ impl<R: FragmentReader + ?Sized> FragmentReader for &mut R {
     fn next_partition(&mut self) -> Result<(), Error> {
         (**self).next_partition()
     }
+
+    fn next_mutation(&mut self) -> Result<Option<Mutation>, Error> {
+        (**self).next_mutation()
+    }
 }
 
 impl<R: FragmentReader + ?Sized> FragmentReader for Box<R> {
@@ -130,5 +151,9 @@ impl<R: FragmentReader + ?Sized> FragmentReader for Box<R> {
 
     fn next_partition(&mut self) -> Result<(), Error> {
         (**self).next_partition()
+    }
+
+    fn next_mutation(&mut self) -> Result<Option<Mutation>, Error> {
+        (**self).next_mutation()
     }
 }

@@ -110,7 +110,9 @@ pub use crate::merging::MergingReader;
 pub use crate::mutation::{Mutation, MutationBuilder, MutationFragments};
 pub use crate::range::{ClusteringRange, PartitionRange, Position, RingPosition};
 pub use crate::range_tombstone::{RangeTombstone, RangeTombstoneList};
-pub use crate::reader::{FragmentsReader, MutationsReader, from_mutations, to_mutations};
+pub use crate::reader::{
+    FragmentsReader, MutationsReader, collect_partition, from_mutations, to_mutations,
+};
 pub use crate::row::{ColumnId, Row};
 pub use crate::validate::{StreamValidator, ValidatingReader, validate_stream};
 

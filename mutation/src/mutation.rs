@@ -195,9 +195,30 @@ impl Mutation {
         by_key.into_values().collect()
     }
 
-    /// Assembles a mutation from parts, checking every timestamp and
-    /// removing what is shadowed.
-    pub(crate) fn from_parts(
+    /// Assembles a mutation from parts, checking every timestamp (and
+    /// each row's contents) and removing what is shadowed: what a reader
+    /// that decodes a whole partition builds (collecting its fragments
+    /// gives the same mutation).
+    ///
+    /// ```
+    /// use std::collections::BTreeMap;
+    /// use mutation::{Cell, ClusteringKey, DecoratedKey, Mutation, RangeTombstoneList, Row, Timestamp};
+    /// let mut rows = BTreeMap::new();
+    /// let row = Row::new().with_cell(0, Cell::live("v", Timestamp::from_micros(1)));
+    /// rows.insert(ClusteringKey::new("ck")?, row);
+    /// let key = DecoratedKey::from_bytes("pk")?;
+    /// let m = Mutation::from_parts(key.clone(), None, Row::new(), rows, RangeTombstoneList::new())?;
+    /// let built = Mutation::builder(key).cell("ck", 0, Cell::live("v", Timestamp::from_micros(1))).build()?;
+    /// assert_eq!(m, built);
+    /// # Ok::<(), mutation::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::TimestampOutOfRange`] or a row's own error (see
+    /// [`Row::validate`]). The size limits
+    /// ([`limits`](crate::limits)) are not checked: these are parts of
+    /// stored data, not of a new write.
+    pub fn from_parts(
         key: DecoratedKey,
         partition_tombstone: Option<Tombstone>,
         static_row: Row,

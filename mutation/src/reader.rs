@@ -168,6 +168,63 @@ struct Collecting {
     open: Option<(Position, Tombstone)>,
 }
 
+impl Collecting {
+    /// Takes the next fragment of a validated stream: collects it into
+    /// `current`, and hands the partition back whole at its end.
+    fn take(
+        current: &mut Option<Collecting>,
+        fragment: Fragment,
+    ) -> Result<Option<Mutation>, Error> {
+        match fragment {
+            Fragment::PartitionStart { key, tombstone } => {
+                *current = Some(Collecting {
+                    key,
+                    tombstone,
+                    static_row: Row::new(),
+                    rows: BTreeMap::new(),
+                    range_tombstones: RangeTombstoneList::new(),
+                    open: None,
+                });
+            }
+            Fragment::StaticRow(row) => {
+                if let Some(c) = current {
+                    c.static_row.apply(row);
+                }
+            }
+            Fragment::ClusteringRow { key, row } => {
+                if let Some(c) = current {
+                    c.rows.entry(key).or_default().apply(row);
+                }
+            }
+            Fragment::RangeTombstoneChange {
+                position,
+                tombstone,
+            } => {
+                if let Some(c) = current {
+                    if let Some((start, t)) = c.open.take() {
+                        let range = ClusteringRange::from_positions(&start, &position)?;
+                        c.range_tombstones.apply(&range, t);
+                    }
+                    c.open = tombstone.map(|t| (position, t));
+                }
+            }
+            Fragment::PartitionEnd => {
+                if let Some(c) = current.take() {
+                    return Mutation::from_parts(
+                        c.key,
+                        c.tombstone,
+                        c.static_row,
+                        c.rows,
+                        c.range_tombstones,
+                    )
+                    .map(Some);
+                }
+            }
+        }
+        Ok(None)
+    }
+}
+
 /// Reads a whole stream and collects it into one (canonical) mutation per
 /// partition, in stream order. The stream is validated on the way.
 ///
@@ -180,54 +237,55 @@ pub fn to_mutations<R: FragmentReader + ?Sized>(reader: &mut R) -> Result<Vec<Mu
     let mut current: Option<Collecting> = None;
     while let Some(fragment) = reader.next()? {
         validator.check(&fragment)?;
-        match fragment {
-            Fragment::PartitionStart { key, tombstone } => {
-                current = Some(Collecting {
-                    key,
-                    tombstone,
-                    static_row: Row::new(),
-                    rows: BTreeMap::new(),
-                    range_tombstones: RangeTombstoneList::new(),
-                    open: None,
-                });
-            }
-            Fragment::StaticRow(row) => {
-                if let Some(c) = &mut current {
-                    c.static_row.apply(row);
-                }
-            }
-            Fragment::ClusteringRow { key, row } => {
-                if let Some(c) = &mut current {
-                    c.rows.entry(key).or_default().apply(row);
-                }
-            }
-            Fragment::RangeTombstoneChange {
-                position,
-                tombstone,
-            } => {
-                if let Some(c) = &mut current {
-                    if let Some((start, t)) = c.open.take() {
-                        let range = ClusteringRange::from_positions(&start, &position)?;
-                        c.range_tombstones.apply(&range, t);
-                    }
-                    c.open = tombstone.map(|t| (position, t));
-                }
-            }
-            Fragment::PartitionEnd => {
-                if let Some(c) = current.take() {
-                    out.push(Mutation::from_parts(
-                        c.key,
-                        c.tombstone,
-                        c.static_row,
-                        c.rows,
-                        c.range_tombstones,
-                    )?);
-                }
-            }
+        if let Some(m) = Collecting::take(&mut current, fragment)? {
+            out.push(m);
         }
     }
     validator.finish()?;
     Ok(out)
+}
+
+/// Reads the next partition of `reader` and collects it into one
+/// (canonical) mutation; `None` at the end of the stream. To be called
+/// between partitions (before the first fragment, or right after a
+/// `PartitionEnd`). The partition is validated on the way (its own
+/// fragments: the order of partitions is left to the caller). This is
+/// [`FragmentReader::next_mutation`]'s default.
+///
+/// ```
+/// use mutation::{collect_partition, from_mutations, Cell, DecoratedKey, Mutation, Timestamp};
+/// let m = |k: &str| {
+///     Mutation::builder(DecoratedKey::from_bytes(k.to_owned()).unwrap())
+///         .cell("ck", 0, Cell::live("v", Timestamp::from_micros(1)))
+///         .build()
+///         .unwrap()
+/// };
+/// let mut reader = from_mutations(vec![m("a"), m("b")]);
+/// let first = collect_partition(&mut reader)?.expect("a partition");
+/// let second = collect_partition(&mut reader)?.expect("another");
+/// assert_eq!(Mutation::reconcile_all(vec![first, second]), Mutation::reconcile_all(vec![m("a"), m("b")]));
+/// assert!(collect_partition(&mut reader)?.is_none());
+/// # Ok::<(), mutation::Error>(())
+/// ```
+///
+/// # Errors
+/// The reader's errors, or [`Error::InvalidStream`] for a partition that
+/// breaks the ordering rules, one that does not start with its
+/// `PartitionStart` (a call in the middle of a partition), or a stream
+/// that ends inside a partition.
+pub fn collect_partition<R: FragmentReader + ?Sized>(
+    reader: &mut R,
+) -> Result<Option<Mutation>, Error> {
+    let mut validator = StreamValidator::new();
+    let mut current: Option<Collecting> = None;
+    while let Some(fragment) = reader.next()? {
+        validator.check(&fragment)?;
+        if let Some(m) = Collecting::take(&mut current, fragment)? {
+            return Ok(Some(m));
+        }
+    }
+    validator.finish()?;
+    Ok(None)
 }
 
 #[cfg(test)]
@@ -293,5 +351,43 @@ mod tests {
             to_mutations(&mut fr),
             Err(Error::InvalidStream { index: 0, .. })
         ));
+    }
+
+    #[test]
+    fn next_mutation_hands_over_one_partition_at_a_time() {
+        let ms = Mutation::reconcile_all(["a", "b", "c"].map(|k| m(k, "v")));
+        let frags: Vec<Fragment> = ms.iter().flat_map(Mutation::fragments).collect();
+        let mut fr = FragmentsReader::new(frags.clone());
+        let mut got = Vec::new();
+        while let Some(one) = fr.next_mutation().unwrap() {
+            got.push(one);
+        }
+        assert_eq!(got, ms);
+        // Mixed with streaming: the partition after the one read whole.
+        let mut fr = FragmentsReader::new(frags.clone());
+        assert_eq!(fr.next_mutation().unwrap().as_ref(), Some(&ms[0]));
+        assert_eq!(keys(&mut fr), [ms[1].key().clone(), ms[2].key().clone()]);
+        // Through a box, as the replica holds its readers.
+        let mut boxed: Box<dyn FragmentReader> = Box::new(FragmentsReader::new(frags));
+        assert_eq!(boxed.next_mutation().unwrap().as_ref(), Some(&ms[0]));
+    }
+
+    #[test]
+    fn next_mutation_rejects_a_call_inside_a_partition_and_a_cut_stream() {
+        let frags: Vec<Fragment> = m("a", "v").fragments();
+        let mut fr = FragmentsReader::new(frags.clone());
+        fr.next().unwrap();
+        assert!(matches!(
+            fr.next_mutation(),
+            Err(Error::InvalidStream { index: 0, .. })
+        ));
+        let cut = frags[..frags.len() - 1].to_vec();
+        let mut fr = FragmentsReader::new(cut);
+        assert!(matches!(
+            fr.next_mutation(),
+            Err(Error::InvalidStream { .. })
+        ));
+        let mut empty = FragmentsReader::new(Vec::new());
+        assert_eq!(empty.next_mutation().unwrap(), None);
     }
 }

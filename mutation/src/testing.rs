@@ -162,3 +162,28 @@ pub fn arb_mutation() -> impl Strategy<Value = Mutation> {
 pub fn arb_mutations() -> impl Strategy<Value = Vec<Mutation>> {
     prop::collection::vec(arb_mutation(), 0..8)
 }
+
+/// Every partition of `reader`, taken alternately whole
+/// ([`FragmentReader::next_mutation`](crate::FragmentReader::next_mutation))
+/// and collected from its fragments ([`crate::collect_partition`]): for
+/// tests of a reader that hands partitions over whole, that the two
+/// interleave (each leaves the stream where the other expects it).
+///
+/// # Errors
+/// The reader's errors, or an invalid stream.
+pub fn read_alternating<R: crate::FragmentReader + ?Sized>(
+    reader: &mut R,
+) -> Result<Vec<Mutation>, crate::Error> {
+    let mut out = Vec::new();
+    loop {
+        let next = if out.len() % 2 == 0 {
+            reader.next_mutation()?
+        } else {
+            crate::collect_partition(reader)?
+        };
+        match next {
+            Some(m) => out.push(m),
+            None => return Ok(out),
+        }
+    }
+}

@@ -46,7 +46,6 @@ pub(crate) struct Entry {
 /// What an entry was when it was looked at.
 #[derive(Debug, Clone)]
 pub(crate) struct Snapshot {
-    pub(crate) key: DecoratedKey,
     pub(crate) pieces: Pieces,
     pub(crate) covered: ClusteringRange,
     pub(crate) version: u64,
@@ -156,7 +155,6 @@ impl Index {
     pub(crate) fn snapshot(&self, i: usize) -> Snapshot {
         let e = &self.entries[i];
         Snapshot {
-            key: e.key.clone(),
             pieces: Pieces::clone(&e.pieces),
             covered: e.covered.clone(),
             version: e.version,

@@ -91,9 +91,9 @@ fn step_in(
         let wider = slice_hull(&e.covered, slice).unwrap_or_else(|| slice.clone());
         return Step::Refetch(e.key.clone(), wider, phase);
     }
-    let snap = idx.snapshot(i);
+    let (key, pieces) = (e.key.clone(), Pieces::clone(&e.pieces));
     idx.touch(i);
-    Step::Hit(snap.key, snap.pieces)
+    Step::Hit(key, pieces)
 }
 
 /// A [`FragmentReader`] over the cache; see
@@ -315,19 +315,30 @@ impl CacheReader {
 
     fn emit(&mut self, m: Mutation) {
         self.cursor = Point::Key(m.key().clone(), AFTER);
-        self.pending = if is_full(&self.slice) {
+        self.pending = Pending::Ready(m);
+    }
+
+    /// A produced partition as it is streamed with the reader's slice.
+    fn stream(&self, m: Mutation) -> Pending {
+        if is_full(&self.slice) {
             Pending::Whole(m.into_fragments())
         } else if m.range_tombstones().is_empty() {
             Pending::Rows(m.into_fragments())
         } else {
             Pending::Built(slice_fragments(m, &self.slice))
-        };
+        }
     }
 
     /// The next fragment of the partition being produced.
     fn next_pending(&mut self) -> Option<Fragment> {
+        if let Pending::Ready(_) = self.pending {
+            let Pending::Ready(m) = std::mem::replace(&mut self.pending, Pending::Nothing) else {
+                unreachable!("matched just above")
+            };
+            self.pending = self.stream(m);
+        }
         match &mut self.pending {
-            Pending::Nothing => None,
+            Pending::Nothing | Pending::Ready(_) => None,
             Pending::Whole(fragments) => fragments.next(),
             Pending::Rows(fragments) => loop {
                 match fragments.next()? {
@@ -341,11 +352,15 @@ impl CacheReader {
 }
 
 /// The rest of the partition a [`CacheReader`] is producing. A partition
+/// asked for whole (`next_mutation`) is handed over as it was loaded; one
 /// read whole is streamed from its mutation as it is (no copy into a
 /// queue); a sliced one skips the rows outside the slice on the way, and
 /// only one with range tombstones to clip is built ahead.
 enum Pending {
     Nothing,
+    /// Produced, not yet streamed: [`FragmentReader::next_mutation`] hands
+    /// it over as it is, [`FragmentReader::next`] starts streaming it.
+    Ready(Mutation),
     /// The reader's slice is the whole partition.
     Whole(MutationFragments),
     /// No range tombstones: the rows outside the slice are skipped.
@@ -383,5 +398,23 @@ impl FragmentReader for CacheReader {
     fn next_partition(&mut self) -> Result<(), mutation::Error> {
         self.pending = Pending::Nothing;
         Ok(())
+    }
+
+    /// A partition from the cache is handed over as it was decoded
+    /// (restricted to the slice), not streamed and collected again; one
+    /// read through from the source likewise. Inside a partition already
+    /// streamed from, the default's error.
+    fn next_mutation(&mut self) -> Result<Option<Mutation>, mutation::Error> {
+        loop {
+            match std::mem::replace(&mut self.pending, Pending::Nothing) {
+                Pending::Ready(m) => return Ok(Some(restrict(m, &self.slice))),
+                Pending::Nothing if self.done => return Ok(None),
+                Pending::Nothing => self.fill()?,
+                streaming => {
+                    self.pending = streaming;
+                    return mutation::collect_partition(self);
+                }
+            }
+        }
     }
 }

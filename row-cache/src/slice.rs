@@ -66,7 +66,10 @@ fn push_change(
 
 /// Whether `outer` holds every clustering position of `inner`.
 pub(crate) fn slice_covers(outer: &ClusteringRange, inner: &ClusteringRange) -> bool {
-    inner.is_empty()
+    // A partition cached whole (the usual case) covers every slice; the
+    // positions below are built (keys cloned) only for a partial one.
+    is_full(outer)
+        || inner.is_empty()
         || (outer.start_position() <= inner.start_position()
             && inner.end_position() <= outer.end_position())
 }

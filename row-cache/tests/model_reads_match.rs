@@ -1,9 +1,9 @@
 //! Any sequence of flushes (writes and deletes reaching the source, then
 //! the cache through `update_from`), forced evictions, invalidations and
 //! clears, interleaved with single-partition reads, slices and range scans,
-//! reads back equal to a model (a `BTreeMap` of mutations reconciled by the
-//! mutation crate). `make_reader_opt` returns `None` only where the model
-//! has nothing, and the cache's index and region agree after every step.
+//! reads back equal to a model (a `BTreeMap` of mutations reconciled by
+//! the mutation crate), streamed and whole (`next_mutation`).
+//! `make_reader_opt` returns `None` only where the model has nothing, and the cache's index and region agree after every step.
 //! Partitions are stored in pieces of 1 byte (a row each), 60 bytes or the
 //! default, with or without a budget that evicts on most populations.
 
@@ -14,7 +14,8 @@ use std::ops::Bound;
 
 use mutation::testing::{arb_clustering_range, arb_mutation, arb_partition_key};
 use mutation::{
-    ClusteringRange, DecoratedKey, Mutation, PartitionRange, RingPosition, Timestamp, Tombstone,
+    ClusteringRange, DecoratedKey, FragmentReader, Mutation, PartitionRange, RingPosition,
+    Timestamp, Tombstone,
 };
 use proptest::prelude::*;
 
@@ -133,8 +134,13 @@ proptest! {
                     if opt.is_none() {
                         prop_assert!(want.is_empty(), "None for {key} but the model has it");
                     }
-                    let got = common::read(&cache, range, slice);
-                    prop_assert_eq!(got, want);
+                    let got = common::read(&cache, range.clone(), slice.clone());
+                    prop_assert_eq!(&got, &want);
+                    // Whole (`next_mutation`): handed over as decoded.
+                    let mut r = cache.make_reader(range, slice);
+                    let whole: Vec<Mutation> = r.next_mutation().unwrap().into_iter().collect();
+                    prop_assert_eq!(whole, want);
+                    prop_assert_eq!(r.next_mutation().unwrap(), None);
                 }
                 Op::Scan(a, b, kind, slice) => {
                     let (a, b) = ordered(a, b);
@@ -146,7 +152,12 @@ proptest! {
                         prop_assert!(want.is_empty(), "None for {range} but the model has data");
                     }
                     // A second pass is served (partly) from what the first populated.
-                    prop_assert_eq!(common::read(&cache, range, slice), want);
+                    prop_assert_eq!(common::read(&cache, range.clone(), slice.clone()), want.clone());
+                    // Partition after partition whole, alternating with
+                    // streamed ones.
+                    let mut r = cache.make_reader(range, slice);
+                    let got = mutation::testing::read_alternating(&mut r).unwrap();
+                    prop_assert_eq!(got, want);
                 }
             }
             cache.check_invariants().map_err(TestCaseError::fail)?;

@@ -11,7 +11,7 @@ use commitlog::{CommitLog, LogStats, ReplayPosition, ReplayReport, SyncMode, Tab
 use dirty_memory::{DirtyMemoryConfig, DirtyMemoryManager, DirtyMemoryMetrics, FlushCompletion};
 use flush_scheduler::{FlushScheduler, SchedulerConfig};
 use logalloc::{PoolConfig, SegmentPool};
-use mutation::{ClusteringRange, DecoratedKey, Mutation, PartitionRange, limits, to_mutations};
+use mutation::{ClusteringRange, DecoratedKey, FragmentReader, Mutation, PartitionRange, limits};
 
 use crate::catalog::{Catalog, TableSchema};
 use crate::config::{CommitLogMode, DatabaseConfig};
@@ -695,7 +695,7 @@ impl Database {
         let _pass = self.enter("get")?;
         let t = self.table(table)?;
         let mut reader = t.make_reader(PartitionRange::single_key(key.clone()), slice)?;
-        Ok(to_mutations(&mut reader)?.into_iter().next())
+        Ok(reader.next_mutation()?)
     }
 
     /// A reader of the partitions of `table` in `range`, in ring order,
@@ -938,7 +938,7 @@ impl Database {
         let _pass = self.enter("get")?;
         let t = self.table(table)?;
         let mut reader = t.make_reader_always(PartitionRange::single_key(key.clone()), slice)?;
-        Ok(to_mutations(&mut reader)?.into_iter().next())
+        Ok(reader.next_mutation()?)
     }
 
     /// Evicts up to `n` of `table`'s least recently cached partitions, as

@@ -833,6 +833,12 @@ impl FragmentReader for TableReader {
     fn next_partition(&mut self) -> Result<(), mutation::Error> {
         self.reader().next_partition()
     }
+
+    /// One source's partition as that source hands it over (a cache hit
+    /// whole, as it was decoded); several sources' merged and collected.
+    fn next_mutation(&mut self) -> Result<Option<Mutation>, mutation::Error> {
+        self.reader().next_mutation()
+    }
 }
 
 /// A write's log entry between its append and its apply: handed back to

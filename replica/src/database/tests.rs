@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use mutation::{Cell, FragmentReader, Timestamp};
+use mutation::{Cell, FragmentReader, Timestamp, to_mutations};
 
 use super::*;
 use crate::config::CommitLogMode;
