@@ -217,7 +217,11 @@ const DIRECT: u64 = u64::MAX;
 fn log_config(sync: SyncMode, bytes_per_sync: u64) -> Config {
     let mut c = Config::default();
     c.sync = sync;
-    c.direct_io = bytes_per_sync == DIRECT;
+    c.direct_io = if bytes_per_sync == DIRECT {
+        commitlog::DirectIo::Always
+    } else {
+        commitlog::DirectIo::Never
+    };
     if bytes_per_sync != DIRECT {
         c.bytes_per_sync = bytes_per_sync;
     }

@@ -14,12 +14,14 @@ pub const MAX_SEGMENT_SIZE: u32 = 1 << 31;
 /// When an append is durable.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SyncMode {
-    /// `add` returns as soon as the entry is in the log's buffer; the log
-    /// writes buffers out at once (within [`Config::write_interval`] while
-    /// an fdatasync runs) and fdatasyncs at most once per interval. A
-    /// process crash loses only the entries appended in about the last
-    /// write interval; a crash of the machine loses at most about one
-    /// interval of writes while the disk keeps up. When it does not (the oldest entry not yet
+    /// `add` returns once the entry is written to its segment file (a
+    /// `write`, no fdatasync; with direct I/O, one that reached the
+    /// device), by a cycle shared with every writer queued behind the
+    /// previous one, as in batch mode, and the log fdatasyncs at most once
+    /// per interval, with writes going on meanwhile. A process crash
+    /// (SIGKILL, an abort) loses no acknowledged entry (RocksDB's WAL
+    /// without `sync` makes the same promise); a crash of the machine loses
+    /// at most about one interval of writes while the disk keeps up. When it does not (the oldest entry not yet
     /// durable is more than two intervals old), `add` waits until a sync
     /// covers its entry, so the loss stays bounded by about two intervals
     /// (Cassandra's periodic sync lag block); [`crate::LogStats`] counts
@@ -63,14 +65,14 @@ pub struct Config {
     /// Whether segments are zero-filled ahead of need (default
     /// [`Preallocate::Auto`]: in batch mode only).
     pub preallocate: Preallocate,
-    /// Periodic mode: while a periodic fdatasync runs, the pending buffers
-    /// are written out (a `write`, no sync) this often (default 2 ms; zero:
-    /// only when a writer reaches [`Config::buffer_budget`]). Outside syncs
-    /// they are written out as soon as entries arrive. So a process crash
-    /// (SIGKILL, a panic that aborts) loses only entries appended within
-    /// about this interval before it; a machine crash loses what no
-    /// fdatasync covered yet, at most about two sync intervals (see
-    /// [`SyncMode::Periodic`]).
+    /// Periodic mode: while a periodic fdatasync runs (the flusher blocked
+    /// in it), a writer thread writes the pending buffers out (a `write`,
+    /// no sync) this often (default 2 ms; zero: no such thread), for the
+    /// entries of [`crate::CommitLog::add_async`], whose futures resolve
+    /// once written and which no thread leads. Blocking writers write their
+    /// own entries out (see [`SyncMode::Periodic`]), during syncs too;
+    /// outside syncs the flusher writes buffers out as soon as entries
+    /// arrive.
     pub write_interval: Duration,
     /// Every this many bytes written to a segment, the log starts the
     /// kernel's write-back of them without waiting
@@ -81,16 +83,17 @@ pub struct Config {
     /// only: batch mode fdatasyncs every write cycle anyway. Durability
     /// still rests on the fdatasyncs alone.
     pub bytes_per_sync: u64,
-    /// Whether segments are written with direct I/O (`O_DIRECT`, default
-    /// `true`): each buffer goes from the log's memory to the device with
-    /// no copy into the page cache, which cost the kernel 1-2.6 s of CPU
-    /// per GB written on the machines this was measured on (0.15 s with
-    /// direct I/O; see `writeback::direct`). Where the file system refuses
-    /// it, or the segment size is not a multiple of 4 KiB, the log writes
-    /// through the page cache as with `false`, and
-    /// [`Config::bytes_per_sync`] applies; with direct I/O there is no
-    /// write-back to start. Durability rests on the fdatasyncs either way.
-    pub direct_io: bool,
+    /// When segments are written with direct I/O (`O_DIRECT`; default
+    /// [`DirectIo::Auto`]: in batch mode only). Each buffer then goes from
+    /// the log's memory to the device with no copy into the page cache,
+    /// which cost the kernel 1-2.6 s of CPU per GB written on the machines
+    /// this was measured on (0.15 s with direct I/O; see
+    /// `writeback::direct`). Where the file system refuses it, or the
+    /// segment size is not a multiple of 4 KiB, the log writes through the
+    /// page cache, and [`Config::bytes_per_sync`] applies; with direct I/O
+    /// there is no write-back to start. Durability rests on the fdatasyncs
+    /// either way.
+    pub direct_io: DirectIo,
     /// What [`crate::CommitLog::open`] does when replay meets damage
     /// (default [`CorruptionPolicy::Stop`]).
     pub on_corruption: CorruptionPolicy,
@@ -163,6 +166,28 @@ pub enum Preallocate {
     Never,
 }
 
+/// When the log writes its segments with direct I/O
+/// ([`Config::direct_io`]).
+///
+/// Every acknowledged append has been written to its segment file (in
+/// batch mode also synced), so with direct I/O each acknowledgement waits
+/// for the device. In batch mode it waits for an fdatasync anyway, and
+/// direct I/O saves the page cache's copy; in periodic mode it turns each
+/// `add` from a copy into the page cache into a device write: one writer
+/// thread appending 1 KiB entries went from about 150,000 appends/s to
+/// 5,000-7,000 (BENCHMARKS.md), while 100 writers of 128 KiB entries
+/// (replica-stress's default) saw no difference.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum DirectIo {
+    /// In [`SyncMode::Batch`] only.
+    #[default]
+    Auto,
+    /// In every sync mode.
+    Always,
+    /// Never: segments are written through the page cache.
+    Never,
+}
+
 impl Default for Config {
     fn default() -> Self {
         Self {
@@ -176,13 +201,23 @@ impl Default for Config {
             on_corruption: CorruptionPolicy::Stop,
             write_interval: Duration::from_millis(2),
             bytes_per_sync: 1 << 20,
-            direct_io: true,
+            direct_io: DirectIo::Auto,
             device: None,
         }
     }
 }
 
 impl Config {
+    /// Whether this configuration writes segments with direct I/O (where
+    /// the file system allows it).
+    pub fn uses_direct_io(&self) -> bool {
+        match self.direct_io {
+            DirectIo::Auto => matches!(self.sync, SyncMode::Batch(_)),
+            DirectIo::Always => true,
+            DirectIo::Never => false,
+        }
+    }
+
     /// Whether this configuration keeps a zero-filled reserve segment.
     pub fn preallocates(&self) -> bool {
         match self.preallocate {

@@ -17,20 +17,23 @@
 //!   thread does. A finished cycle wakes only the writers it covered (they
 //!   wait on a slot of their cycle number's parity, not on the log's lock),
 //!   so a sync does not wake the writers queued for the next one.
-//!   [`SyncMode::Periodic`] returns at once and syncs at most once per
-//!   interval; its entries reach the OS within [`Config::write_interval`],
-//!   during a running sync too, so a process crash loses only the last few
-//!   milliseconds. Segments are written with direct I/O
-//!   ([`Config::direct_io`]: no copy into the page cache, whose cost in
-//!   kernel CPU starved writers under load); written through the page
-//!   cache instead, the log starts the kernel's write-back every
-//!   [`Config::bytes_per_sync`] bytes (`sync_file_range` on Linux), so
-//!   syncs stay short. [`CommitLog::add_batch`] appends several mutations, each its
+//!   [`SyncMode::Periodic`] returns once the entry is written to its
+//!   segment file (handed to the OS: a process crash cannot lose it), by
+//!   the same group-commit cycle with writes only, and syncs at most once
+//!   per interval, in the flusher, while writers go on writing (so a
+//!   machine crash loses at most about two intervals). In batch mode
+//!   segments are written with direct I/O ([`Config::direct_io`]: no copy
+//!   into the page cache, whose cost in kernel CPU starved writers under
+//!   load); in periodic mode, where a direct write would make every
+//!   acknowledgement wait for the device, through the page cache, and the
+//!   log starts the kernel's write-back every [`Config::bytes_per_sync`]
+//!   bytes (`sync_file_range` on Linux), so syncs stay short. [`CommitLog::add_batch`] appends several mutations, each its
 //!   own entry, for one wait: a writer with many mutations pays one wakeup
 //!   rather than one per mutation.
 //! * [`CommitLog::add_async`] places the entry as `add` does and returns a
 //!   [`Durable`] future for the wait: it resolves once the same
-//!   group-commit cycle synced the entry (the flusher runs it), so one
+//!   group-commit cycle synced the entry (periodic mode: wrote it; the
+//!   flusher runs it, or while a sync runs the writer thread), so one
 //!   thread can keep many writes in flight. It is runtime-agnostic (waker
 //!   based, woken after the sync by whoever ran it); dropping it cancels
 //!   only the wait.
@@ -139,7 +142,7 @@ mod storage;
 mod sync;
 
 pub use crate::config::{
-    Config, CorruptionPolicy, MAX_SEGMENT_SIZE, MIN_SEGMENT_SIZE, Preallocate, SyncMode,
+    Config, CorruptionPolicy, DirectIo, MAX_SEGMENT_SIZE, MIN_SEGMENT_SIZE, Preallocate, SyncMode,
 };
 pub use crate::error::Error;
 pub use crate::log::{CommitLog, Durable, FlushHandler, FlushRequest, LogStats, MutationRef};

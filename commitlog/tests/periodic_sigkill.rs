@@ -1,11 +1,14 @@
-//! A process crash in periodic mode loses only the last few milliseconds:
-//! a child appends in periodic mode from four threads under load (syncs
-//! running meanwhile) and reports each acknowledged position with the
-//! wall-clock time of its acknowledgement; the parent SIGKILLs it after a
-//! random time, replays, and checks that every entry acknowledged more than
-//! 20 ms before the kill is there, with its exact content (entries are
-//! handed to the OS within `Config::write_interval`, 2 ms by default, also
-//! while an fdatasync runs).
+//! A process crash in periodic mode loses no acknowledged entry: a child
+//! appends in periodic mode from four threads under load (syncs running
+//! meanwhile, every 100 ms) and reports each acknowledged position; the
+//! parent SIGKILLs it after a random time, replays, and checks that every
+//! entry acknowledged before the kill is there, with its exact content.
+//! `add` returns in periodic mode once its entry is written to the segment
+//! file, so this holds whatever the disk's latency: a bound in
+//! milliseconds (entries handed to the OS within 2 ms of being appended)
+//! failed on a loaded CI machine, where a direct write took up to 77 ms.
+//! Rounds alternate between the page cache (periodic mode's default) and
+//! direct I/O (`DirectIo::Always`, where that failure was).
 //!
 //! This file has its own `main` (`harness = false`): run with
 //! `COMMITLOG_PERIODIC_CHILD=<dir>` it is the child.
@@ -16,32 +19,30 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
-use commitlog::{CommitLog, Config, ReplayPosition, SyncMode, replay};
+use commitlog::{CommitLog, Config, DirectIo, ReplayPosition, SyncMode, replay};
 use mutation::{Cell, DecoratedKey, Mutation, Timestamp};
 use rand::{Rng, SeedableRng};
 
 const CHILD_ENV: &str = "COMMITLOG_PERIODIC_CHILD";
+/// Set (to anything) for a child that writes with direct I/O.
+const DIRECT_ENV: &str = "COMMITLOG_PERIODIC_DIRECT";
 const ROUNDS: u32 = 4;
 const THREADS: u64 = 4;
-/// Entries acknowledged longer than this before the kill must survive it.
-const BOUND: Duration = Duration::from_millis(20);
 
-fn config() -> Config {
+fn config(direct: bool) -> Config {
     let mut c = Config::default();
+    c.direct_io = if direct {
+        DirectIo::Always
+    } else {
+        DirectIo::Never
+    };
     c.segment_size = 1 << 20;
     c.total_size_limit = 1 << 30;
     // Syncs every 100 ms, so that kills land during syncs too.
     c.sync = SyncMode::Periodic(Duration::from_millis(100));
     c
-}
-
-fn now_us() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .expect("clock after 1970")
-        .as_micros() as u64
 }
 
 /// Mutation number `i`: its content derives from `i`, so the parent can
@@ -60,7 +61,12 @@ fn entry(i: u64) -> (u64, Mutation) {
 }
 
 fn child(dir: &Path) {
-    let (log, _) = CommitLog::open(dir, config(), |_, _, _| {}).expect("open");
+    let (log, _) = CommitLog::open(
+        dir,
+        config(std::env::var_os(DIRECT_ENV).is_some()),
+        |_, _, _| {},
+    )
+    .expect("open");
     let log = Arc::new(log);
     let next = Arc::new(AtomicU64::new(0));
     let out = Arc::new(std::sync::Mutex::new(std::io::stdout()));
@@ -72,9 +78,8 @@ fn child(dir: &Path) {
                     let i = next.fetch_add(1, Ordering::Relaxed);
                     let (table, m) = entry(i);
                     let pos = log.add(table, &m).expect("add");
-                    let t = now_us();
                     let mut o = out.lock().expect("stdout lock");
-                    writeln!(o, "{i} {} {} {t}", pos.segment, pos.offset).expect("pipe");
+                    writeln!(o, "{i} {} {}", pos.segment, pos.offset).expect("pipe");
                     o.flush().expect("pipe");
                 }
             })
@@ -94,22 +99,26 @@ fn parent() {
     println!("periodic_sigkill: seed {seed} (set CRASH_SEED to repeat)");
     let mut rng = rand::rngs::SmallRng::seed_from_u64(seed);
     let exe = std::env::current_exe().expect("test binary path");
-    let (mut checked, mut recent) = (0usize, 0usize);
+    let mut checked = 0usize;
     for round in 0..ROUNDS {
         // On the target directory's file system (a real disk, where
         // fdatasync takes time), not a tmpfs.
         let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).expect("temp dir");
         let run_for = Duration::from_millis(rng.gen_range(300..900));
-        let mut child = Command::new(&exe)
+        let mut command = Command::new(&exe);
+        if round % 2 == 1 {
+            command.env(DIRECT_ENV, "1");
+        }
+        let mut child = command
             .env(CHILD_ENV, dir.path())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .spawn()
             .expect("spawn child");
         let mut lines = BufReader::new(child.stdout.take().expect("piped stdout")).lines();
-        let parse = |l: String| -> (u64, ReplayPosition, u64) {
+        let parse = |l: String| -> (u64, ReplayPosition) {
             let f: Vec<u64> = l.split(' ').map(|x| x.parse().expect("number")).collect();
-            (f[0], ReplayPosition::new(f[1], f[2] as u32), f[3])
+            (f[0], ReplayPosition::new(f[1], f[2] as u32))
         };
         let mut acked = Vec::new();
         let mut started: Option<Instant> = None;
@@ -122,7 +131,6 @@ fn parent() {
                 None => panic!("round {round}: child exited before being killed"),
             }
         }
-        let kill_us = now_us();
         child.kill().expect("SIGKILL");
         let status = child.wait().expect("wait");
         assert!(!status.success(), "round {round}: the child was killed");
@@ -137,17 +145,11 @@ fn parent() {
         })
         .expect("replay");
         assert!(report.damage.is_empty(), "round {round}: {report:?}");
-        let bound_us = BOUND.as_micros() as u64;
-        for (i, pos, t) in &acked {
-            if *t + bound_us > kill_us {
-                recent += 1;
-                continue;
-            }
+        for (i, pos) in &acked {
             checked += 1;
             let Some((table, m)) = got.get(pos) else {
                 panic!(
-                    "round {round}: entry {i} at {pos}, acknowledged {} ms before the kill, is missing",
-                    (kill_us - t) / 1000
+                    "round {round}: entry {i} at {pos}, acknowledged before the kill, is missing"
                 );
             };
             assert_eq!(
@@ -158,8 +160,7 @@ fn parent() {
         }
     }
     println!(
-        "periodic_sigkill: {ROUNDS} kills, {checked} entries acknowledged over {} ms before a kill all replayed ({recent} later ones not checked)",
-        BOUND.as_millis()
+        "periodic_sigkill: {ROUNDS} kills, {checked} entries acknowledged before a kill all replayed"
     );
 }
 

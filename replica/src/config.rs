@@ -5,7 +5,7 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-pub use commitlog::CorruptionPolicy;
+pub use commitlog::{CorruptionPolicy, DirectIo};
 
 use crate::error::Error;
 
@@ -84,10 +84,10 @@ pub enum CommitLogMode {
     /// No commit log: writes not yet flushed are lost if the process
     /// crashes.
     Off,
-    /// A write is acknowledged once it is in the log's buffer; the log
-    /// writes buffers out at once and fdatasyncs at most once per interval
-    /// (a machine crash loses about an interval of writes, a process crash
-    /// nothing the log was handed).
+    /// A write is acknowledged once the log wrote it to its segment file
+    /// (no fdatasync); the log fdatasyncs at most once per interval (a
+    /// machine crash loses about an interval of writes, a process crash no
+    /// acknowledged write).
     Periodic(Duration),
     /// A write is acknowledged once an fdatasync covered it; concurrent
     /// writes share one (group commit), started no sooner than the window
@@ -400,12 +400,13 @@ pub struct DatabaseConfig {
     /// [`Database::replay_report`](crate::Database::replay_report), and the
     /// damaged segment is kept aside; a dropped table's rows never return).
     pub commitlog_on_corruption: CorruptionPolicy,
-    /// Whether the commit log writes its segments with direct I/O
-    /// (`commitlog::Config::direct_io`, default `true`: no copy into the
-    /// page cache, where the file system allows it). The sstables' Data
-    /// files have their own switch,
+    /// When the commit log writes its segments with direct I/O
+    /// (`commitlog::Config::direct_io`, default [`DirectIo::Auto`]: in batch
+    /// mode only, where the file system allows it; in periodic mode each
+    /// acknowledged write would wait for the device instead of a copy into
+    /// the page cache). The sstables' Data files have their own switch,
     /// [`sstable_writer_options`](Self::sstable_writer_options)`.direct_io`.
-    pub commitlog_direct_io: bool,
+    pub commitlog_direct_io: DirectIo,
     /// Take the memtable pool's whole memory (the dirty budgets plus the
     /// cache's share) from the system at open and touch every page
     /// (`logalloc::PoolConfig::prefault`; default `false`), as ScyllaDB
@@ -441,7 +442,7 @@ impl DatabaseConfig {
             commitlog_segment_size: 32 << 20,
             commitlog_size_limit: 8 << 30,
             commitlog_on_corruption: CorruptionPolicy::Stop,
-            commitlog_direct_io: true,
+            commitlog_direct_io: DirectIo::Auto,
             prefault_memory: false,
             cache_size: CacheSize::default(),
             compaction: crate::CompactionConfig::default(),

@@ -86,9 +86,15 @@ impl Shared {
         payload: &[u8],
         wait_sync: bool,
     ) -> Result<ReplayPosition, Error> {
-        // In `Batch(0)` a waiting writer runs the cycle itself: no need to
-        // wake the flusher.
-        let writer_leads = wait_sync && self.config.sync == SyncMode::Batch(Duration::ZERO);
+        // A periodic mutation is acknowledged once written, a batch one once
+        // synced: either way the writer waits for the cycle that takes it,
+        // and in `Batch(0)` and periodic mode runs that cycle itself when
+        // none is running, so it need not wake the flusher.
+        let periodic_write = !wait_sync
+            && kind == KIND_MUTATION
+            && matches!(self.config.sync, SyncMode::Periodic(_));
+        let writer_leads =
+            periodic_write || (wait_sync && self.config.sync == SyncMode::Batch(Duration::ZERO));
         let (mut st, placed) = self.place(table, kind, payload, wait_sync, !writer_leads)?;
         let Placed {
             pos,
@@ -96,13 +102,13 @@ impl Shared {
             cycle_no,
             lagging,
         } = placed;
-        if wait_sync && kind == KIND_MUTATION {
-            // Only batch mode waits for a mutation's sync.
-            return self.wait_batch(st, cycle_no, end).map(|()| pos);
+        if (wait_sync && kind == KIND_MUTATION) || (periodic_write && !lagging) {
+            return self.wait_cycle(st, cycle_no, end).map(|()| pos);
         }
         if wait_sync {
             self.wait_synced(&mut st, end)?;
         } else if lagging {
+            // (A sync covering the entry has written it too.)
             self.hold_for_lagging_sync(&mut st, end)?;
         }
         if kind == KIND_DROP {

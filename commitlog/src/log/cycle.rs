@@ -34,24 +34,35 @@ impl Shared {
         Ok(())
     }
 
-    /// Waits until the batch cycle `cycle_no`, which covers the entry ending at
-    /// `end`, has synced it. In `Batch(0)` the writer runs that cycle
-    /// itself when none is running; otherwise it waits, without the state
-    /// lock, on the slot of `cycle_no`'s parity, which only that cycle's end
-    /// (or a failure) wakes.
-    pub(super) fn wait_batch<'a>(
+    /// Waits until cycle `cycle_no`, which covers the entry ending at `end`,
+    /// has done what the mode acknowledges: in batch mode synced the entry,
+    /// in periodic mode written it to its segment file (handed it to the
+    /// OS, so that a process crash cannot lose it). In `Batch(0)` and in
+    /// periodic mode the writer runs that cycle itself when none is running
+    /// (group commit without a handoff: the cycle takes everything pending,
+    /// this entry and those of every writer queued behind); otherwise it
+    /// waits, without the state lock, on the slot of `cycle_no`'s parity,
+    /// which only that cycle's end (or a failure) wakes.
+    pub(super) fn wait_cycle<'a>(
         &'a self,
         mut st: MutexGuard<'a, State>,
         cycle_no: u64,
         end: ReplayPosition,
     ) -> Result<(), Error> {
-        let lead = self.config.sync == SyncMode::Batch(Duration::ZERO);
-        if lead && !st.flusher_busy && st.failed.is_none() && st.synced < end {
-            // Group commit without a handoff: the cycle takes everything
-            // pending, this entry and those of every writer queued behind.
-            self.cycle(&mut st, true, Instant::now());
+        let periodic = matches!(self.config.sync, SyncMode::Periodic(_));
+        let lead = periodic || self.config.sync == SyncMode::Batch(Duration::ZERO);
+        let reached = |st: &State| {
+            if periodic {
+                st.written >= end
+            } else {
+                st.synced >= end
+            }
+        };
+        if lead && !st.flusher_busy && st.failed.is_none() && !reached(&st) {
+            // A periodic cycle only writes: the flusher syncs on its clock.
+            self.cycle(&mut st, !periodic, Instant::now());
         }
-        if st.synced >= end {
+        if reached(&st) {
             return Ok(());
         }
         if let Some(e) = &st.failed {
@@ -71,8 +82,9 @@ impl Shared {
         }
     }
 
-    /// Publishes the end of cycle `cycle_no` (durable, or the log failed) to
-    /// the writers waiting in [`Shared::wait_batch`].
+    /// Publishes the end of cycle `cycle_no` (in batch mode durable, in
+    /// periodic mode written; or the log failed) to the writers waiting in
+    /// [`Shared::wait_cycle`].
     pub(super) fn publish(&self, cycle_no: u64, failed: Option<&PlainArc<io::Error>>) {
         let slots: &[GenSlot] = match failed {
             Some(_) => &self.done,
@@ -274,7 +286,14 @@ impl Shared {
                 drop(unsynced);
                 self.retire(st);
             }
-            Ok(()) => st.unsynced = unsynced,
+            Ok(()) => {
+                st.unsynced = unsynced;
+                if matches!(self.config.sync, SyncMode::Periodic(_)) {
+                    // Periodic writers are acknowledged once their entries
+                    // are written: this cycle's are.
+                    self.publish(cycle_no, None);
+                }
+            }
         }
         self.progress.notify_all();
         self.work.notify_one();
@@ -294,6 +313,7 @@ impl Shared {
         self.writer.notify_one();
         st.last_sync_start = Some(now);
         let target = st.written;
+        st.sync_target = target;
         let files = std::mem::take(&mut st.unsynced);
         let entries = std::mem::take(&mut st.unsynced_entries);
         let sync_dir = std::mem::take(&mut st.dir_dirty);
@@ -338,7 +358,14 @@ impl Shared {
         st.stats.synced_entries += entries;
         // Anything appended or written after the sync started is not
         // covered, and no older than its start.
-        st.unsynced_since = (!st.pending.is_empty() || !st.unsynced.is_empty()).then_some(now);
+        let behind = !st.pending.is_empty() || !st.unsynced.is_empty();
+        st.unsynced_since = behind.then_some(now);
+        if !behind && !st.flusher_busy {
+            // Every entry placed so far is durable (none pending, none
+            // written since the sync started, no write running): a request
+            // made meanwhile, always for placed entries, is served.
+            st.sync_requested = false;
+        }
         let upto = st.synced;
         // Periodic-mode futures held for a lagging sync that this one
         // covered.

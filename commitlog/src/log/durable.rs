@@ -13,8 +13,10 @@
 //! cycle for a future, so in `Batch(0)` an async append wakes the flusher,
 //! which runs the cycle.
 //!
-//! In periodic mode the future is ready at once, except when the sync lags
-//! (the oldest unsynced entry is over two intervals old): then it waits,
+//! In periodic mode the future waits the same way for the cycle that
+//! writes its entry (published after the write, as a blocking periodic
+//! writer is acknowledged), except when the sync lags (the oldest
+//! unsynced entry is over two intervals old): then it waits,
 //! as a blocking writer would, until a sync covers its entry, with its
 //! waker in the state's `lag_wakers`, woken by `note_synced`.
 
@@ -115,8 +117,8 @@ enum Wait {
 /// as [`CommitLog::add`](super::CommitLog::add) would have made it on
 /// return: in [`SyncMode::Batch`](crate::SyncMode::Batch) once an
 /// fdatasync covered it, in [`SyncMode::Periodic`](crate::SyncMode::Periodic)
-/// at once (unless the sync lags by over two intervals: then once a sync
-/// covered it).
+/// once a cycle wrote it to its segment file (unless the sync lags by over
+/// two intervals: then once a sync covered it).
 ///
 /// It is runtime-agnostic: it registers its task's `Waker` with the log,
 /// which wakes it from the thread that finished the sync. Dropping it
@@ -138,14 +140,6 @@ pub struct Durable {
 }
 
 impl Durable {
-    pub(super) fn ready(shared: Arc<Shared>, pos: ReplayPosition) -> Self {
-        Self {
-            shared,
-            pos,
-            wait: Wait::Ready,
-        }
-    }
-
     pub(super) fn cycle(shared: Arc<Shared>, pos: ReplayPosition, cycle_no: u64) -> Self {
         Self {
             shared,

@@ -17,7 +17,8 @@
 //! cycles of periodic mode and of batch mode with a window, serves
 //! buffer-budget waits and does the final sync at close.
 //!
-//! A batch-mode writer whose entry is in the next cycle waits on
+//! A writer whose entry is in the next cycle (batch mode, and periodic
+//! mode, whose writers wait for the write) waits on
 //! `done[cycle % 2]`, a small mutex and condvar of its own: the end of a
 //! cycle wakes exactly the writers it covered, and they return without
 //! taking the state lock again. Cycles run one at a time, so only two
@@ -29,9 +30,11 @@
 //! are used in. A writer that finds no reserve ready creates a sparse
 //! segment itself rather than wait for the one being made.
 //!
-//! In periodic mode a writer thread writes the pending buffers out every
-//! [`Config::write_interval`] while the flusher is blocked in a periodic
-//! fdatasync, so entries reach the OS within milliseconds even then.
+//! In periodic mode the fdatasync runs with the writing slot free, so
+//! blocking writers go on running their write cycles while it runs; a
+//! writer thread writes the pending buffers out every
+//! [`Config::write_interval`] meanwhile, for the entries of
+//! [`CommitLog::add_async`], which no thread leads.
 //! Retiring a segment (deleting it, or setting it aside if damaged, and
 //! syncing the directory) runs with the state lock released: the segments
 //! are marked `retiring` under the lock and the result recorded after.
@@ -56,7 +59,7 @@ pub(crate) mod tests;
 use std::collections::{BTreeMap, HashMap};
 use std::io;
 use std::path::Path;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use mutation::Mutation;
 
@@ -206,6 +209,8 @@ struct State {
     flusher_busy: bool,
     /// A periodic sync runs (the lock released, writing free meanwhile).
     syncing: bool,
+    /// While `syncing`: the position the running sync makes durable.
+    sync_target: ReplayPosition,
     /// The number the next cycle will get; an entry in `pending` is
     /// covered by that cycle (cycles run one at a time, in order).
     next_cycle: u64,
@@ -379,7 +384,7 @@ impl CommitLog {
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
         let floor = max_id.max(now_ms.saturating_sub(1));
-        let storage = Box::new(DirStorage::new(dir, config.direct_io));
+        let storage = Box::new(DirStorage::new(dir, config.uses_direct_io()));
         let log = Self::with_storage(storage, config, segments, floor)?;
         *log.shared.drops.lock() = drops;
         Ok((log, report))
@@ -429,6 +434,7 @@ impl CommitLog {
             unsynced_since: None,
             flusher_busy: false,
             syncing: false,
+            sync_target: ReplayPosition::new(0, 0),
             next_cycle: 1,
             rotating: false,
             reserve: None,
@@ -516,8 +522,11 @@ impl CommitLog {
     /// whose encoded length the check already measured ([`MutationRef`]).
     ///
     /// In [`SyncMode::Batch`] it returns once an fdatasync covered the
-    /// entry; in [`SyncMode::Periodic`] once the entry is in the log's
-    /// buffer. It waits (up to [`Config::write_timeout`]) while the
+    /// entry; in [`SyncMode::Periodic`] once the entry is written to its
+    /// segment file (a `write`, with direct I/O one that reached the
+    /// device; no fdatasync), so a process crash cannot lose it, with the
+    /// write shared by every writer queued behind the previous one. It
+    /// waits (up to [`Config::write_timeout`]) while the
     /// unwritten buffers are at their budget or the log is at its size
     /// limit.
     ///
@@ -542,11 +551,14 @@ impl CommitLog {
     /// returns a future that resolves once the entry is as durable as
     /// `add` makes it before returning: in [`SyncMode::Batch`] once an
     /// fdatasync covered it (the same group-commit cycle as the blocking
-    /// writers'), in [`SyncMode::Periodic`] at once (or, while the sync lags
-    /// by over two intervals, once a sync covered it).
+    /// writers'), in [`SyncMode::Periodic`] once it is written to its
+    /// segment file (or, while the sync lags by over two intervals, once a
+    /// sync covered it).
     ///
-    /// The future is runtime-agnostic (see [`Durable`]); the sync is run by
-    /// the log's flusher thread, which this call wakes. Placement itself
+    /// The future is runtime-agnostic (see [`Durable`]); the cycle is run
+    /// by the log's flusher thread, which this call wakes (in periodic mode
+    /// while a sync runs, by the writer thread, within
+    /// [`Config::write_interval`]). Placement itself
     /// may block as `add` does: while the unwritten buffers are at their
     /// budget or the log is at its size limit (up to
     /// [`Config::write_timeout`]).
@@ -580,7 +592,7 @@ impl CommitLog {
                 self.shared.progress.notify_all();
                 Durable::synced(shared, placed.pos, placed.end)
             }
-            SyncMode::Periodic(_) => Durable::ready(shared, placed.pos),
+            SyncMode::Periodic(_) => Durable::cycle(shared, placed.pos, placed.cycle_no),
         })
     }
 
@@ -620,10 +632,10 @@ impl CommitLog {
             payloads.push((table, payload));
         }
         let batch = matches!(self.shared.config.sync, SyncMode::Batch(_));
-        // In `Batch(0)` this writer runs the covering cycle itself unless
-        // one is running: entries are left for it rather than handed to the
-        // flusher one by one.
-        let notify = self.shared.config.sync != SyncMode::Batch(Duration::ZERO);
+        // In `Batch(0)` and periodic mode this writer runs the covering
+        // cycle itself unless one is running: entries are left for it
+        // rather than handed to the flusher one by one.
+        let notify = matches!(self.shared.config.sync, SyncMode::Batch(w) if !w.is_zero());
         let mut positions = Vec::with_capacity(payloads.len());
         let mut last = None;
         for (table, payload) in &payloads {
@@ -650,16 +662,15 @@ impl CommitLog {
         let Some((mut st, placed)) = last else {
             return Ok(positions);
         };
-        if batch {
-            self.shared
-                .wait_batch(st, placed.cycle_no, placed.end)
-                .map(|()| positions)
-        } else {
-            if placed.lagging {
-                self.shared.hold_for_lagging_sync(&mut st, placed.end)?;
-            }
-            Ok(positions)
+        if !batch && placed.lagging {
+            // A sync covering the last entry has written them all.
+            self.shared.hold_for_lagging_sync(&mut st, placed.end)?;
+            return Ok(positions);
         }
+        // The cycle taking the last entry takes every one before it.
+        self.shared
+            .wait_cycle(st, placed.cycle_no, placed.end)
+            .map(|()| positions)
     }
 
     /// Logs that `table` was dropped and forgets its unflushed entries:
@@ -720,8 +731,15 @@ impl CommitLog {
             return Ok(());
         };
         let end = ReplayPosition::new(active, st.segments[&active].end);
-        st.sync_requested = true;
-        self.shared.work.notify_one();
+        if st.synced >= end {
+            return Ok(());
+        }
+        // A running periodic sync that covers everything appended needs no
+        // successor (a request left behind would sync again later).
+        if !(st.syncing && st.sync_target >= end) {
+            st.sync_requested = true;
+            self.shared.work.notify_one();
+        }
         self.shared.wait_synced(&mut st, end)
     }
 
@@ -746,7 +764,7 @@ impl CommitLog {
     /// after 20 s.
     #[cfg(test)]
     pub(crate) fn wait_sync_lag_waits(&self, n: u64) {
-        let deadline = Instant::now() + Duration::from_secs(20);
+        let deadline = Instant::now() + std::time::Duration::from_secs(20);
         let mut st = self.shared.state.lock();
         while st.stats.sync_lag_waits < n {
             assert!(Instant::now() < deadline, "no append was held in 20 s");

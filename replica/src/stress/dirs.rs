@@ -12,7 +12,7 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use crate::config::{CommitLogMode, DatabaseConfig, DeviceModel};
+use crate::config::{CommitLogMode, DatabaseConfig, DeviceModel, DirectIo};
 use crate::error::{Error, io_err};
 use crate::stress::options::{FlushPolicyChoice, StressOptions};
 
@@ -164,7 +164,11 @@ impl RunDirs {
         config.devices = self.device_model(options, &config)?;
         config.sstable_writer_options.bytes_per_sync = options.sstable_bytes_per_sync;
         config.sstable_writer_options.direct_io = options.direct_io;
-        config.commitlog_direct_io = options.direct_io;
+        config.commitlog_direct_io = if options.direct_io {
+            DirectIo::Auto
+        } else {
+            DirectIo::Never
+        };
         config.prefault_memory = options.prefault;
         config.commitlog = options.commitlog;
         config.commitlog_on_corruption = options.commitlog_on_corruption;
@@ -199,7 +203,7 @@ mod tests {
         assert_eq!(c.dirty_memory_budget, 64 << 20);
         assert!(c.devices.is_empty());
         assert_eq!(c.sstable_writer_options.bytes_per_sync, 1 << 20);
-        assert!(c.sstable_writer_options.direct_io && c.commitlog_direct_io);
+        assert!(c.sstable_writer_options.direct_io && c.commitlog_direct_io == DirectIo::Auto);
         assert!(c.prefault_memory);
         assert_eq!(c.flush_policy, crate::FlushPolicy::LargestAtSoftLimit);
         assert_eq!(c.effective_flush_dirs(), dirs.data_dirs());
@@ -227,7 +231,9 @@ mod tests {
             let c = dirs.database_config(&o, policy).unwrap();
             assert_eq!(c.flush_policy, policy.policy());
             assert_eq!(c.sstable_writer_options.bytes_per_sync, 0);
-            assert!(!c.sstable_writer_options.direct_io && !c.commitlog_direct_io);
+            assert!(
+                !c.sstable_writer_options.direct_io && c.commitlog_direct_io == DirectIo::Never
+            );
             assert_eq!(c.effective_flush_dirs(), dirs.flush_dirs());
             drop(dirs);
             assert!(

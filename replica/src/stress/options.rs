@@ -474,11 +474,13 @@ pub struct StressOptions {
     /// (`sstable::WriterOptions::bytes_per_sync`).
     #[arg(long, value_name = "SIZE", value_parser = sstable_bytes_per_sync, default_value = "1MiB")]
     pub sstable_bytes_per_sync: u64,
-    /// Whether the commit log and the sstables' Data files are written with
-    /// direct I/O (`O_DIRECT`, no copy into the page cache): on (the
-    /// default) or off (through the page cache, with write-back every
-    /// `--sstable-bytes-per-sync` bytes for sstables and every MiB for the
-    /// log).
+    /// Whether the sstables' Data files and, in batch mode, the commit log
+    /// are written with direct I/O (`O_DIRECT`, no copy into the page
+    /// cache): on (the default) or off (through the page cache, with
+    /// write-back every `--sstable-bytes-per-sync` bytes for sstables and
+    /// every MiB for the log). A periodic log writes through the page cache
+    /// either way (`DirectIo::Auto`: each acknowledged write is written
+    /// out, and a direct write would wait for the device).
     #[arg(long, value_name = "ON|OFF", value_parser = on_off, default_value = "on", action = clap::ArgAction::Set)]
     pub direct_io: bool,
     /// Whether the memtable pool takes its whole memory at open and touches

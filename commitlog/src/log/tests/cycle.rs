@@ -59,8 +59,9 @@ fn periodic_writers_wait_for_a_sync_that_lags_two_intervals() {
     let config = roomy_periodic(Duration::from_millis(1), 64 << 20);
     let (log, storage) = mem_log(config);
     let log = PlainArc::new(log);
-    // The disk stops: nothing is written, so nothing is synced.
-    storage.0.lock().stall = true;
+    // Syncs stop (writes go on): nothing is synced, so the oldest
+    // unsynced entry ages.
+    storage.0.lock().stall_syncs = true;
     let stop = PlainArc::new(AtomicBool::new(false));
     let writer = {
         let (log, storage, stop) = (log.clone(), storage.clone(), stop.clone());
@@ -69,26 +70,30 @@ fn periodic_writers_wait_for_a_sync_that_lags_two_intervals() {
             loop {
                 let pos = log.add(1, &mutation("k", 10)).unwrap();
                 appended += 1;
+                let s = storage.0.lock();
+                let at = pos.offset as usize;
+                let header = |bytes: &[u8]| {
+                    format::parse_entry_header(&bytes[at..at + format::ENTRY_HEADER_LEN])
+                        .is_some_and(|h| h.segment == pos.segment)
+                };
+                // Written on return, every time.
+                assert!(header(&s.files[&pos.segment]), "written on return");
                 if stop.load(O::SeqCst) {
                     // The one append in flight when the test stopped
                     // the writer was the held one: durable on return.
-                    let s = storage.0.lock();
-                    let d = &s.durable[&pos.segment];
-                    let at = pos.offset as usize;
-                    let h = format::parse_entry_header(&d[at..at + format::ENTRY_HEADER_LEN]);
-                    assert!(h.is_some_and(|h| h.segment == pos.segment));
+                    assert!(header(&s.durable[&pos.segment]), "durable on return");
                     return appended;
                 }
             }
         })
     };
-    // Appends return at once until the oldest unsynced one is two
-    // intervals old; then the writer is held.
+    // Appends return once written until the oldest unsynced one is two
+    // intervals old; then the writer is held until a sync covers it.
     log.wait_sync_lag_waits(1);
     stop.store(true, O::SeqCst);
     storage.unstall();
     let appended = writer.join().unwrap();
-    assert!(appended >= 2, "earlier appends returned at once");
+    assert!(appended >= 2, "earlier appends returned before any sync");
     let stats = log.stats();
     assert_eq!(stats.sync_lag_waits, 1);
     assert_eq!(stats.entries, appended);
@@ -266,36 +271,24 @@ fn batch_with_a_window_groups_writers() {
     assert!(stats.syncs < 40, "{stats:?}");
 }
 
-/// While a periodic fdatasync is stuck, an entry far below the buffer
-/// budget still reaches the file within about the write interval: the
-/// writer thread writes it out, nobody waits for the sync.
+/// While a periodic fdatasync is stuck, a blocking `add` returns with its
+/// entry written (it runs the write itself), and a future's entry, which no
+/// writer leads, is written out by the writer thread within about the
+/// write interval: nobody waits for the sync.
 #[test]
 fn periodic_entries_are_written_out_during_a_long_sync() {
     let mut config = roomy_periodic(Duration::from_secs(3600), 1 << 19);
     config.write_interval = Duration::from_millis(2);
     let (log, storage) = mem_log(config);
     let log = PlainArc::new(log);
-    log.add(1, &mutation("a", 100)).unwrap();
-    log.sync().unwrap();
-    storage.0.lock().stall_syncs = true;
-    log.add(1, &mutation("a", 100)).unwrap();
-    let syncer = {
-        let log = log.clone();
-        std::thread::spawn(move || log.sync())
-    };
-    storage.wait_for_a_stalled_sync();
+    let syncer = stuck_sync(&log, &storage);
     let pos = log.add(1, &mutation("b", 100)).unwrap();
-    let written = || {
-        let s = storage.0.lock();
-        let at = pos.offset as usize;
-        format::parse_entry_header(&s.files[&pos.segment][at..at + format::ENTRY_HEADER_LEN])
-            .is_some_and(|h| h.segment == pos.segment)
-    };
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while !written() {
-        assert!(Instant::now() < deadline, "not written out during the sync");
-        std::thread::sleep(Duration::from_millis(1));
-    }
+    assert!(
+        written(&storage, pos),
+        "a blocking add returns once written"
+    );
+    let pos = futures_lite_block_on(log.add_async(1, &mutation("c", 100)).unwrap());
+    assert!(written(&storage, pos), "a future resolves once written");
     assert_eq!(
         log.stats().synced_entries,
         1,
@@ -305,14 +298,43 @@ fn periodic_entries_are_written_out_during_a_long_sync() {
     syncer.join().unwrap().unwrap();
 }
 
-/// With the write interval off, the same entry waits in the buffer until
-/// the sync ends (what the interval fixes).
+/// With the write interval off there is no writer thread: a future's entry
+/// waits in the buffer while the sync is stuck (what the interval fixes),
+/// until a blocking writer's own write cycle takes it along.
 #[test]
 fn without_a_write_interval_entries_wait_for_the_sync() {
     let mut config = roomy_periodic(Duration::from_secs(3600), 1 << 19);
     config.write_interval = Duration::ZERO;
     let (log, storage) = mem_log(config);
     let log = PlainArc::new(log);
+    let syncer = stuck_sync(&log, &storage);
+    let mut fut = log.add_async(1, &mutation("b", 100)).unwrap();
+    let waiting = fut.position();
+    let noop = std::task::Waker::noop();
+    let mut cx = std::task::Context::from_waker(noop);
+    std::thread::sleep(Duration::from_millis(50));
+    assert!(std::pin::Pin::new(&mut fut).poll(&mut cx).is_pending());
+    assert!(
+        !written(&storage, waiting),
+        "nothing wrote the future's entry"
+    );
+    let pos = log.add(1, &mutation("c", 100)).unwrap();
+    assert!(written(&storage, pos) && written(&storage, waiting));
+    assert!(matches!(
+        std::pin::Pin::new(&mut fut).poll(&mut cx),
+        std::task::Poll::Ready(Ok(p)) if p == waiting
+    ));
+    storage.unstall();
+    syncer.join().unwrap().unwrap();
+    log.sync().unwrap();
+}
+
+/// Starts a sync that the store holds (after one that went through, so
+/// the log has synced once) and returns its thread once it is stuck.
+fn stuck_sync(
+    log: &PlainArc<CommitLog>,
+    storage: &MemStorage,
+) -> std::thread::JoinHandle<Result<(), Error>> {
     log.add(1, &mutation("a", 100)).unwrap();
     log.sync().unwrap();
     storage.0.lock().stall_syncs = true;
@@ -322,20 +344,36 @@ fn without_a_write_interval_entries_wait_for_the_sync() {
         std::thread::spawn(move || log.sync())
     };
     storage.wait_for_a_stalled_sync();
-    let pos = log.add(1, &mutation("b", 100)).unwrap();
-    std::thread::sleep(Duration::from_millis(50));
-    {
-        let s = storage.0.lock();
-        let at = pos.offset as usize;
-        assert!(
-            s.files[&pos.segment][at..at + format::ENTRY_HEADER_LEN]
-                .iter()
-                .all(|&b| b == 0)
-        );
+    syncer
+}
+
+/// Whether the entry at `pos` is in its segment file (written, synced or
+/// not).
+fn written(storage: &MemStorage, pos: ReplayPosition) -> bool {
+    let s = storage.0.lock();
+    let at = pos.offset as usize;
+    format::parse_entry_header(&s.files[&pos.segment][at..at + format::ENTRY_HEADER_LEN])
+        .is_some_and(|h| h.segment == pos.segment)
+}
+
+/// Polls `fut` to completion on this thread, parking between polls.
+fn futures_lite_block_on(mut fut: Durable) -> ReplayPosition {
+    struct Unpark(std::thread::Thread);
+    impl std::task::Wake for Unpark {
+        fn wake(self: PlainArc<Self>) {
+            self.0.unpark();
+        }
     }
-    storage.unstall();
-    syncer.join().unwrap().unwrap();
-    log.sync().unwrap();
+    let waker = std::task::Waker::from(PlainArc::new(Unpark(std::thread::current())));
+    let mut cx = std::task::Context::from_waker(&waker);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        if let std::task::Poll::Ready(r) = std::pin::Pin::new(&mut fut).poll(&mut cx) {
+            return r.unwrap();
+        }
+        assert!(Instant::now() < deadline, "the future never resolved");
+        std::thread::park_timeout(Duration::from_millis(100));
+    }
 }
 
 /// Write-back starts every `bytes_per_sync` bytes written to a segment,

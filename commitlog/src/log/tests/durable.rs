@@ -35,23 +35,31 @@ fn wait_woken(flag: &Flag) {
 #[test]
 fn a_periodic_future_is_held_while_the_sync_lags_and_woken_by_the_sync() {
     let (log, storage) = mem_log(roomy_periodic(Duration::from_millis(1), 64 << 20));
-    // The disk stops: nothing is synced, so the oldest entry ages.
-    storage.0.lock().stall = true;
-    let flag = PlainArc::new(Flag::default());
-    let waker = Waker::from(PlainArc::clone(&flag));
-    let mut ready = 0u64;
-    let mut held = loop {
+    // Syncs stop (writes go on): the oldest unsynced entry ages.
+    storage.0.lock().stall_syncs = true;
+    let mut written = 0u64;
+    let (mut held, flag, waker) = loop {
+        let flag = PlainArc::new(Flag::default());
+        let waker = Waker::from(PlainArc::clone(&flag));
         let mut fut = log.add_async(1, &mutation("k", 10)).unwrap();
-        match poll(&mut fut, &waker) {
-            Poll::Ready(r) => {
-                assert_eq!(r.unwrap(), fut.position());
-                ready += 1;
-            }
-            Poll::Pending => break fut,
+        if log.stats().sync_lag_waits == 1 {
+            assert!(poll(&mut fut, &waker).is_pending(), "held for the sync");
+            break (fut, flag, waker);
         }
+        // Not lagging yet: it resolves once its entry is written.
+        if poll(&mut fut, &waker).is_pending() {
+            wait_woken(&flag);
+        }
+        match poll(&mut fut, &waker) {
+            Poll::Ready(r) => assert_eq!(r.unwrap(), fut.position()),
+            Poll::Pending => panic!("woken before its write"),
+        }
+        written += 1;
     };
-    assert!(ready >= 1, "appends are ready at once until the sync lags");
-    assert_eq!(log.stats().sync_lag_waits, 1);
+    assert!(
+        written >= 1,
+        "futures resolve once written until the sync lags"
+    );
     assert!(!flag.0.load(O::SeqCst));
     storage.unstall();
     wait_woken(&flag);

@@ -8,6 +8,7 @@ mod segments;
 pub(crate) use super::*;
 pub(crate) use crate::storage::mem::MemStorage;
 pub(crate) use mutation::{Cell, DecoratedKey, Timestamp};
+pub(crate) use std::time::Duration;
 
 pub(crate) fn mutation(key: &str, value: usize) -> Mutation {
     Mutation::builder(DecoratedKey::from_bytes(key.to_string()).unwrap())
