@@ -14,14 +14,15 @@ pub const MAX_SEGMENT_SIZE: u32 = 1 << 31;
 /// When an append is durable.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SyncMode {
-    /// `add` returns once the entry is written to its segment file (a
-    /// `write`, no fdatasync; with direct I/O, one that reached the
-    /// device), by a cycle shared with every writer queued behind the
-    /// previous one, as in batch mode, and the log fdatasyncs at most once
-    /// per interval, with writes going on meanwhile. A process crash
-    /// (SIGKILL, an abort) loses no acknowledged entry (RocksDB's WAL
-    /// without `sync` makes the same promise); a crash of the machine loses
-    /// at most about one interval of writes while the disk keeps up. When it does not (the oldest entry not yet
+    /// `add` returns once the entry is in the log's buffer
+    /// ([`PeriodicAck::Buffered`], the default: the log writes buffers out
+    /// at once, also while an fdatasync runs, so a process crash loses only
+    /// the entries appended in about the last few milliseconds) or once it
+    /// is written to its segment file ([`PeriodicAck::Written`]: a process
+    /// crash loses no acknowledged entry), see [`Config::periodic_ack`].
+    /// The log fdatasyncs at most once per interval, with writes going on
+    /// meanwhile; a crash of the machine loses at most about one interval
+    /// of writes while the disk keeps up. When it does not (the oldest entry not yet
     /// durable is more than two intervals old), `add` waits until a sync
     /// covers its entry, so the loss stays bounded by about two intervals
     /// (Cassandra's periodic sync lag block); [`crate::LogStats`] counts
@@ -67,12 +68,15 @@ pub struct Config {
     pub preallocate: Preallocate,
     /// Periodic mode: while a periodic fdatasync runs (the flusher blocked
     /// in it), a writer thread writes the pending buffers out (a `write`,
-    /// no sync) this often (default 2 ms; zero: no such thread), for the
-    /// entries of [`crate::CommitLog::add_async`], whose futures resolve
-    /// once written and which no thread leads. Blocking writers write their
-    /// own entries out (see [`SyncMode::Periodic`]), during syncs too;
-    /// outside syncs the flusher writes buffers out as soon as entries
-    /// arrive.
+    /// no sync) this often (default 2 ms; zero: no such thread, and with
+    /// [`PeriodicAck::Buffered`] entries wait until a writer reaches
+    /// [`Config::buffer_budget`]). Outside syncs the flusher writes buffers
+    /// out as soon as entries arrive. With [`PeriodicAck::Buffered`] a
+    /// process crash (SIGKILL, a panic that aborts) so loses only entries
+    /// appended within about this interval before it; with
+    /// [`PeriodicAck::Written`] blocking writers write their own entries
+    /// out, and the thread serves [`crate::CommitLog::add_async`]'s
+    /// futures, which no thread leads.
     pub write_interval: Duration,
     /// Every this many bytes written to a segment, the log starts the
     /// kernel's write-back of them without waiting
@@ -94,6 +98,9 @@ pub struct Config {
     /// there is no write-back to start. Durability rests on the fdatasyncs
     /// either way.
     pub direct_io: DirectIo,
+    /// Periodic mode: when `add` returns (default
+    /// [`PeriodicAck::Buffered`]; see [`PeriodicAck`]).
+    pub periodic_ack: PeriodicAck,
     /// What [`crate::CommitLog::open`] does when replay meets damage
     /// (default [`CorruptionPolicy::Stop`]).
     pub on_corruption: CorruptionPolicy,
@@ -166,17 +173,43 @@ pub enum Preallocate {
     Never,
 }
 
+/// When a periodic-mode append is acknowledged ([`Config::periodic_ack`]).
+///
+/// Measured with replica-stress on 2 vCPUs (BENCHMARKS.md, 2026-12-03): 64
+/// blocking writers of 1 KiB rows ran at 0.53x the op rate with `Written`
+/// (each acknowledgement a sleep and a wake-up of its thread behind the
+/// group's write), 100 writers of 128 KiB rows at 1.00x.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum PeriodicAck {
+    /// Once the entry is in the log's buffer (the default, as ScyllaDB's
+    /// periodic mode): no wait. The log writes buffers out at once, and
+    /// every [`Config::write_interval`] while an fdatasync runs, so a
+    /// process crash loses only what was appended in about the last few
+    /// milliseconds, while the writes keep up: with direct I/O a write
+    /// lasts as long as the device takes (77 ms seen on a loaded disk), so
+    /// [`DirectIo::Auto`] keeps periodic mode on the page cache.
+    #[default]
+    Buffered,
+    /// Once the entry is written to its segment file (a `write`, no
+    /// fdatasync; with direct I/O, one that reached the device), by a cycle
+    /// shared with every writer queued behind the previous one, as in batch
+    /// mode, led by the first waiting writer: a process crash loses no
+    /// acknowledged entry, whatever the disk's latency (RocksDB's WAL
+    /// without `sync` makes the same promise).
+    Written,
+}
+
 /// When the log writes its segments with direct I/O
 /// ([`Config::direct_io`]).
 ///
-/// Every acknowledged append has been written to its segment file (in
-/// batch mode also synced), so with direct I/O each acknowledgement waits
-/// for the device. In batch mode it waits for an fdatasync anyway, and
-/// direct I/O saves the page cache's copy; in periodic mode it turns each
-/// `add` from a copy into the page cache into a device write: one writer
-/// thread appending 1 KiB entries went from about 150,000 appends/s to
-/// 5,000-7,000 (BENCHMARKS.md), while 100 writers of 128 KiB entries
-/// (replica-stress's default) saw no difference.
+/// In batch mode an acknowledgement waits for an fdatasync anyway, and
+/// direct I/O saves the page cache's copy. In periodic mode a direct write
+/// lasts as long as the device takes: with [`PeriodicAck::Buffered`] the
+/// entries appended meanwhile stay in the process (what a process crash
+/// loses grows from milliseconds to the device's latency), and with
+/// [`PeriodicAck::Written`] each acknowledgement waits for the device (one
+/// writer thread appending 1 KiB entries: 5,000-7,000 appends/s against
+/// about 150,000 through the page cache; BENCHMARKS.md).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum DirectIo {
     /// In [`SyncMode::Batch`] only.
@@ -202,12 +235,19 @@ impl Default for Config {
             write_interval: Duration::from_millis(2),
             bytes_per_sync: 1 << 20,
             direct_io: DirectIo::Auto,
+            periodic_ack: PeriodicAck::Buffered,
             device: None,
         }
     }
 }
 
 impl Config {
+    /// Whether a periodic-mode append waits for the write of its entry
+    /// ([`PeriodicAck::Written`] in [`SyncMode::Periodic`]).
+    pub fn periodic_acks_written(&self) -> bool {
+        matches!(self.sync, SyncMode::Periodic(_)) && self.periodic_ack == PeriodicAck::Written
+    }
+
     /// Whether this configuration writes segments with direct I/O (where
     /// the file system allows it).
     pub fn uses_direct_io(&self) -> bool {

@@ -17,23 +17,27 @@
 //!   thread does. A finished cycle wakes only the writers it covered (they
 //!   wait on a slot of their cycle number's parity, not on the log's lock),
 //!   so a sync does not wake the writers queued for the next one.
-//!   [`SyncMode::Periodic`] returns once the entry is written to its
-//!   segment file (handed to the OS: a process crash cannot lose it), by
-//!   the same group-commit cycle with writes only, and syncs at most once
-//!   per interval, in the flusher, while writers go on writing (so a
-//!   machine crash loses at most about two intervals). In batch mode
-//!   segments are written with direct I/O ([`Config::direct_io`]: no copy
-//!   into the page cache, whose cost in kernel CPU starved writers under
-//!   load); in periodic mode, where a direct write would make every
-//!   acknowledgement wait for the device, through the page cache, and the
-//!   log starts the kernel's write-back every [`Config::bytes_per_sync`]
-//!   bytes (`sync_file_range` on Linux), so syncs stay short. [`CommitLog::add_batch`] appends several mutations, each its
+//!   [`SyncMode::Periodic`] returns at once (the entry is in the log's
+//!   buffer; the log writes buffers out at once, during a running sync
+//!   too, so a process crash loses only the last few milliseconds) or,
+//!   with [`PeriodicAck::Written`], once the entry is written to its
+//!   segment file by the same group-commit cycle with writes only (a
+//!   process crash loses nothing acknowledged); it syncs at most once per
+//!   interval, while writers go on (a machine crash loses at most about
+//!   two intervals). In batch mode segments are written with direct I/O
+//!   ([`Config::direct_io`]: no copy into the page cache, whose cost in
+//!   kernel CPU starved writers under load); in periodic mode, where a
+//!   direct write lasts as long as the device takes, through the page
+//!   cache, and the log starts the kernel's write-back every
+//!   [`Config::bytes_per_sync`] bytes (`sync_file_range` on Linux), so
+//!   syncs stay short. [`CommitLog::add_batch`] appends several mutations, each its
 //!   own entry, for one wait: a writer with many mutations pays one wakeup
 //!   rather than one per mutation.
 //! * [`CommitLog::add_async`] places the entry as `add` does and returns a
 //!   [`Durable`] future for the wait: it resolves once the same
-//!   group-commit cycle synced the entry (periodic mode: wrote it; the
-//!   flusher runs it, or while a sync runs the writer thread), so one
+//!   group-commit cycle synced the entry (the flusher runs it; in periodic
+//!   mode it is ready at once, or with [`PeriodicAck::Written`] once a
+//!   cycle wrote the entry), so one
 //!   thread can keep many writes in flight. It is runtime-agnostic (waker
 //!   based, woken after the sync by whoever ran it); dropping it cancels
 //!   only the wait.
@@ -142,7 +146,8 @@ mod storage;
 mod sync;
 
 pub use crate::config::{
-    Config, CorruptionPolicy, DirectIo, MAX_SEGMENT_SIZE, MIN_SEGMENT_SIZE, Preallocate, SyncMode,
+    Config, CorruptionPolicy, DirectIo, MAX_SEGMENT_SIZE, MIN_SEGMENT_SIZE, PeriodicAck,
+    Preallocate, SyncMode,
 };
 pub use crate::error::Error;
 pub use crate::log::{CommitLog, Durable, FlushHandler, FlushRequest, LogStats, MutationRef};

@@ -15,7 +15,7 @@ use std::task::{Context, Poll, Wake, Waker};
 use std::thread::Thread;
 use std::time::Duration;
 
-use commitlog::{CommitLog, Config, Durable, Error, ReplayPosition, SyncMode};
+use commitlog::{CommitLog, Config, Durable, Error, PeriodicAck, ReplayPosition, SyncMode};
 use mutation::{Cell, DecoratedKey, Mutation, Timestamp};
 
 /// Wakes one future of the executor: marks it and unparks the thread.
@@ -34,12 +34,16 @@ impl Wake for Flag {
     }
 }
 
-fn log(dir: &std::path::Path, sync: SyncMode) -> CommitLog {
+fn config(sync: SyncMode) -> Config {
     let mut c = Config::default();
     c.segment_size = 256 << 10;
     c.total_size_limit = 64 << 20;
     c.sync = sync;
-    CommitLog::open(dir, c, |_, _, _| {}).unwrap().0
+    c
+}
+
+fn log(dir: &std::path::Path, sync: SyncMode) -> CommitLog {
+    CommitLog::open(dir, config(sync), |_, _, _| {}).unwrap().0
 }
 
 fn mutation(t: u64, i: u64) -> Mutation {
@@ -164,13 +168,30 @@ fn two_threads_with_64_in_flight_each_resolve_share_syncs_and_replay() {
     log.close().unwrap();
 }
 
-/// In periodic mode a future resolves once its entry is written to the
-/// segment file (what a blocking `add` waits for there), not at once: a
-/// reader of the directory then finds it, before any sync.
 #[test]
-fn periodic_mode_resolves_once_the_entry_is_written() {
+fn periodic_mode_resolves_at_the_first_poll() {
     let dir = tempfile::tempdir().unwrap();
-    let log = log(dir.path(), SyncMode::Periodic(Duration::from_secs(3600)));
+    let log = log(dir.path(), SyncMode::Periodic(Duration::from_secs(10)));
+    let mut fut = log.add_async(1, &mutation(1, 1)).unwrap();
+    let waker = Waker::noop();
+    let mut cx = Context::from_waker(waker);
+    let got = Pin::new(&mut fut).poll(&mut cx);
+    assert!(
+        matches!(got, Poll::Ready(Ok(p)) if p == fut.position()),
+        "{got:?}"
+    );
+    log.close().unwrap();
+}
+
+/// With `PeriodicAck::Written` a future resolves once its entry is written
+/// to the segment file (what a blocking `add` waits for there), not at
+/// once: a reader of the directory then finds it, before any sync.
+#[test]
+fn written_periodic_mode_resolves_once_the_entry_is_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = config(SyncMode::Periodic(Duration::from_secs(3600)));
+    c.periodic_ack = PeriodicAck::Written;
+    let log = CommitLog::open(dir.path(), c, |_, _, _| {}).unwrap().0;
     // The first sync happens at once; afterwards none for an hour.
     log.add(1, &mutation(1, 0)).unwrap();
     log.sync().unwrap();

@@ -219,7 +219,7 @@ pub use config::{
     CacheSize, CommitLogMode, CorruptionPolicy, DEFAULT_BUDGET, DEFAULT_COMMITLOG_SYNC_PERIOD,
     DEFAULT_SOFT_LIMIT_RATIO, DEFAULT_SYSTEM_BUDGET, DEFAULT_WRITE_TIMEOUT, DatabaseConfig,
     DeviceModel, DeviceSpec, DirectIo, FlushPolicy, MAX_CONCURRENT_FLUSHES, MIN_CACHE_SIZE,
-    MIN_DATABASE_BUDGET, Placement, check_soft_limit_ratio,
+    MIN_DATABASE_BUDGET, PeriodicAck, Placement, check_soft_limit_ratio,
 };
 pub use database::{
     COMMITLOG_DIR_NAME, CacheMetrics, CompactionConfig, Database, DatabaseMetrics, SLOW_PHASE,

@@ -86,13 +86,13 @@ impl Shared {
         payload: &[u8],
         wait_sync: bool,
     ) -> Result<ReplayPosition, Error> {
-        // A periodic mutation is acknowledged once written, a batch one once
-        // synced: either way the writer waits for the cycle that takes it,
-        // and in `Batch(0)` and periodic mode runs that cycle itself when
-        // none is running, so it need not wake the flusher.
-        let periodic_write = !wait_sync
-            && kind == KIND_MUTATION
-            && matches!(self.config.sync, SyncMode::Periodic(_));
+        // A batch mutation is acknowledged once synced, a periodic one with
+        // `PeriodicAck::Written` once written: either way the writer waits
+        // for the cycle that takes it, and in `Batch(0)` and periodic mode
+        // runs that cycle itself when none is running, so it need not wake
+        // the flusher.
+        let periodic_write =
+            !wait_sync && kind == KIND_MUTATION && self.config.periodic_acks_written();
         let writer_leads =
             periodic_write || (wait_sync && self.config.sync == SyncMode::Batch(Duration::ZERO));
         let (mut st, placed) = self.place(table, kind, payload, wait_sync, !writer_leads)?;

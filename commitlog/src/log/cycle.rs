@@ -288,7 +288,7 @@ impl Shared {
             }
             Ok(()) => {
                 st.unsynced = unsynced;
-                if matches!(self.config.sync, SyncMode::Periodic(_)) {
+                if self.config.periodic_acks_written() {
                     // Periodic writers are acknowledged once their entries
                     // are written: this cycle's are.
                     self.publish(cycle_no, None);

@@ -13,10 +13,10 @@
 //! cycle for a future, so in `Batch(0)` an async append wakes the flusher,
 //! which runs the cycle.
 //!
-//! In periodic mode the future waits the same way for the cycle that
-//! writes its entry (published after the write, as a blocking periodic
-//! writer is acknowledged), except when the sync lags (the oldest
-//! unsynced entry is over two intervals old): then it waits,
+//! In periodic mode the future is ready at once (with
+//! `PeriodicAck::Written` it waits the same way for the cycle that writes
+//! its entry, published after the write), except when the sync lags (the
+//! oldest unsynced entry is over two intervals old): then it waits,
 //! as a blocking writer would, until a sync covers its entry, with its
 //! waker in the state's `lag_wakers`, woken by `note_synced`.
 
@@ -117,6 +117,7 @@ enum Wait {
 /// as [`CommitLog::add`](super::CommitLog::add) would have made it on
 /// return: in [`SyncMode::Batch`](crate::SyncMode::Batch) once an
 /// fdatasync covered it, in [`SyncMode::Periodic`](crate::SyncMode::Periodic)
+/// at once, or with [`PeriodicAck::Written`](crate::PeriodicAck::Written)
 /// once a cycle wrote it to its segment file (unless the sync lags by over
 /// two intervals: then once a sync covered it).
 ///
@@ -140,6 +141,14 @@ pub struct Durable {
 }
 
 impl Durable {
+    pub(super) fn ready(shared: Arc<Shared>, pos: ReplayPosition) -> Self {
+        Self {
+            shared,
+            pos,
+            wait: Wait::Ready,
+        }
+    }
+
     pub(super) fn cycle(shared: Arc<Shared>, pos: ReplayPosition, cycle_no: u64) -> Self {
         Self {
             shared,

@@ -104,16 +104,17 @@ fn loom_batch_writers_return_only_after_a_covering_sync() {
     });
 }
 
-/// Two periodic writers and the flusher: each `add` returns only once its
-/// entry is written to the segment file (a process crash cannot lose it),
-/// whether it ran the write cycle itself, the other writer's cycle took
-/// it, or the flusher's did; nobody waits for a sync (an hour away) and
-/// nobody hangs.
+/// Two periodic writers with `PeriodicAck::Written` and the flusher: each
+/// `add` returns only once its entry is written to the segment file (a
+/// process crash cannot lose it), whether it ran the write cycle itself,
+/// the other writer's cycle took it, or the flusher's did; nobody waits for
+/// a sync (an hour away) and nobody hangs.
 #[test]
 fn loom_periodic_writers_return_only_once_written() {
     model(|| {
         let storage = MemStorage::default();
-        let c = config(SyncMode::Periodic(Duration::from_secs(3600)));
+        let mut c = config(SyncMode::Periodic(Duration::from_secs(3600)));
+        c.periodic_ack = crate::PeriodicAck::Written;
         let log = Arc::new(
             CommitLog::with_storage(Box::new(storage.clone()), c, BTreeMap::new(), 0).unwrap(),
         );

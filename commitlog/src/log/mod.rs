@@ -18,7 +18,8 @@
 //! buffer-budget waits and does the final sync at close.
 //!
 //! A writer whose entry is in the next cycle (batch mode, and periodic
-//! mode, whose writers wait for the write) waits on
+//! mode with `PeriodicAck::Written`, whose writers wait for the write)
+//! waits on
 //! `done[cycle % 2]`, a small mutex and condvar of its own: the end of a
 //! cycle wakes exactly the writers it covered, and they return without
 //! taking the state lock again. Cycles run one at a time, so only two
@@ -30,11 +31,12 @@
 //! are used in. A writer that finds no reserve ready creates a sparse
 //! segment itself rather than wait for the one being made.
 //!
-//! In periodic mode the fdatasync runs with the writing slot free, so
-//! blocking writers go on running their write cycles while it runs; a
+//! In periodic mode the fdatasync runs with the writing slot free, and a
 //! writer thread writes the pending buffers out every
-//! [`Config::write_interval`] meanwhile, for the entries of
-//! [`CommitLog::add_async`], which no thread leads.
+//! [`Config::write_interval`] meanwhile, so entries reach the OS within
+//! milliseconds even then (with `PeriodicAck::Written`, blocking writers
+//! run their own write cycles meanwhile, and the thread serves
+//! [`CommitLog::add_async`]'s entries, which no thread leads).
 //! Retiring a segment (deleting it, or setting it aside if damaged, and
 //! syncing the directory) runs with the state lock released: the segments
 //! are marked `retiring` under the lock and the result recorded after.
@@ -522,11 +524,11 @@ impl CommitLog {
     /// whose encoded length the check already measured ([`MutationRef`]).
     ///
     /// In [`SyncMode::Batch`] it returns once an fdatasync covered the
-    /// entry; in [`SyncMode::Periodic`] once the entry is written to its
-    /// segment file (a `write`, with direct I/O one that reached the
-    /// device; no fdatasync), so a process crash cannot lose it, with the
-    /// write shared by every writer queued behind the previous one. It
-    /// waits (up to [`Config::write_timeout`]) while the
+    /// entry; in [`SyncMode::Periodic`] once the entry is in the log's
+    /// buffer, or with [`PeriodicAck::Written`](crate::PeriodicAck::Written)
+    /// once it is written to its segment file (a `write`, no fdatasync,
+    /// shared by every writer queued behind the previous one), so that a
+    /// process crash cannot lose it. It waits (up to [`Config::write_timeout`]) while the
     /// unwritten buffers are at their budget or the log is at its size
     /// limit.
     ///
@@ -551,9 +553,10 @@ impl CommitLog {
     /// returns a future that resolves once the entry is as durable as
     /// `add` makes it before returning: in [`SyncMode::Batch`] once an
     /// fdatasync covered it (the same group-commit cycle as the blocking
-    /// writers'), in [`SyncMode::Periodic`] once it is written to its
-    /// segment file (or, while the sync lags by over two intervals, once a
-    /// sync covered it).
+    /// writers'), in [`SyncMode::Periodic`] at once, or with
+    /// [`PeriodicAck::Written`](crate::PeriodicAck::Written) once it is
+    /// written to its segment file (either way, while the sync lags by over
+    /// two intervals, once a sync covered it).
     ///
     /// The future is runtime-agnostic (see [`Durable`]); the cycle is run
     /// by the log's flusher thread, which this call wakes (in periodic mode
@@ -592,7 +595,10 @@ impl CommitLog {
                 self.shared.progress.notify_all();
                 Durable::synced(shared, placed.pos, placed.end)
             }
-            SyncMode::Periodic(_) => Durable::cycle(shared, placed.pos, placed.cycle_no),
+            SyncMode::Periodic(_) if self.shared.config.periodic_acks_written() => {
+                Durable::cycle(shared, placed.pos, placed.cycle_no)
+            }
+            SyncMode::Periodic(_) => Durable::ready(shared, placed.pos),
         })
     }
 
@@ -632,10 +638,14 @@ impl CommitLog {
             payloads.push((table, payload));
         }
         let batch = matches!(self.shared.config.sync, SyncMode::Batch(_));
-        // In `Batch(0)` and periodic mode this writer runs the covering
-        // cycle itself unless one is running: entries are left for it
-        // rather than handed to the flusher one by one.
-        let notify = matches!(self.shared.config.sync, SyncMode::Batch(w) if !w.is_zero());
+        // In `Batch(0)` and periodic mode with `PeriodicAck::Written` this
+        // writer runs the covering cycle itself unless one is running:
+        // entries are left for it rather than handed to the flusher one by
+        // one.
+        let notify = match self.shared.config.sync {
+            SyncMode::Batch(w) => !w.is_zero(),
+            SyncMode::Periodic(_) => !self.shared.config.periodic_acks_written(),
+        };
         let mut positions = Vec::with_capacity(payloads.len());
         let mut last = None;
         for (table, payload) in &payloads {
@@ -665,6 +675,9 @@ impl CommitLog {
         if !batch && placed.lagging {
             // A sync covering the last entry has written them all.
             self.shared.hold_for_lagging_sync(&mut st, placed.end)?;
+            return Ok(positions);
+        }
+        if !batch && !self.shared.config.periodic_acks_written() {
             return Ok(positions);
         }
         // The cycle taking the last entry takes every one before it.

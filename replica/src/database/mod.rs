@@ -294,6 +294,7 @@ impl Database {
         log_config.total_size_limit = self.config.commitlog_size_limit;
         log_config.on_corruption = self.config.commitlog_on_corruption;
         log_config.direct_io = self.config.commitlog_direct_io;
+        log_config.periodic_ack = self.config.commitlog_periodic_ack;
         let dir = self.config.commitlog_dir();
         log_config.device = self.devices.for_path(&dir);
         let tables: HashMap<TableId, Arc<Table>> = self

@@ -172,6 +172,7 @@ impl RunDirs {
         config.prefault_memory = options.prefault;
         config.commitlog = options.commitlog;
         config.commitlog_on_corruption = options.commitlog_on_corruption;
+        config.commitlog_periodic_ack = options.periodic_ack;
         config.cache_size = options.cache()?;
         config.compaction.strategy = options.compaction.clone();
         config.validate()?;

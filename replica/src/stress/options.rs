@@ -314,6 +314,17 @@ fn on_corruption(s: &str) -> Result<crate::config::CorruptionPolicy, Error> {
         }),
     }
 }
+fn periodic_ack(s: &str) -> Result<crate::config::PeriodicAck, Error> {
+    match s {
+        "buffered" => Ok(crate::config::PeriodicAck::Buffered),
+        "written" => Ok(crate::config::PeriodicAck::Written),
+        _ => Err(Error::InvalidOption {
+            name: "--periodic-ack",
+            value: s.to_owned(),
+            expected: "buffered or written".to_owned(),
+        }),
+    }
+}
 fn duration(s: &str) -> Result<Duration, Error> {
     parse_duration("--duration", s)
 }
@@ -499,6 +510,13 @@ pub struct StressOptions {
     /// entries, report them, keep the damaged segment aside).
     #[arg(long, value_name = "POLICY", value_parser = on_corruption, default_value = "stop")]
     pub commitlog_on_corruption: crate::config::CorruptionPolicy,
+    /// With a periodic commit log, when a write is acknowledged: buffered
+    /// (the default: once in the log's buffer, written out at once; a
+    /// process crash loses the last few milliseconds) or written (once
+    /// written to the segment file; a process crash loses nothing
+    /// acknowledged, each write waits for its group's write).
+    #[arg(long, value_name = "WHEN", value_parser = periodic_ack, default_value = "buffered")]
+    pub periodic_ack: crate::config::PeriodicAck,
     /// Row cache memory of all the tables together, e.g. 256MiB (at least
     /// 1MiB; the memory pool grows to hold it beside the dirty budgets).
     /// Default: what the pool holds beyond the dirty budgets.
@@ -1252,6 +1270,21 @@ mod tests {
         let e = parse(&["--direct-io=maybe"]).unwrap_err().to_string();
         assert!(e.contains("--direct-io") && e.contains("on or off"), "{e}");
         assert!(!parse(&["--direct-io=off"]).unwrap().direct_io);
+        let e = parse(&["--periodic-ack=sometimes"])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("--periodic-ack") && e.contains("buffered or written"),
+            "{e}"
+        );
+        assert_eq!(
+            parse(&["--periodic-ack", "written"]).unwrap().periodic_ack,
+            crate::config::PeriodicAck::Written
+        );
+        assert_eq!(
+            parse(&[]).unwrap().periodic_ack,
+            crate::config::PeriodicAck::Buffered
+        );
         assert!(parse(&[]).unwrap().direct_io);
         let e = parse(&["--prefault=later"]).unwrap_err().to_string();
         assert!(e.contains("--prefault") && e.contains("on or off"), "{e}");

@@ -86,7 +86,7 @@ fn describe(options: &StressOptions, config: &RunConfig, policy: FlushPolicyChoi
     };
     format!(
         "{} with {clients} {stop}: {} partitions ({}) of {} x {} B rows{columns} over {} \
-         table(s){}, flush policy {}, commit log {}, compaction {}, direct I/O {}, memory prefaulted {}, {}, seed {}",
+         table(s){}, flush policy {}, commit log {}{}, compaction {}, direct I/O {}, memory prefaulted {}, {}, seed {}",
         options.mode.name(),
         w.partitions,
         w.distribution.name(),
@@ -100,6 +100,12 @@ fn describe(options: &StressOptions, config: &RunConfig, policy: FlushPolicyChoi
         },
         policy.name(),
         options.commitlog.name(),
+        match (options.commitlog, options.periodic_ack) {
+            (crate::config::CommitLogMode::Periodic(_), crate::config::PeriodicAck::Written) => {
+                " (acknowledged once written)"
+            }
+            _ => "",
+        },
         crate::stress::strategy_name(&options.compaction),
         if options.direct_io { "on" } else { "off" },
         if options.prefault { "yes" } else { "no" },
@@ -300,6 +306,13 @@ pub fn execute<F: TargetFactory>(
             object.insert(
                 "prefault".to_owned(),
                 serde_json::Value::from(options.prefault),
+            );
+            object.insert(
+                "periodic_ack".to_owned(),
+                serde_json::Value::from(match options.periodic_ack {
+                    crate::config::PeriodicAck::Written => "written",
+                    _ => "buffered",
+                }),
             );
             object.insert(
                 "columns".to_owned(),

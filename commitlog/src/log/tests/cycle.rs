@@ -55,13 +55,33 @@ pub(super) fn roomy_periodic(interval: Duration, budget: usize) -> Config {
 
 #[test]
 fn periodic_writers_wait_for_a_sync_that_lags_two_intervals() {
+    lagging_sync_holds_the_writer(crate::PeriodicAck::Buffered);
+}
+
+/// With `PeriodicAck::Written`, every append returns with its entry in the
+/// file, and the lagging-sync hold still applies on top.
+#[test]
+fn written_acks_return_once_written_until_the_sync_lags() {
+    lagging_sync_holds_the_writer(crate::PeriodicAck::Written);
+}
+
+/// A writer appends until the oldest unsynced entry is two intervals old
+/// and it is held; released, its held append is durable on return. With
+/// buffered acknowledgements the disk stops (nothing written, so nothing
+/// synced); with written ones only the syncs stop (each append must find
+/// its entry in the file on return).
+fn lagging_sync_holds_the_writer(ack: crate::PeriodicAck) {
     use crate::sync::plain::{AtomicBool, Ordering as O};
-    let config = roomy_periodic(Duration::from_millis(1), 64 << 20);
+    let written_acks = ack == crate::PeriodicAck::Written;
+    let mut config = roomy_periodic(Duration::from_millis(1), 64 << 20);
+    config.periodic_ack = ack;
     let (log, storage) = mem_log(config);
     let log = PlainArc::new(log);
-    // Syncs stop (writes go on): nothing is synced, so the oldest
-    // unsynced entry ages.
-    storage.0.lock().stall_syncs = true;
+    if written_acks {
+        storage.0.lock().stall_syncs = true;
+    } else {
+        storage.0.lock().stall = true;
+    }
     let stop = PlainArc::new(AtomicBool::new(false));
     let writer = {
         let (log, storage, stop) = (log.clone(), storage.clone(), stop.clone());
@@ -76,8 +96,9 @@ fn periodic_writers_wait_for_a_sync_that_lags_two_intervals() {
                     format::parse_entry_header(&bytes[at..at + format::ENTRY_HEADER_LEN])
                         .is_some_and(|h| h.segment == pos.segment)
                 };
-                // Written on return, every time.
-                assert!(header(&s.files[&pos.segment]), "written on return");
+                if written_acks {
+                    assert!(header(&s.files[&pos.segment]), "written on return");
+                }
                 if stop.load(O::SeqCst) {
                     // The one append in flight when the test stopped
                     // the writer was the held one: durable on return.
@@ -87,8 +108,8 @@ fn periodic_writers_wait_for_a_sync_that_lags_two_intervals() {
             }
         })
     };
-    // Appends return once written until the oldest unsynced one is two
-    // intervals old; then the writer is held until a sync covers it.
+    // Appends return (at once, or once written) until the oldest unsynced
+    // one is two intervals old; then the writer is held.
     log.wait_sync_lag_waits(1);
     stop.store(true, O::SeqCst);
     storage.unstall();
@@ -271,17 +292,45 @@ fn batch_with_a_window_groups_writers() {
     assert!(stats.syncs < 40, "{stats:?}");
 }
 
-/// While a periodic fdatasync is stuck, a blocking `add` returns with its
-/// entry written (it runs the write itself), and a future's entry, which no
-/// writer leads, is written out by the writer thread within about the
-/// write interval: nobody waits for the sync.
+/// While a periodic fdatasync is stuck, an entry far below the buffer
+/// budget still reaches the file within about the write interval: the
+/// writer thread writes it out, nobody waits for the sync.
 #[test]
 fn periodic_entries_are_written_out_during_a_long_sync() {
-    let mut config = roomy_periodic(Duration::from_secs(3600), 1 << 19);
-    config.write_interval = Duration::from_millis(2);
-    let (log, storage) = mem_log(config);
-    let log = PlainArc::new(log);
-    let syncer = stuck_sync(&log, &storage);
+    let (log, storage, syncer) =
+        log_with_a_stuck_sync(Duration::from_millis(2), crate::PeriodicAck::Buffered);
+    let pos = log.add(1, &mutation("b", 100)).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !written(&storage, pos) {
+        assert!(Instant::now() < deadline, "not written out during the sync");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    release_the_stuck_sync(&log, &storage, syncer);
+}
+
+/// With the write interval off, the same entry waits in the buffer until
+/// the sync ends (what the interval fixes).
+#[test]
+fn without_a_write_interval_entries_wait_for_the_sync() {
+    let (log, storage, syncer) =
+        log_with_a_stuck_sync(Duration::ZERO, crate::PeriodicAck::Buffered);
+    let pos = log.add(1, &mutation("b", 100)).unwrap();
+    std::thread::sleep(Duration::from_millis(50));
+    assert!(!written(&storage, pos), "nothing wrote it during the sync");
+    storage.unstall();
+    syncer.join().unwrap().unwrap();
+    log.sync().unwrap();
+}
+
+/// With `PeriodicAck::Written`, while a periodic fdatasync is stuck, a
+/// blocking `add` returns with its entry written (it runs the write
+/// itself), and a future's entry, which no writer leads, is written out by
+/// the writer thread within about the write interval: nobody waits for the
+/// sync.
+#[test]
+fn written_acks_are_written_during_a_long_sync() {
+    let (log, storage, syncer) =
+        log_with_a_stuck_sync(Duration::from_millis(2), crate::PeriodicAck::Written);
     let pos = log.add(1, &mutation("b", 100)).unwrap();
     assert!(
         written(&storage, pos),
@@ -289,25 +338,16 @@ fn periodic_entries_are_written_out_during_a_long_sync() {
     );
     let pos = futures_lite_block_on(log.add_async(1, &mutation("c", 100)).unwrap());
     assert!(written(&storage, pos), "a future resolves once written");
-    assert_eq!(
-        log.stats().synced_entries,
-        1,
-        "the stuck sync is still stuck"
-    );
-    storage.unstall();
-    syncer.join().unwrap().unwrap();
+    release_the_stuck_sync(&log, &storage, syncer);
 }
 
-/// With the write interval off there is no writer thread: a future's entry
-/// waits in the buffer while the sync is stuck (what the interval fixes),
-/// until a blocking writer's own write cycle takes it along.
+/// With `PeriodicAck::Written` and the write interval off there is no
+/// writer thread: a future's entry waits in the buffer while the sync is
+/// stuck (what the interval fixes), until a blocking writer's own write
+/// cycle takes it along.
 #[test]
-fn without_a_write_interval_entries_wait_for_the_sync() {
-    let mut config = roomy_periodic(Duration::from_secs(3600), 1 << 19);
-    config.write_interval = Duration::ZERO;
-    let (log, storage) = mem_log(config);
-    let log = PlainArc::new(log);
-    let syncer = stuck_sync(&log, &storage);
+fn without_a_write_interval_written_futures_wait_for_a_blocking_writer() {
+    let (log, storage, syncer) = log_with_a_stuck_sync(Duration::ZERO, crate::PeriodicAck::Written);
     let mut fut = log.add_async(1, &mutation("b", 100)).unwrap();
     let waiting = fut.position();
     let noop = std::task::Waker::noop();
@@ -327,6 +367,42 @@ fn without_a_write_interval_entries_wait_for_the_sync() {
     storage.unstall();
     syncer.join().unwrap().unwrap();
     log.sync().unwrap();
+}
+
+/// A periodic log (no sync due for an hour) writing out every
+/// `write_interval` during syncs, acknowledging per `ack`, with a sync the
+/// store holds (see [`stuck_sync`]).
+fn log_with_a_stuck_sync(
+    write_interval: Duration,
+    ack: crate::PeriodicAck,
+) -> (
+    PlainArc<CommitLog>,
+    MemStorage,
+    std::thread::JoinHandle<Result<(), Error>>,
+) {
+    let mut config = roomy_periodic(Duration::from_secs(3600), 1 << 19);
+    config.write_interval = write_interval;
+    config.periodic_ack = ack;
+    let (log, storage) = mem_log(config);
+    let log = PlainArc::new(log);
+    let syncer = stuck_sync(&log, &storage);
+    (log, storage, syncer)
+}
+
+/// Checks that the stuck sync is still stuck (only the first entry
+/// synced), then lets it finish.
+fn release_the_stuck_sync(
+    log: &CommitLog,
+    storage: &MemStorage,
+    syncer: std::thread::JoinHandle<Result<(), Error>>,
+) {
+    assert_eq!(
+        log.stats().synced_entries,
+        1,
+        "the stuck sync is still stuck"
+    );
+    storage.unstall();
+    syncer.join().unwrap().unwrap();
 }
 
 /// Starts a sync that the store holds (after one that went through, so

@@ -35,10 +35,38 @@ fn wait_woken(flag: &Flag) {
 #[test]
 fn a_periodic_future_is_held_while_the_sync_lags_and_woken_by_the_sync() {
     let (log, storage) = mem_log(roomy_periodic(Duration::from_millis(1), 64 << 20));
+    // The disk stops: nothing is synced, so the oldest entry ages.
+    storage.0.lock().stall = true;
+    let flag = PlainArc::new(Flag::default());
+    let waker = Waker::from(PlainArc::clone(&flag));
+    let mut ready = 0u64;
+    let held = loop {
+        let mut fut = log.add_async(1, &mutation("k", 10)).unwrap();
+        match poll(&mut fut, &waker) {
+            Poll::Ready(r) => {
+                assert_eq!(r.unwrap(), fut.position());
+                ready += 1;
+            }
+            Poll::Pending => break fut,
+        }
+    };
+    assert!(ready >= 1, "appends are ready at once until the sync lags");
+    assert_eq!(log.stats().sync_lag_waits, 1);
+    assert!(!flag.0.load(O::SeqCst));
+    release_the_held_future(&log, &storage, held, &flag, &waker);
+}
+
+/// With `PeriodicAck::Written` a future resolves once its entry is written,
+/// and is held for the sync, as a blocking writer is, when the sync lags.
+#[test]
+fn a_written_periodic_future_resolves_once_written_and_is_held_while_the_sync_lags() {
+    let mut config = roomy_periodic(Duration::from_millis(1), 64 << 20);
+    config.periodic_ack = crate::PeriodicAck::Written;
+    let (log, storage) = mem_log(config);
     // Syncs stop (writes go on): the oldest unsynced entry ages.
     storage.0.lock().stall_syncs = true;
     let mut written = 0u64;
-    let (mut held, flag, waker) = loop {
+    let (held, flag, waker) = loop {
         let flag = PlainArc::new(Flag::default());
         let waker = Waker::from(PlainArc::clone(&flag));
         let mut fut = log.add_async(1, &mutation("k", 10)).unwrap();
@@ -61,9 +89,22 @@ fn a_periodic_future_is_held_while_the_sync_lags_and_woken_by_the_sync() {
         "futures resolve once written until the sync lags"
     );
     assert!(!flag.0.load(O::SeqCst));
+    release_the_held_future(&log, &storage, held, &flag, &waker);
+}
+
+/// Lets the stalled store go on and checks that `held`, a future held for
+/// a lagging sync, is woken only by that sync and resolves durable, with
+/// no waker left behind.
+fn release_the_held_future(
+    log: &CommitLog,
+    storage: &MemStorage,
+    mut held: Durable,
+    flag: &Flag,
+    waker: &Waker,
+) {
     storage.unstall();
-    wait_woken(&flag);
-    let pos = match poll(&mut held, &waker) {
+    wait_woken(flag);
+    let pos = match poll(&mut held, waker) {
         Poll::Ready(r) => r.unwrap(),
         Poll::Pending => panic!("woken before its sync"),
     };
