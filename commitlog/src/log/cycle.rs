@@ -36,9 +36,9 @@ impl Shared {
 
     /// Waits until cycle `cycle_no`, which covers the entry ending at `end`,
     /// has done what the mode acknowledges: in batch mode synced the entry,
-    /// in periodic mode written it to its segment file (handed it to the
-    /// OS, so that a process crash cannot lose it). In `Batch(0)` and in
-    /// periodic mode the writer runs that cycle itself when none is running
+    /// in periodic mode (called only with `PeriodicAck::Written`) written it
+    /// to its segment file (handed it to the OS, so that a process crash
+    /// cannot lose it). In `Batch(0)` and in periodic mode the writer runs that cycle itself when none is running
     /// (group commit without a handoff: the cycle takes everything pending,
     /// this entry and those of every writer queued behind); otherwise it
     /// waits, without the state lock, on the slot of `cycle_no`'s parity,

@@ -528,9 +528,9 @@ impl CommitLog {
     /// buffer, or with [`PeriodicAck::Written`](crate::PeriodicAck::Written)
     /// once it is written to its segment file (a `write`, no fdatasync,
     /// shared by every writer queued behind the previous one), so that a
-    /// process crash cannot lose it. It waits (up to [`Config::write_timeout`]) while the
-    /// unwritten buffers are at their budget or the log is at its size
-    /// limit.
+    /// process crash cannot lose it. It waits (up to
+    /// [`Config::write_timeout`]) while the unwritten buffers are at their
+    /// budget or the log is at its size limit.
     ///
     /// # Errors
     /// [`Error::EntryTooLarge`] (nothing is written), [`Error::LogFull`],
@@ -561,8 +561,8 @@ impl CommitLog {
     /// The future is runtime-agnostic (see [`Durable`]); the cycle is run
     /// by the log's flusher thread, which this call wakes (in periodic mode
     /// while a sync runs, by the writer thread, within
-    /// [`Config::write_interval`]). Placement itself
-    /// may block as `add` does: while the unwritten buffers are at their
+    /// [`Config::write_interval`]). Placement itself may block as `add`
+    /// does: while the unwritten buffers are at their
     /// budget or the log is at its size limit (up to
     /// [`Config::write_timeout`]).
     ///
