@@ -165,7 +165,7 @@ impl RunDirs {
         config.sstable_writer_options.bytes_per_sync = options.sstable_bytes_per_sync;
         config.sstable_writer_options.direct_io = options.direct_io;
         config.commitlog_direct_io = if options.direct_io {
-            DirectIo::Auto
+            options.commitlog_direct_io
         } else {
             DirectIo::Never
         };

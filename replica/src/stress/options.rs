@@ -314,6 +314,18 @@ fn on_corruption(s: &str) -> Result<crate::config::CorruptionPolicy, Error> {
         }),
     }
 }
+fn commitlog_direct_io(s: &str) -> Result<crate::config::DirectIo, Error> {
+    match s {
+        "auto" => Ok(crate::config::DirectIo::Auto),
+        "always" => Ok(crate::config::DirectIo::Always),
+        "never" => Ok(crate::config::DirectIo::Never),
+        _ => Err(Error::InvalidOption {
+            name: "--commitlog-direct-io",
+            value: s.to_owned(),
+            expected: "auto, always or never".to_owned(),
+        }),
+    }
+}
 fn periodic_ack(s: &str) -> Result<crate::config::PeriodicAck, Error> {
     match s {
         "buffered" => Ok(crate::config::PeriodicAck::Buffered),
@@ -517,6 +529,12 @@ pub struct StressOptions {
     /// acknowledged, each write waits for its group's write).
     #[arg(long, value_name = "WHEN", value_parser = periodic_ack, default_value = "buffered")]
     pub periodic_ack: crate::config::PeriodicAck,
+    /// When the commit log writes with direct I/O: auto (the default: in
+    /// batch mode only), always (also a periodic log: with `--periodic-ack
+    /// written`, the fastest shape for large rows) or never. `--direct-io
+    /// off` makes it never.
+    #[arg(long, value_name = "WHEN", value_parser = commitlog_direct_io, default_value = "auto")]
+    pub commitlog_direct_io: crate::config::DirectIo,
     /// Row cache memory of all the tables together, e.g. 256MiB (at least
     /// 1MiB; the memory pool grows to hold it beside the dirty budgets).
     /// Default: what the pool holds beyond the dirty budgets.
@@ -1284,6 +1302,23 @@ mod tests {
         assert_eq!(
             parse(&[]).unwrap().periodic_ack,
             crate::config::PeriodicAck::Buffered
+        );
+        let e = parse(&["--commitlog-direct-io=sometimes"])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("--commitlog-direct-io") && e.contains("auto, always or never"),
+            "{e}"
+        );
+        assert_eq!(
+            parse(&["--commitlog-direct-io", "always"])
+                .unwrap()
+                .commitlog_direct_io,
+            crate::config::DirectIo::Always
+        );
+        assert_eq!(
+            parse(&[]).unwrap().commitlog_direct_io,
+            crate::config::DirectIo::Auto
         );
         assert!(parse(&[]).unwrap().direct_io);
         let e = parse(&["--prefault=later"]).unwrap_err().to_string();

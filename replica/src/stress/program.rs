@@ -107,7 +107,12 @@ fn describe(options: &StressOptions, config: &RunConfig, policy: FlushPolicyChoi
             _ => "",
         },
         crate::stress::strategy_name(&options.compaction),
-        if options.direct_io { "on" } else { "off" },
+        match (options.direct_io, options.commitlog_direct_io) {
+            (false, _) => "off",
+            (true, crate::config::DirectIo::Always) => "on (commit log always)",
+            (true, crate::config::DirectIo::Never) => "on (commit log never)",
+            (true, _) => "on (commit log in batch mode)",
+        },
         if options.prefault { "yes" } else { "no" },
         describe_devices(options),
         w.seed,
@@ -306,6 +311,14 @@ pub fn execute<F: TargetFactory>(
             object.insert(
                 "prefault".to_owned(),
                 serde_json::Value::from(options.prefault),
+            );
+            object.insert(
+                "commitlog_direct_io".to_owned(),
+                serde_json::Value::from(match (options.direct_io, options.commitlog_direct_io) {
+                    (false, _) | (true, crate::config::DirectIo::Never) => "never",
+                    (true, crate::config::DirectIo::Always) => "always",
+                    (true, _) => "auto",
+                }),
             );
             object.insert(
                 "periodic_ack".to_owned(),
