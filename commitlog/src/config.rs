@@ -22,11 +22,11 @@ pub enum SyncMode {
     /// crash loses no acknowledged entry), see [`Config::periodic_ack`].
     /// The log fdatasyncs at most once per interval, with writes going on
     /// meanwhile; a crash of the machine loses at most about one interval
-    /// of writes while the disk keeps up. When it does not (the oldest entry not yet
-    /// durable is more than two intervals old), `add` waits until a sync
-    /// covers its entry, so the loss stays bounded by about two intervals
-    /// (Cassandra's periodic sync lag block); [`crate::LogStats`] counts
-    /// these waits.
+    /// of writes while the disk keeps up. When it does not (the oldest
+    /// entry not yet durable is more than two intervals old), `add` waits
+    /// until a sync covers its entry, so the loss stays bounded by about
+    /// two intervals (Cassandra's periodic sync lag block);
+    /// [`crate::LogStats`] counts these waits.
     Periodic(Duration),
     /// `add` returns only once an fdatasync has covered the entry.
     /// Concurrent writers share one fdatasync (group commit): entries added
@@ -176,9 +176,10 @@ pub enum Preallocate {
 /// When a periodic-mode append is acknowledged ([`Config::periodic_ack`]).
 ///
 /// Measured with replica-stress on 2 vCPUs (BENCHMARKS.md, 2026-12-03): 64
-/// blocking writers of 1 KiB rows ran at 0.53x the op rate with `Written`
-/// (each acknowledgement a sleep and a wake-up of its thread behind the
-/// group's write), 100 writers of 128 KiB rows at 1.00x.
+/// blocking writers of 1 KiB rows ran at 0.53-0.60x the op rate with
+/// `Written` through the page cache and 0.45x with a direct log (each
+/// acknowledgement a sleep and a wake-up of its thread behind the group's
+/// write), 100 writers of 128 KiB rows at 1.00x with a direct log.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum PeriodicAck {
     /// Once the entry is in the log's buffer (the default, as ScyllaDB's

@@ -415,8 +415,8 @@ pub struct DatabaseConfig {
     /// once, so a process crash loses the last few milliseconds of
     /// writes; [`PeriodicAck::Written`]: once written to the segment file,
     /// so a process crash loses no acknowledged write, at the price of a
-    /// wait per write (0.53x the op rate for 64 writers of 1 KiB rows on 2
-    /// vCPUs; BENCHMARKS.md).
+    /// wait per write (0.53-0.60x the op rate for 64 writers of 1 KiB rows
+    /// on 2 vCPUs; BENCHMARKS.md).
     pub commitlog_periodic_ack: PeriodicAck,
     /// Take the memtable pool's whole memory (the dirty budgets plus the
     /// cache's share) from the system at open and touch every page

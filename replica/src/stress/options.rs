@@ -292,50 +292,50 @@ fn prefault_on_off(s: &str) -> Result<bool, Error> {
 
 /// `on` or `off`, for the option `name`.
 fn parse_on_off(name: &'static str, s: &str) -> Result<bool, Error> {
-    match s {
-        "on" => Ok(true),
-        "off" => Ok(false),
-        other => Err(Error::InvalidOption {
-            name,
-            value: other.to_owned(),
-            expected: "on or off".to_owned(),
-        }),
+    parse_keyword(name, s, &[("on", true), ("off", false)])
+}
+
+/// One of `choices`' keywords, for the option `name`; the error lists them
+/// ("a, b or c").
+fn parse_keyword<T: Copy>(name: &'static str, s: &str, choices: &[(&str, T)]) -> Result<T, Error> {
+    if let Some(&(_, value)) = choices.iter().find(|(word, _)| *word == s) {
+        return Ok(value);
     }
+    let words: Vec<&str> = choices.iter().map(|(word, _)| *word).collect();
+    let expected = match words.split_last() {
+        Some((last, rest)) if !rest.is_empty() => format!("{} or {last}", rest.join(", ")),
+        _ => words.concat(),
+    };
+    Err(Error::InvalidOption {
+        name,
+        value: s.to_owned(),
+        expected,
+    })
 }
 
 fn on_corruption(s: &str) -> Result<crate::config::CorruptionPolicy, Error> {
-    match s {
-        "stop" => Ok(crate::config::CorruptionPolicy::Stop),
-        "skip" => Ok(crate::config::CorruptionPolicy::Skip),
-        _ => Err(Error::InvalidOption {
-            name: "--commitlog-on-corruption",
-            value: s.to_owned(),
-            expected: "stop or skip".to_owned(),
-        }),
-    }
+    use crate::config::CorruptionPolicy::{Skip, Stop};
+    parse_keyword(
+        "--commitlog-on-corruption",
+        s,
+        &[("stop", Stop), ("skip", Skip)],
+    )
 }
 fn commitlog_direct_io(s: &str) -> Result<crate::config::DirectIo, Error> {
-    match s {
-        "auto" => Ok(crate::config::DirectIo::Auto),
-        "always" => Ok(crate::config::DirectIo::Always),
-        "never" => Ok(crate::config::DirectIo::Never),
-        _ => Err(Error::InvalidOption {
-            name: "--commitlog-direct-io",
-            value: s.to_owned(),
-            expected: "auto, always or never".to_owned(),
-        }),
-    }
+    use crate::config::DirectIo::{Always, Auto, Never};
+    parse_keyword(
+        "--commitlog-direct-io",
+        s,
+        &[("auto", Auto), ("always", Always), ("never", Never)],
+    )
 }
 fn periodic_ack(s: &str) -> Result<crate::config::PeriodicAck, Error> {
-    match s {
-        "buffered" => Ok(crate::config::PeriodicAck::Buffered),
-        "written" => Ok(crate::config::PeriodicAck::Written),
-        _ => Err(Error::InvalidOption {
-            name: "--periodic-ack",
-            value: s.to_owned(),
-            expected: "buffered or written".to_owned(),
-        }),
-    }
+    use crate::config::PeriodicAck::{Buffered, Written};
+    parse_keyword(
+        "--periodic-ack",
+        s,
+        &[("buffered", Buffered), ("written", Written)],
+    )
 }
 fn duration(s: &str) -> Result<Duration, Error> {
     parse_duration("--duration", s)
