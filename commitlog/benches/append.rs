@@ -31,7 +31,8 @@
 //!   Each row is set against its bound row in the same run: one write +
 //!   fdatasync of all the entries in flight (threads x in flight) at a
 //!   time. The targets (24): at least 0.8x the bound's MB/s, and
-//!   p99 at most 3x one fdatasync's p99 at 64 in flight.
+//!   p99 at most 3x one fdatasync's p99 at 64 in flight. Each async row
+//!   runs once per `--bytes-per-sync` value, like the batch rows.
 //! * `--bytes-per-sync N,M,...` (default `direct,1048576,0`): every
 //!   commit-log row is run once per value: `direct` is `Config::direct_io`
 //!   (the default: no page cache), a number is the page cache with
@@ -569,11 +570,11 @@ impl Wake for Mark {
 /// `entries` appends with `add_async` in `Batch(0)` from `threads`
 /// threads, each keeping `in_flight` futures pending; latency is from the
 /// call to the resolution.
-fn run_async(dir: &Path, threads: u64, in_flight: u64, entries: u64) -> Run {
+fn run_async(dir: &Path, threads: u64, in_flight: u64, entries: u64, bytes_per_sync: u64) -> Run {
     let dir = tempfile::tempdir_in(dir).expect("bench dir");
     let (log, _) = CommitLog::open(
         dir.path(),
-        log_config(SyncMode::Batch(Duration::ZERO), DIRECT),
+        log_config(SyncMode::Batch(Duration::ZERO), bytes_per_sync),
         |_, _, _| {},
     )
     .expect("open log");
@@ -700,8 +701,11 @@ fn bench_async(args: &Args) {
                 &bound,
                 None,
             );
-            let r = run_async(&args.dir, threads, in_flight, entries);
-            row("commitlog add_async", threads, in_flight, &r, Some(&bound));
+            for &wb in &args.bytes_per_sync {
+                let r = run_async(&args.dir, threads, in_flight, entries, wb);
+                let name = format!("commitlog add_async, {}", writeback_label(wb));
+                row(&name, threads, in_flight, &r, Some(&bound));
+            }
         }
     }
     println!();

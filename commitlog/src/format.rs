@@ -111,18 +111,38 @@ pub(crate) fn payload_prefix(kind: u8, table: TableId) -> [u8; PAYLOAD_PREFIX] {
     p
 }
 
-/// Appends a framed entry for segment `id` to `out`; `payload_crc` is
-/// `crc32c(payload)`, computed by the caller outside any lock.
-pub(crate) fn put_entry(out: &mut Vec<u8>, id: u64, payload: &[u8], payload_crc: u32) {
-    let len = u32::try_from(payload.len()).expect("payload length is checked against max_payload");
+/// Appends a framed entry for segment `id` to `out`: its header for a
+/// payload of `len` bytes, the payload `fill` appends (exactly `len`
+/// bytes: a payload of any other length is taken back out of `out` and
+/// this panics, `out` as it was), and the payload's checksum.
+pub(crate) fn put_entry_with(
+    out: &mut Vec<u8>,
+    id: u64,
+    len: usize,
+    fill: impl FnOnce(&mut Vec<u8>),
+) {
+    let len32 = u32::try_from(len).expect("payload length is checked against max_payload");
     let mut h = [0u8; ENTRY_HEADER_LEN];
-    h[0..4].copy_from_slice(&len.to_le_bytes());
+    h[0..4].copy_from_slice(&len32.to_le_bytes());
     h[4..12].copy_from_slice(&id.to_le_bytes());
     let crc = crc32c::crc32c(&h[..12]);
     h[12..16].copy_from_slice(&crc.to_le_bytes());
+    let start = out.len();
     out.extend_from_slice(&h);
-    out.extend_from_slice(payload);
+    fill(out);
+    let written = out.len() - start - ENTRY_HEADER_LEN;
+    if written != len {
+        out.truncate(start);
+        panic!("an entry's payload of {len} bytes was {written} bytes long");
+    }
+    let payload_crc = crc32c::crc32c(&out[start + ENTRY_HEADER_LEN..]);
     out.extend_from_slice(&payload_crc.to_le_bytes());
+}
+
+#[cfg(test)]
+/// Appends a framed entry holding `payload` for segment `id` to `out`.
+pub(crate) fn put_entry(out: &mut Vec<u8>, id: u64, payload: &[u8]) {
+    put_entry_with(out, id, payload.len(), |o| o.extend_from_slice(payload));
 }
 
 /// A parsed entry header whose checksum holds.
@@ -261,9 +281,21 @@ mod tests {
     }
 
     #[test]
+    fn a_payload_of_another_length_than_framed_is_taken_back_out() {
+        let mut out = b"kept".to_vec();
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            put_entry_with(&mut out, 1, 5, |o| o.extend_from_slice(b"abc"))
+        }));
+        assert!(r.is_err());
+        assert_eq!(out, b"kept");
+        put_entry_with(&mut out, 1, 3, |o| o.extend_from_slice(b"abc"));
+        assert_eq!(out.len(), 4 + FRAMING + 3);
+    }
+
+    #[test]
     fn entry_framing() {
         let mut out = Vec::new();
-        put_entry(&mut out, 9, b"abc", crc32c::crc32c(b"abc"));
+        put_entry(&mut out, 9, b"abc");
         assert_eq!(out.len(), FRAMING + 3);
         let h = parse_entry_header(&out[..ENTRY_HEADER_LEN]).unwrap();
         assert_eq!((h.len, h.segment), (3, 9));

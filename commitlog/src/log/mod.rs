@@ -66,9 +66,9 @@ use std::time::Instant;
 use mutation::Mutation;
 
 pub use self::append::MutationRef;
-use self::append::mutation_payload;
+use self::append::Payload;
 use crate::config::{Config, SyncMode};
-use crate::format::{self, FRAMING, KIND_DROP, KIND_MUTATION};
+use crate::format;
 use crate::replay::{self, ReplayReport};
 use crate::storage::{ChargedStorage, DirStorage, SegmentFile, Storage};
 use crate::sync::{self, Arc, Condvar, Mutex, PlainArc, arc_dyn};
@@ -542,10 +542,9 @@ impl CommitLog {
         table: TableId,
         mutation: impl Into<MutationRef<'m>>,
     ) -> Result<ReplayPosition, Error> {
-        let payload = mutation_payload(table, mutation.into());
         let wait_sync = matches!(self.shared.config.sync, SyncMode::Batch(_));
         self.shared
-            .append(table, KIND_MUTATION, &payload, wait_sync)
+            .append(Payload::Mutation(table, mutation.into()), wait_sync)
     }
 
     /// Appends `mutation` for `table` as [`CommitLog::add`] does (the
@@ -579,11 +578,10 @@ impl CommitLog {
         table: TableId,
         mutation: impl Into<MutationRef<'m>>,
     ) -> Result<Durable, Error> {
-        let payload = mutation_payload(table, mutation.into());
         // No thread waits to lead the cycle: the flusher runs it.
-        let (st, placed) = self
-            .shared
-            .place(table, KIND_MUTATION, &payload, false, true)?;
+        let (st, placed) =
+            self.shared
+                .place(Payload::Mutation(table, mutation.into()), false, true)?;
         let shared = Arc::clone(&self.shared);
         Ok(match self.shared.config.sync {
             SyncMode::Batch(_) => Durable::cycle(shared, placed.pos, placed.cycle_no),
@@ -622,20 +620,12 @@ impl CommitLog {
         &self,
         entries: &[(TableId, &Mutation)],
     ) -> Result<Vec<ReplayPosition>, Error> {
-        let limit = self.shared.config.max_payload();
-        let mut payloads = Vec::with_capacity(entries.len());
-        for &(table, mutation) in entries {
-            let payload = mutation_payload(table, mutation.into());
-            if payload.len() > limit {
-                return Err(Error::EntryTooLarge {
-                    table,
-                    size: payload.len(),
-                    limit,
-                    segment_size: self.shared.config.segment_size,
-                    framing: FRAMING,
-                });
-            }
-            payloads.push((table, payload));
+        let payloads: Vec<Payload<'_>> = entries
+            .iter()
+            .map(|&(table, mutation)| Payload::Mutation(table, mutation.into()))
+            .collect();
+        for payload in &payloads {
+            self.shared.check_entry_size(payload)?;
         }
         let batch = matches!(self.shared.config.sync, SyncMode::Batch(_));
         // In `Batch(0)` and periodic mode with `PeriodicAck::Written` this
@@ -648,13 +638,10 @@ impl CommitLog {
         };
         let mut positions = Vec::with_capacity(payloads.len());
         let mut last = None;
-        for (table, payload) in &payloads {
+        for &payload in &payloads {
             // The previous entry's guard goes before the next entry locks.
             drop(last.take());
-            match self
-                .shared
-                .place(*table, KIND_MUTATION, payload, false, notify)
-            {
+            match self.shared.place(payload, false, notify) {
                 Ok((st, placed)) => {
                     positions.push(placed.pos);
                     last = Some((st, placed));
@@ -694,8 +681,7 @@ impl CommitLog {
     /// # Errors
     /// As [`CommitLog::add`].
     pub fn drop_table(&self, table: TableId) -> Result<ReplayPosition, Error> {
-        let payload = format::payload_prefix(KIND_DROP, table);
-        self.shared.append(table, KIND_DROP, &payload, true)
+        self.shared.append(Payload::Drop(table), true)
     }
 
     /// Hands back `table`'s entries in `set`: they are durable elsewhere
