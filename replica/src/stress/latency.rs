@@ -1,9 +1,11 @@
 //! Latency and throughput recording: one slot per client thread, harvested
 //! into an interval report once per interval.
 //!
-//! Each thread records into its own histogram behind its own lock, which
-//! only the reporter also takes, once per interval: writers never contend
-//! with each other.
+//! Each thread records into its own small slot behind its own lock, which
+//! only the reporter also takes, once per interval; a thread whose slot
+//! fills (every 256 operations) moves it into one shared set of histograms,
+//! so writers rarely contend, and memory does not grow with the thread
+//! count by a histogram per thread.
 
 use std::time::Duration;
 
@@ -20,11 +22,6 @@ const MAX_LATENCY_MICROS: u64 = 3_600_000_000;
 
 /// A fresh latency histogram of the recorder's shape.
 pub(crate) fn new_histogram() -> Result<Histogram<u64>, Error> {
-    shaped()
-}
-
-/// A histogram of the recorder's shape with counters of type `T`.
-fn shaped<T: hdrhistogram::Counter>() -> Result<Histogram<T>, Error> {
     Histogram::new_with_bounds(1, MAX_LATENCY_MICROS, 3).map_err(report_error)
 }
 
@@ -121,26 +118,48 @@ pub(crate) fn micros_to_ms(micros: u64) -> f64 {
     micros as f64 / 1000.0
 }
 
-/// One thread's records since the last harvest. Its histograms count in
-/// `u32` (one interval of one thread never records 4 billion operations
-/// in one bucket): at this shape a histogram has about 23,000 counters,
-/// so with 100 threads `u64` counters would hold 18 MiB of heap where
-/// these hold 9 MiB.
+/// How many operations a thread keeps before moving them into the
+/// recorder's shared histograms.
+const SAMPLES_PER_SLOT: usize = 256;
+
+/// Marks a read's latency in [`Slot::samples`] (latencies are below 2^63
+/// microseconds).
+const READ: u64 = 1 << 63;
+
+/// One thread's operations not yet moved into the shared histograms: their
+/// counts and latencies (microseconds, at least 1; a read's marked with
+/// [`READ`]).
+///
+/// A slot keeps raw latencies, not a histogram of its own: at this shape a
+/// histogram has about 23,000 counters, so with 100 threads per-thread
+/// histograms held 9 MiB of heap (`u32` counters; 18 MiB with `u64`)
+/// where these slots hold 200 KiB (issue 19's memory shape).
 #[derive(Debug)]
 struct Slot {
     counts: Counts,
-    /// Every operation's latency, or the writes' alone when the reads
-    /// have their own.
-    latency: Histogram<u32>,
-    /// The reads' latencies, when the recorder splits them (a mixed
-    /// workload: twice the memory, so only then).
-    reads: Option<Histogram<u32>>,
+    samples: Vec<u64>,
 }
 
-/// The per-thread recording slots of a run.
+/// Operations moved out of the slots since the last harvest.
+#[derive(Debug)]
+struct Merged {
+    counts: Counts,
+    latencies: Latencies,
+}
+
+/// The per-thread recording slots of a run, and the histograms full slots
+/// move into.
+///
+/// An operation is always in exactly one place, its counts and latency
+/// together: its thread's slot, or (once the slot filled up) the shared
+/// histograms, moved with both locks held (slot, then shared). A harvest
+/// takes one lock at a time, the slots then the shared histograms, so
+/// whatever moves meanwhile is taken once, with its counts.
 #[derive(Debug)]
 pub(crate) struct Recorder {
     slots: Vec<Mutex<Slot>>,
+    merged: Mutex<Merged>,
+    split: bool,
 }
 
 /// What one operation did, for [`Recorder::record`].
@@ -193,6 +212,24 @@ impl Latencies {
         add(&mut self.reads, &other.reads)?;
         add(&mut self.writes, &other.writes)
     }
+
+    /// Records a slot's latencies, each in `all` and, split, in the reads'
+    /// or the writes' histogram (unsplit there are none: every operation
+    /// goes to `all` alone). Slower operations saturate at the top.
+    fn record_samples(&mut self, samples: &[u64]) {
+        for &sample in samples {
+            let micros = sample & !READ;
+            self.all.saturating_record(micros);
+            let h = if sample & READ != 0 {
+                self.reads.as_mut()
+            } else {
+                self.writes.as_mut()
+            };
+            if let Some(h) = h {
+                h.saturating_record(micros);
+            }
+        }
+    }
 }
 
 fn report_error(e: impl std::fmt::Display) -> Error {
@@ -202,43 +239,32 @@ fn report_error(e: impl std::fmt::Display) -> Error {
     }
 }
 
-/// Moves `from`'s records into each of `to` (same shape: a bucket's value
-/// lands in the same bucket).
-fn move_into(
-    from: &mut Histogram<u32>,
-    to: &mut [Option<&mut Histogram<u64>>],
-) -> Result<(), Error> {
-    for v in from.iter_recorded() {
-        for h in to.iter_mut().flatten() {
-            h.record_n(v.value_iterated_to(), u64::from(v.count_at_value()))
-                .map_err(report_error)?;
-        }
-    }
-    from.reset();
-    Ok(())
-}
-
 impl Recorder {
     /// Slots for `threads` client threads; `split`: the reads' latencies
     /// are also kept apart from the writes'.
     pub(crate) fn new(threads: usize, split: bool) -> Result<Self, Error> {
         let slots = (0..threads)
             .map(|_| {
-                Ok(Mutex::new(Slot {
+                Mutex::new(Slot {
                     counts: Counts::default(),
-                    latency: shaped()?,
-                    reads: split.then(shaped).transpose()?,
-                }))
+                    samples: Vec::with_capacity(SAMPLES_PER_SLOT),
+                })
             })
-            .collect::<Result<_, Error>>()?;
-        Ok(Recorder { slots })
+            .collect();
+        Ok(Recorder {
+            slots,
+            merged: Mutex::new(Merged {
+                counts: Counts::default(),
+                latencies: Latencies::new(split)?,
+            }),
+            split,
+        })
     }
 
     /// Empty histograms of this recorder's shape, for [`harvest`](Self::harvest)
     /// (with the reads' and the writes' apart when it splits them).
     pub(crate) fn latencies(&self) -> Result<Latencies, Error> {
-        let split = self.slots.first().is_some_and(|s| s.lock().reads.is_some());
-        Latencies::new(split)
+        Latencies::new(self.split)
     }
 
     /// Records an operation of thread `thread`.
@@ -258,34 +284,42 @@ impl Recorder {
         } else {
             c.errors += 1;
         }
-        let micros = u64::try_from(outcome.latency.as_micros()).unwrap_or(u64::MAX);
-        let h = match slot.reads.as_mut() {
-            Some(reads) if !outcome.write => reads,
-            _ => &mut slot.latency,
+        let micros = u64::try_from(outcome.latency.as_micros())
+            .unwrap_or(u64::MAX)
+            .clamp(1, READ - 1);
+        let tag = if self.split && !outcome.write {
+            READ
+        } else {
+            0
         };
-        h.saturating_record(micros.max(1));
+        slot.samples.push(micros | tag);
+        if slot.samples.len() >= SAMPLES_PER_SLOT {
+            // The slot's operations move, counts and latencies together.
+            let mut merged = self.merged.lock();
+            merged.counts.add(&slot.counts);
+            slot.counts = Counts::default();
+            merged.latencies.record_samples(&slot.samples);
+            slot.samples.clear();
+        }
     }
 
-    /// Moves every thread's records since the last harvest into `into`
+    /// Moves every operation recorded since the last harvest into `into`
     /// (which the caller has cleared, made by [`latencies`](Self::latencies))
     /// and returns their counts.
     pub(crate) fn harvest(&self, into: &mut Latencies) -> Result<Counts, Error> {
         let mut counts = Counts::default();
         for slot in &self.slots {
             let mut slot = slot.lock();
-            let slot = &mut *slot;
             counts.add(&slot.counts);
             slot.counts = Counts::default();
-            // Unsplit, `into` has no writes' histogram: all operations
-            // go to `all` alone.
-            move_into(
-                &mut slot.latency,
-                &mut [Some(&mut into.all), into.writes.as_mut()],
-            )?;
-            if let Some(reads) = slot.reads.as_mut() {
-                move_into(reads, &mut [Some(&mut into.all), into.reads.as_mut()])?;
-            }
+            into.record_samples(&slot.samples);
+            slot.samples.clear();
         }
+        let mut merged = self.merged.lock();
+        counts.add(&merged.counts);
+        merged.counts = Counts::default();
+        into.add(&merged.latencies)?;
+        merged.latencies.reset();
         Ok(counts)
     }
 }
@@ -357,6 +391,60 @@ mod tests {
         }
         assert_eq!(h.max(), direct.max());
         assert_eq!(h.min(), direct.min());
+    }
+
+    /// Threads record while the reporter harvests: every harvest holds
+    /// each of its operations' counts and latency together (a slot moving
+    /// into the shared histograms mid-harvest is taken once, whole), and
+    /// the harvests together hold every operation once.
+    #[test]
+    fn harvests_racing_recorders_take_every_operation_once_and_whole() {
+        const THREADS: usize = 4;
+        const OPS: u64 = 20_000;
+        let r = std::sync::Arc::new(Recorder::new(THREADS, true).unwrap());
+        let done = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let workers: Vec<_> = (0..THREADS)
+            .map(|t| {
+                let (r, done) = (std::sync::Arc::clone(&r), std::sync::Arc::clone(&done));
+                std::thread::spawn(move || {
+                    for i in 0..OPS {
+                        r.record(
+                            t,
+                            Outcome {
+                                write: i % 3 != 0,
+                                ok: true,
+                                rows: 1,
+                                latency: Duration::from_micros(1 + i % 1000),
+                            },
+                        );
+                    }
+                    done.fetch_add(1, std::sync::atomic::Ordering::Release);
+                })
+            })
+            .collect();
+        let mut total = Counts::default();
+        let mut harvests = 0;
+        let mut l = r.latencies().unwrap();
+        loop {
+            let finished = done.load(std::sync::atomic::Ordering::Acquire) == THREADS;
+            l.reset();
+            let c = r.harvest(&mut l).unwrap();
+            let (reads, writes) = (l.reads.as_ref().unwrap(), l.writes.as_ref().unwrap());
+            assert_eq!(l.all.len(), c.ops, "harvest {harvests}");
+            assert_eq!((reads.len(), writes.len()), (c.reads, c.writes));
+            total.add(&c);
+            harvests += 1;
+            if finished {
+                break;
+            }
+        }
+        for w in workers {
+            w.join().unwrap();
+        }
+        let all = THREADS as u64 * OPS;
+        assert_eq!((total.ops, total.rows), (all, all));
+        assert_eq!(total.reads, THREADS as u64 * OPS.div_ceil(3));
+        assert!(harvests > 1);
     }
 
     #[test]
