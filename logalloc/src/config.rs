@@ -65,6 +65,15 @@ pub struct PoolConfig {
     /// limit resident from the start, and the time to touch it in
     /// [`SegmentPool::new`](crate::SegmentPool::new).
     pub prefault: bool,
+    /// With [`prefault`](Self::prefault), how much to take and touch at
+    /// start: `None` (the default) the whole limit, `Some(n)` the first `n`
+    /// bytes rounded up to whole bulk allocations (at most the limit); the
+    /// rest is taken lazily as usual. The pool carves segments in index
+    /// order and reuses freed ones first, so its working set is its lowest
+    /// segments: an owner whose normal use is well below the limit (the
+    /// limit being headroom) prefaults that use and leaves the headroom
+    /// untouched.
+    pub prefault_bytes: Option<usize>,
 }
 
 impl Default for PoolConfig {
@@ -76,6 +85,7 @@ impl Default for PoolConfig {
             bulk_segments: 32,
             compaction_min_free_percent: 15,
             prefault: false,
+            prefault_bytes: None,
         }
     }
 }
@@ -90,6 +100,12 @@ impl PoolConfig {
     /// Sets [`prefault`](Self::prefault).
     pub fn with_prefault(mut self, prefault: bool) -> Self {
         self.prefault = prefault;
+        self
+    }
+
+    /// Sets [`prefault_bytes`](Self::prefault_bytes).
+    pub fn with_prefault_bytes(mut self, bytes: Option<usize>) -> Self {
+        self.prefault_bytes = bytes;
         self
     }
 

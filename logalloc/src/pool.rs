@@ -93,11 +93,13 @@ impl SegmentPool {
         let geometry = Geometry::new(&config)?;
         let memory = SegmentMemory::new(&geometry);
         let system_bytes = if config.prefault {
-            memory.prefault().ok_or(Error::OutOfMemory {
-                size: geometry.max_segments * geometry.segment_size,
-                limit: geometry.max_segments * geometry.segment_size,
-                reason: crate::error::OomReason::SystemAllocation,
-            })?
+            memory
+                .prefault(config.prefault_bytes.unwrap_or(usize::MAX))
+                .ok_or(Error::OutOfMemory {
+                    size: geometry.max_segments * geometry.segment_size,
+                    limit: geometry.max_segments * geometry.segment_size,
+                    reason: crate::error::OomReason::SystemAllocation,
+                })?
         } else {
             0
         };

@@ -79,15 +79,19 @@ impl SegmentMemory {
         Some(layout.size())
     }
 
-    /// Allocates every chunk and writes a zero to every page of it, so
-    /// that no later access faults ([`crate::PoolConfig::prefault`]).
-    /// Returns the bytes taken, or `None` if the system allocator failed
-    /// (the chunks taken so far stay, freed with the pool). Called before
-    /// the pool is shared, so nothing else touches the memory.
-    pub(crate) fn prefault(&self) -> Option<usize> {
+    /// Allocates the chunks holding the first `bytes` bytes (every chunk
+    /// for `bytes` at or above the limit) and writes a zero to every page
+    /// of them, so that no later access to them faults
+    /// ([`crate::PoolConfig::prefault`]). Returns the bytes taken, or
+    /// `None` if the system allocator failed (the chunks taken so far stay,
+    /// freed with the pool). Called before the pool is shared, so nothing
+    /// else touches the memory.
+    pub(crate) fn prefault(&self, bytes: usize) -> Option<usize> {
         const PAGE: usize = 4096;
-        let mut bytes = 0;
-        for chunk in 0..self.chunks.len() {
+        let chunk_bytes = (1usize << self.bulk_shift) << self.segment_shift;
+        let chunks = bytes.div_ceil(chunk_bytes).min(self.chunks.len());
+        let mut taken_bytes = 0;
+        for chunk in 0..chunks {
             let taken = self.ensure_chunk((chunk << self.bulk_shift) as u32)?;
             let size = self.chunk_layout(chunk).size();
             debug_assert_eq!(taken, size);
@@ -102,9 +106,9 @@ impl SegmentMemory {
                 // initialised.
                 unsafe { ptr::write_volatile(memory.add(offset), 0) };
             }
-            bytes += taken;
+            taken_bytes += taken;
         }
-        Some(bytes)
+        Some(taken_bytes)
     }
 
     /// The address of segment `segment`, whose chunk must be allocated.
@@ -314,7 +318,7 @@ mod tests {
             .with_memory_limit(5 * (64 << 10) * 32 / 4);
         let geometry = Geometry::new(&config).unwrap();
         let memory = SegmentMemory::new(&geometry);
-        let bytes = memory.prefault().unwrap();
+        let bytes = memory.prefault(usize::MAX).unwrap();
         assert_eq!(bytes, geometry.max_segments * geometry.segment_size);
         for segment in 0..geometry.max_segments as u32 {
             // A later ensure takes nothing more.
@@ -323,6 +327,30 @@ mod tests {
             let b = unsafe { memory.bytes(segment, 0, geometry.segment_size) };
             assert!(b.iter().all(|&x| x == 0));
         }
+    }
+
+    #[test]
+    fn a_partial_prefault_takes_whole_chunks_up_to_its_bytes_and_no_more() {
+        let config = PoolConfig::default()
+            .with_segment_size(4096)
+            .with_memory_limit(5 * 4 * 4096)
+            .with_bulk_segments(4);
+        let geometry = Geometry::new(&config).unwrap();
+        let chunk = 4 * 4096;
+        let memory = SegmentMemory::new(&geometry);
+        // One byte past the first chunk takes the second one whole.
+        assert_eq!(memory.prefault(chunk + 1), Some(2 * chunk));
+        for segment in 0..8 {
+            assert_eq!(memory.ensure_chunk(segment), Some(0), "{segment}");
+            // SAFETY: the chunk is allocated; nothing else uses the memory.
+            let b = unsafe { memory.bytes(segment, 0, 4096) };
+            assert!(b.iter().all(|&x| x == 0));
+        }
+        // The rest is taken lazily, as in a pool without prefault.
+        assert_eq!(memory.ensure_chunk(8), Some(chunk));
+        let none = SegmentMemory::new(&geometry);
+        assert_eq!(none.prefault(0), Some(0));
+        assert_eq!(none.ensure_chunk(0), Some(chunk));
     }
 
     #[test]

@@ -418,14 +418,18 @@ pub struct DatabaseConfig {
     /// wait per write (0.53-0.60x the op rate for 64 writers of 1 KiB rows
     /// on 2 vCPUs; BENCHMARKS.md).
     pub commitlog_periodic_ack: PeriodicAck,
-    /// Take the memtable pool's whole memory (the dirty budgets plus the
-    /// cache's share) from the system at open and touch every page
+    /// Take the memtable pool's working memory (the user tables' dirty
+    /// budget plus the cache's share) from the system at open and touch
+    /// every page
     /// (`logalloc::PoolConfig::prefault`; default `false`), as ScyllaDB
     /// takes its memory at start: otherwise the first writes to each page
     /// fault it in while holding their memtable's lock, which under a write
     /// storm on a virtual machine made the first pass over the pool the
-    /// slowest part of a run. Open then takes the time to touch it, and the
-    /// pool is resident from the start.
+    /// slowest part of a run. Open then takes the time to touch it, and that
+    /// memory is resident from the start. The rest of the pool (its
+    /// headroom: without a cache the pool is twice the budgets) is taken
+    /// only as writes reach it, the system tables' first: prefaulting the whole pool made a 256 MiB
+    /// budget without a cache hold 512 MiB from the start.
     pub prefault_memory: bool,
     /// The row caches' memory, one share for every table's cache together
     /// (default [`CacheSize::Auto`]); a table can

@@ -78,6 +78,10 @@ pub struct DatabaseMetrics {
     pub pool_limit: usize,
     /// Bytes of the pool's segments in use now (memtables and caches).
     pub pool_used: usize,
+    /// Bytes the pool has taken from the system (its peak: a pool never
+    /// gives memory back): with [`DatabaseConfig::prefault_memory`] at
+    /// least the user budget and the cache's share from the start.
+    pub pool_system_bytes: usize,
     /// Bytes the pool's reclaim evicted from the caches (when an
     /// allocation found the pool dry), over the database's life.
     pub pool_bytes_evicted: u64,
@@ -188,9 +192,16 @@ impl Database {
             .dirty_memory_budget
             .saturating_add(config.system_dirty_memory_budget);
         let (pool_limit, cache_bytes) = config.cache_size.pool_and_cache(budgets);
+        // Prefault takes what the user budget and the cache use, not the
+        // headroom nor the system tables' few writes
+        // (`DatabaseConfig::prefault_memory`).
+        let working = config
+            .dirty_memory_budget
+            .saturating_add(cache_bytes.unwrap_or(0));
         let pool_config = PoolConfig::default()
             .with_memory_limit(pool_limit)
-            .with_prefault(config.prefault_memory);
+            .with_prefault(config.prefault_memory)
+            .with_prefault_bytes(Some(working));
         let pool = SegmentPool::new(pool_config)
             .map_err(|e| start_error("memtable memory pool")(e.to_string()))?;
         // The pool rounds its limit to whole segments.
@@ -779,6 +790,7 @@ impl Database {
                 .unwrap_or_default(),
             pool_limit: self.pool.memory_limit(),
             pool_used: pool.used_bytes(),
+            pool_system_bytes: pool.system_bytes,
             pool_bytes_evicted: pool.bytes_evicted,
             pool_allocation_failures: pool.allocation_failures,
             sstable_bytes_written: tables.iter().map(|t| t.sstable_bytes_written).sum(),

@@ -506,8 +506,9 @@ pub struct StressOptions {
     /// out, and a direct write would wait for the device).
     #[arg(long, value_name = "ON|OFF", value_parser = on_off, default_value = "on", action = clap::ArgAction::Set)]
     pub direct_io: bool,
-    /// Whether the memtable pool takes its whole memory at open and touches
-    /// every page (`DatabaseConfig::prefault_memory`, as ScyllaDB takes its
+    /// Whether the memtable pool takes its working memory (the dirty budget
+    /// and the cache's share; not its headroom) at open and touches every
+    /// page (`DatabaseConfig::prefault_memory`, as ScyllaDB takes its
     /// memory at start): on (the default) or off (pages fault in as writes
     /// first reach them, under their memtable's lock).
     #[arg(long, value_name = "ON|OFF", value_parser = prefault_on_off, default_value = "on", action = clap::ArgAction::Set)]
