@@ -257,28 +257,45 @@ impl Shared {
         let mut budget_deadline: Option<Instant> = None;
         let mut limit_wait = LimitWait::default();
         let mut switched = false;
-        loop {
-            Self::check_usable(st)?;
-            if self.wait_for_buffer_budget(st, framed, &mut budget_deadline)? {
-                continue;
+        let mut waits = RoomWaits::default();
+        let found = loop {
+            if let Err(e) = Self::check_usable(st) {
+                break Err(e);
+            }
+            match self.wait_for_buffer_budget(st, framed, &mut budget_deadline, &mut waits) {
+                Ok(true) => continue,
+                Ok(false) => {}
+                Err(e) => break Err(e),
             }
             let room = st.active.is_some_and(|a| {
                 st.segments[&a].end as usize + framed <= self.config.segment_size as usize
             });
             if room {
-                return Ok(switched);
+                break Ok(switched);
             }
             if st.rotating {
                 // Another writer is switching to the next segment.
+                waits.rotation = true;
+                waits.start();
                 self.progress.wait(st);
                 continue;
             }
-            if self.switch_segment(st)? {
-                switched = true;
-                continue;
+            match self.switch_segment(st) {
+                Ok(true) => {
+                    switched = true;
+                    continue;
+                }
+                Ok(false) => {}
+                Err(e) => break Err(e),
             }
-            self.wait_at_size_limit(st, &mut limit_wait)?;
-        }
+            waits.limit = true;
+            waits.start();
+            if let Err(e) = self.wait_at_size_limit(st, &mut limit_wait) {
+                break Err(e);
+            }
+        };
+        waits.record(&mut st.stats);
+        found
     }
 
     /// If the unwritten buffers have no room for `framed` more bytes, waits
@@ -300,11 +317,14 @@ impl Shared {
         st: &mut MutexGuard<'a, State>,
         framed: usize,
         deadline: &mut Option<Instant>,
+        waits: &mut RoomWaits,
     ) -> Result<bool, Error> {
         let full = |st: &State| st.unwritten > 0 && st.unwritten + framed > self.budget;
         if !full(st) {
             return Ok(false);
         }
+        waits.budget = true;
+        waits.start();
         if !st.flusher_busy && matches!(self.config.sync, SyncMode::Periodic(_)) {
             // No cycle runs: write the buffers out here rather than wait for
             // the flusher (see above).
@@ -481,6 +501,33 @@ impl Shared {
             cycle_no: st.next_cycle,
             lagging,
         }
+    }
+}
+
+/// Which waits one append met while finding room, and since when.
+#[derive(Debug, Default)]
+struct RoomWaits {
+    budget: bool,
+    rotation: bool,
+    limit: bool,
+    since: Option<Instant>,
+}
+
+impl RoomWaits {
+    /// Notes that a wait starts (the first one's start is the append's).
+    fn start(&mut self) {
+        self.since.get_or_insert_with(Instant::now);
+    }
+
+    /// Adds the append's waits to the log's counters.
+    fn record(self, stats: &mut crate::LogStats) {
+        let Some(since) = self.since else {
+            return;
+        };
+        stats.budget_waits += u64::from(self.budget);
+        stats.rotation_waits += u64::from(self.rotation);
+        stats.size_limit_waits += u64::from(self.limit);
+        stats.room_wait_micros += u64::try_from(since.elapsed().as_micros()).unwrap_or(u64::MAX);
     }
 }
 

@@ -120,6 +120,19 @@ pub struct LogStats {
     /// oldest unsynced entry was more than two intervals old (the disk was
     /// not keeping up with the interval).
     pub sync_lag_waits: u64,
+    /// Appends that found the unwritten buffers at their budget and waited
+    /// for a write-out (or, in periodic mode, wrote the buffers out
+    /// themselves) before they could be placed.
+    pub budget_waits: u64,
+    /// Appends that waited for another writer's switch to a new segment.
+    pub rotation_waits: u64,
+    /// Appends that waited at the size limit for a segment to be freed.
+    pub size_limit_waits: u64,
+    /// Microseconds appends spent in those three waits, summed over the
+    /// appends (an append that met several counts once in each counter and
+    /// its whole wait once here). The sync an append waits for afterwards
+    /// (batch mode) is not in it.
+    pub room_wait_micros: u64,
 }
 
 /// One segment on disk.

@@ -63,6 +63,14 @@ impl Target for Database {
             commitlog_syncs: log.map_or(0, |l| l.syncs),
             commitlog_synced_entries: log.map_or(0, |l| l.synced_entries),
             commitlog_lag_waits: log.map_or(0, |l| l.sync_lag_waits),
+            commitlog_room_waits: log.map_or_else(Default::default, |l| {
+                crate::stress::LogRoomWaits {
+                    budget: l.budget_waits,
+                    rotation: l.rotation_waits,
+                    size_limit: l.size_limit_waits,
+                    time: std::time::Duration::from_micros(l.room_wait_micros),
+                }
+            }),
             memtable_pool_bytes: self.pool.stats().system_bytes as u64,
             cache_enabled: cache.is_some(),
             cache_hits: cache.as_ref().map_or(0, |c| c.hits),

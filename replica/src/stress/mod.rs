@@ -45,5 +45,5 @@ pub use progress::{PROGRESS_HEADER, ProgressPrinter, progress_line};
 pub use rate_table::RateTable;
 pub use runner::{Observer, Observers, PopulateReport, RunConfig, populate, run};
 pub use summary::{Figure, LatencySummary, Summary, compare, compare_json, write_json};
-pub use target::{Target, TargetStats};
+pub use target::{LogRoomWaits, Target, TargetStats};
 pub use workload::{Op, OpGenerator, ValuePool, partition_key, table_name};

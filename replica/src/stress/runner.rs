@@ -520,6 +520,7 @@ fn control<T: Target>(
         commitlog_syncs: stats.commitlog_syncs,
         commitlog_synced_entries: stats.commitlog_synced_entries,
         commitlog_lag_waits: stats.commitlog_lag_waits,
+        commitlog_room_waits: stats.commitlog_room_waits,
         longest_pause: Duration::from_nanos(shared.longest_pause.load(Ordering::Relaxed)),
         write_phases: stats.write_phases,
         idle_intervals,

@@ -83,6 +83,8 @@ pub struct Summary {
     /// Writes held until a sync covered them because periodic syncs lagged
     /// two intervals behind.
     pub commitlog_lag_waits: u64,
+    /// Appends that waited for room in the commit log, by cause.
+    pub commitlog_room_waits: crate::stress::LogRoomWaits,
     /// The longest time during which no operation completed.
     pub longest_pause: Duration,
     /// Where writes spent their time, phase by phase: which phase a long
@@ -345,6 +347,12 @@ impl Summary {
                 "synced_entries": self.commitlog_synced_entries,
                 "mean_sync_group": self.mean_sync_group(),
                 "lag_waits": self.commitlog_lag_waits,
+                "room_waits": {
+                    "budget": self.commitlog_room_waits.budget,
+                    "segment_switch": self.commitlog_room_waits.rotation,
+                    "size_limit": self.commitlog_room_waits.size_limit,
+                    "time_s": self.commitlog_room_waits.time.as_secs_f64(),
+                },
             },
             "process_memory": {
                 "peak_resident_bytes": self.memory.peak_resident,
@@ -587,6 +595,17 @@ impl fmt::Display for Summary {
                     thousands(self.commitlog_lag_waits as f64)
                 )?;
             }
+            let w = &self.commitlog_room_waits;
+            if w.any() {
+                writeln!(
+                    f,
+                    "Waited for log room       : {:>8.1} s (writes at the buffer budget {}, at a segment switch {}, at the size limit {})",
+                    w.time.as_secs_f64(),
+                    thousands(w.budget as f64),
+                    thousands(w.rotation as f64),
+                    thousands(w.size_limit as f64),
+                )?;
+            }
         }
         Ok(())
     }
@@ -688,6 +707,7 @@ mod tests {
             commitlog_syncs: 10,
             commitlog_synced_entries: 250,
             commitlog_lag_waits: 0,
+            commitlog_room_waits: Default::default(),
             longest_pause: Duration::from_millis(250),
             write_phases: crate::WritePhases {
                 log_append: crate::WritePhase {
@@ -775,6 +795,21 @@ mod tests {
                 .to_string()
                 .contains("Held for a lagging sync   :      1,234 writes")
         );
+        assert!(!text.contains("log room"), "shown only when it happened");
+        let mut waited = s.clone();
+        waited.commitlog_room_waits = crate::stress::LogRoomWaits {
+            budget: 4477,
+            rotation: 12,
+            size_limit: 0,
+            time: Duration::from_millis(1_639_900),
+        };
+        assert!(waited.to_string().contains(
+            "Waited for log room       :   1639.9 s (writes at the buffer budget 4,477, at a segment switch 12, at the size limit 0)"
+        ));
+        let v = waited.to_json();
+        assert_eq!(v["commitlog"]["room_waits"]["budget"], 4477);
+        assert_eq!(v["commitlog"]["room_waits"]["segment_switch"], 12);
+        assert_eq!(v["commitlog"]["room_waits"]["time_s"], 1639.9);
         let mut no_log = s.clone();
         no_log.commitlog_bytes = 0;
         assert!(!no_log.to_string().contains("Commit log"));

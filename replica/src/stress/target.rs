@@ -7,6 +7,30 @@ use std::time::Duration;
 
 use mutation::{DecoratedKey, Mutation};
 
+/// Appends that waited for room in the commit log (`commitlog::LogStats`'s
+/// `budget_waits`, `rotation_waits`, `size_limit_waits` and
+/// `room_wait_micros`): where a write's "log append" phase goes when it is
+/// not the sync.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LogRoomWaits {
+    /// Appends that found the unwritten buffers at their budget.
+    pub budget: u64,
+    /// Appends that waited for another writer's switch to a new segment.
+    pub rotation: u64,
+    /// Appends that waited at the size limit for a segment to be freed.
+    pub size_limit: u64,
+    /// The time those appends waited, summed over them.
+    pub time: Duration,
+}
+
+impl LogRoomWaits {
+    /// Appends that waited for any of the causes (an append that met two
+    /// counts in both).
+    pub fn any(&self) -> bool {
+        self.budget + self.rotation + self.size_limit > 0
+    }
+}
+
 /// Figures a target reports about itself; the runner samples them once per
 /// interval for the progress line and at the end for the summary.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -40,6 +64,9 @@ pub struct TargetStats {
     /// because its syncs lagged two intervals behind (a disk slower than
     /// the load).
     pub commitlog_lag_waits: u64,
+    /// Appends that waited for room in the commit log before being placed,
+    /// by cause, and the time they waited.
+    pub commitlog_room_waits: LogRoomWaits,
     /// Bytes the memtables' memory pool holds from the system allocator
     /// (it grows to its peak and keeps it): the part of the heap that is
     /// the pool, for telling it from the rest (0 if the target has none).

@@ -79,6 +79,7 @@ impl Target for MemTarget {
             commitlog_syncs: n / 10,
             commitlog_synced_entries: n,
             commitlog_lag_waits: 0,
+            commitlog_room_waits: Default::default(),
             memtable_pool_bytes: 0,
             cache_enabled: true,
             cache_hits: n / 2,

@@ -153,11 +153,23 @@ fn a_slow_disk_makes_writers_wait_at_the_buffer_budget() {
     // on a loaded machine: the flusher had not been scheduled yet).
     log.add(1, &mutation("a", 1200)).unwrap();
     storage.wait_for_a_stalled_write();
+    assert_eq!(log.stats().budget_waits, 0);
     let err = log.add(1, &mutation("b", 1200)).unwrap_err();
     assert_eq!(
         err.to_string(),
         "commit log write buffers stayed at their 2048-byte budget for 100ms: the disk is not keeping up"
     );
+    // The wait is counted, with its time, failed or not.
+    let stats = log.stats();
+    assert_eq!(
+        (
+            stats.budget_waits,
+            stats.rotation_waits,
+            stats.size_limit_waits
+        ),
+        (1, 0, 0)
+    );
+    assert!(stats.room_wait_micros >= 100_000, "{stats:?}");
     storage.unstall();
     log.add(1, &mutation("b", 1200)).unwrap();
     log.close().unwrap();
@@ -180,6 +192,9 @@ fn full_log_times_out_and_asks_for_flushes() {
     };
     assert!(matches!(err, Error::LogFull { .. }), "{err}");
     assert!(err.to_string().contains("16384-byte limit"), "{err}");
+    let stats = log.stats();
+    assert_eq!(stats.size_limit_waits, 1, "{stats:?}");
+    assert!(stats.room_wait_micros >= 200_000, "{stats:?}");
     let asked = asked.lock();
     // Asked repeatedly while waiting, always for table 5.
     assert!(asked.len() >= 2, "{:?}", *asked);
