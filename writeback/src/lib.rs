@@ -14,7 +14,8 @@
 //! fdatasync is still what durability rests on. Elsewhere it does nothing.
 //!
 //! Neither rustix (1.1.6) nor nix (0.32) wraps `sync_file_range`, so the
-//! call goes through `libc`, in this crate's one unsafe block: the whole
+//! call goes through `libc`, in this crate's one unsafe block, beside
+//! [`drop_cached`]'s `posix_fadvise` (the same shape): the whole
 //! workspace's only unsafe code outside logalloc and the stress program's
 //! counting allocator.
 //!
@@ -88,6 +89,53 @@ pub fn start_writeback(_file: &File, _offset: u64, _len: u64) -> io::Result<()> 
     Ok(())
 }
 
+/// Tells the kernel that `len` bytes of `file` from `offset` will not be
+/// read again: the range's clean pages leave the page cache (dirty pages,
+/// and pages still being written back, stay). For files written once and
+/// never read while running, as a commit log's segments, after their
+/// write-back: they stop crowding the page cache, and the next writes
+/// reuse the pages just freed. On a virtual machine whose host takes back
+/// the memory a guest frees, writing into pages never touched before cost
+/// 3-4x the copy (page-cache writes of a new file at 416-467 MiB/s against
+/// 1,363-1,500 MiB/s when the pages written 8 MiB before were dropped; see
+/// the commit log's `DROP_LAG`). A hint: a file that does not take it (a
+/// pipe) counts as done. Elsewhere a no-op.
+///
+/// # Errors
+/// The system's error, or `InvalidInput` for a range beyond `i64`.
+#[cfg(target_os = "linux")]
+#[allow(
+    unsafe_code,
+    reason = "posix_fadvise through libc, as sync_file_range: the call takes \
+              an open descriptor and integers and touches no memory of ours"
+)]
+pub fn drop_cached(file: &File, offset: u64, len: u64) -> io::Result<()> {
+    use std::os::fd::AsRawFd;
+    let (Ok(off), Ok(n)) = (i64::try_from(offset), i64::try_from(len)) else {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("page-cache range {offset}+{len} is beyond i64"),
+        ));
+    };
+    // SAFETY: posix_fadvise takes a file descriptor, two integers and a
+    // valid advice constant and reads or writes no memory of this process;
+    // the descriptor is borrowed from `file`, so it stays open for the call.
+    let rc = unsafe { libc::posix_fadvise(file.as_raw_fd(), off, n, libc::POSIX_FADV_DONTNEED) };
+    match rc {
+        0 | libc::ESPIPE | libc::EINVAL => Ok(()),
+        e => Err(io::Error::from_raw_os_error(e)),
+    }
+}
+
+/// Drops a range from the page cache: a no-op on this system.
+///
+/// # Errors
+/// None here.
+#[cfg(not(target_os = "linux"))]
+pub fn drop_cached(_file: &File, _offset: u64, _len: u64) -> io::Result<()> {
+    Ok(())
+}
+
 /// Tracks how much of a sequentially written file was handed to
 /// write-back, and starts write-back every `every` bytes.
 #[derive(Debug, Clone)]
@@ -144,6 +192,24 @@ mod tests {
     use std::os::unix::fs::FileExt;
 
     use super::*;
+
+    #[test]
+    fn dropping_cached_pages_keeps_the_data_and_takes_any_range() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f");
+        let mut file = File::create(&path).unwrap();
+        file.write_all(&[5u8; 64 << 10]).unwrap();
+        // Dirty pages stay: nothing is lost before the sync.
+        drop_cached(&file, 0, 64 << 10).unwrap();
+        file.sync_data().unwrap();
+        drop_cached(&file, 0, 64 << 10).unwrap();
+        // Past the end, and the whole file (length 0).
+        drop_cached(&file, 1 << 30, 4096).unwrap();
+        drop_cached(&file, 0, 0).unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), vec![5u8; 64 << 10]);
+        let e = drop_cached(&file, u64::MAX, 1).unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::InvalidInput);
+    }
 
     #[test]
     fn requests_come_every_threshold_bytes_and_never_when_off() {
