@@ -28,6 +28,10 @@ pub enum HookPoint {
     /// A compaction job of a table is about to start (runs on a compaction
     /// worker, before the job writes anything).
     CompactionJobStarting,
+    /// A flushed memtable's memory has left the dirty-memory accounting
+    /// and the commit log has not let go of its entries yet, nor is the
+    /// flush reported finished (runs on the thread completing the flush).
+    FlushBeforeLogDiscard,
 }
 
 /// The callback; see [`Database::set_test_hook`](crate::Database::set_test_hook).
