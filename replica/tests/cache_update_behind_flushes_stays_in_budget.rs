@@ -9,7 +9,6 @@
 
 mod pause;
 
-use pause::Pause;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread;
@@ -46,15 +45,7 @@ fn a_held_cache_update_keeps_its_memtable_accounted_and_memory_in_budget() {
     // The ring known: every flush's partitions enter the cache.
     let mut scan = db.scan("t", PartitionRange::full()).unwrap();
     assert!(mutation::to_mutations(&mut scan).unwrap().is_empty());
-    let pause = Pause::armed();
-    {
-        let pause = Arc::clone(&pause);
-        db.set_test_hook(Some(Arc::new(move |point| {
-            if point == HookPoint::FlushBeforeCacheUpdate {
-                pause.stop_here();
-            }
-        })));
-    }
+    let pause = pause::at(&db, HookPoint::FlushBeforeCacheUpdate);
     let done = Arc::new(AtomicBool::new(false));
     let writer = {
         let (db, done) = (Arc::clone(&db), Arc::clone(&done));

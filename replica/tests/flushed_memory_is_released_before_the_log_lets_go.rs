@@ -9,7 +9,6 @@
 
 mod pause;
 
-use pause::Pause;
 use std::sync::Arc;
 use std::thread;
 
@@ -44,15 +43,7 @@ fn memory_is_released_before_the_log_lets_go_of_the_flushed_entries() {
     assert!(log.segments_on_disk >= 3, "{log:?}");
     assert!(before.tables[0].real_dirty > 0);
 
-    let pause = Pause::armed();
-    {
-        let pause = Arc::clone(&pause);
-        db.set_test_hook(Some(Arc::new(move |point| {
-            if point == HookPoint::FlushBeforeLogDiscard {
-                pause.stop_here();
-            }
-        })));
-    }
+    let pause = pause::at(&db, HookPoint::FlushBeforeLogDiscard);
     let flusher = {
         let db = Arc::clone(&db);
         thread::spawn(move || db.flush("t"))

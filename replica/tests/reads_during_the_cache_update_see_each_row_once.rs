@@ -9,7 +9,6 @@
 
 mod pause;
 
-use pause::Pause;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::thread;
@@ -98,15 +97,7 @@ fn reads_paused_between_the_sstable_and_the_cache_update_see_each_row_once() {
     db.apply("t", &deletion).unwrap();
     model.get_mut(&key(5)).unwrap().apply(deletion).unwrap();
 
-    let pause = Pause::armed();
-    {
-        let pause = Arc::clone(&pause);
-        db.set_test_hook(Some(Arc::new(move |point| {
-            if point == HookPoint::FlushBeforeCacheUpdate {
-                pause.stop_here();
-            }
-        })));
-    }
+    let pause = pause::at(&db, HookPoint::FlushBeforeCacheUpdate);
     let flusher = {
         let db = Arc::clone(&db);
         thread::spawn(move || db.flush("t"))

@@ -49,3 +49,20 @@ impl Pause {
         self.cv.notify_all();
     }
 }
+
+/// A pause at `point` of `db`: installs the database's test hook, which
+/// stops the first thread to reach `point` (every other point passes).
+#[allow(
+    dead_code,
+    reason = "the tests that pause at several points set their own hook"
+)]
+pub(crate) fn at(db: &replica::Database, point: replica::HookPoint) -> Arc<Pause> {
+    let pause = Pause::armed();
+    let stop = Arc::clone(&pause);
+    db.set_test_hook(Some(Arc::new(move |reached| {
+        if reached == point {
+            stop.stop_here();
+        }
+    })));
+    pause
+}
