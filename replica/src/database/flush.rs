@@ -331,7 +331,7 @@ impl FlushJob for FlushMemtable {
                 // the flush is reported finished, so the check is queued
                 // when a waiter of the flush returns.
                 table.sstables.submit();
-                flush.finish_releasing(|| {
+                flush.finish_releasing(move || {
                     // The memory first: writers held at the hard limit go
                     // on at once. Then the log lets go of exactly the
                     // entries this memtable held (writers still applying
@@ -342,6 +342,13 @@ impl FlushJob for FlushMemtable {
                     // once each removal took 20-40 ms: done first, it kept
                     // every writer waiting on memory already flushed.
                     memtable.detach_from_region_group();
+                    // Its segments go back to the pool now too (unless a
+                    // reader still holds it): released from the accounting
+                    // but kept through the log's work, they let the pool
+                    // grow by a memtable beyond the budget (issue 19's
+                    // memory shape: 268-280 MiB of pool for a 256 MiB
+                    // budget).
+                    drop(memtable);
                     #[cfg(feature = "testing")]
                     table
                         .hooks
