@@ -43,6 +43,19 @@ pub mod direct;
 use std::fs::File;
 use std::io;
 
+/// `offset` and `len` as the `off_t`s the system calls take, or
+/// `InvalidInput` naming the `what` range beyond `i64`.
+#[cfg(target_os = "linux")]
+fn range_i64(what: &str, offset: u64, len: u64) -> io::Result<(i64, i64)> {
+    match (i64::try_from(offset), i64::try_from(len)) {
+        (Ok(off), Ok(n)) => Ok((off, n)),
+        _ => Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("{what} range {offset}+{len} is beyond i64"),
+        )),
+    }
+}
+
 /// Starts write-back of `len` bytes of `file` from `offset`, without
 /// waiting for it. On Linux a file that does not support it (a pipe, some
 /// file systems) counts as done: only a hint is lost. Elsewhere a no-op.
@@ -58,12 +71,7 @@ use std::io;
 )]
 pub fn start_writeback(file: &File, offset: u64, len: u64) -> io::Result<()> {
     use std::os::fd::AsRawFd;
-    let (Ok(off), Ok(n)) = (i64::try_from(offset), i64::try_from(len)) else {
-        return Err(io::Error::new(
-            io::ErrorKind::InvalidInput,
-            format!("write-back range {offset}+{len} is beyond i64"),
-        ));
-    };
+    let (off, n) = range_i64("write-back", offset, len)?;
     // SAFETY: sync_file_range takes a file descriptor and three integers and
     // reads or writes no memory of this process; the descriptor is borrowed
     // from `file`, so it stays open for the whole call; the kernel checks
@@ -111,12 +119,7 @@ pub fn start_writeback(_file: &File, _offset: u64, _len: u64) -> io::Result<()> 
 )]
 pub fn drop_cached(file: &File, offset: u64, len: u64) -> io::Result<()> {
     use std::os::fd::AsRawFd;
-    let (Ok(off), Ok(n)) = (i64::try_from(offset), i64::try_from(len)) else {
-        return Err(io::Error::new(
-            io::ErrorKind::InvalidInput,
-            format!("page-cache range {offset}+{len} is beyond i64"),
-        ));
-    };
+    let (off, n) = range_i64("page-cache", offset, len)?;
     // SAFETY: posix_fadvise takes a file descriptor, two integers and a
     // valid advice constant and reads or writes no memory of this process;
     // the descriptor is borrowed from `file`, so it stays open for the call.

@@ -65,6 +65,13 @@ impl Payload<'_> {
         }
     }
 
+    /// The table the entry is of.
+    fn table(&self) -> TableId {
+        match self {
+            Payload::Drop(table) | Payload::Mutation(table, _) => *table,
+        }
+    }
+
     fn kind(&self) -> u8 {
         match self {
             Payload::Drop(_) => KIND_DROP,
@@ -124,9 +131,7 @@ impl Shared {
         payload: Payload<'_>,
         wait_sync: bool,
     ) -> Result<ReplayPosition, Error> {
-        let (table, kind) = match payload {
-            Payload::Drop(table) | Payload::Mutation(table, _) => (table, payload.kind()),
-        };
+        let (table, kind) = (payload.table(), payload.kind());
         // A batch mutation is acknowledged once synced, a periodic one with
         // `PeriodicAck::Written` once written: either way the writer waits
         // for the cycle that takes it, and in `Batch(0)` and periodic mode
@@ -232,9 +237,8 @@ impl Shared {
     pub(super) fn check_entry_size(&self, payload: &Payload<'_>) -> Result<usize, Error> {
         let limit = self.config.max_payload();
         if payload.len() > limit {
-            let (Payload::Drop(table) | Payload::Mutation(table, _)) = *payload;
             return Err(Error::EntryTooLarge {
-                table,
+                table: payload.table(),
                 size: payload.len(),
                 limit,
                 segment_size: self.config.segment_size,

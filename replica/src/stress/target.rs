@@ -24,8 +24,8 @@ pub struct LogRoomWaits {
 }
 
 impl LogRoomWaits {
-    /// Appends that waited for any of the causes (an append that met two
-    /// counts in both).
+    /// Whether any append waited for room (an append that met two causes
+    /// counts in both counters).
     pub fn any(&self) -> bool {
         self.budget + self.rotation + self.size_limit > 0
     }
