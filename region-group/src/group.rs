@@ -27,11 +27,26 @@ enum Crossing {
     Stop,
 }
 
+/// One [`RealPin`]'s state.
+#[derive(Debug)]
+struct Pin {
+    /// The region whose departure fills the pin (`None` once it left).
+    region: Option<RegionId>,
+    /// Bytes still held.
+    bytes: usize,
+}
+
 /// Everything the group's mutex protects.
 #[derive(Debug)]
 pub(crate) struct State {
     /// Footprint of the group's regions: segments held plus handle tables and slot lists.
     pub(crate) real: usize,
+    /// Real usage held by [`RealPin`]s: counted against the real hard
+    /// limit, not in unspooled usage.
+    pinned: usize,
+    /// The pins: each waits for its region to leave, then holds what the
+    /// region held until released.
+    pins: Slab<Pin>,
     /// Bytes declared written out (net of reverts), by `account_spooled` or
     /// attributed to a region by `account_region_spooled`.
     pub(crate) spooled: usize,
@@ -68,9 +83,14 @@ impl State {
         self.real.saturating_sub(self.spooled)
     }
 
+    /// Real usage: the regions' footprint plus the pinned bytes.
+    pub(crate) fn real_total(&self) -> usize {
+        self.real.saturating_add(self.pinned)
+    }
+
     /// Usage is within every hard limit (equal is within).
     pub(crate) fn permitted(&self) -> bool {
-        self.unspooled() <= self.limits.unspooled_hard && self.real <= self.limits.real_hard
+        self.unspooled() <= self.limits.unspooled_hard && self.real_total() <= self.limits.real_hard
     }
 
     /// A newcomer may run at once: nothing queued or being released, not shut
@@ -80,7 +100,7 @@ impl State {
     }
 
     fn note_peaks(&mut self) {
-        self.peak_real = self.peak_real.max(self.real);
+        self.peak_real = self.peak_real.max(self.real_total());
         self.peak_unspooled = self.peak_unspooled.max(self.unspooled());
     }
 
@@ -115,7 +135,9 @@ impl State {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct GroupMetrics {
-    /// Footprint of the group's regions: segments held plus handle tables and slot lists.
+    /// Footprint of the group's regions (segments held plus handle tables
+    /// and slot lists) plus the bytes held by
+    /// [`RegionGroup::pin_on_leave`]'s pins.
     pub real_usage: usize,
     /// Real usage minus bytes accounted as spooled (0 if that would be negative).
     pub unspooled_usage: usize,
@@ -188,6 +210,8 @@ impl RegionGroup {
         );
         let state = State {
             real: 0,
+            pinned: 0,
+            pins: Slab::new(),
             spooled: 0,
             attributed: 0,
             limits,
@@ -304,9 +328,62 @@ impl RegionGroup {
         }
     }
 
-    /// Footprint of the group's regions: segments held plus handle tables and slot lists.
+    /// Footprint of the group's regions (segments held plus handle tables
+    /// and slot lists) plus the bytes held by
+    /// [`pin_on_leave`](Self::pin_on_leave)'s pins.
     pub fn real_usage(&self) -> usize {
-        self.lock().real
+        self.lock().real_total()
+    }
+
+    /// Keeps `region`'s memory counted in real usage, against the real hard
+    /// limit, after the region leaves the group: when it leaves, what it
+    /// held moves into the returned pin in the same step (real usage does
+    /// not change then), and stays until the pin releases it, piece by
+    /// piece with [`RealPin::release`] or the rest when it is dropped.
+    /// Unspooled usage and the soft limit do not count pinned bytes. A pin
+    /// dropped before its region leaves holds nothing and changes nothing.
+    ///
+    /// This is ScyllaDB's real-dirty pinning (`real_dirty_memory_accounter`,
+    /// its fix of issue #1942): a flushed memtable whose data is being
+    /// moved into a cache leaves the dirty-memory group but is not free
+    /// yet; its memory stays held against the limit while it moves, and
+    /// writers waiting at the real limit are let in as each piece is
+    /// released rather than all at once at the end.
+    ///
+    /// ```
+    /// use region_group::{ReclaimConfig, RegionGroup, RegionId, RegionListener};
+    ///
+    /// let group = RegionGroup::new("pins", ReclaimConfig::default());
+    /// let memtable = RegionId::from_raw(1);
+    /// group.add(memtable, 100);
+    /// let mut pin = group.pin_on_leave(memtable)?;
+    /// group.del(memtable, 100); // the region leaves: its bytes stay held
+    /// assert_eq!((group.real_usage(), group.unspooled_usage()), (100, 0));
+    /// assert_eq!(pin.release(30), 30);
+    /// assert_eq!(group.real_usage(), 70);
+    /// drop(pin);
+    /// assert_eq!(group.real_usage(), 0);
+    /// # Ok::<(), region_group::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::UnknownRegion`] if `region` does not report to the group.
+    pub fn pin_on_leave(self: &PlainArc<Self>, region: RegionId) -> Result<RealPin, Error> {
+        let mut st = self.lock();
+        if st.regions.get(region).is_none() {
+            return Err(Error::UnknownRegion {
+                group: self.shared.name.clone(),
+                region,
+            });
+        }
+        let key = st.pins.insert(Pin {
+            region: Some(region),
+            bytes: 0,
+        });
+        Ok(RealPin {
+            group: PlainArc::clone(self),
+            key,
+        })
     }
 
     /// Real usage minus bytes accounted as spooled (0 if that is negative,
@@ -584,7 +661,7 @@ impl RegionGroup {
     pub fn metrics(&self) -> GroupMetrics {
         let st = self.lock();
         GroupMetrics {
-            real_usage: st.real,
+            real_usage: st.real_total(),
             unspooled_usage: st.unspooled(),
             spooled: st.spooled,
             peak_real_usage: st.peak_real,
@@ -616,6 +693,55 @@ impl RegionGroup {
     }
 }
 
+/// A region's memory kept in its group's real usage after the region left:
+/// see [`RegionGroup::pin_on_leave`].
+#[must_use = "dropping the pin releases its bytes at once"]
+pub struct RealPin {
+    group: PlainArc<RegionGroup>,
+    key: usize,
+}
+
+impl RealPin {
+    /// The bytes still held (0 until the region left).
+    pub fn bytes(&self) -> usize {
+        self.group.lock().pins[self.key].bytes
+    }
+
+    /// Releases up to `bytes` (no more than are held) and returns how many
+    /// were released. Writers waiting at the real hard limit may be
+    /// admitted.
+    pub fn release(&mut self, bytes: usize) -> usize {
+        let mut st = self.group.lock();
+        let pin = &mut st.pins[self.key];
+        let bytes = bytes.min(pin.bytes);
+        if bytes == 0 {
+            return 0;
+        }
+        pin.bytes -= bytes;
+        st.pinned -= bytes;
+        self.group.settle(st);
+        bytes
+    }
+}
+
+impl fmt::Debug for RealPin {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RealPin")
+            .field("group", &self.group.shared.name)
+            .field("bytes", &self.bytes())
+            .finish()
+    }
+}
+
+impl Drop for RealPin {
+    fn drop(&mut self) {
+        let mut st = self.group.lock();
+        let pin = st.pins.remove(self.key);
+        st.pinned -= pin.bytes;
+        self.group.settle(st);
+    }
+}
+
 impl Drop for RegionGroup {
     fn drop(&mut self) {
         // Stop the async-timeout thread, if one runs; it holds only `Shared`.
@@ -644,6 +770,13 @@ impl RegionListener for RegionGroup {
             Self::drop_attributed(&mut st, old.spooled);
         }
         Self::shrink(&mut st, total);
+        // A pin waiting for this region takes what it held, in this step.
+        let s = &mut *st;
+        if let Some((_, pin)) = s.pins.iter_mut().find(|(_, p)| p.region == Some(region)) {
+            pin.region = None;
+            pin.bytes += total;
+            s.pinned += total;
+        }
         self.settle(st);
     }
 

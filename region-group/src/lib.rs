@@ -14,7 +14,10 @@
 //!   *unspooled* usage is real minus the bytes a flush declared already
 //!   written out ([`RegionGroup::account_region_spooled`], which ties them
 //!   to the flushed region so they shrink and leave with it, or
-//!   [`RegionGroup::account_spooled`] for the group as a whole).
+//!   [`RegionGroup::account_spooled`] for the group as a whole). A region
+//!   leaving the group can leave its bytes behind in real usage, pinned
+//!   ([`RegionGroup::pin_on_leave`]) until the owner releases them piece by
+//!   piece, as a flushed memtable moving into a cache does.
 //! * **Soft limit.** Crossing above it calls `start_reclaiming`, crossing
 //!   back to or below it calls `stop_reclaiming`, once per crossing, in
 //!   order, with no lock held ([`ReclaimConfig`]).
@@ -112,7 +115,7 @@ mod waiter;
 pub use admission::WhenMemoryAvailable;
 pub use config::{Limits, ReclaimCallback, ReclaimConfig};
 pub use error::Error;
-pub use group::{GroupMetrics, RegionGroup};
+pub use group::{GroupMetrics, RealPin, RegionGroup};
 pub use logalloc::{RegionId, RegionListener};
 pub use size_tracked::SizeTrackedRegion;
 

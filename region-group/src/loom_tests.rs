@@ -227,3 +227,42 @@ fn loom_region_spooled_bytes_leave_with_a_concurrently_dropped_region() {
         assert_eq!((group.real_usage(), group.unspooled_usage()), (5, 5));
     });
 }
+
+/// (g) A region's bytes pinned as it leaves stay counted, and a writer
+/// blocked at the real hard limit by them is always released when the pin
+/// releases them, whichever comes first: no lost wake-up, and no moment
+/// at which the departure let it in early.
+#[test]
+fn loom_writer_blocked_by_a_pin_released_with_it() {
+    model(|| {
+        let group = RegionGroup::new(
+            "loom",
+            ReclaimConfig {
+                real_hard_limit: 10,
+                ..Default::default()
+            },
+        );
+        const LEAVING: RegionId = RegionId::from_raw(2);
+        group.add(REGION, 5);
+        group.add(LEAVING, 6);
+        let mut pin = group.pin_on_leave(LEAVING).unwrap();
+        let admitted = Arc::new(Mutex::new(None));
+        let writer = {
+            let (group, admitted) = (group.clone(), admitted.clone());
+            thread::spawn(move || {
+                group.run_when_memory_available(
+                    || *admitted.lock().unwrap() = Some(group.real_usage()),
+                    None,
+                )
+            })
+        };
+        group.del(LEAVING, 6);
+        assert_eq!(pin.release(1), 1);
+        assert_eq!(writer.join().unwrap(), Ok(()));
+        let seen = admitted.lock().unwrap().unwrap();
+        assert!(seen <= 10, "admitted at real usage {seen}");
+        drop(pin);
+        assert_eq!(group.real_usage(), 5);
+        assert_eq!(group.queued_requests(), 0);
+    });
+}
