@@ -25,6 +25,11 @@ pub enum HookPoint {
     /// yet (tables with a cache only; runs on the thread completing the
     /// flush).
     FlushBeforeCacheUpdate,
+    /// A cache update released a first part of its flushed memtable's
+    /// memory from the real dirty limit and has more partitions to bring
+    /// in (tables with a cache only; runs on the thread completing the
+    /// flush).
+    CacheUpdateReleasedMemory,
     /// A compaction job of a table is about to start (runs on a compaction
     /// worker, before the job writes anything).
     CompactionJobStarting,

@@ -103,11 +103,12 @@
 //! and the merging reader reconciles the duplicate; never in neither);
 //! (2) the cache takes the memtable's data (`RowCache::update_from`,
 //! merging into cached partitions, inserting where it knows the ring; a
-//! failure invalidates what it missed and does not fail the flush); (3)
-//! only then the memtable leaves the list and the dirty-memory group, so
-//! its memory stays accounted until the cache holds the data (ScyllaDB
-//! #1942: a cache update falling behind flushes holds the writers back
-//! instead of letting memory overflow). A compaction job that may have
+//! failure invalidates what it missed and does not fail the flush), with
+//! the memtable out of the dirty-memory group but its bytes pinned against
+//! the real limit and released as the update passes its partitions
+//! (ScyllaDB #1942: a cache update falling behind flushes holds the
+//! writers back instead of letting memory overflow, and lets them in as it
+//! goes); (3) only then the memtable leaves the list. A compaction job that may have
 //! purged tombstones makes the cache forget those keys once its outputs
 //! replace its inputs, so the cache never keeps a tombstone the sstables
 //! dropped. Dropping a table and closing the

@@ -130,13 +130,19 @@
 //! `flush_encode`, the encoding alone).
 //!
 //! **Dirty memory (ScyllaDB #1942).** While `update_from` runs, the
-//! memtable must stay accounted in the dirty-memory group: the replica
-//! keeps the memtable (and its region in the group) until `update_from`
-//! returns, and only then detaches it. The copy allocates in the cache's
-//! region, which evicts older cache entries when the pool is dry; a
-//! partition that cannot be stored is invalidated, never half-stored. So a
-//! cache update that falls behind the flushes holds the flush (and, through
-//! the dirty limits, the writers) instead of letting memory overflow.
+//! memtable's memory must stay held against the dirty-memory limit: the
+//! replica takes the memtable out of the dirty-memory group with its bytes
+//! pinned in the group's real usage (`region_group::RegionGroup::pin_on_leave`)
+//! and releases the pin in proportion to the partitions `update_from` has
+//! passed, as ScyllaDB unpins each partition it moves. The copy allocates
+//! in the cache's region, which evicts older cache entries when the pool is
+//! dry; a partition that cannot be stored is invalidated, never
+//! half-stored. So a cache update that falls behind the flushes holds the
+//! flush (and, through the real limit, the writers) instead of letting
+//! memory overflow, and lets writers in as it goes rather than at its end.
+//! (The memtable's own bytes are freed only when it is dropped after the
+//! update: what was released early is memory the pool's headroom and the
+//! cache's eviction cover.)
 //!
 //! # Compaction's purge
 //!

@@ -13,7 +13,7 @@ use memtable::{Memtable, ReplacementSource};
 use mutation::{
     ClusteringRange, Fragment, FragmentReader, MergingReader, Mutation, PartitionRange, limits,
 };
-use region_group::RegionGroup;
+use region_group::{RealPin, RegionGroup};
 use row_cache::{CacheStats, RowCache, UnderlyingSource};
 
 use crate::catalog::TableSchema;
@@ -684,13 +684,35 @@ impl Table {
     /// Brings the flushed `memtable` into the cache (if the table has
     /// one), after its sstable joined the list. A failure is counted, not
     /// returned: the cache dropped what it missed, and the flush stands.
-    pub(crate) fn update_cache(&self, memtable: &TableMemtable) {
+    ///
+    /// `pin` holds the memtable's memory against the real dirty limit
+    /// while the update reads it (the memtable has left the dirty-memory
+    /// accounting, see the flush's end); it is released in proportion to
+    /// the partitions passed, so writers held at the real limit are let in
+    /// as the update goes, not only once it ends.
+    pub(crate) fn update_cache(&self, memtable: &TableMemtable, pin: Option<RealPin>) {
         let Some(cache) = &self.cache else { return };
+        let partitions = memtable.memtable().stats().partitions;
         let updated = memtable
             .memtable()
             .make_reader(PartitionRange::full(), ClusteringRange::full())
             .map_err(|e| e.to_string())
-            .and_then(|mut reader| cache.update_from(&mut reader).map_err(|e| e.to_string()));
+            .and_then(|reader| {
+                #[cfg(feature = "testing")]
+                let on_release = {
+                    let mut first = true;
+                    move || {
+                        if std::mem::take(&mut first) {
+                            self.hooks
+                                .fire(crate::hooks::HookPoint::CacheUpdateReleasedMemory);
+                        }
+                    }
+                };
+                #[cfg(not(feature = "testing"))]
+                let on_release = || {};
+                let mut reader = Unpinning::new(reader, pin, partitions, on_release);
+                cache.update_from(&mut reader).map_err(|e| e.to_string())
+            });
         if updated.is_err() {
             // `update_from` invalidated what it missed; a memtable that
             // could not be read at all brought nothing, so nothing cached
@@ -857,5 +879,80 @@ impl Drop for EntryGuard<'_> {
         if let (Some(log), Some(p)) = (self.log, self.position.take()) {
             log.discard_flushed(self.table, &ReplayPositionSet::from(p));
         }
+    }
+}
+
+/// A reader of a flushed memtable that releases the memtable's real-dirty
+/// pin as its partitions go by: an equal share per partition (when the
+/// next one starts, so once the cache took it), in steps of
+/// a sixteenth of the pin up to [`Unpinning::MAX_STEP`], so a memtable of
+/// small partitions does not take the group's lock for each, and a small
+/// one still releases in steps. The rest goes with the pin when the reader
+/// is dropped. `on_release` runs after each step.
+struct Unpinning<R, F> {
+    inner: R,
+    pin: Option<RealPin>,
+    per_partition: usize,
+    step: usize,
+    owed: usize,
+    /// A partition was started (its share is owed when the next starts).
+    started: bool,
+    on_release: F,
+}
+
+impl<R, F: FnMut()> Unpinning<R, F> {
+    /// The largest step, in bytes.
+    const MAX_STEP: usize = 1 << 20;
+
+    fn new(inner: R, pin: Option<RealPin>, partitions: usize, on_release: F) -> Self {
+        let bytes = pin.as_ref().map_or(0, RealPin::bytes);
+        Unpinning {
+            inner,
+            pin,
+            per_partition: bytes / partitions.max(1),
+            step: (bytes / 16).clamp(1, Self::MAX_STEP),
+            owed: 0,
+            started: false,
+            on_release,
+        }
+    }
+
+    /// A partition starts: the one before it has passed.
+    fn partition_starts(&mut self) {
+        let Some(pin) = &mut self.pin else { return };
+        if !std::mem::replace(&mut self.started, true) {
+            return;
+        }
+        self.owed += self.per_partition;
+        if self.owed >= self.step {
+            pin.release(std::mem::take(&mut self.owed));
+            (self.on_release)();
+        }
+    }
+}
+
+impl<R: FragmentReader, F: FnMut()> FragmentReader for Unpinning<R, F> {
+    fn next(&mut self) -> Result<Option<Fragment>, mutation::Error> {
+        let fragment = self.inner.next()?;
+        if let Some(Fragment::PartitionStart { .. }) = &fragment {
+            self.partition_starts();
+        }
+        Ok(fragment)
+    }
+
+    fn fast_forward_to(&mut self, range: PartitionRange) -> Result<(), mutation::Error> {
+        self.inner.fast_forward_to(range)
+    }
+
+    fn next_partition(&mut self) -> Result<(), mutation::Error> {
+        self.inner.next_partition()
+    }
+
+    fn next_mutation(&mut self) -> Result<Option<Mutation>, mutation::Error> {
+        let m = self.inner.next_mutation()?;
+        if m.is_some() {
+            self.partition_starts();
+        }
+        Ok(m)
     }
 }

@@ -43,6 +43,24 @@ impl Pause {
         }
     }
 
+    /// Waits until a thread stopped here or `gave_up` says to stop waiting
+    /// (checked every few milliseconds); returns whether one stopped.
+    #[allow(dead_code, reason = "not every test that pauses needs it")]
+    pub(crate) fn wait_reached_unless(&self, gave_up: impl Fn() -> bool) -> bool {
+        let mut st = self.state.lock().unwrap();
+        while !st.0 {
+            if gave_up() {
+                return false;
+            }
+            st = self
+                .cv
+                .wait_timeout(st, std::time::Duration::from_millis(5))
+                .unwrap()
+                .0;
+        }
+        true
+    }
+
     /// Lets the stopped thread (and any later one) go on.
     pub(crate) fn release(&self) {
         self.state.lock().unwrap().1 = true;
