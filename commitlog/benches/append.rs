@@ -2,7 +2,7 @@
 //! in the same run.
 //!
 //! ```text
-//! cargo bench -p replmem-commitlog --bench append -- [--quick] [--scale F] [--dir PATH] [--only batch|periodic|async] [--threads 1,8,64,100] [--per-call 16] [--bytes-per-sync direct,1048576,0] [--async-threads 1,2] [--in-flight 64,256]
+//! cargo bench -p replmem-commitlog --bench append -- [--quick] [--scale F] [--dir PATH] [--only batch|periodic|async] [--threads 1,8,64,100] [--per-call 16] [--bytes-per-sync direct,1048576,0] [--async-threads 1,2] [--in-flight 64,256] [--async-window 0,200]
 //! ```
 //!
 //! * **Batch mode** (`SyncMode::Batch(0)`), 1 KiB mutations, 1, 8, 64 and
@@ -32,7 +32,11 @@
 //!   fdatasync of all the entries in flight (threads x in flight) at a
 //!   time. The issue's targets (24): at least 0.8x the bound's MB/s, and
 //!   p99 at most 3x one fdatasync's p99 at 64 in flight. Each async row
-//!   runs once per `--bytes-per-sync` value, like the batch rows.
+//!   runs once per `--bytes-per-sync` value, like the batch rows, and once
+//!   per `--async-window` value in microseconds (default `0`): the log in
+//!   `Batch(window)` instead, whose next sync starts no sooner than the
+//!   window after the previous one, so a cycle waits for appends re-issued
+//!   meanwhile (bigger groups, at the window's latency).
 //! * `--bytes-per-sync N,M,...` (default `direct,1048576,0`): every
 //!   commit-log row is run once per value: `direct` is `Config::direct_io`
 //!   (the default: no page cache), a number is the page cache with
@@ -73,6 +77,8 @@ struct Args {
     async_threads: Vec<u64>,
     /// Appends each async thread keeps in flight.
     in_flight: Vec<u64>,
+    /// `Batch` windows of the async rows, in microseconds.
+    async_window: Vec<u64>,
 }
 
 fn parse_args() -> Args {
@@ -85,6 +91,7 @@ fn parse_args() -> Args {
         bytes_per_sync: vec![DIRECT, 1 << 20, 0],
         async_threads: vec![1, 2],
         in_flight: vec![64, 256],
+        async_window: vec![0],
     };
     let mut it = std::env::args().skip(1);
     while let Some(a) = it.next() {
@@ -142,9 +149,15 @@ fn parse_args() -> Args {
                     .filter(|v: &Vec<u64>| v.iter().all(|&n| n >= 1))
                     .expect("--in-flight takes a comma-separated list of numbers, each at least 1")
             }
+            "--async-window" => {
+                args.async_window = it
+                    .next()
+                    .and_then(|v| v.split(',').map(|t| t.parse().ok()).collect())
+                    .expect("--async-window takes a comma-separated list of microseconds")
+            }
             "--bench" => {}
             other => panic!(
-                "unknown argument {other}; use --quick, --scale F, --dir PATH, --only batch|periodic|async, --threads N,M,..., --per-call N, --bytes-per-sync N,M,..., --async-threads N,M,..., --in-flight N,M,..."
+                "unknown argument {other}; use --quick, --scale F, --dir PATH, --only batch|periodic|async, --threads N,M,..., --per-call N, --bytes-per-sync N,M,..., --async-threads N,M,..., --in-flight N,M,..., --async-window US,US,..."
             ),
         }
     }
@@ -567,14 +580,21 @@ impl Wake for Mark {
     }
 }
 
-/// `entries` appends with `add_async` in `Batch(0)` from `threads`
+/// `entries` appends with `add_async` in `Batch(window)` from `threads`
 /// threads, each keeping `in_flight` futures pending; latency is from the
 /// call to the resolution.
-fn run_async(dir: &Path, threads: u64, in_flight: u64, entries: u64, bytes_per_sync: u64) -> Run {
+fn run_async(
+    dir: &Path,
+    threads: u64,
+    in_flight: u64,
+    entries: u64,
+    bytes_per_sync: u64,
+    window: Duration,
+) -> Run {
     let dir = tempfile::tempdir_in(dir).expect("bench dir");
     let (log, _) = CommitLog::open(
         dir.path(),
-        log_config(SyncMode::Batch(Duration::ZERO), bytes_per_sync),
+        log_config(SyncMode::Batch(window), bytes_per_sync),
         |_, _, _| {},
     )
     .expect("open log");
@@ -701,10 +721,19 @@ fn bench_async(args: &Args) {
                 &bound,
                 None,
             );
-            for &wb in &args.bytes_per_sync {
-                let r = run_async(&args.dir, threads, in_flight, entries, wb);
-                let name = format!("commitlog add_async, {}", writeback_label(wb));
-                row(&name, threads, in_flight, &r, Some(&bound));
+            for &window in &args.async_window {
+                for &wb in &args.bytes_per_sync {
+                    let window_us = Duration::from_micros(window);
+                    let r = run_async(&args.dir, threads, in_flight, entries, wb, window_us);
+                    let name = match window {
+                        0 => format!("commitlog add_async, {}", writeback_label(wb)),
+                        w => format!(
+                            "commitlog add_async, {}, window {w} us",
+                            writeback_label(wb)
+                        ),
+                    };
+                    row(&name, threads, in_flight, &r, Some(&bound));
+                }
             }
         }
     }
