@@ -956,3 +956,78 @@ impl<R: FragmentReader, F: FnMut()> FragmentReader for Unpinning<R, F> {
         Ok(m)
     }
 }
+
+#[cfg(all(test, not(loom)))]
+mod unpinning_tests {
+    use mutation::{Cell, DecoratedKey, Timestamp, from_mutations};
+    use region_group::{ReclaimConfig, RegionId, RegionListener};
+
+    use super::*;
+
+    fn partition(i: u32) -> Mutation {
+        Mutation::builder(DecoratedKey::from_bytes(format!("pk{i:03}")).unwrap())
+            .cell("r", 0, Cell::live(vec![1u8; 8], Timestamp::from_micros(1)))
+            .build()
+            .unwrap()
+    }
+
+    /// A group holding `bytes` in a region that has left, pinned.
+    fn pinned(bytes: usize) -> (sync::plain::Arc<RegionGroup>, RealPin) {
+        let group = RegionGroup::new("unpinning", ReclaimConfig::default());
+        let region = RegionId::from_raw(1);
+        group.add(region, bytes);
+        let pin = group.pin_on_leave(region).unwrap();
+        group.del(region, bytes);
+        (group, pin)
+    }
+
+    #[test]
+    fn each_partition_releases_its_share_once_the_next_starts() {
+        // 32 partitions of 1,024 bytes each: steps of 2,048 (a sixteenth).
+        let (group, pin) = pinned(32 << 10);
+        let reader = from_mutations((0..32).map(partition).collect::<Vec<_>>());
+        let mut releases = 0;
+        let mut reader = Unpinning::new(reader, Some(pin), 32, || releases += 1);
+        let mut seen = Vec::new();
+        while let Some(f) = reader.next().unwrap() {
+            if matches!(f, Fragment::PartitionStart { .. }) {
+                seen.push(group.real_usage());
+            }
+        }
+        // At each partition's start, the partitions before it are
+        // released, in steps of two.
+        let want: Vec<usize> = (0..32).map(|i| (32 << 10) - (i / 2) * 2048).collect();
+        assert_eq!(seen, want);
+        // 31 passed, 30 of them released: one share owed, and the last.
+        assert_eq!(group.real_usage(), 2048);
+        drop(reader);
+        assert_eq!(group.real_usage(), 0, "the rest goes with the reader");
+        assert_eq!(releases, 15);
+    }
+
+    #[test]
+    fn whole_partitions_release_too() {
+        let (group, pin) = pinned(4 << 10);
+        let reader = from_mutations((0..4).map(partition).collect::<Vec<_>>());
+        let mut reader = Unpinning::new(reader, Some(pin), 4, || {});
+        let mut got = 0;
+        while reader.next_mutation().unwrap().is_some() {
+            got += 1;
+        }
+        assert_eq!(got, 4);
+        assert_eq!(
+            group.real_usage(),
+            1 << 10,
+            "three passed, the last at the end"
+        );
+        drop(reader);
+        assert_eq!(group.real_usage(), 0);
+    }
+
+    #[test]
+    fn without_a_pin_it_only_reads() {
+        let reader = from_mutations((0..3).map(partition).collect::<Vec<_>>());
+        let mut reader = Unpinning::new(reader, None, 3, || panic!("nothing to release"));
+        assert_eq!(mutation::to_mutations(&mut reader).unwrap().len(), 3);
+    }
+}
