@@ -25,7 +25,9 @@
 //!   target (2 fragments + 10% of the live data).
 //! * **Merge throughput.** Eight sstables of distinct keys (input bytes =
 //!   output bytes) merged by a compaction job, against `sstable::Writer`
-//!   writing the same fragments from memory; criterion reports both, then
+//!   writing the same fragments from memory (the inputs are copied for
+//!   each merge, synced and dropped from the page cache first: read from
+//!   the disk, as a compaction reads them); criterion reports both, then
 //!   interleaved rounds print the ratio (the target: at least 0.5).
 //!
 //! `--quick` (criterion's flag) runs at scale 1/8 with short criterion
@@ -273,7 +275,15 @@ fn merge_once(source: &Path, generations: &[u64]) -> (Duration, u64) {
     let scratch = tempfile::tempdir().expect("tempdir");
     for entry in std::fs::read_dir(source).expect("list") {
         let entry = entry.expect("entry");
-        std::fs::copy(entry.path(), scratch.path().join(entry.file_name())).expect("copy");
+        let to = scratch.path().join(entry.file_name());
+        std::fs::copy(entry.path(), &to).expect("copy");
+        // On the disk and out of the page cache, as a flush leaves its
+        // sstable (the writer writes Data with O_DIRECT): the merge reads
+        // its inputs from the disk, as a compaction does, and not from the
+        // copy's pages.
+        let copy = std::fs::File::open(&to).expect("open copy");
+        copy.sync_all().expect("sync copy");
+        writeback::drop_cached(&copy, 0, 0).expect("drop cached");
     }
     let set = SstableSet::open(scratch.path()).expect("open");
     let plan = JobPlan {
