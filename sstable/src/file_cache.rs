@@ -15,7 +15,8 @@
 //! the positional read itself runs with no lock held, so many threads read
 //! the same file at once. An evicted file whose read is in flight is closed
 //! when that read drops its clone; the descriptors open at any instant are
-//! therefore at most the capacity plus one per read in progress.
+//! therefore at most the capacity plus one per read in progress, plus one
+//! per full scan in progress (its direct-I/O descriptor, see `storage.rs`).
 
 use std::collections::{BTreeMap, HashMap};
 use std::fs::File;

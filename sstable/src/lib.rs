@@ -45,6 +45,17 @@
 //! by another, or no descriptor free even after closing cached ones) makes
 //! the read fail with [`Error::Io`] naming it, never return stale bytes.
 //!
+//! Direct I/O: the Data file is written with `O_DIRECT` where the file
+//! system allows it, so it is not in the page cache; a full scan (the
+//! [`Sstable::scan`] a compaction or `verify` runs) reads it ahead 1 MiB at a
+//! time with `O_DIRECT` too, into an aligned buffer, as ScyllaDB reads
+//! everything: each byte is read once, and the copy out of the page cache
+//! had been most of a compaction thread's CPU. Such a scan holds one
+//! descriptor of its own (outside the cache's capacity) while it lives;
+//! where `O_DIRECT` is refused (tmpfs) or no descriptor is free, it reads
+//! through the page cache. Point and range reads always use the page
+//! cache.
+//!
 //! Devices: a writer whose [`WriterOptions::device`] is set charges every
 //! byte of its files to that `device::Device` before writing it, and an
 //! sstable opened with [`Sstable::open_on`] charges every byte it reads;

@@ -14,6 +14,49 @@ pub(crate) trait Source: Send + Sync + std::fmt::Debug {
     fn len(&self) -> u64;
     /// Fills `buf` from `offset`; short reads are errors.
     fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()>;
+    /// A reader of the same bytes that bypasses the page cache (`O_DIRECT`),
+    /// for a sequential scan: `None` where there is none (in memory, or
+    /// direct I/O not available here).
+    fn open_direct(&self) -> Option<DirectSource> {
+        None
+    }
+}
+
+/// A component file opened a second time for direct reads
+/// ([`Source::open_direct`]), for one sequential scan: reads are aligned by
+/// `writeback::direct::read_direct_at` and charged to the device as the
+/// cached file's are.
+#[derive(Debug)]
+pub(crate) struct DirectSource {
+    file: std::fs::File,
+    device: Option<Arc<device::Device>>,
+    /// Aligned staging buffer, reused by every read.
+    staging: Vec<u8>,
+}
+
+impl DirectSource {
+    /// Reads `len` bytes from `offset` (fewer only at the end of the file)
+    /// into its aligned buffer, and returns where they are in
+    /// [`buffer`](Self::buffer): no copy beside the device's.
+    pub(crate) fn read_window(
+        &mut self,
+        offset: u64,
+        len: usize,
+    ) -> io::Result<std::ops::Range<usize>> {
+        device::charge_read(self.device.as_deref(), len as u64);
+        let (ptr, n) = {
+            let got =
+                writeback::direct::read_direct_at(&self.file, &mut self.staging, offset, len)?;
+            (got.as_ptr() as usize, got.len())
+        };
+        let at = ptr - self.staging.as_ptr() as usize;
+        Ok(at..at + n)
+    }
+
+    /// The buffer [`read_window`](Self::read_window) reads into.
+    pub(crate) fn buffer(&self) -> &[u8] {
+        &self.staging
+    }
 }
 
 /// A component file, read through the process-wide cache of open files
@@ -47,6 +90,16 @@ impl Source for FileSource {
         // closes it meanwhile; no lock is held during the read.
         let file = self.file.file()?;
         FileExt::read_exact_at(&*file, buf, offset)
+    }
+
+    fn open_direct(&self) -> Option<DirectSource> {
+        let file = self.file.file().ok()?;
+        let direct = writeback::direct::reopen_direct_read(&file).ok()??;
+        Some(DirectSource {
+            file: direct,
+            device: self.device.clone(),
+            staging: Vec::new(),
+        })
     }
 }
 
