@@ -53,8 +53,8 @@
 //! had been most of a compaction thread's CPU. Such a scan holds one
 //! descriptor of its own (outside the cache's capacity) while it lives;
 //! where `O_DIRECT` is refused (tmpfs) or no descriptor is free, it reads
-//! through the page cache. Point and range reads always use the page
-//! cache.
+//! through the page cache, and [`set_direct_scans`] turns them off for the
+//! process. Point and range reads always use the page cache.
 //!
 //! Devices: a writer whose [`WriterOptions::device`] is set charges every
 //! byte of its files to that `device::Device` before writing it, and an
@@ -121,6 +121,7 @@ pub use error::{Component, Error, Result};
 pub use file_cache::{DEFAULT_MAX_OPEN_FILES, max_open_files, open_files, set_max_open_files};
 pub use reader::{Sstable, SstableReader};
 pub use statistics::Statistics;
+pub use storage::{direct_scans, set_direct_scans};
 pub use verify::VerifyReport;
 pub use writer::{CommitStep, CommittedSstable, Progress, Writer, WriterOptions};
 

@@ -6,7 +6,7 @@ use std::os::unix::fs::FileExt;
 use std::path::Path;
 
 use crate::file_cache::CachedFile;
-use crate::sync::Arc;
+use crate::sync::{Arc, AtomicBool, Ordering};
 
 /// Something a component can be read from at arbitrary offsets.
 pub(crate) trait Source: Send + Sync + std::fmt::Debug {
@@ -20,6 +20,28 @@ pub(crate) trait Source: Send + Sync + std::fmt::Debug {
     fn open_direct(&self) -> Option<DirectSource> {
         None
     }
+}
+
+/// Whether full scans read with direct I/O ([`set_direct_scans`]).
+static DIRECT_SCANS: AtomicBool = AtomicBool::new(true);
+
+/// Sets whether a full scan ([`Sstable::scan`](crate::Sstable::scan):
+/// compaction's inputs, `verify`) reads its Data file with `O_DIRECT`
+/// (`true`, the default) or through the page cache, for the whole process,
+/// as [`set_max_open_files`](crate::set_max_open_files) sets the file
+/// cache's capacity. Direct scans suit files written with direct I/O
+/// ([`WriterOptions::direct_io`](crate::WriterOptions::direct_io), the
+/// default), which are not in the page cache; a process that writes
+/// through the page cache would turn them off. Scans already running keep
+/// what they started with.
+pub fn set_direct_scans(on: bool) {
+    // Relaxed: a setting read at a scan's first window, ordering nothing.
+    DIRECT_SCANS.store(on, Ordering::Relaxed);
+}
+
+/// The setting of [`set_direct_scans`].
+pub fn direct_scans() -> bool {
+    DIRECT_SCANS.load(Ordering::Relaxed)
 }
 
 /// A component file opened a second time for direct reads
@@ -93,6 +115,9 @@ impl Source for FileSource {
     }
 
     fn open_direct(&self) -> Option<DirectSource> {
+        if !direct_scans() {
+            return None;
+        }
         let file = self.file.file().ok()?;
         let direct = writeback::direct::reopen_direct_read(&file).ok()??;
         Some(DirectSource {

@@ -17,12 +17,13 @@
 //!   protocol between threads for loom to explore, and is opened outside
 //!   models as often as inside other crates' ones;
 //! * the id counter is a static, and the blocks-read counter orders
-//!   nothing between threads.
+//!   nothing between threads; so is the direct-scans setting, a flag read
+//!   once per scan.
 //!
 //! Plain types also keep the crate usable from other crates' loom models
 //! (an sstable opened in a model leaves nothing loom would report as a
 //! leak).
 
 pub(crate) use ::sync::plain::{
-    Arc, AtomicU64, LazyLock, Mutex, MutexGuard, Ordering, PoisonError,
+    Arc, AtomicBool, AtomicU64, LazyLock, Mutex, MutexGuard, Ordering, PoisonError,
 };

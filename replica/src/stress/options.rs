@@ -499,7 +499,9 @@ pub struct StressOptions {
     pub sstable_bytes_per_sync: u64,
     /// Whether the sstables' Data files and, in batch mode, the commit log
     /// are written with direct I/O (`O_DIRECT`, no copy into the page
-    /// cache): on (the default) or off (through the page cache, with
+    /// cache), and compaction's scans read with it
+    /// (`sstable::set_direct_scans`, for the process): on (the default) or
+    /// off (through the page cache, with
     /// write-back every `--sstable-bytes-per-sync` bytes for sstables and
     /// every MiB for the log). A periodic log writes through the page cache
     /// either way (`DirectIo::Auto`: each acknowledged write is written

@@ -210,6 +210,8 @@ pub fn execute<F: TargetFactory>(
     out: &mut dyn Write,
 ) -> Result<Vec<Summary>, Error> {
     options.validate()?;
+    // The program owns its process: its scans follow `--direct-io`.
+    sstable::set_direct_scans(options.direct_io);
     if let Some(dir) = &options.results_dir {
         std::fs::create_dir_all(dir).map_err(crate::error::io_err("create directory", dir))?;
     }
