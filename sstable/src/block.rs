@@ -478,6 +478,34 @@ mod tests {
         }
     }
 
+    /// A Data file of `n` blocks after the preamble, block `i` of the
+    /// length and compression `shape(i)` says, and the blocks' raw bytes.
+    fn encoded_blocks(n: u32, shape: impl Fn(u32) -> (usize, bool)) -> (Vec<u8>, Vec<Vec<u8>>) {
+        let mut out = vec![0u8; PREAMBLE_LEN as usize];
+        let raws = (0..n)
+            .map(|i| {
+                let (len, compress) = shape(i);
+                let raw: Vec<u8> = (0..len).map(|j| ((i as usize + j) % 251) as u8).collect();
+                encode_block(&raw, compress, &mut out);
+                raw
+            })
+            .collect();
+        (out, raws)
+    }
+
+    /// Scans `src` block after block through a read-ahead window until a
+    /// read fails; returns the error's text.
+    fn scan_to_error(src: &dyn Source, origin: Origin<'_>) -> String {
+        let mut ahead = ReadAhead::default();
+        let mut at = PREAMBLE_LEN;
+        loop {
+            match read_block_ahead(src, at, origin, &mut ahead) {
+                Ok(b) => at = b.next,
+                Err(e) => return e.to_string(),
+            }
+        }
+    }
+
     /// A scan through the read-ahead window decodes the same blocks as
     /// block-by-block reads, with one read of the file per
     /// `READ_AHEAD` bytes (or per block larger than that) instead of two per
@@ -489,15 +517,11 @@ mod tests {
             file: &p,
             component: Component::Data,
         };
-        let mut out = vec![0u8; PREAMBLE_LEN as usize];
-        let mut raws = Vec::new();
-        for i in 0..400u32 {
-            // 16 KiB blocks, and a few far larger than the window.
+        // 16 KiB blocks, and a few far larger than the window.
+        let (out, raws) = encoded_blocks(400, |i| {
             let len = if i % 100 == 99 { 3 << 20 } else { 16 << 10 };
-            let raw: Vec<u8> = (0..len).map(|j| ((i + j) % 251) as u8).collect();
-            encode_block(&raw, false, &mut out);
-            raws.push(raw);
-        }
+            (len, false)
+        });
         let file_len = out.len();
         let src = Counting(MemSource(out.clone()), Default::default());
         let mut ahead = ReadAhead::default();
@@ -531,14 +555,7 @@ mod tests {
         assert!(e.contains("checksum mismatch"), "{e}");
         // A block running past the end of the file is refused, not read.
         let cut = MemSource(src.0.0[..file_len - 10].to_vec());
-        let mut ahead = ReadAhead::default();
-        let mut at = PREAMBLE_LEN;
-        let err = loop {
-            match read_block_ahead(&cut, at, origin, &mut ahead) {
-                Ok(b) => at = b.next,
-                Err(e) => break e.to_string(),
-            }
-        };
+        let err = scan_to_error(&cut, origin);
         assert!(err.contains("runs past the end"), "{err}");
     }
 
@@ -553,19 +570,15 @@ mod tests {
             file: &p,
             component: Component::Data,
         };
-        let mut out = vec![0u8; PREAMBLE_LEN as usize];
-        let mut raws = Vec::new();
-        for i in 0..120u32 {
-            // Odd sizes, so windows start anywhere in a disk block.
+        // Odd sizes, so windows start anywhere in a disk block.
+        let (out, raws) = encoded_blocks(120, |i| {
             let len = if i % 40 == 39 {
                 (2 << 20) + 333
             } else {
                 12_345 + i as usize
             };
-            let raw: Vec<u8> = (0..len).map(|j| ((i as usize + j) % 253) as u8).collect();
-            encode_block(&raw, i % 3 == 0, &mut out);
-            raws.push(raw);
-        }
+            (len, i % 3 == 0)
+        });
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("Data.db");
         std::fs::write(&path, &out).unwrap();
@@ -587,14 +600,7 @@ mod tests {
         // A cut file: the block running past the end is refused.
         std::fs::write(&path, &out[..out.len() - 10]).unwrap();
         let src = crate::storage::FileSource::open(&path, None).unwrap();
-        let mut ahead = ReadAhead::default();
-        let mut at = PREAMBLE_LEN;
-        let err = loop {
-            match read_block_ahead(&src, at, origin, &mut ahead) {
-                Ok(b) => at = b.next,
-                Err(e) => break e.to_string(),
-            }
-        };
+        let err = scan_to_error(&src, origin);
         assert!(err.contains("runs past the end"), "{err}");
     }
 

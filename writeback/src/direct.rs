@@ -191,15 +191,7 @@ impl DirectWriter {
         len: usize,
     ) -> io::Result<()> {
         let block = window(staging, DIRECT_ALIGN);
-        let mut got = 0;
-        while got < DIRECT_ALIGN {
-            match file.read_at(&mut block[got..], start + got as u64) {
-                Ok(0) => break,
-                Ok(n) => got += n,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(e),
-            }
-        }
+        let got = read_blocks(file, block, start)?;
         block[got..].fill(0);
         let block = aligned(staging, DIRECT_ALIGN);
         self.tail.clear();
@@ -274,22 +266,29 @@ pub fn read_direct_at<'a>(
     let start = offset - offset % align;
     let skip = (offset - start) as usize;
     let padded = (skip + len).div_ceil(DIRECT_ALIGN) * DIRECT_ALIGN;
-    let window = window(staging, padded);
+    let got = read_blocks(direct, window(staging, padded), start)?;
+    let end = got.min(skip + len);
+    Ok(&aligned(staging, padded)[skip.min(end)..end])
+}
+
+/// Fills `buf` (whole blocks, aligned) from `at` of `file` as far as the
+/// file goes; returns how many bytes were read. A read that ends off a
+/// block boundary is the end of the file (a direct read cannot go on from
+/// there).
+fn read_blocks(file: &File, buf: &mut [u8], at: u64) -> io::Result<usize> {
     let mut got = 0;
-    while got < padded {
-        match direct.read_at(&mut window[got..], start + got as u64) {
+    while got < buf.len() {
+        match file.read_at(&mut buf[got..], at + got as u64) {
             Ok(0) => break,
             Ok(n) => got += n,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
             Err(e) => return Err(e),
         }
         if got % DIRECT_ALIGN != 0 {
-            // A short read off a block boundary is the end of the file.
             break;
         }
     }
-    let end = got.min(skip + len);
-    Ok(&aligned(staging, padded)[skip.min(end)..end])
+    Ok(got)
 }
 
 /// An aligned window of `len` bytes in `staging`, grown as needed. The
