@@ -13,7 +13,7 @@ use std::sync::Arc;
 use std::thread;
 
 use mutation::{Cell, DecoratedKey, Mutation, Timestamp};
-use replica::{CommitLogMode, Database, DatabaseConfig, HookPoint, TableSchema};
+use replica::{CacheSize, CommitLogMode, Database, DatabaseConfig, HookPoint, TableSchema};
 
 fn write(i: u32) -> Mutation {
     Mutation::builder(DecoratedKey::from_bytes(format!("pk{i:04}")).unwrap())
@@ -65,5 +65,41 @@ fn memory_is_released_before_the_log_lets_go_of_the_flushed_entries() {
         after.segments_retired > log.segments_retired,
         "the flushed segments are retired: {after:?}"
     );
+    db.close().unwrap();
+}
+
+/// The flushed memtable's segments go back to the pool at the same point,
+/// before the log's work, not only once the flush is reported finished:
+/// held through it, they let the pool grow by a memtable beyond the budget
+/// (issue 19's memory shape: 268-280 MiB of pool for a 256 MiB budget).
+/// Without a cache, so the pool holds nothing but memtables.
+#[test]
+fn the_flushed_memtable_returns_its_segments_before_the_log_lets_go() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = DatabaseConfig::new(dir.path());
+    config.commitlog = CommitLogMode::Batch(std::time::Duration::ZERO);
+    config.cache_size = CacheSize::Off;
+    let db = Arc::new(Database::open(config).unwrap());
+    db.create_table(TableSchema::new("t").unwrap()).unwrap();
+    for i in 0..500 {
+        db.apply("t", &write(i)).unwrap();
+    }
+    let before = db.metrics().pool_used;
+    assert!(before >= 2 << 20, "about 2 MiB of memtable: {before}");
+
+    let pause = pause::at(&db, HookPoint::FlushBeforeLogDiscard);
+    let flusher = {
+        let db = Arc::clone(&db);
+        thread::spawn(move || db.flush("t"))
+    };
+    pause.wait_reached();
+    let during = db.metrics().pool_used;
+    assert!(
+        during < before / 4,
+        "the memtable's segments are back in the pool: {during} of {before} bytes still used"
+    );
+    pause.release();
+    flusher.join().unwrap().unwrap();
+    db.set_test_hook(None);
     db.close().unwrap();
 }
