@@ -92,11 +92,10 @@ pub(crate) const READ_AHEAD: usize = 1 << 20;
 #[derive(Debug, Default)]
 pub(crate) struct ReadAhead {
     start: u64,
-    /// The window through the page cache.
+    /// The window through the page cache (with a direct source, the
+    /// window is its last read).
     bytes: Vec<u8>,
     direct: Direct,
-    /// With a direct source: where the window is in its buffer.
-    window: Option<std::ops::Range<usize>>,
 }
 
 /// Whether a scan reads directly.
@@ -115,11 +114,7 @@ impl ReadAhead {
     /// the range, else from a new window read at `offset`.
     fn read(&mut self, src: &dyn Source, buf: &mut [u8], offset: u64) -> std::io::Result<()> {
         let end = offset + buf.len() as u64;
-        let held = self
-            .window
-            .as_ref()
-            .map_or(self.bytes.len(), ExactSizeIterator::len);
-        if offset < self.start || end > self.start + held as u64 {
+        if offset < self.start || end > self.start + self.window().len() as u64 {
             let want = (READ_AHEAD as u64)
                 .max(buf.len() as u64)
                 .min(src.len().saturating_sub(offset));
@@ -127,39 +122,35 @@ impl ReadAhead {
                 return Err(std::io::Error::from(std::io::ErrorKind::UnexpectedEof));
             }
             self.fill(src, offset, want as usize)?;
-            let held = self
-                .window
-                .as_ref()
-                .map_or(self.bytes.len(), ExactSizeIterator::len);
-            if held < buf.len() {
-                self.window = None;
+            if self.window().len() < buf.len() {
+                // The file ended before its recorded length.
                 self.bytes.clear();
                 return Err(std::io::Error::from(std::io::ErrorKind::UnexpectedEof));
             }
         }
         let at = (offset - self.start) as usize;
-        let window = match (&self.window, &self.direct) {
-            (Some(range), Direct::Open(d)) => &d.buffer()[range.clone()],
-            _ => &self.bytes[..],
-        };
-        buf.copy_from_slice(&window[at..at + buf.len()]);
+        buf.copy_from_slice(&self.window()[at..at + buf.len()]);
         Ok(())
+    }
+
+    /// The bytes read ahead, from `start`.
+    fn window(&self) -> &[u8] {
+        match &self.direct {
+            Direct::Open(d) => d.last(),
+            _ => &self.bytes,
+        }
     }
 
     /// Reads a new window of `want` bytes at `offset`: directly if it can,
     /// else through the page cache.
     fn fill(&mut self, src: &dyn Source, offset: u64, want: usize) -> std::io::Result<()> {
-        self.window = None;
         self.start = offset;
         if matches!(self.direct, Direct::Untried) {
             self.direct = src.open_direct().map_or(Direct::Off, Direct::Open);
         }
         if let Direct::Open(d) = &mut self.direct {
-            match d.read_window(offset, want) {
-                Ok(range) => {
-                    self.window = Some(range);
-                    return Ok(());
-                }
+            match d.read(offset, want) {
+                Ok(()) => return Ok(()),
                 // The file system refused the alignment: read through the
                 // page cache from now on.
                 Err(e) if e.kind() == std::io::ErrorKind::InvalidInput => self.direct = Direct::Off,

@@ -45,39 +45,27 @@ pub fn direct_scans() -> bool {
 }
 
 /// A component file opened a second time for direct reads
-/// ([`Source::open_direct`]), for one sequential scan: reads are aligned by
-/// `writeback::direct::read_direct_at` and charged to the device as the
-/// cached file's are.
+/// ([`Source::open_direct`]), for one sequential scan: each read is charged
+/// to the device as the cached file's are.
 #[derive(Debug)]
 pub(crate) struct DirectSource {
-    file: std::fs::File,
+    reader: writeback::direct::DirectReader,
     device: Option<Arc<device::Device>>,
-    /// Aligned staging buffer, reused by every read.
-    staging: Vec<u8>,
 }
 
 impl DirectSource {
     /// Reads `len` bytes from `offset` (fewer only at the end of the file)
-    /// into its aligned buffer, and returns where they are in
-    /// [`buffer`](Self::buffer): no copy beside the device's.
-    pub(crate) fn read_window(
-        &mut self,
-        offset: u64,
-        len: usize,
-    ) -> io::Result<std::ops::Range<usize>> {
+    /// into the reader's aligned buffer, where [`last`](Self::last) finds
+    /// them until the next read.
+    pub(crate) fn read(&mut self, offset: u64, len: usize) -> io::Result<()> {
         device::charge_read(self.device.as_deref(), len as u64);
-        let (ptr, n) = {
-            let got =
-                writeback::direct::read_direct_at(&self.file, &mut self.staging, offset, len)?;
-            (got.as_ptr() as usize, got.len())
-        };
-        let at = ptr - self.staging.as_ptr() as usize;
-        Ok(at..at + n)
+        self.reader.read(offset, len).map(drop)
     }
 
-    /// The buffer [`read_window`](Self::read_window) reads into.
-    pub(crate) fn buffer(&self) -> &[u8] {
-        &self.staging
+    /// The bytes of the last [`read`](Self::read) (empty after a failed
+    /// one).
+    pub(crate) fn last(&self) -> &[u8] {
+        self.reader.last()
     }
 }
 
@@ -119,11 +107,10 @@ impl Source for FileSource {
             return None;
         }
         let file = self.file.file().ok()?;
-        let direct = writeback::direct::reopen_direct_read(&file).ok()??;
+        let reader = writeback::direct::DirectReader::reopen(&file).ok()??;
         Some(DirectSource {
-            file: direct,
+            reader,
             device: self.device.clone(),
-            staging: Vec::new(),
         })
     }
 }

@@ -59,7 +59,7 @@ fn scans_read_directly_unless_turned_off_and_read_the_same() {
     assert_eq!(direct, fragments);
     let supported = std::fs::File::open(&data)
         .ok()
-        .and_then(|f| writeback::direct::reopen_direct_read(&f).ok().flatten())
+        .and_then(|f| writeback::direct::DirectReader::reopen(&f).ok().flatten())
         .is_some();
     match during {
         None => eprintln!("descriptor counts skipped: no /proc/self/fd here"),

@@ -200,75 +200,96 @@ impl DirectWriter {
     }
 }
 
-/// A second, read-only open of `file` with `O_DIRECT`, for reads that
+/// A file opened a second time, read-only, with `O_DIRECT`, for reads that
 /// should not go through the page cache (a compaction's sequential scan of
 /// its inputs: each byte is read once, and the copy out of the page cache
-/// took 60% of the compaction thread's CPU on this project's machines).
-/// Opened through `/proc/self/fd`, so it is the same file even if its
-/// name was removed or replaced meanwhile (checked: same device and inode).
-/// `Ok(None)` where direct I/O is not available: not Linux, no `/proc`, or
-/// a file system that refuses `O_DIRECT` (tmpfs); the caller reads through
-/// `file` then. Reads from it must be aligned: see [`read_direct_at`].
-///
-/// # Errors
-/// Failures other than those, from `open` or `fstat`.
-pub fn reopen_direct_read(file: &File) -> io::Result<Option<File>> {
-    #[cfg(target_os = "linux")]
-    {
-        use std::os::fd::AsRawFd;
-        use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
-        let path = format!("/proc/self/fd/{}", file.as_raw_fd());
-        let direct = match OpenOptions::new()
-            .read(true)
-            .custom_flags(libc::O_DIRECT)
-            .open(&path)
-        {
-            Ok(f) => f,
-            Err(e)
-                if matches!(
-                    e.raw_os_error(),
-                    Some(libc::EINVAL | libc::EOPNOTSUPP | libc::ENOENT)
-                ) =>
-            {
-                return Ok(None);
-            }
-            Err(e) => return Err(e),
-        };
-        let (a, b) = (file.metadata()?, direct.metadata()?);
-        if (a.dev(), a.ino()) != (b.dev(), b.ino()) {
-            return Ok(None);
-        }
-        Ok(Some(direct))
-    }
-    #[cfg(not(target_os = "linux"))]
-    {
-        let _ = file;
-        Ok(None)
-    }
+/// took 60% of the compaction thread's CPU on this project's machines),
+/// with the aligned buffer its reads land in. The bytes of its last read
+/// stay there ([`last`](Self::last)) until the next one.
+#[derive(Debug)]
+pub struct DirectReader {
+    file: File,
+    staging: Vec<u8>,
+    /// Where the last read's bytes are in `staging`.
+    last: std::ops::Range<usize>,
 }
 
-/// Reads `len` bytes of `direct` (opened by [`reopen_direct_read`]) from
-/// `offset` into `staging`, with the alignment `O_DIRECT` wants: the read
-/// starts at `offset` rounded down to [`DIRECT_ALIGN`] and covers whole
-/// blocks, into an aligned window of `staging` (grown as needed). Returns
-/// the bytes from `offset` on, up to `len` (fewer only at the end of the
-/// file).
-///
-/// # Errors
-/// Those of `pread` (`EINVAL` if the file system refuses the alignment).
-pub fn read_direct_at<'a>(
-    direct: &File,
-    staging: &'a mut Vec<u8>,
-    offset: u64,
-    len: usize,
-) -> io::Result<&'a [u8]> {
-    let align = DIRECT_ALIGN as u64;
-    let start = offset - offset % align;
-    let skip = (offset - start) as usize;
-    let padded = (skip + len).div_ceil(DIRECT_ALIGN) * DIRECT_ALIGN;
-    let got = read_blocks(direct, window(staging, padded), start)?;
-    let end = got.min(skip + len);
-    Ok(&aligned(staging, padded)[skip.min(end)..end])
+impl DirectReader {
+    /// Opens `file` again with `O_DIRECT`, through `/proc/self/fd`, so it
+    /// is the same file even if its name was removed or replaced meanwhile
+    /// (checked: same device and inode). `Ok(None)` where direct I/O is not
+    /// available: not Linux, no `/proc`, or a file system that refuses
+    /// `O_DIRECT`; the caller reads through `file` then.
+    ///
+    /// # Errors
+    /// Failures other than those, from `open` or `fstat`.
+    pub fn reopen(file: &File) -> io::Result<Option<DirectReader>> {
+        #[cfg(target_os = "linux")]
+        {
+            use std::os::fd::AsRawFd;
+            use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+            let path = format!("/proc/self/fd/{}", file.as_raw_fd());
+            let direct = match OpenOptions::new()
+                .read(true)
+                .custom_flags(libc::O_DIRECT)
+                .open(&path)
+            {
+                Ok(f) => f,
+                Err(e)
+                    if matches!(
+                        e.raw_os_error(),
+                        Some(libc::EINVAL | libc::EOPNOTSUPP | libc::ENOENT)
+                    ) =>
+                {
+                    return Ok(None);
+                }
+                Err(e) => return Err(e),
+            };
+            let (a, b) = (file.metadata()?, direct.metadata()?);
+            if (a.dev(), a.ino()) != (b.dev(), b.ino()) {
+                return Ok(None);
+            }
+            Ok(Some(DirectReader {
+                file: direct,
+                staging: Vec::new(),
+                last: 0..0,
+            }))
+        }
+        #[cfg(not(target_os = "linux"))]
+        {
+            let _ = file;
+            Ok(None)
+        }
+    }
+
+    /// Reads `len` bytes from `offset`, with the alignment `O_DIRECT` wants:
+    /// the read starts at `offset` rounded down to [`DIRECT_ALIGN`] and
+    /// covers whole blocks, into an aligned window of its buffer (grown as
+    /// needed). Returns the bytes from `offset` on, up to `len` (fewer only
+    /// at the end of the file), which [`last`](Self::last) returns again
+    /// until the next read.
+    ///
+    /// # Errors
+    /// Those of `pread` (`EINVAL` if the file system refuses the
+    /// alignment); [`last`](Self::last) is empty after one.
+    pub fn read(&mut self, offset: u64, len: usize) -> io::Result<&[u8]> {
+        let align = DIRECT_ALIGN as u64;
+        let start = offset - offset % align;
+        let skip = (offset - start) as usize;
+        let padded = (skip + len).div_ceil(DIRECT_ALIGN) * DIRECT_ALIGN;
+        self.last = 0..0;
+        let got = read_blocks(&self.file, window(&mut self.staging, padded), start)?;
+        let at = self.staging.as_ptr().align_offset(DIRECT_ALIGN);
+        let end = got.min(skip + len);
+        self.last = at + skip.min(end)..at + end;
+        Ok(self.last())
+    }
+
+    /// The bytes of the last [`read`](Self::read) (empty before the first
+    /// and after a failed one).
+    pub fn last(&self) -> &[u8] {
+        &self.staging[self.last.clone()]
+    }
 }
 
 /// Fills `buf` (whole blocks, aligned) from `at` of `file` as far as the
@@ -321,11 +342,10 @@ mod tests {
         let data = bytes(7, 5 * DIRECT_ALIGN + 1234);
         std::fs::write(&path, &data).unwrap();
         let file = File::open(&path).unwrap();
-        let Some(direct) = reopen_direct_read(&file).unwrap() else {
+        let Some(mut direct) = DirectReader::reopen(&file).unwrap() else {
             eprintln!("skipped: no O_DIRECT on {}", dir.path().display());
             return;
         };
-        let mut staging = Vec::new();
         for (offset, len) in [
             (0, 10),
             (0, DIRECT_ALIGN),
@@ -336,16 +356,17 @@ mod tests {
             (data.len() as u64 - 5, 5),
             (data.len() as u64, 10),
         ] {
-            let got = read_direct_at(&direct, &mut staging, offset, len).unwrap();
+            let got = direct.read(offset, len).unwrap().to_vec();
             let from = offset as usize;
             let to = (from + len).min(data.len());
             assert_eq!(got, &data[from..to], "{offset} + {len}");
+            assert_eq!(direct.last(), &data[from..to], "kept: {offset} + {len}");
         }
         // The same file after its name is gone.
         std::fs::remove_file(&path).unwrap();
-        let again = reopen_direct_read(&file).unwrap().unwrap();
-        let got = read_direct_at(&again, &mut staging, 100, 50).unwrap();
-        assert_eq!(got, &data[100..150]);
+        let mut again = DirectReader::reopen(&file).unwrap().unwrap();
+        assert!(again.last().is_empty());
+        assert_eq!(again.read(100, 50).unwrap(), &data[100..150]);
     }
 
     /// A file opened for direct writes where the file system allows it.
