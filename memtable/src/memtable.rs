@@ -78,6 +78,11 @@ pub(crate) struct State {
     /// Bumped by every apply: a reader's cursor is valid only at the
     /// version it was positioned at.
     pub(crate) version: u64,
+    /// Bumped by every apply that carries a partition or range tombstone:
+    /// the only applies that change a partition's deletions and so may
+    /// remove rows a reader inside that partition has not reached yet
+    /// (see `MemtableReader`'s header check).
+    pub(crate) deletions: u64,
     sealed: bool,
     detached: bool,
     pub(crate) replacement: Option<Arc<dyn ReplacementSource>>,
@@ -213,6 +218,7 @@ impl Memtable {
                 region,
                 tree,
                 version: 0,
+                deletions: 0,
                 sealed: false,
                 detached: false,
                 replacement: None,
@@ -274,6 +280,9 @@ impl Memtable {
                 }
                 state.tree = tree;
                 state.version += 1;
+                if m.partition_tombstone().is_some() || !m.range_tombstones().is_empty() {
+                    state.deletions += 1;
+                }
                 let c = &mut state.counters;
                 c.partitions += delta.new_partition as usize;
                 c.rows = (c.rows + delta.rows_added).saturating_sub(delta.rows_removed);

@@ -33,12 +33,94 @@ enum Resume {
 }
 
 /// The partition being read.
+///
+/// A partition is read across several holds of the memtable's lock, and
+/// an apply between two of them may delete rows the reader has not
+/// reached yet: a partition or range tombstone removes the rows it
+/// shadows at once (eager compaction), and the tombstone goes to the
+/// header, which the reader has passed. Read as it is then, the partition
+/// would have neither the rows nor the tombstone that removed them, and an
+/// older version of those rows in another source (a sealed memtable, an
+/// sstable) would show through the merge: a read started after a write
+/// was acknowledged returned the partition's previous version (issue 32).
+/// So the reader remembers the deletions it read, looks at the header
+/// again whenever the memtable's deletions changed, and carries what the
+/// header gained into the rest of the stream as range tombstone changes.
 #[derive(Debug)]
 struct Partition {
     /// Encoded partition part of its keys.
     prefix: Vec<u8>,
     /// Range tombstone changes clipped to the slice, not yet emitted.
     changes: VecDeque<(Position, Option<Tombstone>)>,
+    /// The partition tombstone its start carried.
+    started_with: Option<Tombstone>,
+    /// The header's deletions as last read.
+    tombstone: Option<Tombstone>,
+    range_tombstones: RangeTombstoneList,
+    /// `State::deletions` when the header was last read.
+    deletions: u64,
+    /// Where the part of the slice not yet streamed starts: the slice's
+    /// start, or just after the last row emitted.
+    from: Position,
+    /// The range tombstone in effect at `from` (the last change emitted).
+    active: Option<Tombstone>,
+}
+
+/// The encoded key of the header entry of the partition whose encoded
+/// prefix is `prefix`.
+fn header_key(prefix: &[u8]) -> Vec<u8> {
+    let mut k = Vec::with_capacity(prefix.len() + 1);
+    k.extend_from_slice(prefix);
+    k.push(key::KIND_HEADER);
+    k
+}
+
+/// The header of the partition whose header key is `header_key` as the
+/// memtable holds it now (empty for a partition stored with rows only).
+fn read_header(state: &State, view: &impl View, header_key: &[u8]) -> Result<codec::Header, Error> {
+    let mut cursor = Cursor::new();
+    match state
+        .tree
+        .find(view, &SearchKey::raw(header_key), &mut cursor)?
+    {
+        Some(entry) => entry.value(view)?.with_bytes(codec::decode_header),
+        None => Ok(codec::Header::default()),
+    }
+}
+
+/// The range tombstone changes a stream emits for `list` over
+/// `[from, end)`, with `floor` (a partition tombstone the stream's
+/// partition start did not carry) folded into every value, given that
+/// `current` is in effect at `from`; the last change closes at `end`.
+fn clipped_changes(
+    list: &RangeTombstoneList,
+    floor: Option<Tombstone>,
+    from: &Position,
+    end: &Position,
+    mut current: Option<Tombstone>,
+) -> VecDeque<(Position, Option<Tombstone>)> {
+    let mut changes = VecDeque::new();
+    if from >= end {
+        return changes;
+    }
+    let at_from = list.tombstone_at(from).max(floor);
+    if at_from != current {
+        changes.push_back((from.clone(), at_from));
+        current = at_from;
+    }
+    for (p, t) in list.changes() {
+        if p > from && p < end {
+            let t = (*t).max(floor);
+            if t != current {
+                changes.push_back((p.clone(), t));
+                current = t;
+            }
+        }
+    }
+    if current.is_some() {
+        changes.push_back((end.clone(), None));
+    }
+    changes
 }
 
 /// Rows `next_mutation` reads under one hold of the memtable's lock before
@@ -56,7 +138,13 @@ type Progress = Box<dyn FnMut(usize) + Send>;
 /// seek from the last emitted position if an apply changed the index
 /// since). Each row is read whole under the lock, so it is never seen half
 /// applied; the partition as a whole is not a snapshot (a row applied
-/// behind the reader's position is not seen, one ahead of it is).
+/// behind the reader's position is not seen, one ahead of it is). A
+/// deletion applied while the reader is inside a partition (a partition or
+/// range tombstone, which removes the rows it shadows and goes to the
+/// header the reader has passed) is carried into the rest of the stream
+/// as range tombstone changes, so a row it removed is never simply
+/// missing: each row the reader emits, or does not, is as some version of
+/// the memtable at or after the read's start had it.
 ///
 /// Once the memtable is [marked flushed](Memtable::mark_flushed), a scan
 /// continues at its next partition in the replacement source and drops
@@ -81,6 +169,11 @@ pub struct MemtableReader {
     progress: Option<Progress>,
     reported: usize,
     finished: bool,
+    /// The loom models' switch to read as the reader did before issue
+    /// 32's fix, without looking at a partition's header again; the
+    /// counterpart models show the stale read it allowed.
+    #[cfg(loom)]
+    without_header_recheck: bool,
 }
 
 impl fmt::Debug for MemtableReader {
@@ -278,7 +371,27 @@ impl MemtableReader {
             hand_off,
             progress,
             reported: 0,
+            #[cfg(loom)]
+            without_header_recheck: false,
         }
+    }
+
+    /// Reads as before issue 32's fix (loom models only; see the field).
+    #[cfg(loom)]
+    pub(crate) fn without_header_recheck(mut self) -> Self {
+        self.without_header_recheck = true;
+        self
+    }
+
+    /// Whether a partition's header is looked at again once the
+    /// memtable's deletions changed (always, but in the loom models'
+    /// counterparts).
+    fn rechecks_header(&self) -> bool {
+        #[cfg(loom)]
+        if self.without_header_recheck {
+            return false;
+        }
+        true
     }
 
     /// The region bytes a flush reader has reported so far (0 for other
@@ -411,24 +524,14 @@ impl MemtableReader {
         if !header.static_row.is_empty() {
             self.queue.push_back(Fragment::StaticRow(header.static_row));
         }
-        let mut changes = VecDeque::new();
-        if !self.slice.is_empty() {
-            let (s, e) = (self.slice.start_position(), self.slice.end_position());
-            let list = &header.range_tombstones;
-            let mut current = list.tombstone_at(&s);
-            if current.is_some() {
-                changes.push_back((s.clone(), current));
-            }
-            for (p, t) in list.changes() {
-                if *p > s && *p < e {
-                    changes.push_back((p.clone(), *t));
-                    current = *t;
-                }
-            }
-            if current.is_some() {
-                changes.push_back((e, None));
-            }
-        }
+        let from = self.slice.start_position();
+        let changes = clipped_changes(
+            &header.range_tombstones,
+            None,
+            &from,
+            &self.slice.end_position(),
+            None,
+        );
         match self.slice.start() {
             Bound::Unbounded if has_header => {
                 self.resume = Resume::After(stored_bytes);
@@ -445,8 +548,50 @@ impl MemtableReader {
                 self.cursor_version = None;
             }
         }
-        self.partition = Some(Partition { prefix, changes });
+        self.partition = Some(Partition {
+            prefix,
+            changes,
+            started_with: header.tombstone,
+            tombstone: header.tombstone,
+            range_tombstones: header.range_tombstones,
+            deletions: state.deletions,
+            from,
+            active: None,
+        });
         self.last_partition = Some((dk, after));
+        Ok(())
+    }
+
+    /// Inside a partition, under the lock: if an apply changed the
+    /// memtable's deletions since the partition's header was last read,
+    /// reads it again, and replaces the range tombstone changes still to
+    /// be emitted with those of the header as it is now, its partition
+    /// tombstone folded in if it grew (see [`Partition`]).
+    fn recheck_header(&mut self, state: &State, view: &impl View) -> Result<(), Error> {
+        let recheck = self.rechecks_header();
+        let partition = self.partition.as_mut().expect("in a partition");
+        if !recheck || partition.deletions == state.deletions {
+            return Ok(());
+        }
+        partition.deletions = state.deletions;
+        let header = read_header(state, view, &header_key(&partition.prefix))?;
+        if header.tombstone == partition.tombstone
+            && header.range_tombstones == partition.range_tombstones
+        {
+            return Ok(());
+        }
+        let floor = header
+            .tombstone
+            .filter(|t| Some(*t) > partition.started_with);
+        partition.changes = clipped_changes(
+            &header.range_tombstones,
+            floor,
+            &partition.from,
+            &self.slice.end_position(),
+            partition.active,
+        );
+        partition.tombstone = header.tombstone;
+        partition.range_tombstones = header.range_tombstones;
         Ok(())
     }
 
@@ -481,6 +626,7 @@ impl MemtableReader {
         let memtable = self.memtable.clone().expect("not finished");
         let state = memtable.state.read();
         let view = state.region.reader();
+        self.recheck_header(&state, &view)?;
         let entry = self.next_entry(&state, &view)?;
         let version = state.version;
         let prefix = &self.partition.as_ref().expect("in a partition").prefix;
@@ -521,11 +667,13 @@ impl MemtableReader {
         let partition = self.partition.as_mut().expect("in a partition");
         while partition.changes.front().is_some_and(|(p, _)| *p < at) {
             let (position, tombstone) = partition.changes.pop_front().expect("non-empty");
+            partition.active = tombstone;
             self.queue.push_back(Fragment::RangeTombstoneChange {
                 position,
                 tombstone,
             });
         }
+        partition.from = Position::After(ck.clone());
         self.queue
             .push_back(Fragment::ClusteringRow { key: ck, row });
         self.resume = Resume::After(stored);
@@ -559,7 +707,7 @@ impl MemtableReader {
             (self.slice.start(), self.slice.end()),
             (Bound::Unbounded, Bound::Unbounded)
         );
-        let (dk, header, prefix, has_header, stored_bytes) = {
+        let (dk, header, prefix, has_header, stored_bytes, mut deletions) = {
             let state = memtable.state.read();
             if self.hand_off && state.replacement.is_some() {
                 return Ok(None);
@@ -600,7 +748,14 @@ impl MemtableReader {
                     self.resume = Resume::From(from);
                 }
             }
-            (dk, header, prefix, has_header, stored_bytes)
+            (
+                dk,
+                header,
+                prefix,
+                has_header,
+                stored_bytes,
+                state.deletions,
+            )
         };
         if matches!(self.slice.start(), Bound::Unbounded) {
             self.resume = if has_header {
@@ -615,6 +770,22 @@ impl MemtableReader {
         'partition: loop {
             let state = memtable.state.read();
             let view = state.region.reader();
+            if state.deletions != deletions && self.rechecks_header() {
+                // An apply may have deleted rows not read yet (see
+                // `Partition`): if this partition's deletions changed,
+                // the streaming path reads it again from its start and
+                // carries the change.
+                let header_key = header_key(&prefix);
+                let now = read_header(&state, &view, &header_key)?;
+                if now.tombstone != header.tombstone
+                    || now.range_tombstones != header.range_tombstones
+                {
+                    self.resume = Resume::From(header_key);
+                    self.cursor_version = None;
+                    return Ok(None);
+                }
+                deletions = state.deletions;
+            }
             for _ in 0..WHOLE_ROWS_PER_HOLD {
                 let Some(entry) = self.next_entry(&state, &view)? else {
                     break 'partition;
