@@ -396,27 +396,44 @@ mod tests {
     /// Threads record while the reporter harvests: every harvest holds
     /// each of its operations' counts and latency together (a slot moving
     /// into the shared histograms mid-harvest is taken once, whole), and
-    /// the harvests together hold every operation once.
+    /// the harvests together hold every operation once. One harvest is
+    /// taken by construction while every thread stands halfway (it holds
+    /// exactly the first halves); the others race the recorders.
     #[test]
     fn harvests_racing_recorders_take_every_operation_once_and_whole() {
         const THREADS: usize = 4;
         const OPS: u64 = 20_000;
         let r = std::sync::Arc::new(Recorder::new(THREADS, true).unwrap());
         let done = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        // Met twice: once the first halves are recorded, and once the
+        // harvest of them is taken.
+        let halfway = std::sync::Arc::new(std::sync::Barrier::new(THREADS + 1));
+        let record = |r: &Recorder, t: usize, i: u64| {
+            r.record(
+                t,
+                Outcome {
+                    write: !i.is_multiple_of(3),
+                    ok: true,
+                    rows: 1,
+                    latency: Duration::from_micros(1 + i % 1000),
+                },
+            );
+        };
         let workers: Vec<_> = (0..THREADS)
             .map(|t| {
-                let (r, done) = (std::sync::Arc::clone(&r), std::sync::Arc::clone(&done));
+                let (r, done, halfway) = (
+                    std::sync::Arc::clone(&r),
+                    std::sync::Arc::clone(&done),
+                    std::sync::Arc::clone(&halfway),
+                );
                 std::thread::spawn(move || {
-                    for i in 0..OPS {
-                        r.record(
-                            t,
-                            Outcome {
-                                write: i % 3 != 0,
-                                ok: true,
-                                rows: 1,
-                                latency: Duration::from_micros(1 + i % 1000),
-                            },
-                        );
+                    for i in 0..OPS / 2 {
+                        record(&r, t, i);
+                    }
+                    halfway.wait();
+                    halfway.wait();
+                    for i in OPS / 2..OPS {
+                        record(&r, t, i);
                     }
                     done.fetch_add(1, std::sync::atomic::Ordering::Release);
                 })
@@ -425,8 +442,7 @@ mod tests {
         let mut total = Counts::default();
         let mut harvests = 0;
         let mut l = r.latencies().unwrap();
-        loop {
-            let finished = done.load(std::sync::atomic::Ordering::Acquire) == THREADS;
+        let mut harvest = |total: &mut Counts| {
             l.reset();
             let c = r.harvest(&mut l).unwrap();
             let (reads, writes) = (l.reads.as_ref().unwrap(), l.writes.as_ref().unwrap());
@@ -434,6 +450,19 @@ mod tests {
             assert_eq!((reads.len(), writes.len()), (c.reads, c.writes));
             total.add(&c);
             harvests += 1;
+            c
+        };
+        halfway.wait();
+        let first = harvest(&mut total);
+        assert_eq!(
+            first.ops,
+            THREADS as u64 * OPS / 2,
+            "the first halves, whole"
+        );
+        halfway.wait();
+        loop {
+            let finished = done.load(std::sync::atomic::Ordering::Acquire) == THREADS;
+            harvest(&mut total);
             if finished {
                 break;
             }
@@ -444,7 +473,6 @@ mod tests {
         let all = THREADS as u64 * OPS;
         assert_eq!((total.ops, total.rows), (all, all));
         assert_eq!(total.reads, THREADS as u64 * OPS.div_ceil(3));
-        assert!(harvests > 1);
     }
 
     #[test]
