@@ -172,7 +172,7 @@ pub struct MemtableReader {
     /// The loom models' switch to read as the reader did before issue
     /// 32's fix, without looking at a partition's header again; the
     /// counterpart models show the stale read it allowed.
-    #[cfg(loom)]
+    #[cfg(all(test, loom))]
     without_header_recheck: bool,
 }
 
@@ -371,13 +371,13 @@ impl MemtableReader {
             hand_off,
             progress,
             reported: 0,
-            #[cfg(loom)]
+            #[cfg(all(test, loom))]
             without_header_recheck: false,
         }
     }
 
     /// Reads as before issue 32's fix (loom models only; see the field).
-    #[cfg(loom)]
+    #[cfg(all(test, loom))]
     pub(crate) fn without_header_recheck(mut self) -> Self {
         self.without_header_recheck = true;
         self
@@ -387,7 +387,7 @@ impl MemtableReader {
     /// memtable's deletions changed (always, but in the loom models'
     /// counterparts).
     fn rechecks_header(&self) -> bool {
-        #[cfg(loom)]
+        #[cfg(all(test, loom))]
         if self.without_header_recheck {
             return false;
         }

@@ -316,7 +316,7 @@ impl MaxPurgeable for DirSet {
         };
         let mut min = Timestamp::MAX;
         // Memtables first, then the sets: see the module docs.
-        for memtable in table.list.sources().memtables {
+        for memtable in table.list.memtables() {
             if let Some(ts) = memtable.memtable().stats().min_timestamp {
                 min = min.min(ts);
             }
@@ -724,6 +724,17 @@ impl TableSstables {
             snapshots: self.sets.iter().map(|s| s.set.snapshot()).collect(),
         }
     }
+}
+
+impl crate::database::memtable_list::SstableSet for TableSstables {
+    type Pinned = PinnedSstables;
+
+    fn pin(&self) -> PinnedSstables {
+        TableSstables::pin(self)
+    }
+}
+
+impl TableSstables {
 
     /// Counts a read that consulted `consulted` sstables.
     pub(crate) fn note_read(&self, consulted: usize) {

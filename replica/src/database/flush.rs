@@ -325,7 +325,7 @@ impl FlushJob for FlushMemtable {
                     memtable.detach_from_region_group();
                     table.update_cache(&memtable, pin);
                 }
-                table.list.commit(&memtable, None);
+                table.list.retire(&memtable);
                 if let Some(sstable) = committed {
                     let replacement: Arc<dyn ReplacementSource> = sstable;
                     memtable.mark_flushed(replacement);

@@ -1,8 +1,11 @@
-//! Loom models of the table's memtable-list swap, of `close()`, and of the
-//! write/seal/discard interplay with log positions, running the real
-//! [`MemtableList`], [`Logged`] and [`Gate`] through the sync facade, with a
-//! small memtable stand-in (a sealable list of values) and sstables as the
-//! values a flush wrote.
+//! Loom models of the table's memtable-list swap, of `close()`, of the
+//! write/seal/discard interplay with log positions, and of the order in
+//! which a flush and a read take the memtables and the sstable set,
+//! running the real [`MemtableList`] (its `begin_flush`, `retire` and
+//! `read_sources`, as production calls them), [`Logged`] and [`Gate`]
+//! through the sync facade, with a small memtable stand-in (a sealable
+//! list of values) and a stand-in sstable set (the values each flush
+//! wrote) under the facade's lock.
 //!
 //! Run with `RUSTFLAGS="--cfg loom" cargo test -p replmem-replica --release
 //! --target-dir target/loom -- loom_` (LOOM_MAX_PREEMPTIONS=2 keeps it
@@ -15,8 +18,10 @@ use loom::thread;
 use crate::database::gate::Gate;
 use commitlog::{ReplayPosition, ReplayPositionSet};
 
-use crate::database::memtable_list::{Attempt, Logged, MemtableList, Seal};
-use crate::sync::{Arc, Mutex};
+use crate::database::memtable_list::{
+    Attempt, Logged, MemtableList, ReadSources, Seal, SstableSet,
+};
+use crate::sync::{Arc, Mutex, RwLock};
 
 /// A memtable stand-in: values, refused once sealed, as `Memtable::apply`
 /// refuses with `Error::Sealed`.
@@ -46,13 +51,31 @@ impl Seal for FakeMemtable {
     }
 }
 
-type List = MemtableList<FakeMemtable, Vec<u32>>;
+/// The table's sstable set: the values each flush wrote, pinned by a read
+/// as `TableSstables` is (a snapshot of the set as it is).
+#[derive(Debug, Default)]
+struct FakeSet {
+    sstables: RwLock<Vec<Arc<Vec<u32>>>>,
+}
+
+impl FakeSet {
+    fn add(&self, sstable: Vec<u32>) {
+        self.sstables.write().push(Arc::new(sstable));
+    }
+}
+
+impl SstableSet for FakeSet {
+    type Pinned = Vec<Arc<Vec<u32>>>;
+
+    fn pin(&self) -> Self::Pinned {
+        self.sstables.read().clone()
+    }
+}
+
+type List = MemtableList<FakeMemtable>;
 
 fn new_list() -> Arc<List> {
-    Arc::new(MemtableList::new(
-        Arc::new(FakeMemtable::default()),
-        Vec::new(),
-    ))
+    Arc::new(MemtableList::new(Arc::new(FakeMemtable::default())))
 }
 
 /// A write as `Table::apply` makes it (without admission).
@@ -61,10 +84,20 @@ fn write(list: &List, value: u32) {
         .expect("the stand-in fails only as sealed");
 }
 
+/// The end of a flush as the flush job makes it: the sstable (if the
+/// memtable held anything) joins the set, then the memtable is retired.
+fn publish(list: &List, set: &FakeSet, memtable: &Arc<FakeMemtable>) {
+    let values = memtable.values();
+    if !values.is_empty() {
+        set.add(values);
+    }
+    assert!(list.retire(memtable));
+}
+
 /// A flush of the active memtable as the flush target and job make it:
 /// `begin_flush` (fresh memtable installed, old one sealed), the data
-/// written out after the seal, then `commit`.
-fn flush_active(list: &List) {
+/// written out after the seal, then its sstable published.
+fn flush_active(list: &List, set: &FakeSet) {
     let memtable = list.active();
     let unused = list
         .begin_flush(
@@ -74,15 +107,16 @@ fn flush_active(list: &List) {
         )
         .expect("the stand-in's fresh memtable never fails");
     assert!(unused.is_none(), "only this thread flushes");
-    let sstable = Arc::new(memtable.values());
-    assert!(list.commit(&memtable, Some(sstable)));
+    publish(list, set, &memtable);
 }
 
-/// Every value a snapshot of the list holds, counted.
-fn snapshot_values(list: &List) -> Vec<u32> {
-    let sources = list.sources();
-    let mut all: Vec<u32> = sources.memtables.iter().flat_map(|m| m.values()).collect();
-    all.extend(sources.sstables.iter().flat_map(|s| s.iter().copied()));
+/// Every value a read's sources hold (a value flushed while the read
+/// started may be in both its memtable and its sstable: the merging
+/// reader reconciles the two).
+fn read_values(list: &List, set: &FakeSet) -> Vec<u32> {
+    let ReadSources { memtables, pinned } = list.read_sources(set);
+    let mut all: Vec<u32> = memtables.iter().flat_map(|m| m.values()).collect();
+    all.extend(pinned.iter().flat_map(|s| s.iter().copied()));
     all
 }
 
@@ -99,24 +133,25 @@ fn assert_once(values: &[u32]) {
 fn loom_flush_swap_against_a_writer_and_a_reader_loses_and_duplicates_nothing() {
     loom::model(|| {
         let list = new_list();
+        let set = Arc::new(FakeSet::default());
         write(&list, 1);
         let writer = {
             let list = Arc::clone(&list);
             thread::spawn(move || write(&list, 2))
         };
         let reader = {
-            let list = Arc::clone(&list);
+            let (list, set) = (Arc::clone(&list), Arc::clone(&set));
             thread::spawn(move || {
-                let seen = snapshot_values(&list);
-                assert_once(&seen);
+                let seen = read_values(&list, &set);
                 // Written before the reader started: never missed.
                 assert!(seen.contains(&1), "{seen:?}");
             })
         };
-        flush_active(&list);
+        flush_active(&list, &set);
         writer.join().unwrap();
         reader.join().unwrap();
-        let mut all = snapshot_values(&list);
+        // Once the flush is done, every value is in one place.
+        let mut all = read_values(&list, &set);
         assert_once(&all);
         all.sort_unstable();
         assert_eq!(all, [1, 2], "no acknowledged write lost");
@@ -127,6 +162,7 @@ fn loom_flush_swap_against_a_writer_and_a_reader_loses_and_duplicates_nothing() 
 fn loom_close_against_a_write_and_a_flush_keeps_every_acknowledged_write() {
     loom::model(|| {
         let list = new_list();
+        let set = Arc::new(FakeSet::default());
         let gate = Arc::new(Gate::new());
         let writer = {
             let (list, gate) = (Arc::clone(&list), Arc::clone(&gate));
@@ -139,8 +175,8 @@ fn loom_close_against_a_write_and_a_flush_keeps_every_acknowledged_write() {
             })
         };
         let flusher = {
-            let list = Arc::clone(&list);
-            thread::spawn(move || flush_active(&list))
+            let (list, set) = (Arc::clone(&list), Arc::clone(&set));
+            thread::spawn(move || flush_active(&list, &set))
         };
         // close(): no operation starts after this, and those inside finish.
         assert!(gate.close());
@@ -148,14 +184,10 @@ fn loom_close_against_a_write_and_a_flush_keeps_every_acknowledged_write() {
         let acknowledged = writer.join().unwrap();
         flusher.join().unwrap();
         // close() then flushes what is left in memory.
-        flush_active(&list);
-        let sources = list.sources();
-        assert!(sources.memtables.iter().all(|m| m.values().is_empty()));
-        let flushed: Vec<u32> = sources
-            .sstables
-            .iter()
-            .flat_map(|s| s.iter().copied())
-            .collect();
+        flush_active(&list, &set);
+        let ReadSources { memtables, pinned } = list.read_sources(&*set);
+        assert!(memtables.iter().all(|m| m.values().is_empty()));
+        let flushed: Vec<u32> = pinned.iter().flat_map(|s| s.iter().copied()).collect();
         assert_once(&flushed);
         assert_eq!(flushed.contains(&7), acknowledged, "{flushed:?}");
     });
@@ -208,7 +240,7 @@ impl FakeLog {
     }
 }
 
-type LoggedList = MemtableList<Logged<FakeMemtable>, Vec<u32>>;
+type LoggedList = MemtableList<Logged<FakeMemtable>>;
 
 /// A write as `Table::apply` makes it: append, then apply to the active
 /// memtable (recording the entry), handing the entry back if the
@@ -229,7 +261,12 @@ fn logged_write(list: &LoggedList, log: &FakeLog) {
 
 /// A flush of the active memtable as the flush target and job make it,
 /// handing the log what the memtable holds by `discard`.
-fn logged_flush(list: &LoggedList, log: &FakeLog, discard: fn(&FakeLog, &ReplayPositionSet)) {
+fn logged_flush(
+    list: &LoggedList,
+    set: &FakeSet,
+    log: &FakeLog,
+    discard: fn(&FakeLog, &ReplayPositionSet),
+) {
     let memtable = list.active();
     let unused = list
         .begin_flush(
@@ -239,8 +276,11 @@ fn logged_flush(list: &LoggedList, log: &FakeLog, discard: fn(&FakeLog, &ReplayP
         )
         .expect("the stand-in's fresh memtable never fails");
     assert!(unused.is_none(), "only this thread flushes");
-    let sstable = Arc::new(memtable.values());
-    assert!(list.commit(&memtable, Some(sstable)));
+    let values = memtable.values();
+    if !values.is_empty() {
+        set.add(values);
+    }
+    assert!(list.retire(&memtable));
     discard(log, &memtable.take_positions());
 }
 
@@ -248,10 +288,10 @@ fn logged_flush(list: &LoggedList, log: &FakeLog, discard: fn(&FakeLog, &ReplayP
 /// must still pin its log entry (or a crash would lose it), and once
 /// everything is flushed no entry stays pinned.
 fn writers_racing_a_flush(discard: fn(&FakeLog, &ReplayPositionSet)) {
-    let list: Arc<LoggedList> = Arc::new(MemtableList::new(
-        Logged::new(Arc::new(FakeMemtable::default())),
-        Vec::new(),
-    ));
+    let list: Arc<LoggedList> = Arc::new(MemtableList::new(Logged::new(Arc::new(
+        FakeMemtable::default(),
+    ))));
+    let set = FakeSet::default();
     let log = Arc::new(FakeLog::default());
     let writers: Vec<_> = (0..2)
         .map(|_| {
@@ -259,11 +299,11 @@ fn writers_racing_a_flush(discard: fn(&FakeLog, &ReplayPositionSet)) {
             thread::spawn(move || logged_write(&list, &log))
         })
         .collect();
-    logged_flush(&list, &log, discard);
+    logged_flush(&list, &set, &log, discard);
     for w in writers {
         w.join().unwrap();
     }
-    for memtable in list.sources().memtables {
+    for memtable in list.memtables() {
         for value in memtable.values() {
             assert!(
                 log.pinned(u64::from(value)),
@@ -271,7 +311,7 @@ fn writers_racing_a_flush(discard: fn(&FakeLog, &ReplayPositionSet)) {
             );
         }
     }
-    logged_flush(&list, &log, discard);
+    logged_flush(&list, &set, &log, discard);
     assert!(
         log.all_released(),
         "an entry stays pinned after every flush"
@@ -295,23 +335,37 @@ fn loom_the_up_to_newest_rule_releases_a_newer_memtables_entry() {
     builder.check(|| writers_racing_a_flush(FakeLog::discard_up_to_newest));
 }
 
-/// The table's sstables live outside the memtable list (in the
-/// compaction crate's set, here a stand-in under the facade's lock): a
-/// flush adds its sstable to the set, *then* removes the memtable from the
-/// list; a read takes the list's sources, *then* pins the set. `set_first`
-/// false swaps the flush's two steps, which the model must catch.
-fn flush_into_a_set_against_a_reader(set_first: bool) {
+/// Which of the protocol's two orders a model reverses.
+#[derive(Debug, Clone, Copy)]
+enum Order {
+    /// As production: the flush adds its sstable to the set, then retires
+    /// the memtable; the read takes the memtables, then pins the set.
+    Production,
+    /// The flush retires the memtable before adding its sstable.
+    FlushRetiresFirst,
+    /// The read pins the set before it takes the memtables.
+    ReadPinsFirst,
+}
+
+/// A flush of a memtable holding one row races a reader: the reader must
+/// see the row in the memtable or in the set.
+fn flush_against_a_reader(order: Order) {
     let list = new_list();
-    let set: Arc<crate::sync::RwLock<Vec<Arc<Vec<u32>>>>> =
-        Arc::new(crate::sync::RwLock::new(Vec::new()));
+    let set = Arc::new(FakeSet::default());
     write(&list, 1);
     let reader = {
         let (list, set) = (Arc::clone(&list), Arc::clone(&set));
         thread::spawn(move || {
-            let sources = list.sources();
-            let pinned = set.read().clone();
-            let mut seen: Vec<u32> = sources.memtables.iter().flat_map(|m| m.values()).collect();
-            seen.extend(pinned.iter().flat_map(|s| s.iter().copied()));
+            let seen = match order {
+                Order::ReadPinsFirst => {
+                    let pinned = set.pin();
+                    let mut seen: Vec<u32> =
+                        list.memtables().iter().flat_map(|m| m.values()).collect();
+                    seen.extend(pinned.iter().flat_map(|s| s.iter().copied()));
+                    seen
+                }
+                Order::Production | Order::FlushRetiresFirst => read_values(&list, &set),
+            };
             assert!(seen.contains(&1), "the flushed row was in neither");
         })
     };
@@ -322,30 +376,39 @@ fn flush_into_a_set_against_a_reader(set_first: bool) {
         || {},
     )
     .expect("the stand-in's fresh memtable never fails");
-    let sstable = Arc::new(memtable.values());
-    if set_first {
-        set.write().push(sstable);
-        assert!(list.commit(&memtable, None));
-    } else {
-        assert!(list.commit(&memtable, None));
-        set.write().push(sstable);
+    match order {
+        Order::FlushRetiresFirst => {
+            assert!(list.retire(&memtable));
+            set.add(memtable.values());
+        }
+        Order::Production | Order::ReadPinsFirst => publish(&list, &set, &memtable),
     }
     reader.join().unwrap();
 }
 
-#[test]
-fn loom_a_reader_sees_a_flushed_row_in_the_memtable_or_the_set() {
+fn check(order: Order) {
     let mut builder = loom::model::Builder::new();
     builder.preemption_bound = Some(2);
-    builder.check(|| flush_into_a_set_against_a_reader(true));
+    builder.check(move || flush_against_a_reader(order));
 }
 
-/// Removing the memtable before adding the sstable loses the row for a
+#[test]
+fn loom_a_reader_sees_a_flushed_row_in_the_memtable_or_the_set() {
+    check(Order::Production);
+}
+
+/// Retiring the memtable before adding the sstable loses the row for a
 /// reader in between: the model sees it.
 #[test]
 #[should_panic(expected = "the flushed row was in neither")]
-fn loom_removing_the_memtable_first_loses_the_row_for_a_reader() {
-    let mut builder = loom::model::Builder::new();
-    builder.preemption_bound = Some(2);
-    builder.check(|| flush_into_a_set_against_a_reader(false));
+fn loom_retiring_the_memtable_first_loses_the_row_for_a_reader() {
+    check(Order::FlushRetiresFirst);
+}
+
+/// A reader that pins the set before it takes the memtables loses the row
+/// of a flush that published between the two: the model sees it.
+#[test]
+#[should_panic(expected = "the flushed row was in neither")]
+fn loom_pinning_the_set_before_the_memtables_loses_the_row() {
+    check(Order::ReadPinsFirst);
 }

@@ -1,12 +1,13 @@
-//! A table's read sources: the active memtable, the sealed memtables being
-//! flushed, and the sstables, swapped under one lock so that a reader's
-//! snapshot holds every row exactly once.
+//! A table's memtables: the active one and the sealed ones being flushed,
+//! swapped under one lock, and the order in which a read takes them and the
+//! table's sstables so that it sees every row.
 //!
-//! The list is generic over the memtable `M` and sstable `S` types so the
+//! The list is generic over the memtable `M` and the sstable set so the
 //! loom models (`loom_tests.rs`) run this very code with small stand-ins;
-//! the `Database` uses it with `memtable::Memtable` and its open sstables.
+//! the `Database` uses it with `memtable::Memtable` and the table's
+//! compaction sets (`TableSstables`).
 //!
-//! The protocol the flush and the writers follow:
+//! The protocol the flush, the writers and the readers follow:
 //!
 //! 1. A flush first [`replace_active`](MemtableList::replace_active)s the
 //!    memtable it flushes with a fresh one, *then* seals the old one. A
@@ -15,16 +16,16 @@
 //!    write) or is refused as sealed and finds the fresh memtable already
 //!    active ([`with_active`](MemtableList::with_active) retries): no write
 //!    is lost and no writer spins.
-//! 2. When the sstable is committed, [`commit`](MemtableList::commit) adds
-//!    it and removes the memtable in one step under the write lock; a
-//!    reader's [`sources`](MemtableList::sources) snapshot, taken under the
-//!    read lock, holds either the memtable or the sstable, never both and
-//!    never neither. With compaction wired in, a table's sstables live in
-//!    its compaction sets instead: a flush adds its sstable to the set, then
-//!    (with a row cache, after the cache took the memtable's data)
-//!    `commit(memtable, None)` removes the memtable; a reader takes the
-//!    list's sources, then pins the sets, so it sees the memtable, the
-//!    sstable or both (reconciled by the merging reader), never neither.
+//! 2. Once its sstable is committed, the flush adds it to the table's
+//!    sstable set, *then* (with a row cache, after the cache took the
+//!    memtable's data) [`retire`](MemtableList::retire)s the memtable.
+//! 3. A read takes the list's memtables, *then* pins the set
+//!    ([`read_sources`](MemtableList::read_sources)): a memtable missing
+//!    from its snapshot was retired, so its sstable was in the set before
+//!    the pin. The read sees the memtable, the sstable or both (reconciled
+//!    by the merging reader), never neither. Either order reversed loses
+//!    the row for a reader between the flush's two steps (the loom models
+//!    show both).
 
 use commitlog::{ReplayPosition, ReplayPositionSet};
 
@@ -128,40 +129,45 @@ pub(crate) enum Attempt<E> {
     Failed(E),
 }
 
-/// A snapshot of a table's sources.
+/// A table's sstables as a read pins them (`TableSstables` in the
+/// database, a stand-in in the loom models).
+pub(crate) trait SstableSet {
+    /// What a read holds: the sstables as they were when pinned.
+    type Pinned;
+
+    /// The sstables as they are now, pinned for a read.
+    fn pin(&self) -> Self::Pinned;
+}
+
+/// A read's sources, taken in the order that keeps every row visible (see
+/// [`MemtableList::read_sources`]).
 #[derive(Debug)]
-pub(crate) struct Sources<M, S> {
+pub(crate) struct ReadSources<M, P> {
     /// The active memtable first, then the sealed ones, oldest first.
     pub(crate) memtables: Vec<Arc<M>>,
-    /// The sstables, oldest first.
-    #[allow(
-        dead_code,
-        reason = "the database keeps its sstables in compaction sets; only the loom models' tests read these"
-    )]
-    pub(crate) sstables: Vec<Arc<S>>,
+    /// The table's sstables, pinned after the memtables were taken.
+    pub(crate) pinned: P,
 }
 
 #[derive(Debug)]
-struct State<M, S> {
+struct State<M> {
     active: Arc<M>,
     sealed: Vec<Arc<M>>,
-    sstables: Vec<Arc<S>>,
 }
 
-/// The active memtable, the sealed ones and the sstables of one table.
+/// The active memtable and the sealed ones of one table.
 #[derive(Debug)]
-pub(crate) struct MemtableList<M, S> {
-    state: RwLock<State<M, S>>,
+pub(crate) struct MemtableList<M> {
+    state: RwLock<State<M>>,
 }
 
-impl<M, S> MemtableList<M, S> {
-    /// A list with `active` taking writes, over `sstables`.
-    pub(crate) fn new(active: Arc<M>, sstables: Vec<Arc<S>>) -> Self {
+impl<M> MemtableList<M> {
+    /// A list with `active` taking writes.
+    pub(crate) fn new(active: Arc<M>) -> Self {
         MemtableList {
             state: RwLock::new(State {
                 active,
                 sealed: Vec::new(),
-                sstables,
             }),
         }
     }
@@ -237,35 +243,42 @@ impl<M, S> MemtableList<M, S> {
         Ok(unused)
     }
 
-    /// Removes the sealed `memtable` and adds `sstable` (the memtable's
-    /// data; `None` for a memtable that held nothing) in one step. Returns
-    /// false, changing nothing, if `memtable` is not a sealed memtable of
-    /// this list.
-    pub(crate) fn commit(&self, memtable: &Arc<M>, sstable: Option<Arc<S>>) -> bool {
+    /// The last step of a flush of the sealed `memtable`: removes it from
+    /// the list, once its sstable (if it held anything) is in the table's
+    /// set. Returns false, changing nothing, if `memtable` is not a sealed
+    /// memtable of this list.
+    pub(crate) fn retire(&self, memtable: &Arc<M>) -> bool {
         let mut state = self.state.write();
         let Some(i) = state.sealed.iter().position(|m| Arc::ptr_eq(m, memtable)) else {
             return false;
         };
         state.sealed.remove(i);
-        state.sstables.extend(sstable);
         true
     }
 
-    /// Every source, as one consistent snapshot.
-    pub(crate) fn sources(&self) -> Sources<M, S> {
+    /// Every memtable, as one consistent snapshot: the active one first,
+    /// then the sealed ones, oldest first.
+    pub(crate) fn memtables(&self) -> Vec<Arc<M>> {
         let state = self.state.read();
         let mut memtables = Vec::with_capacity(1 + state.sealed.len());
         memtables.push(Arc::clone(&state.active));
         memtables.extend(state.sealed.iter().cloned());
-        Sources {
+        memtables
+    }
+
+    /// A read's sources: the memtables, *then* `set` pinned (see the
+    /// module docs: the other order misses a row whose memtable was
+    /// retired between the pin and the snapshot).
+    pub(crate) fn read_sources<T: SstableSet>(&self, set: &T) -> ReadSources<M, T::Pinned> {
+        let memtables = self.memtables();
+        ReadSources {
             memtables,
-            sstables: state.sstables.clone(),
+            pinned: set.pin(),
         }
     }
 
-    /// How many memtables (active and sealed) and sstables the list holds.
-    pub(crate) fn counts(&self) -> (usize, usize) {
-        let state = self.state.read();
-        (1 + state.sealed.len(), state.sstables.len())
+    /// How many memtables (active and sealed) the list holds.
+    pub(crate) fn count(&self) -> usize {
+        1 + self.state.read().sealed.len()
     }
 }

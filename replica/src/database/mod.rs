@@ -504,7 +504,7 @@ impl Database {
                     cache.is_some(),
                 ),
                 schema,
-                list: memtable_list::MemtableList::new(Arc::clone(&memtable), Vec::new()),
+                list: memtable_list::MemtableList::new(Arc::clone(&memtable)),
                 cache,
                 group,
                 pool: Arc::clone(&self.pool),
@@ -592,7 +592,7 @@ impl Database {
         table.dropped.store(true, crate::sync::Ordering::Relaxed);
         // Its jobs end before its files go.
         table.sstables.stop();
-        for memtable in table.list.sources().memtables {
+        for memtable in table.list.memtables() {
             memtable.detach_from_region_group();
         }
         // The cache's memory goes back to the pool now, not when the last

@@ -19,7 +19,7 @@ use row_cache::{CacheStats, RowCache, UnderlyingSource};
 use crate::catalog::TableSchema;
 use crate::database::compaction::{PinnedSstables, TableCompactionMetrics, TableSstables};
 use crate::database::flush::FlushSubject;
-use crate::database::memtable_list::{Attempt, Logged, MemtableList};
+use crate::database::memtable_list::{Attempt, Logged, MemtableList, ReadSources};
 use crate::database::phases::{PhaseCounters, WritePhases};
 use crate::error::Error;
 use crate::sync::{Arc, AtomicBool, AtomicU64, Ordering, Weak};
@@ -127,9 +127,8 @@ pub(crate) struct Table {
     pub(crate) schema: TableSchema,
     /// The table's id in the commit log.
     pub(crate) id: TableId,
-    /// The memtables (its sstables list stays empty: `sstables` holds
-    /// them).
-    pub(crate) list: MemtableList<TableMemtable, TableSstable>,
+    /// The memtables.
+    pub(crate) list: MemtableList<TableMemtable>,
     /// The table's sstables, one compacted set per directory.
     pub(crate) sstables: TableSstables,
     /// The row cache in front of the sstables (`None`: off for the
@@ -149,7 +148,7 @@ impl fmt::Debug for Table {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Table")
             .field("name", &self.schema.name())
-            .field("counts", &self.list.counts())
+            .field("memtables", &self.list.count())
             .finish_non_exhaustive()
     }
 }
@@ -546,7 +545,7 @@ impl Table {
         manager: &DirtyMemoryManager,
     ) -> Result<Vec<FlushCompletion>, Error> {
         let mut completions = Vec::new();
-        for memtable in self.list.sources().memtables {
+        for memtable in self.list.memtables() {
             if memtable.is_empty() && !memtable.is_sealed() {
                 continue;
             }
@@ -573,16 +572,17 @@ impl Table {
         range: PartitionRange,
         slice: ClusteringRange,
     ) -> Result<TableReader, Error> {
-        let sources = self.list.sources();
         if self.cache.is_some() {
-            // The cache reads the sstables itself (pinning them per read
-            // of the source), so this reader pins none.
-            return self.make_cached_reader(&sources.memtables, range, slice);
+            // The cache reads the sstables itself, pinning them per read
+            // of its source (after this snapshot), so this reader pins
+            // none.
+            return self.make_cached_reader(&self.list.memtables(), range, slice);
         }
-        // After the memtables (see `compaction`'s module docs).
-        let pinned = self.sstables.pin();
+        // The memtables, then the sstables pinned (`memtable_list`'s
+        // protocol).
+        let ReadSources { memtables, pinned } = self.list.read_sources(&self.sstables);
         let mut readers = Gathered::default();
-        self.push_memtable_readers(&sources.memtables, &range, &slice, &mut readers)?;
+        self.push_memtable_readers(&memtables, &range, &slice, &mut readers)?;
         let memtable_readers = readers.len();
         for handle in pinned.handles() {
             let reader = handle
@@ -621,7 +621,7 @@ impl Table {
             return self.make_reader(range, slice);
         };
         let mut readers: Vec<Box<dyn FragmentReader + Send>> = Vec::new();
-        for memtable in self.list.sources().memtables {
+        for memtable in self.list.memtables() {
             let reader = memtable
                 .memtable()
                 .make_reader(range.clone(), slice.clone())
@@ -737,10 +737,10 @@ impl Table {
 
     /// The table's figures.
     pub(crate) fn metrics(&self) -> TableMetrics {
-        let sources = self.list.sources();
+        let memtables = self.list.memtables();
         let mut real = 0;
         let mut spooled = 0;
-        for m in &sources.memtables {
+        for m in &memtables {
             let id = m.region_id();
             real += self.group.region_size(id).map_or(0, |(size, _)| size);
             spooled += self.group.region_spooled(id).unwrap_or(0);
@@ -748,7 +748,7 @@ impl Table {
         let c = &self.counters;
         TableMetrics {
             name: self.name().to_owned(),
-            memtables: sources.memtables.len(),
+            memtables: memtables.len(),
             sstables: self.sstables.count(),
             real_dirty: real,
             unspooled_dirty: real.saturating_sub(spooled),
