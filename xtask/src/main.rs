@@ -16,10 +16,14 @@
 //!   valgrind and loom for the inner loop.
 //! * `cargo xtask bench [--quick]`: runs every benchmark suite.
 //! * `cargo xtask stress [ARGS...]`: runs the main program, `replica-stress`.
+//! * `cargo xtask ab REV_A REV_B [--runs N] -- ARGS...`: builds the main
+//!   program at two revisions, alternates their runs and prints every
+//!   run's figures with the ratios (`ab.rs`).
 //!
 //! Called with no arguments it prints this task list.
 #![forbid(unsafe_code)]
 
+mod ab;
 mod bench;
 mod deps;
 mod examples;
@@ -49,6 +53,11 @@ tasks:
                     run the benchmark suites (all, or the named crates';
                     `fuzz` is the sstable reader and commit log replay fuzz runs); --quick: small scale
   stress [ARGS...]  run the main program, replica-stress, with ARGS
+  ab REV_A REV_B [--runs N] -- ARGS...
+                    build replica-stress at both revisions (target/ab), run
+                    them alternately N times each (default 3) with ARGS,
+                    recording the load average and CPU time of each run,
+                    and print every run's figures and the ratios B/A
   help              print this list
 ";
 
@@ -67,6 +76,7 @@ fn main() -> ExitCode {
         "test" => test::run(&rest),
         "bench" => bench::run(&rest),
         "stress" => stress(&rest),
+        "ab" => ab::run(&rest),
         "help" | "-h" | "--help" => {
             print!("{USAGE}");
             Ok(())
