@@ -75,6 +75,10 @@ impl RegionGroup {
         timeout: Option<Duration>,
     ) -> Result<T, Error> {
         let deadline = timeout.and_then(|t| Instant::now().checked_add(t));
+        // Uncontended: no lock (see `Shared::fast_path`).
+        if self.fast_path_open() {
+            return Ok(f());
+        }
         let mut st = self.lock();
         if st.shutdown {
             return Err(self.shutdown_error());
@@ -97,14 +101,14 @@ impl RegionGroup {
                     });
                 }
                 Status::Queued => match deadline {
-                    None => condvar.wait(&mut st),
+                    None => st.wait(&condvar),
                     Some(deadline) if Instant::now() >= deadline => {
                         st.unqueue(key);
                         st.waiters.remove(key);
                         return Err(self.timeout_error());
                     }
                     Some(deadline) => {
-                        condvar.wait_until(&mut st, deadline);
+                        st.wait_until(&condvar, deadline);
                     }
                 },
             }
@@ -192,6 +196,11 @@ where
             this.f.is_some(),
             "WhenMemoryAvailable polled after completion"
         );
+        if this.slot.is_none() && group.fast_path_open() {
+            // First poll, uncontended: no lock (see `Shared::fast_path`).
+            let f = this.f.take().expect("checked above");
+            return Poll::Ready(Ok(f()));
+        }
         let mut st = group.lock();
         let Some((key, _)) = this.slot else {
             // First poll.

@@ -15,7 +15,7 @@ use slab::Slab;
 
 use crate::config::{Limits, ReclaimCallback, ReclaimConfig};
 use crate::error::Error;
-use crate::sync::{Arc, Condvar, Mutex, MutexGuard, PlainArc};
+use crate::sync::{Arc, AtomicBool, Condvar, Mutex, MutexGuard, Ordering, PlainArc};
 use crate::timer::TimerState;
 use crate::tracker::RegionTracker;
 use crate::waiter::{Status, Waiter, Wake};
@@ -159,10 +159,70 @@ pub struct GroupMetrics {
     pub reclaiming: bool,
 }
 
+/// The group's state, locked; unlocking (or waiting) publishes whether a
+/// newcomer may take the fast path ([`Shared::fast_path`]).
+pub(crate) struct Locked<'a> {
+    guard: MutexGuard<'a, State>,
+    fast_path: &'a AtomicBool,
+}
+
+impl Locked<'_> {
+    fn publish(&self) {
+        self.fast_path
+            .store(self.guard.fast_path_open(), Ordering::Release);
+    }
+
+    /// Waits on `condvar`, the lock released meanwhile.
+    pub(crate) fn wait(&mut self, condvar: &Condvar) {
+        self.publish();
+        condvar.wait(&mut self.guard);
+    }
+
+    /// Waits on `condvar` until `deadline` at the latest.
+    pub(crate) fn wait_until(&mut self, condvar: &Condvar, deadline: std::time::Instant) {
+        self.publish();
+        condvar.wait_until(&mut self.guard, deadline);
+    }
+}
+
+impl std::ops::Deref for Locked<'_> {
+    type Target = State;
+
+    fn deref(&self) -> &State {
+        &self.guard
+    }
+}
+
+impl std::ops::DerefMut for Locked<'_> {
+    fn deref_mut(&mut self) -> &mut State {
+        &mut self.guard
+    }
+}
+
+impl Drop for Locked<'_> {
+    fn drop(&mut self) {
+        // Still under the lock: the guard unlocks after this.
+        self.publish();
+    }
+}
+
 /// The part of a group shared with its timer thread.
 pub(crate) struct Shared {
     pub(crate) name: String,
     pub(crate) state: Mutex<State>,
+    /// Whether a newcomer may run at once ([`State::fast_path_open`]), as
+    /// the state was when its lock was last released through
+    /// [`RegionGroup::lock`]: admission reads it without taking the lock,
+    /// so an uncontended write takes no group-wide lock. Every change that
+    /// can close the fast path (usage over a limit, a queued or admitted
+    /// request, shutdown) is made under [`Locked`], which publishes the
+    /// flag before it unlocks, so the flag is never open when the state
+    /// is not; a reader that saw it open is ordered before the change that
+    /// closed it, as if it had taken the lock first. The timeout thread
+    /// only removes waiters (it can open the path, never close it) and
+    /// leaves the flag to the next unlock: a stale closed flag only sends
+    /// a writer the locked way.
+    pub(crate) fast_path: AtomicBool,
     /// The async-timeout thread waits on this.
     pub(crate) timer_cv: Condvar,
     start_reclaiming: Option<ReclaimCallback>,
@@ -233,6 +293,7 @@ impl RegionGroup {
         PlainArc::new(RegionGroup {
             shared: Arc::new(Shared {
                 name: name.into(),
+                fast_path: AtomicBool::new(state.fast_path_open()),
                 state: Mutex::new(state),
                 timer_cv: Condvar::new(),
                 start_reclaiming: config.start_reclaiming,
@@ -246,8 +307,17 @@ impl RegionGroup {
         &self.shared.name
     }
 
-    pub(crate) fn lock(&self) -> MutexGuard<'_, State> {
-        self.shared.state.lock()
+    pub(crate) fn lock(&self) -> Locked<'_> {
+        Locked {
+            guard: self.shared.state.lock(),
+            fast_path: &self.shared.fast_path,
+        }
+    }
+
+    /// Whether a newcomer may run at once, without the lock (see
+    /// [`Shared::fast_path`]).
+    pub(crate) fn fast_path_open(&self) -> bool {
+        self.shared.fast_path.load(Ordering::Acquire)
     }
 
     pub(crate) fn timeout_error(&self) -> Error {
@@ -264,7 +334,7 @@ impl RegionGroup {
 
     /// Finishes a state change: records a soft-limit crossing, admits the next
     /// request if memory allows, unlocks, wakes it, and delivers crossings.
-    pub(crate) fn settle(&self, mut st: MutexGuard<'_, State>) {
+    pub(crate) fn settle(&self, mut st: Locked<'_>) {
         let over = st.unspooled() > st.limits.unspooled_soft;
         if over != st.reclaiming {
             st.reclaiming = over;

@@ -9,6 +9,10 @@
 //! (the pool, region groups, memtables, flush targets, compaction tables).
 //! The loom models of this crate drive its memtable list with fakes.
 
+/// The gate's word: loom's under `cfg(loom)`, so the models that close the
+/// gate explore its interleavings (the other atomics above are counters
+/// and flags that order nothing the models check).
+pub(crate) use ::sync::AtomicUsize;
 pub(crate) use ::sync::plain::{Arc, Weak};
 pub(crate) use ::sync::plain::{AtomicBool, AtomicU64, Ordering};
 pub(crate) use ::sync::{Condvar, Mutex, RwLock};

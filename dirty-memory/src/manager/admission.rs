@@ -10,6 +10,7 @@ use region_group::WhenMemoryAvailable;
 
 use crate::config::{FlushPolicy, max_memtable_size};
 use crate::error::Error;
+use crate::sync::Ordering;
 
 use super::DirtyMemoryManager;
 
@@ -24,7 +25,8 @@ impl DirtyMemoryManager {
         f: impl FnOnce() -> T,
         timeout: Option<Duration>,
     ) -> Result<T, Error> {
-        let legacy = matches!(self.policy(), FlushPolicy::PerMemtableLimit { .. });
+        // The policy's kind without the state lock (see `Shared::per_memtable`).
+        let legacy = self.inner.shared.per_memtable.load(Ordering::Relaxed);
         if legacy && !self.inner.group.execution_permitted() {
             // The per-memtable policy's safety net: wake the loop.
             self.inner.shared.poke();
@@ -67,7 +69,8 @@ impl DirtyMemoryManager {
     where
         F: FnOnce() -> T,
     {
-        let legacy = matches!(self.policy(), FlushPolicy::PerMemtableLimit { .. });
+        // The policy's kind without the state lock (see `Shared::per_memtable`).
+        let legacy = self.inner.shared.per_memtable.load(Ordering::Relaxed);
         if legacy && !self.inner.group.execution_permitted() {
             // As the blocking form: the per-memtable policy's safety net.
             self.inner.shared.poke();

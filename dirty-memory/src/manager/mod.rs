@@ -29,7 +29,7 @@ use crate::completion::{CompletionCell, FlushCompletion};
 use crate::config::{DirtyMemoryConfig, FlushPolicy, Limits, LoopMode, limits_for_budget};
 use crate::error::Error;
 use crate::flush::{FlushReason, FlushTarget};
-use crate::sync::{self, Arc, Condvar, JoinHandle, Mutex, PlainArc};
+use crate::sync::{self, Arc, AtomicBool, Condvar, JoinHandle, Mutex, Ordering, PlainArc};
 
 use self::flush_loop::Step;
 use self::queues::{Pending, Shared, State};
@@ -105,6 +105,7 @@ impl DirtyMemoryManager {
         let shared = Arc::new(Shared {
             state: Mutex::new(State::new(config.policy, limits)),
             changed: Condvar::new(),
+            per_memtable: AtomicBool::new(Shared::is_per_memtable(config.policy)),
         });
         let on_start = Arc::clone(&shared);
         let on_stop = Arc::clone(&shared);
@@ -179,6 +180,10 @@ impl DirtyMemoryManager {
         policy.validate()?;
         let mut s = self.inner.shared.state.lock();
         s.policy = policy;
+        self.inner
+            .shared
+            .per_memtable
+            .store(Shared::is_per_memtable(policy), Ordering::Relaxed);
         s.bump();
         drop(s);
         self.inner.shared.changed.notify_all();

@@ -12,7 +12,7 @@ use crate::completion::CompletionCell;
 use crate::config::{FlushPolicy, Limits};
 use crate::error::Error;
 use crate::flush::FlushReason;
-use crate::sync::{self, Arc, Condvar, Mutex};
+use crate::sync::{self, Arc, AtomicBool, Condvar, Mutex};
 
 use super::Inner;
 
@@ -116,6 +116,17 @@ impl State {
 pub(super) struct Shared {
     pub(super) state: Mutex<State>,
     pub(super) changed: Condvar,
+    /// Whether `state.policy` is the per-memtable policy, kept beside it
+    /// (written under the state lock) so admission, which only needs to
+    /// know that, reads it without the lock.
+    pub(super) per_memtable: AtomicBool,
+}
+
+impl Shared {
+    /// The flag [`per_memtable`](Self::per_memtable) holds for `policy`.
+    pub(super) fn is_per_memtable(policy: FlushPolicy) -> bool {
+        matches!(policy, FlushPolicy::PerMemtableLimit { .. })
+    }
 }
 
 impl Shared {
