@@ -140,9 +140,11 @@ impl Flush {
     /// What the memtable's owner attached to its region
     /// ([`RegionGroup::set_region_owner`](region_group::RegionGroup::set_region_owner)),
     /// as `T`: so a flush carries what it flushes (the memtable and its
-    /// table) and the target needs no registry from region ids back to
-    /// memtables. `None` if nothing of type `T` is attached, or the region
-    /// left the group (a memtable flushed or dropped since the request).
+    /// table) and the target keeps no registry of its own from region ids
+    /// back to memtables (the group's owner map is that registry, looked
+    /// up and downcast here). `None` if nothing of type `T` is attached, or
+    /// the region left the group (a memtable flushed or dropped since the
+    /// request).
     pub fn owner<T: std::any::Any + Send + Sync>(&self) -> Option<PlainArc<T>> {
         self.inner
             .group()

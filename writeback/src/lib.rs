@@ -14,10 +14,10 @@
 //! fdatasync is still what durability rests on. Elsewhere it does nothing.
 //!
 //! Neither rustix (1.1.6) nor nix (0.32) wraps `sync_file_range`, so the
-//! call goes through `libc`, in this crate's one unsafe block, beside
-//! [`drop_cached`]'s `posix_fadvise` (the same shape): the whole
-//! workspace's only unsafe code outside logalloc and the stress program's
-//! counting allocator.
+//! call goes through `libc`, in one of this crate's two unsafe blocks; the
+//! other is [`drop_cached`]'s `posix_fadvise` (the same shape). With
+//! logalloc's, they are the workspace's only unsafe code outside the
+//! counting allocators of its tests and benchmarks.
 //!
 //! ```
 //! use std::io::Write;

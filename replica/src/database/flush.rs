@@ -15,10 +15,15 @@
 //!   goes, and calls `Flush::data_written` once the data is written, so
 //!   the next flush may start while this one's tail (index, summary,
 //!   fsyncs, renames: the commit) runs on a tail worker.
-//! * On success the sstable joins the table's set and the memtable leaves
-//!   its list in one step, the memtable's open readers are handed over to
-//!   the sstable (`mark_flushed`), and the flush finishes, taking the
-//!   memtable's region out of the group. On failure the memtable stays
+//! * Its tail phase commits the sstable and adds it to the table's set.
+//!   On success (`complete`) the row cache, if the table has one, takes
+//!   the memtable's data (the memtable out of the dirty-memory group, its
+//!   bytes pinned against the real limit and released as the update
+//!   passes its partitions); only then the memtable is retired from its
+//!   list (`memtable_list`'s protocol: a reader meanwhile sees the row in
+//!   the memtable, the sstable or both, never neither), its open readers
+//!   are handed over to the sstable (`mark_flushed`), and the flush
+//!   finishes, giving the commit log back the entries the memtable held. On failure the memtable stays
 //!   sealed in the list, readable, and the flush fails: transiently (I/O;
 //!   dirty-memory retries it) or permanently (data the sstable format
 //!   refuses; reported once, kept in memory).
