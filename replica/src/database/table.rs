@@ -362,7 +362,12 @@ impl Table {
         entered: Instant,
         timeout: Duration,
     ) -> Result<(), Error> {
-        let position = logged.map(|(_, p)| p);
+        let guard = EntryGuard {
+            log: logged.map(|(log, _)| log),
+            table: self.id,
+            position: logged.map(|(_, p)| p),
+        };
+        let position = guard.position;
         let mut blocked = Duration::ZERO;
         let result = self.list.with_active(|memtable| {
             // `memtable` is weak: waiting below keeps no flushed memtable
@@ -376,18 +381,31 @@ impl Table {
             );
             self.attempt_outcome(admitted, timeout, &mut blocked)
         });
+        self.write_done(result, blocked, guard, size_bound)
+    }
+
+    /// The end of a write, for `apply` and `apply_async` alike: the time
+    /// it waited for memory counted; its log entry handed back (by the
+    /// guard) unless the memtable it reached keeps it (`Ok(false)`: the
+    /// memtable's flush hands it back); the write counted if it succeeded.
+    fn write_done(
+        &self,
+        result: Result<bool, Error>,
+        blocked: Duration,
+        mut guard: EntryGuard<'_>,
+        size_bound: usize,
+    ) -> Result<(), Error> {
         let nanos = u64::try_from(blocked.as_nanos()).unwrap_or(u64::MAX);
         self.counters
             .blocked_nanos
             .fetch_add(nanos, Ordering::Relaxed);
-        // The entry is needed no more if the write failed, or if it reached
-        // a memtable whose flush had already handed its entries back.
-        let release = !matches!(result, Ok(false));
-        if let (true, Some((log, p))) = (release, logged) {
-            log.discard_flushed(self.id, &ReplayPositionSet::from(p));
+        if matches!(result, Ok(false)) {
+            guard.position = None;
         }
+        drop(guard);
         if result.is_ok() {
             self.counters.writes.fetch_add(1, Ordering::Relaxed);
+            // The user bytes write amplification divides by.
             self.sstables.note_write(size_bound);
         }
         result.map(drop)
@@ -454,22 +472,7 @@ impl Table {
                 Err(Attempt::Failed(e)) => break Err(e),
             }
         };
-        let nanos = u64::try_from(blocked.as_nanos()).unwrap_or(u64::MAX);
-        self.counters
-            .blocked_nanos
-            .fetch_add(nanos, Ordering::Relaxed);
-        // The memtable holds the entry now (handed back by its flush);
-        // otherwise the guard hands it back as it goes.
-        if matches!(result, Ok(false)) {
-            guard.position = None;
-        }
-        drop(guard);
-        if result.is_ok() {
-            self.counters.writes.fetch_add(1, Ordering::Relaxed);
-            // The user bytes write amplification divides by, as `apply`.
-            self.sstables.note_write(size_bound);
-        }
-        result.map(drop)
+        self.write_done(result, blocked, guard, size_bound)
     }
 
     /// The apply of an admitted write to `memtable` (if it is still
@@ -865,9 +868,10 @@ impl FragmentReader for TableReader {
 
 /// A write's log entry between its append and its apply: handed back to
 /// the log ([`CommitLog::discard_flushed`]) when the guard goes, unless the
-/// write reached a memtable that keeps it (`position` cleared). The async
-/// write path's cancel-safety: a future dropped between its append and its
-/// apply drops the guard too.
+/// write reached a memtable that keeps it (`position` cleared); both
+/// write paths end through [`Table::write_done`]. It is also the async
+/// path's cancel-safety: a future dropped between its append and its apply
+/// drops the guard too.
 struct EntryGuard<'a> {
     log: Option<&'a CommitLog>,
     table: TableId,
