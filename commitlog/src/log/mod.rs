@@ -324,6 +324,16 @@ impl std::fmt::Debug for Shared {
 #[derive(Debug)]
 pub struct CommitLog {
     shared: Arc<Shared>,
+    /// The log's threads, taken (and joined) by the first
+    /// [`close`](CommitLog::close) or the drop: behind a lock so the log
+    /// closes through `&self`, and an owner that shares it needs no lock
+    /// of its own around it.
+    threads: Mutex<Threads>,
+}
+
+/// The threads of a [`CommitLog`].
+#[derive(Debug, Default)]
+struct Threads {
     flusher: Option<sync::thread::JoinHandle<()>>,
     /// Keeps the reserve segment ([`Config::preallocate`]).
     reserver: Option<sync::thread::JoinHandle<()>>,
@@ -488,11 +498,16 @@ impl CommitLog {
             for_thread.flusher_main();
         })
         .map_err(|e| Error::io("commitlog-flusher thread", e))?;
-        let mut log = CommitLog {
-            shared,
+        let mut threads = Threads {
             flusher: Some(flusher),
-            reserver: None,
-            writer: None,
+            ..Threads::default()
+        };
+        let log_shared = shared;
+        // Made now, so a thread that fails to start below is shut down
+        // with the others by the drop.
+        let log = CommitLog {
+            shared: log_shared,
+            threads: Mutex::new(Threads::default()),
         };
         if matches!(log.shared.config.sync, SyncMode::Periodic(_))
             && !log.shared.config.write_interval.is_zero()
@@ -500,18 +515,29 @@ impl CommitLog {
             let for_thread = Arc::clone(&log.shared);
             let writer = sync::thread::spawn_named("commitlog-writer".to_string(), move || {
                 for_thread.writer_main();
-            })
-            .map_err(|e| Error::io("commitlog-writer thread", e))?;
-            log.writer = Some(writer);
+            });
+            match writer {
+                Ok(writer) => threads.writer = Some(writer),
+                Err(e) => {
+                    *log.threads.lock() = threads;
+                    return Err(Error::io("commitlog-writer thread", e));
+                }
+            }
         }
         if log.shared.config.preallocates() {
             let for_thread = Arc::clone(&log.shared);
             let reserver = sync::thread::spawn_named("commitlog-reserve".to_string(), move || {
                 for_thread.reserve_main();
-            })
-            .map_err(|e| Error::io("commitlog-reserve thread", e))?;
-            log.reserver = Some(reserver);
+            });
+            match reserver {
+                Ok(reserver) => threads.reserver = Some(reserver),
+                Err(e) => {
+                    *log.threads.lock() = threads;
+                    return Err(Error::io("commitlog-reserve thread", e));
+                }
+            }
         }
+        *log.threads.lock() = threads;
         Ok(log)
     }
 
@@ -803,17 +829,21 @@ impl CommitLog {
             .collect()
     }
 
-    /// Writes and syncs everything appended, stops the flusher and retires
-    /// the segments no table needs.
+    /// Writes and syncs everything appended, stops the log's threads and
+    /// retires the segments no table needs. Through `&self`, so an owner
+    /// that shares the log (an `Arc` its flushes hold too) closes it in
+    /// place; later appends fail as the log is closing. The first call
+    /// does the work; a later one (or the drop) returns `Ok` at once.
     ///
     /// # Errors
     /// [`Error::Failed`] if a write or sync failed.
-    pub fn close(mut self) -> Result<(), Error> {
+    pub fn close(&self) -> Result<(), Error> {
         self.shutdown()
     }
 
-    fn shutdown(&mut self) -> Result<(), Error> {
-        let Some(flusher) = self.flusher.take() else {
+    fn shutdown(&self) -> Result<(), Error> {
+        let threads = std::mem::take(&mut *self.threads.lock());
+        let Some(flusher) = threads.flusher else {
             return Ok(());
         };
         {
@@ -825,12 +855,12 @@ impl CommitLog {
         // it would already have poisoned nothing (the facade's locks do not
         // poison), so its result carries no information.
         let _ = flusher.join();
-        if let Some(writer) = self.writer.take() {
+        if let Some(writer) = threads.writer {
             // It sees `closing` at its next wake.
             self.shared.writer.notify_one();
             let _ = writer.join();
         }
-        if let Some(reserver) = self.reserver.take() {
+        if let Some(reserver) = threads.reserver {
             // It sees `closing` once done with a creation under way.
             self.shared.reserver.notify_one();
             let _ = reserver.join();
