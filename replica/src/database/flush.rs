@@ -42,7 +42,7 @@ use sstable::{Sstable, Writer, WriterOptions};
 use crate::database::table::{Table, TableMemtable, TableSstable};
 use crate::devices::Devices;
 use crate::layout::table_dir;
-use crate::sync::{Arc, AtomicU64, Mutex, Ordering, Weak};
+use crate::sync::{Arc, Mutex, Ordering, Weak};
 
 /// What a memtable's region carries for its flush
 /// ([`Flush::owner`](dirty_memory::Flush::owner)): the memtable and its
@@ -66,15 +66,17 @@ impl FlushSubject {
 pub(crate) type LogSlot = Mutex<Option<Arc<CommitLog>>>;
 
 /// Test hook: makes the next flushes fail in the middle of their sstable
-/// write, as a failing disk would.
+/// write, as a failing disk would. Unit tests only: nothing of it is in a
+/// normal build.
+#[cfg(all(test, not(loom)))]
 #[derive(Debug, Default)]
 pub(crate) struct FlushFaults {
-    remaining: AtomicU64,
+    remaining: crate::sync::AtomicU64,
 }
 
+#[cfg(all(test, not(loom)))]
 impl FlushFaults {
     /// Makes the next `n` flush data phases fail.
-    #[cfg(all(test, not(loom)))]
     pub(crate) fn fail_next(&self, n: u64) {
         self.remaining.store(n, Ordering::SeqCst);
     }
@@ -88,6 +90,7 @@ impl FlushFaults {
 }
 
 /// The injected failure of [`FlushFaults`].
+#[cfg(all(test, not(loom)))]
 #[derive(Debug, thiserror::Error)]
 #[error("injected failure of an sstable write (test hook)")]
 struct InjectedFailure;
@@ -101,6 +104,7 @@ pub(crate) struct FlushRouter {
     scheduler: Arc<FlushScheduler>,
     options: WriterOptions,
     devices: Arc<Devices>,
+    #[cfg(all(test, not(loom)))]
     pub(crate) faults: FlushFaults,
     #[cfg(feature = "testing")]
     pub(crate) hooks: crate::hooks::Hooks,
@@ -126,6 +130,7 @@ impl FlushRouter {
             scheduler,
             options,
             devices,
+            #[cfg(all(test, not(loom)))]
             faults: FlushFaults::default(),
             #[cfg(feature = "testing")]
             hooks: crate::hooks::Hooks::default(),
@@ -174,6 +179,7 @@ impl FlushTarget for FlushRouter {
             log: Arc::clone(&self.log),
             options: self.options.clone(),
             devices: Arc::clone(&self.devices),
+            #[cfg(all(test, not(loom)))]
             fail: self.faults.take(),
             writer: None,
             committed: None,
@@ -201,6 +207,7 @@ struct FlushMemtable {
     /// Which device each flush directory is on.
     devices: Arc<Devices>,
     /// Fail the data phase after its first fragment (test hook).
+    #[cfg(all(test, not(loom)))]
     fail: bool,
     /// The writer between the data and tail phases.
     writer: Option<Writer>,
@@ -248,6 +255,7 @@ impl FlushJob for FlushMemtable {
             if let Err(e) = writer.write(&fragment) {
                 return Err(self.sstable_error(e));
             }
+            #[cfg(all(test, not(loom)))]
             if self.fail {
                 // The writer is dropped: its files are removed.
                 return Err(flush_scheduler::Error::job_failed(InjectedFailure));
