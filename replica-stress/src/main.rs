@@ -17,7 +17,7 @@ use std::io::Write;
 use std::process::ExitCode;
 
 use clap::Parser;
-use replica::stress::{DatabaseFactory, HeapFigures, MemoryProbe, StressOptions, execute};
+use replica_stress::{DatabaseFactory, HeapFigures, MemoryProbe, StressOptions, execute};
 
 mod counting {
     //! A global allocator that forwards to the system allocator and counts
@@ -33,7 +33,7 @@ mod counting {
     // `plain`: statics, which loom cannot hold; never in a loom model.
     use sync::plain::{AtomicU64, Ordering};
 
-    use replica::stress::HeapFigures;
+    use replica_stress::HeapFigures;
 
     static LIVE: AtomicU64 = AtomicU64::new(0);
     static PEAK: AtomicU64 = AtomicU64::new(0);

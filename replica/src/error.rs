@@ -18,29 +18,6 @@ pub enum Error {
         /// What would have been accepted.
         expected: String,
     },
-    /// A load whose data cannot fit the free space of its data directory
-    /// (`replica-stress` refuses it before it starts, rather than fill the
-    /// disk and fail every write).
-    #[error(
-        "the population of {partitions} partitions x {partition_size} B ({needed} B) does not fit \
-         in data directory {}: {available} B available, of which {reserve} B must stay free \
-         (lower --partitions or --partition-size, or free space)",
-        dir.display()
-    )]
-    NotEnoughDisk {
-        /// The data directory with the least space.
-        dir: PathBuf,
-        /// Partitions of the population.
-        partitions: u64,
-        /// Bytes of values per partition.
-        partition_size: u64,
-        /// Bytes the population needs.
-        needed: u64,
-        /// Bytes available to the process in `dir`'s file system.
-        available: u64,
-        /// Bytes kept free (flushes, compaction, the commit log).
-        reserve: u64,
-    },
     /// A table name that is empty, too long, or uses characters a file name
     /// cannot safely hold.
     #[error("invalid table name {name:?}: {reason}")]
@@ -255,14 +232,6 @@ pub enum Error {
         /// The component.
         what: &'static str,
         /// Why.
-        detail: String,
-    },
-    /// Writing a report (progress, summary, JSON or HdrHistogram log) failed.
-    #[error("cannot write the {what}: {detail}")]
-    Report {
-        /// Which report.
-        what: &'static str,
-        /// The underlying failure.
         detail: String,
     },
 }

@@ -1,6 +1,7 @@
 //! `replica`: a [`Database`] of tables composed from the workspace's
-//! crates, and (feature `stress`) the engine of `replica-stress`, the load
-//! generator that runs against it.
+//! crates. The load generator that runs against it, `replica-stress`, is
+//! its own crate on this public API: the library carries no command line
+//! and no reports.
 //!
 //! Writes go through the dirty-memory manager (`dirty-memory`) into
 //! memtables (`memtable`, in `logalloc` regions of the manager's
@@ -184,16 +185,13 @@
 //!   `compaction::SstableSet` (the first also holds the table's separate
 //!   flush directories), pinned by reads; compactions write into the data
 //!   directory, whichever directory their inputs are in.
-//! * [`units`]: parsing of sizes, counts and durations with clear errors.
+//! * [`units`]: parsing of durations with clear errors (the configuration's
+//!   spellings, such as [`CommitLogMode::parse`], read them).
 //! * Feature `testing`: `Database::set_test_hook` and `Database::crash`,
 //!   for tests that pause a thread at a chosen point of the write or flush
 //!   path, or stop the database as a crash would; `Database::evict_cache`
 //!   and `Database::get_building_every_reader` for the cache's tests and
 //!   bench.
-//! * `stress` (feature `stress`, off by default, so the library alone pulls
-//!   no command-line or reporting dependencies): the load generator's
-//!   engine; the `replica-stress` package's program is `main` around
-//!   `stress::execute` with a `stress::DatabaseFactory`.
 #![forbid(unsafe_code)]
 
 mod catalog;
@@ -205,8 +203,6 @@ mod error;
 mod hooks;
 mod layout;
 mod lock;
-#[cfg(feature = "stress")]
-pub mod stress;
 mod sync;
 pub mod units;
 

@@ -735,7 +735,6 @@ impl crate::database::memtable_list::SstableSet for TableSstables {
 }
 
 impl TableSstables {
-
     /// Counts a read that consulted `consulted` sstables.
     pub(crate) fn note_read(&self, consulted: usize) {
         self.counters.reads.fetch_add(1, Ordering::Relaxed);
@@ -773,31 +772,6 @@ impl TableSstables {
             user_bytes: load(&c.user_bytes),
             reads: load(&c.reads),
             sstables_consulted: load(&c.consulted),
-        }
-    }
-}
-
-#[cfg(feature = "stress")]
-impl crate::Database {
-    /// Compaction's figures for `replica-stress`'s reports.
-    pub(crate) fn compaction_figures(&self) -> crate::stress::CompactionFigures {
-        let m = self.metrics();
-        let sum = |f: fn(&TableCompactionMetrics) -> u64| -> u64 {
-            m.tables.iter().map(|t| f(&t.compaction)).sum()
-        };
-        crate::stress::CompactionFigures {
-            strategy: crate::stress::strategy_name(&self.config.compaction.strategy),
-            sstables: m.sstables() as u64,
-            live_bytes: sum(|c| c.live_sstable_bytes),
-            jobs: m.compaction.jobs_completed,
-            pending_jobs: m.compaction.pending_jobs + m.compaction.running_jobs,
-            bytes_read: m.compaction.bytes_read,
-            bytes_written: m.compaction.bytes_written,
-            flush_bytes: m.sstable_bytes_written,
-            user_bytes: sum(|c| c.user_bytes),
-            peak_temporary_bytes: m.compaction.peak_temporary_bytes,
-            reads: sum(|c| c.reads),
-            sstables_consulted: sum(|c| c.sstables_consulted),
         }
     }
 }

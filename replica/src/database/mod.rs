@@ -31,8 +31,6 @@ mod gate;
 mod loom_tests;
 pub(crate) mod memtable_list;
 mod phases;
-#[cfg(feature = "stress")]
-mod stress_target;
 mod table;
 #[cfg(all(test, not(loom)))]
 mod tests;
@@ -43,9 +41,6 @@ use gate::Gate;
 pub use phases::{SLOW_PHASE, WritePhase, WritePhases};
 pub use table::{CacheMetrics, TableMetrics, TableReader};
 use table::{CacheSource, Table, TableMemtable};
-
-#[cfg(feature = "stress")]
-pub use stress_target::DatabaseFactory;
 
 /// Figures of a whole database, from [`Database::metrics`].
 #[derive(Debug, Clone, PartialEq, Eq)]

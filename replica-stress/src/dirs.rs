@@ -12,9 +12,10 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use crate::config::{CommitLogMode, DatabaseConfig, DeviceModel, DirectIo};
+use replica::{CommitLogMode, DatabaseConfig, DeviceModel, DirectIo};
+
 use crate::error::{Error, io_err};
-use crate::stress::options::{FlushPolicyChoice, StressOptions};
+use crate::options::{FlushPolicyChoice, StressOptions};
 
 /// The directories of one run.
 #[derive(Debug)]
@@ -206,7 +207,7 @@ mod tests {
         assert_eq!(c.sstable_writer_options.bytes_per_sync, 1 << 20);
         assert!(c.sstable_writer_options.direct_io && c.commitlog_direct_io == DirectIo::Auto);
         assert!(c.prefault_memory);
-        assert_eq!(c.flush_policy, crate::FlushPolicy::LargestAtSoftLimit);
+        assert_eq!(c.flush_policy, replica::FlushPolicy::LargestAtSoftLimit);
         assert_eq!(c.effective_flush_dirs(), dirs.data_dirs());
         drop(dirs);
         assert!(!temp.exists());

@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use mutation::{DecoratedKey, Mutation};
-use replica::stress::{Target, TargetStats};
+use replica_stress::{Target, TargetStats};
 
 /// A test double: tables of reconciled mutations in a map.
 #[derive(Default)]

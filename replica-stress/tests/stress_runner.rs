@@ -1,6 +1,5 @@
 //! The stress runner end to end against in-memory test targets: counts,
 //! contents, errors, intervals, stops, pauses, and the reports.
-#![cfg(feature = "stress")]
 
 mod common;
 
@@ -12,8 +11,8 @@ use common::{Injected, MemTarget};
 use std::time::Duration;
 
 use mutation::{DecoratedKey, Mutation};
-use replica::Error;
-use replica::stress::{
+use replica_stress::Error;
+use replica_stress::{
     Distribution, HdrLog, IntervalReport, Mode, Observers, ProgressPrinter, Ratio, RunConfig,
     StopCondition, Target, TargetStats, WorkloadSpec, run, table_name,
 };
@@ -42,7 +41,7 @@ fn config(workload: WorkloadSpec, threads: usize, stop: StopCondition) -> RunCon
         threads,
         stop,
         interval: Duration::from_millis(20),
-        memory: replica::stress::MemoryProbe::default(),
+        memory: replica_stress::MemoryProbe::default(),
         async_in_flight: 0,
     }
 }

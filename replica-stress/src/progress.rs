@@ -5,8 +5,8 @@
 use std::io::Write;
 
 use crate::error::Error;
-use crate::stress::latency::IntervalReport;
-use crate::stress::runner::Observer;
+use crate::latency::IntervalReport;
+use crate::runner::Observer;
 use crate::units::format_bytes;
 
 /// The header above the progress lines.
@@ -80,8 +80,8 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
-    use crate::stress::latency::{Counts, new_histogram};
-    use crate::stress::target::TargetStats;
+    use crate::latency::{Counts, new_histogram};
+    use crate::target::TargetStats;
 
     #[test]
     fn lines_show_rate_p99_dirty_memory_and_flushes() {
@@ -113,7 +113,7 @@ mod tests {
                 cache_misses: 1,
                 ..TargetStats::default()
             },
-            memory: crate::stress::ProcessMemory {
+            memory: crate::ProcessMemory {
                 peak_resident: Some(600 << 20),
                 live_heap: Some(300 << 20),
                 ..Default::default()
@@ -136,7 +136,7 @@ mod tests {
             ]
         );
         let unknown = IntervalReport {
-            memory: crate::stress::ProcessMemory::default(),
+            memory: crate::ProcessMemory::default(),
             ..report
         };
         let fields: Vec<String> = progress_line(&unknown)

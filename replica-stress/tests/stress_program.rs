@@ -1,6 +1,5 @@
 //! The replica-stress program, minus its database: one run and a
 //! `--compare` pair against an in-memory test target, with every report.
-#![cfg(feature = "stress")]
 
 mod common;
 
@@ -8,8 +7,8 @@ use std::path::Path;
 
 use clap::Parser;
 use common::MemTarget;
-use replica::Error;
-use replica::stress::{
+use replica_stress::Error;
+use replica_stress::{
     FlushPolicyChoice, RunConfig, StressOptions, TargetFactory, execute, hdr_log_path, policies,
     table_name,
 };
@@ -27,9 +26,10 @@ impl TargetFactory for Factory {
 
     fn open(&mut self, policy: FlushPolicyChoice, config: &RunConfig) -> Result<MemTarget, Error> {
         if self.fail_open {
-            return Err(Error::UnknownTable {
+            // A database's error, as a factory over one passes it on.
+            return Err(Error::from(replica::Error::UnknownTable {
                 name: table_name(0),
-            });
+            }));
         }
         self.opened.push((policy, config.label.clone()));
         Ok(MemTarget::default())

@@ -6,7 +6,8 @@ use std::fmt;
 
 use serde_json::{Value, json};
 
-use crate::compaction::StrategyConfig;
+use replica::compaction::StrategyConfig;
+
 use crate::error::Error;
 use crate::units::format_bytes;
 

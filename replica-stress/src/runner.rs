@@ -10,12 +10,12 @@
 use std::time::{Duration, Instant};
 
 use crate::error::Error;
-use crate::stress::latency::{IntervalReport, Outcome, Recorder};
-use crate::stress::options::{DISK_RESERVE, Mode, StopCondition, StressOptions, WorkloadSpec};
-use crate::stress::summary::{LatencySummary, Summary};
-use crate::stress::target::Target;
-use crate::stress::workload::{Op, OpGenerator, ValuePool, table_name};
+use crate::latency::{IntervalReport, Outcome, Recorder};
+use crate::options::{DISK_RESERVE, Mode, StopCondition, StressOptions, WorkloadSpec};
+use crate::summary::{LatencySummary, Summary};
 use crate::sync::{AtomicBool, AtomicU64, Condvar, Mutex, Ordering};
+use crate::target::Target;
+use crate::workload::{Op, OpGenerator, ValuePool, table_name};
 
 /// How one run goes.
 #[derive(Debug, Clone, PartialEq)]
@@ -32,7 +32,7 @@ pub struct RunConfig {
     /// `replica-stress`).
     pub interval: Duration,
     /// What is sampled of the process's memory at each interval.
-    pub memory: crate::stress::MemoryProbe,
+    pub memory: crate::MemoryProbe,
     /// Writes each client thread keeps in flight through
     /// [`Target::apply_async`] (`--async`); 0: one blocking write at a time.
     pub async_in_flight: usize,
@@ -292,7 +292,7 @@ pub fn run<T: Target>(
                             thread,
                             rows_per_write,
                         };
-                        crate::stress::async_client::run(target, &c, generator, in_flight)
+                        crate::async_client::run(target, &c, generator, in_flight)
                     } else {
                         client(target, shared, names, generator, thread, rows_per_write)
                     }
@@ -408,7 +408,7 @@ fn control<T: Target>(
     let start = shared.start;
     let mut total = shared.recorder.latencies()?;
     let mut interval = shared.recorder.latencies()?;
-    let mut counts = crate::stress::latency::Counts::default();
+    let mut counts = crate::latency::Counts::default();
     let mut index = 0u64;
     let mut interval_start = Duration::ZERO;
     let mut next_tick = start + config.interval;

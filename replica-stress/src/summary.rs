@@ -8,9 +8,9 @@ use std::time::Duration;
 use hdrhistogram::Histogram;
 use serde_json::{Value, json};
 
+use crate::ProcessMemory;
 use crate::error::{Error, io_err};
-use crate::stress::ProcessMemory;
-use crate::stress::latency::{Counts, micros_to_ms, per_second};
+use crate::latency::{Counts, micros_to_ms, per_second};
 use crate::units::format_bytes;
 
 /// Latency figures of a run, in milliseconds.
@@ -84,12 +84,12 @@ pub struct Summary {
     /// two intervals behind.
     pub commitlog_lag_waits: u64,
     /// Appends that waited for room in the commit log, by cause.
-    pub commitlog_room_waits: crate::stress::LogRoomWaits,
+    pub commitlog_room_waits: crate::LogRoomWaits,
     /// The longest time during which no operation completed.
     pub longest_pause: Duration,
     /// Where writes spent their time, phase by phase: which phase a long
     /// pause was in.
-    pub write_phases: crate::WritePhases,
+    pub write_phases: replica::WritePhases,
     /// Intervals (seconds), the last one aside, in which no operation
     /// completed.
     pub idle_intervals: u64,
@@ -111,11 +111,11 @@ pub struct Summary {
     /// Reads the row cache passed on to the sstables, over the run.
     pub cache_misses: u64,
     /// Compaction's figures at the end.
-    pub compaction: crate::stress::CompactionFigures,
+    pub compaction: crate::CompactionFigures,
     /// The modelled devices' counters at the end (empty without a model):
     /// with the elapsed time, which device was busy, and how long the I/O
     /// waited for it.
-    pub devices: Vec<device::DeviceStats>,
+    pub devices: Vec<replica::device::DeviceStats>,
 }
 
 /// Latency figures as JSON.
@@ -131,7 +131,7 @@ fn latency_json(l: &LatencySummary) -> Value {
 }
 
 /// A device's counters as JSON, its utilisation over `elapsed`.
-pub(crate) fn device_json(d: &device::DeviceStats, elapsed: Duration) -> Value {
+pub(crate) fn device_json(d: &replica::device::DeviceStats, elapsed: Duration) -> Value {
     json!({
         "name": d.name,
         "bandwidth_bytes_per_s": d.bandwidth,
@@ -144,7 +144,7 @@ pub(crate) fn device_json(d: &device::DeviceStats, elapsed: Duration) -> Value {
 }
 
 /// One write phase's figures as JSON.
-fn phase_json(p: &crate::WritePhase) -> Value {
+fn phase_json(p: &replica::WritePhase) -> Value {
     json!({
         "total_s": p.total.as_secs_f64(),
         "max_ms": p.max.as_secs_f64() * 1000.0,
@@ -369,7 +369,7 @@ impl Summary {
             },
             "longest_pause_ms": self.longest_pause.as_secs_f64() * 1000.0,
             "write_phases": {
-                "slow_threshold_ms": crate::SLOW_PHASE.as_secs_f64() * 1000.0,
+                "slow_threshold_ms": replica::SLOW_PHASE.as_secs_f64() * 1000.0,
                 "log_append": phase_json(&self.write_phases.log_append),
                 "admission": phase_json(&self.write_phases.admission),
                 "memtable_apply": phase_json(&self.write_phases.memtable_apply),
@@ -560,7 +560,7 @@ impl fmt::Display for Summary {
                 thousands(p.log_append.slow as f64),
                 thousands(p.admission.slow as f64),
                 thousands(p.memtable_apply.slow as f64),
-                crate::SLOW_PHASE.as_millis(),
+                replica::SLOW_PHASE.as_millis(),
             )?;
         }
         if !self.compaction.strategy.is_empty() {
@@ -674,7 +674,7 @@ pub fn write_json(path: &Path, value: &Value) -> Result<(), Error> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::stress::latency::new_histogram;
+    use crate::latency::new_histogram;
 
     pub(crate) fn sample(label: &str, ops: u64, p95_ms: f64) -> Summary {
         Summary {
@@ -709,13 +709,13 @@ mod tests {
             commitlog_lag_waits: 0,
             commitlog_room_waits: Default::default(),
             longest_pause: Duration::from_millis(250),
-            write_phases: crate::WritePhases {
-                log_append: crate::WritePhase {
+            write_phases: replica::WritePhases {
+                log_append: replica::WritePhase {
                     total: Duration::from_secs(2),
                     max: Duration::from_millis(240),
                     slow: 3,
                 },
-                ..crate::WritePhases::default()
+                ..replica::WritePhases::default()
             },
             idle_intervals: 0,
             first_error: None,
@@ -730,7 +730,7 @@ mod tests {
             cache_enabled: true,
             cache_hits: 900,
             cache_misses: 100,
-            compaction: crate::stress::CompactionFigures::default(),
+            compaction: crate::CompactionFigures::default(),
             devices: Vec::new(),
         }
     }
@@ -797,7 +797,7 @@ mod tests {
         );
         assert!(!text.contains("log room"), "shown only when it happened");
         let mut waited = s.clone();
-        waited.commitlog_room_waits = crate::stress::LogRoomWaits {
+        waited.commitlog_room_waits = crate::LogRoomWaits {
             budget: 4477,
             rotation: 12,
             size_limit: 0,
@@ -875,9 +875,9 @@ mod tests {
         assert!(!s.to_string().contains("Device"), "none without a model");
         assert_eq!(s.to_json()["devices"], json!([]));
         // 10 s at 10 MiB/s: 100 MiB of capacity, 75 MiB used.
-        let clock: std::sync::Arc<dyn device::Clock> =
-            std::sync::Arc::new(device::ManualClock::new());
-        let disk = device::Device::with_clock("disk", 10 << 20, 1 << 40, clock).unwrap();
+        let clock: std::sync::Arc<dyn replica::device::Clock> =
+            std::sync::Arc::new(replica::device::ManualClock::new());
+        let disk = replica::device::Device::with_clock("disk", 10 << 20, 1 << 40, clock).unwrap();
         disk.charge_read(25 << 20);
         disk.charge_write(50 << 20);
         s.devices = vec![disk.stats()];

@@ -6,18 +6,18 @@ use std::pin::Pin;
 
 use mutation::{ClusteringRange, DecoratedKey, Mutation};
 
-use crate::catalog::TableSchema;
-use crate::database::Database;
+use replica::{Database, DatabaseMetrics, TableCompactionMetrics, TableSchema};
+
 use crate::error::Error;
-use crate::stress::{
-    FlushPolicyChoice, RunConfig, RunDirs, StressOptions, Target, TargetFactory, TargetStats,
-    table_name,
+use crate::{
+    CompactionFigures, FlushPolicyChoice, LogRoomWaits, RunConfig, RunDirs, StressOptions, Target,
+    TargetFactory, TargetStats, strategy_name, table_name,
 };
 
 impl Target for Database {
-    type Error = Error;
+    type Error = replica::Error;
 
-    fn apply(&self, table: &str, mutation: Mutation) -> Result<(), Error> {
+    fn apply(&self, table: &str, mutation: Mutation) -> Result<(), replica::Error> {
         Database::apply(self, table, &mutation)
     }
 
@@ -25,17 +25,17 @@ impl Target for Database {
         &'a self,
         table: &'a str,
         mutation: Mutation,
-    ) -> Pin<Box<dyn Future<Output = Result<(), Error>> + 'a>> {
+    ) -> Pin<Box<dyn Future<Output = Result<(), replica::Error>> + 'a>> {
         Box::pin(Database::apply_async(self, table, mutation))
     }
 
-    fn read(&self, table: &str, key: &DecoratedKey) -> Result<u64, Error> {
+    fn read(&self, table: &str, key: &DecoratedKey) -> Result<u64, replica::Error> {
         Ok(self
             .get(table, key, ClusteringRange::full())?
             .map_or(0, |m| m.rows().len() as u64))
     }
 
-    fn flush(&self) -> Result<(), Error> {
+    fn flush(&self) -> Result<(), replica::Error> {
         self.flush_all()
     }
 
@@ -51,6 +51,9 @@ impl Target for Database {
         let m = self.user_metrics();
         let log = self.commitlog_stats();
         let cache = self.cache_metrics();
+        // The whole database's figures (the compaction figures are sums
+        // over the tables), the memtable pool's among them.
+        let metrics = self.metrics();
         TargetStats {
             real_dirty: m.real_dirty as u64,
             unspooled_dirty: m.unspooled_dirty as u64,
@@ -63,25 +66,44 @@ impl Target for Database {
             commitlog_syncs: log.map_or(0, |l| l.syncs),
             commitlog_synced_entries: log.map_or(0, |l| l.synced_entries),
             commitlog_lag_waits: log.map_or(0, |l| l.sync_lag_waits),
-            commitlog_room_waits: log.map_or_else(Default::default, |l| {
-                crate::stress::LogRoomWaits {
-                    budget: l.budget_waits,
-                    rotation: l.rotation_waits,
-                    size_limit: l.size_limit_waits,
-                    time: std::time::Duration::from_micros(l.room_wait_micros),
-                }
+            commitlog_room_waits: log.map_or_else(Default::default, |l| LogRoomWaits {
+                budget: l.budget_waits,
+                rotation: l.rotation_waits,
+                size_limit: l.size_limit_waits,
+                time: std::time::Duration::from_micros(l.room_wait_micros),
             }),
-            memtable_pool_bytes: self.pool.stats().system_bytes as u64,
+            memtable_pool_bytes: metrics.pool_system_bytes as u64,
             cache_enabled: cache.is_some(),
             cache_hits: cache.as_ref().map_or(0, |c| c.hits),
             cache_misses: cache.as_ref().map_or(0, |c| c.misses),
-            compaction: self.compaction_figures(),
+            compaction: compaction_figures(self, &metrics),
             write_phases: self.write_phases(),
         }
     }
 
-    fn devices(&self) -> Vec<device::DeviceStats> {
+    fn devices(&self) -> Vec<replica::device::DeviceStats> {
         self.device_stats()
+    }
+}
+
+/// Compaction's figures for the reports, from `db`'s `metrics`.
+fn compaction_figures(db: &Database, m: &DatabaseMetrics) -> CompactionFigures {
+    let sum = |f: fn(&TableCompactionMetrics) -> u64| -> u64 {
+        m.tables.iter().map(|t| f(&t.compaction)).sum()
+    };
+    CompactionFigures {
+        strategy: strategy_name(&db.config().compaction.strategy),
+        sstables: m.sstables() as u64,
+        live_bytes: sum(|c| c.live_sstable_bytes),
+        jobs: m.compaction.jobs_completed,
+        pending_jobs: m.compaction.pending_jobs + m.compaction.running_jobs,
+        bytes_read: m.compaction.bytes_read,
+        bytes_written: m.compaction.bytes_written,
+        flush_bytes: m.sstable_bytes_written,
+        user_bytes: sum(|c| c.user_bytes),
+        peak_temporary_bytes: m.compaction.peak_temporary_bytes,
+        reads: sum(|c| c.reads),
+        sstables_consulted: sum(|c| c.sstables_consulted),
     }
 }
 
@@ -113,8 +135,8 @@ impl TargetFactory for DatabaseFactory<'_> {
         for i in 0..config.workload.tables {
             match db.create_table(TableSchema::new(table_name(i))?) {
                 // Given directories may hold the tables of an earlier run.
-                Ok(()) | Err(Error::TableExists { .. }) => {}
-                Err(e) => return Err(e),
+                Ok(()) | Err(replica::Error::TableExists { .. }) => {}
+                Err(e) => return Err(e.into()),
             }
         }
         self.dirs = Some(dirs);
@@ -126,6 +148,6 @@ impl TargetFactory for DatabaseFactory<'_> {
         drop(target);
         // Removes a temporary directory.
         self.dirs = None;
-        closed
+        closed.map_err(Error::from)
     }
 }

@@ -9,9 +9,8 @@ use std::time::Duration;
 
 use clap::{Parser, ValueEnum};
 
-use crate::config::{
-    CacheSize, CommitLogMode, FlushPolicy, MIN_CACHE_SIZE, check_soft_limit_ratio,
-};
+use replica::{CacheSize, CommitLogMode, FlushPolicy, MIN_CACHE_SIZE, check_soft_limit_ratio};
+
 use crate::error::Error;
 use crate::units::{parse_count, parse_duration, parse_size};
 
@@ -21,7 +20,7 @@ pub const MAX_THREADS: usize = 10_000;
 pub const MAX_ASYNC_IN_FLIGHT: usize = 65_536;
 /// The largest number of tables a load may be spread over: as many as a
 /// catalog holds.
-pub const MAX_TABLES: u32 = crate::catalog::MAX_TABLES as u32;
+pub const MAX_TABLES: u32 = replica::MAX_TABLES as u32;
 /// The largest row (value) size, so one row always fits an sstable block
 /// and a memtable segment-sized allocation comfortably.
 pub const MAX_ROW_SIZE: u64 = 16 << 20;
@@ -259,7 +258,7 @@ impl DeviceArg {
             .split_once('=')
             .ok_or_else(|| bad("NAME=BANDWIDTH, such as disk=100MiB (bytes per second)"))?;
         let name = name.trim();
-        if name.is_empty() || name.len() > device::MAX_NAME_LEN {
+        if name.is_empty() || name.len() > replica::device::MAX_NAME_LEN {
             return Err(bad("a device name of 1 to 64 bytes before the ="));
         }
         let bandwidth = parse_size("--device", bandwidth.trim())
@@ -280,7 +279,7 @@ fn cache_size(s: &str) -> Result<u64, Error> {
     parse_size("--cache-size", s)
 }
 fn commitlog(s: &str) -> Result<CommitLogMode, Error> {
-    CommitLogMode::parse(s)
+    CommitLogMode::parse(s).map_err(Error::from)
 }
 fn on_off(s: &str) -> Result<bool, Error> {
     parse_on_off("--direct-io", s)
@@ -313,24 +312,24 @@ fn parse_keyword<T: Copy>(name: &'static str, s: &str, choices: &[(&str, T)]) ->
     })
 }
 
-fn on_corruption(s: &str) -> Result<crate::config::CorruptionPolicy, Error> {
-    use crate::config::CorruptionPolicy::{Skip, Stop};
+fn on_corruption(s: &str) -> Result<replica::CorruptionPolicy, Error> {
+    use replica::CorruptionPolicy::{Skip, Stop};
     parse_keyword(
         "--commitlog-on-corruption",
         s,
         &[("stop", Stop), ("skip", Skip)],
     )
 }
-fn commitlog_direct_io(s: &str) -> Result<crate::config::DirectIo, Error> {
-    use crate::config::DirectIo::{Always, Auto, Never};
+fn commitlog_direct_io(s: &str) -> Result<replica::DirectIo, Error> {
+    use replica::DirectIo::{Always, Auto, Never};
     parse_keyword(
         "--commitlog-direct-io",
         s,
         &[("auto", Auto), ("always", Always), ("never", Never)],
     )
 }
-fn periodic_ack(s: &str) -> Result<crate::config::PeriodicAck, Error> {
-    use crate::config::PeriodicAck::{Buffered, Written};
+fn periodic_ack(s: &str) -> Result<replica::PeriodicAck, Error> {
+    use replica::PeriodicAck::{Buffered, Written};
     parse_keyword(
         "--periodic-ack",
         s,
@@ -350,7 +349,7 @@ pub const MAX_MACHINE_BUDGET: u64 = 1 << 30;
 /// eighth of it, between [`MIN_MACHINE_BUDGET`] and [`MAX_MACHINE_BUDGET`];
 /// the database's default budget when the size is unknown.
 pub fn budget_for_memory(total_memory: Option<u64>) -> u64 {
-    total_memory.map_or(crate::config::DEFAULT_BUDGET as u64, |m| {
+    total_memory.map_or(replica::DEFAULT_BUDGET as u64, |m| {
         (m / 8).clamp(MIN_MACHINE_BUDGET, MAX_MACHINE_BUDGET)
     })
 }
@@ -388,7 +387,7 @@ pub enum StopCondition {
 ///
 /// ```
 /// use clap::Parser;
-/// use replica::stress::{Mode, StressOptions};
+/// use replica_stress::{Mode, StressOptions};
 ///
 /// let o = StressOptions::try_parse_from([
 ///     "replica-stress", "mixed", "--threads", "8", "--partition-size", "4KiB",
@@ -524,20 +523,20 @@ pub struct StressOptions {
     /// stop (refuse to open, change nothing) or skip (skip the damaged
     /// entries, report them, keep the damaged segment aside).
     #[arg(long, value_name = "POLICY", value_parser = on_corruption, default_value = "stop")]
-    pub commitlog_on_corruption: crate::config::CorruptionPolicy,
+    pub commitlog_on_corruption: replica::CorruptionPolicy,
     /// With a periodic commit log, when a write is acknowledged: buffered
     /// (the default: once in the log's buffer, written out at once; a
     /// process crash loses the last few milliseconds) or written (once
     /// written to the segment file; a process crash loses nothing
     /// acknowledged, each write waits for its group's write).
     #[arg(long, value_name = "WHEN", value_parser = periodic_ack, default_value = "buffered")]
-    pub periodic_ack: crate::config::PeriodicAck,
+    pub periodic_ack: replica::PeriodicAck,
     /// When the commit log writes with direct I/O: auto (the default: in
     /// batch mode only), always (also a periodic log: with `--periodic-ack
     /// written`, the fastest shape for large rows) or never. `--direct-io
     /// off` makes it never.
     #[arg(long, value_name = "WHEN", value_parser = commitlog_direct_io, default_value = "auto")]
-    pub commitlog_direct_io: crate::config::DirectIo,
+    pub commitlog_direct_io: replica::DirectIo,
     /// Row cache memory of all the tables together, e.g. 256MiB (at least
     /// 1MiB; the memory pool grows to hold it beside the dirty budgets).
     /// Default: what the pool holds beyond the dirty budgets.
@@ -549,8 +548,8 @@ pub struct StressOptions {
     pub no_cache: bool,
     /// Compaction strategy of every table: ics (incremental, the
     /// default), stcs (size-tiered) or none.
-    #[arg(long, value_name = "STRATEGY", value_parser = crate::stress::parse_compaction, default_value = "ics")]
-    pub compaction: crate::compaction::StrategyConfig,
+    #[arg(long, value_name = "STRATEGY", value_parser = crate::parse_compaction, default_value = "ics")]
+    pub compaction: replica::compaction::StrategyConfig,
     /// Data directory (repeatable); given directories are kept after the
     /// run. Default: a temporary directory, removed at the end.
     #[arg(long)]
@@ -582,7 +581,7 @@ pub struct StressOptions {
     /// What the reports say of the process's memory: not a flag; the
     /// program sets it (`replica-stress` counts its heap allocations).
     #[arg(skip)]
-    pub memory: crate::stress::MemoryProbe,
+    pub memory: crate::MemoryProbe,
 }
 
 /// The validated shape of a load: what the generator produces.
@@ -820,12 +819,12 @@ impl StressOptions {
             ));
         }
         if let Some(b) = self.budget
-            && b < crate::config::MIN_DATABASE_BUDGET as u64
+            && b < replica::MIN_DATABASE_BUDGET as u64
         {
             return Err(invalid(
                 "--budget",
                 b,
-                format!("at least {} bytes", crate::config::MIN_DATABASE_BUDGET),
+                format!("at least {} bytes", replica::MIN_DATABASE_BUDGET),
             ));
         }
         if self.sstable_bytes_per_sync > 0 && self.sstable_bytes_per_sync < 4096 {
@@ -1240,10 +1239,7 @@ mod tests {
         assert_eq!(budget_for_memory(Some(24 << 30)), MAX_MACHINE_BUDGET);
         assert_eq!(budget_for_memory(Some(2 << 30)), 256 << 20);
         assert_eq!(budget_for_memory(Some(100 << 20)), MIN_MACHINE_BUDGET);
-        assert_eq!(
-            budget_for_memory(None),
-            crate::config::DEFAULT_BUDGET as u64
-        );
+        assert_eq!(budget_for_memory(None), replica::DEFAULT_BUDGET as u64);
         let m = machine_budget();
         assert!(
             (MIN_MACHINE_BUDGET..=MAX_MACHINE_BUDGET).contains(&m),
@@ -1300,11 +1296,11 @@ mod tests {
         );
         assert_eq!(
             parse(&["--periodic-ack", "written"]).unwrap().periodic_ack,
-            crate::config::PeriodicAck::Written
+            replica::PeriodicAck::Written
         );
         assert_eq!(
             parse(&[]).unwrap().periodic_ack,
-            crate::config::PeriodicAck::Buffered
+            replica::PeriodicAck::Buffered
         );
         let e = parse(&["--commitlog-direct-io=sometimes"])
             .unwrap_err()
@@ -1317,11 +1313,11 @@ mod tests {
             parse(&["--commitlog-direct-io", "always"])
                 .unwrap()
                 .commitlog_direct_io,
-            crate::config::DirectIo::Always
+            replica::DirectIo::Always
         );
         assert_eq!(
             parse(&[]).unwrap().commitlog_direct_io,
-            crate::config::DirectIo::Auto
+            replica::DirectIo::Auto
         );
         assert!(parse(&[]).unwrap().direct_io);
         let e = parse(&["--prefault=later"]).unwrap_err().to_string();

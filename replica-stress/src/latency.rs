@@ -12,8 +12,8 @@ use std::time::Duration;
 use hdrhistogram::Histogram;
 
 use crate::error::Error;
-use crate::stress::target::TargetStats;
 use crate::sync::Mutex;
+use crate::target::TargetStats;
 
 /// Latencies are recorded in microseconds, from 1 µs to one hour at three
 /// significant figures (slower operations saturate at the top).
@@ -74,10 +74,10 @@ pub struct IntervalReport {
     /// The target's figures at its end.
     pub stats: TargetStats,
     /// The process's memory at its end.
-    pub memory: crate::stress::ProcessMemory,
+    pub memory: crate::ProcessMemory,
     /// The target's modelled devices at its end (counters since the run
     /// started; empty without a model).
-    pub devices: Vec<device::DeviceStats>,
+    pub devices: Vec<replica::device::DeviceStats>,
 }
 
 impl IntervalReport {

@@ -10,13 +10,13 @@ use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
 use crate::error::Error;
-use crate::stress::hdr_log::HdrLog;
-use crate::stress::options::{FlushPolicyChoice, StopCondition, StressOptions, check_disk_space};
-use crate::stress::progress::ProgressPrinter;
-use crate::stress::rate_table::RateTable;
-use crate::stress::runner::{Observers, PopulateReport, RunConfig, populate, run};
-use crate::stress::summary::{Summary, compare, compare_json, write_json};
-use crate::stress::target::Target;
+use crate::hdr_log::HdrLog;
+use crate::options::{FlushPolicyChoice, StopCondition, StressOptions, check_disk_space};
+use crate::progress::ProgressPrinter;
+use crate::rate_table::RateTable;
+use crate::runner::{Observers, PopulateReport, RunConfig, populate, run};
+use crate::summary::{Summary, compare, compare_json, write_json};
+use crate::target::Target;
 
 /// Opens and closes the targets of a program's runs.
 pub trait TargetFactory {
@@ -24,7 +24,7 @@ pub trait TargetFactory {
     type Target: Target;
 
     /// Opens a target running `policy`, with the tables
-    /// [`table_name`](crate::stress::table_name)`(0..tables)` created, for
+    /// [`table_name`](crate::table_name)`(0..tables)` created, for
     /// the run `config`.
     ///
     /// # Errors
@@ -101,16 +101,16 @@ fn describe(options: &StressOptions, config: &RunConfig, policy: FlushPolicyChoi
         policy.name(),
         options.commitlog.name(),
         match (options.commitlog, options.periodic_ack) {
-            (crate::config::CommitLogMode::Periodic(_), crate::config::PeriodicAck::Written) => {
+            (replica::CommitLogMode::Periodic(_), replica::PeriodicAck::Written) => {
                 " (acknowledged once written)"
             }
             _ => "",
         },
-        crate::stress::strategy_name(&options.compaction),
+        crate::strategy_name(&options.compaction),
         match (options.direct_io, options.commitlog_direct_io) {
             (false, _) => "off",
-            (true, crate::config::DirectIo::Always) => "on (commit log always)",
-            (true, crate::config::DirectIo::Never) => "on (commit log never)",
+            (true, replica::DirectIo::Always) => "on (commit log always)",
+            (true, replica::DirectIo::Never) => "on (commit log never)",
             (true, _) => "on (commit log in batch mode)",
         },
         if options.prefault { "yes" } else { "no" },
@@ -317,15 +317,15 @@ pub fn execute<F: TargetFactory>(
             object.insert(
                 "commitlog_direct_io".to_owned(),
                 serde_json::Value::from(match (options.direct_io, options.commitlog_direct_io) {
-                    (false, _) | (true, crate::config::DirectIo::Never) => "never",
-                    (true, crate::config::DirectIo::Always) => "always",
+                    (false, _) | (true, replica::DirectIo::Never) => "never",
+                    (true, replica::DirectIo::Always) => "always",
                     (true, _) => "auto",
                 }),
             );
             object.insert(
                 "periodic_ack".to_owned(),
                 serde_json::Value::from(match options.periodic_ack {
-                    crate::config::PeriodicAck::Written => "written",
+                    replica::PeriodicAck::Written => "written",
                     _ => "buffered",
                 }),
             );

@@ -19,11 +19,11 @@ use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::Path;
 
-use device::DeviceStats;
+use replica::device::DeviceStats;
 
 use crate::error::{Error, io_err};
-use crate::stress::latency::{IntervalReport, micros_to_ms};
-use crate::stress::runner::Observer;
+use crate::latency::{IntervalReport, micros_to_ms};
+use crate::runner::Observer;
 
 fn fail(e: impl std::fmt::Display) -> Error {
     Error::Report {
@@ -148,13 +148,13 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
-    use crate::stress::latency::{Counts, new_histogram};
-    use crate::stress::target::TargetStats;
+    use crate::latency::{Counts, new_histogram};
+    use crate::target::TargetStats;
 
     #[test]
     fn a_row_per_interval_with_each_devices_share() {
-        let clock: Arc<dyn device::Clock> = Arc::new(device::ManualClock::new());
-        let disk = device::Device::with_clock("disk", 1000, 1 << 40, clock).unwrap();
+        let clock: Arc<dyn replica::device::Clock> = Arc::new(replica::device::ManualClock::new());
+        let disk = replica::device::Device::with_clock("disk", 1000, 1 << 40, clock).unwrap();
         let mut table = RateTable::new(Vec::new());
         for i in 0..2u64 {
             let mut latency = new_histogram().unwrap();
@@ -178,7 +178,7 @@ mod tests {
                     flushes: i,
                     ..TargetStats::default()
                 },
-                memory: crate::stress::ProcessMemory::default(),
+                memory: crate::ProcessMemory::default(),
                 devices: vec![disk.stats()],
             };
             table.on_interval(&r).unwrap();

@@ -16,11 +16,11 @@ use std::thread::Thread;
 use std::time::Instant;
 
 use crate::error::Error;
-use crate::stress::latency::Outcome;
-use crate::stress::runner::{ClientArgs, Leaving, nanos};
-use crate::stress::target::Target;
-use crate::stress::workload::{Op, OpGenerator};
+use crate::latency::Outcome;
+use crate::runner::{ClientArgs, Leaving, nanos};
 use crate::sync::{Arc, AtomicBool, Ordering};
+use crate::target::Target;
+use crate::workload::{Op, OpGenerator};
 
 /// Marks its future ready to be polled and unparks the client thread.
 struct Mark {
@@ -63,7 +63,7 @@ fn finish<E: std::error::Error>(
         Err(e) => {
             let mut first = shared.first_error.lock();
             if first.is_none() {
-                *first = Some(crate::stress::runner::describe_error(&e));
+                *first = Some(crate::runner::describe_error(&e));
             }
             (false, 0)
         }

@@ -16,8 +16,8 @@ use hdrhistogram::serialization::V2DeflateSerializer;
 use hdrhistogram::serialization::interval_log::IntervalLogWriterBuilder;
 
 use crate::error::{Error, io_err};
-use crate::stress::latency::IntervalReport;
-use crate::stress::runner::Observer;
+use crate::latency::IntervalReport;
+use crate::runner::Observer;
 
 /// The column legend Java's `HistogramLogWriter` writes after the headers.
 const LEGEND: &str =
@@ -112,8 +112,8 @@ mod tests {
     use hdrhistogram::serialization::interval_log::{IntervalLogIterator, LogEntry};
 
     use super::*;
-    use crate::stress::latency::{Counts, new_histogram};
-    use crate::stress::target::TargetStats;
+    use crate::latency::{Counts, new_histogram};
+    use crate::target::TargetStats;
 
     fn report(index: u64, values: &[u64]) -> IntervalReport {
         let mut latency = new_histogram().unwrap();
@@ -129,7 +129,7 @@ mod tests {
             read_latency: None,
             write_latency: None,
             stats: TargetStats::default(),
-            memory: crate::stress::ProcessMemory::default(),
+            memory: crate::ProcessMemory::default(),
             devices: Vec::new(),
         }
     }

@@ -22,7 +22,7 @@ use rand::rngs::SmallRng;
 use rand::{Rng, RngCore, SeedableRng};
 
 use crate::error::Error;
-use crate::stress::options::{Distribution, Mode, WorkloadSpec};
+use crate::options::{Distribution, Mode, WorkloadSpec};
 
 /// Bytes of the value pool beyond one row, so values start at many offsets.
 const POOL_SLACK: usize = 64 << 10;
@@ -97,7 +97,7 @@ impl ValuePool {
 ///
 /// ```
 /// use clap::Parser;
-/// use replica::stress::{OpGenerator, StressOptions, ValuePool};
+/// use replica_stress::{OpGenerator, StressOptions, ValuePool};
 ///
 /// let spec = StressOptions::try_parse_from(["replica-stress", "--partition-size=1KiB"])
 ///     .unwrap()
@@ -236,7 +236,7 @@ impl OpGenerator {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::stress::options::Ratio;
+    use crate::options::Ratio;
 
     fn spec(distribution: Distribution, mode: Mode) -> WorkloadSpec {
         WorkloadSpec {

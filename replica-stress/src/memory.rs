@@ -6,7 +6,7 @@
 //! The counting itself is the program's (a counting global allocator in
 //! `src/bin/replica-stress.rs`): a library never installs an allocator, so
 //! the figures reach the runner through a [`MemoryProbe`] the program
-//! sets in [`StressOptions::memory`](crate::stress::StressOptions::memory).
+//! sets in [`StressOptions::memory`](crate::StressOptions::memory).
 
 use std::fmt;
 

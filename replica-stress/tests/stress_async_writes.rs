@@ -3,11 +3,10 @@
 //! operation completes without error, concurrent writes share the batch
 //! log's syncs, and the run's description and JSON say how the clients
 //! wrote. An out-of-range N is refused before anything runs.
-#![cfg(feature = "stress")]
 
 use clap::Parser;
-use replica::Error;
-use replica::stress::{DatabaseFactory, StressOptions, execute};
+use replica_stress::Error;
+use replica_stress::{DatabaseFactory, StressOptions, execute};
 
 fn options(extra: &[&str]) -> StressOptions {
     let base = [

@@ -3,15 +3,14 @@
 //! its own, outside the figures), a population that cannot fit the data
 //! directory is refused before anything runs, and a run stops with a
 //! warning when the disk runs low instead of failing every write.
-#![cfg(feature = "stress")]
 
 mod common;
 
 use clap::Parser;
 use common::MemTarget;
-use replica::Error;
-use replica::stress::FlushPolicyChoice;
-use replica::stress::{DISK_RESERVE, RunConfig, StressOptions, TargetFactory, execute};
+use replica_stress::Error;
+use replica_stress::FlushPolicyChoice;
+use replica_stress::{DISK_RESERVE, RunConfig, StressOptions, TargetFactory, execute};
 
 /// Opens in-memory targets reporting `free_space`.
 #[derive(Default)]

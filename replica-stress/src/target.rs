@@ -79,10 +79,10 @@ pub struct TargetStats {
     /// Reads the row cache had to pass on to the sstables.
     pub cache_misses: u64,
     /// Compaction: sstables, bytes compacted, write amplification.
-    pub compaction: crate::stress::CompactionFigures,
+    pub compaction: crate::CompactionFigures,
     /// Where writes spent their time, phase by phase (all zero if the
     /// target does not measure it).
-    pub write_phases: crate::WritePhases,
+    pub write_phases: replica::WritePhases,
 }
 
 impl TargetStats {
@@ -95,7 +95,7 @@ impl TargetStats {
 }
 
 /// A store the load runs against. The `Database` implements it; tables are
-/// named by [`table_name`](crate::stress::table_name) and exist before the
+/// named by [`table_name`](crate::table_name) and exist before the
 /// run starts.
 pub trait Target: Sync {
     /// The target's error; the runner counts errors and keeps the first.
@@ -125,7 +125,7 @@ pub trait Target: Sync {
 
     /// The counters of the target's modelled devices (bytes read and
     /// written, time waited for their bandwidth); none by default.
-    fn devices(&self) -> Vec<device::DeviceStats> {
+    fn devices(&self) -> Vec<replica::device::DeviceStats> {
         Vec::new()
     }
 
