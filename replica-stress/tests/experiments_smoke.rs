@@ -118,15 +118,25 @@ fn the_flush_device_experiment_runs_shared_and_separate() {
         written(&b, "flash") > 0,
         "flushes go to the flash device: {b}"
     );
-    // Flushes never write to the data device; compaction does, and only
-    // it: its outputs go to the data directory (CASSANDRA-6357's layout).
+    // Every byte the flushes wrote went to the flash device (each byte of
+    // an sstable's files is charged to its directory's device before it is
+    // written, and `flush_bytes` counts a flush's Data and Index once it
+    // committed); compaction's outputs go to the data directory
+    // (CASSANDRA-6357's layout). Not asserted: that nothing reached the
+    // data device when no compaction was counted, since a job still
+    // running when the figures are read has written without being counted
+    // (it failed one run in four that way).
+    let flushed = b["compaction"]["flush_bytes"].as_u64().unwrap();
+    assert!(flushed > 0, "{b}");
+    assert!(
+        written(&b, "flash") >= flushed,
+        "every flushed byte was charged to the flash device: {b}"
+    );
     let compacted = b["compaction"]["bytes_compacted"].as_u64().unwrap_or(0);
-    if compacted == 0 {
-        assert_eq!(written(&b, "data"), 0, "{b}");
-    } else {
+    if compacted > 0 {
         assert!(
-            written(&b, "data") > 0,
-            "compaction writes to the data device: {b}"
+            written(&b, "data") >= compacted,
+            "compaction writes its outputs to the data device: {b}"
         );
     }
     assert!(written(&b, "log") > 0, "{b}");
