@@ -13,6 +13,6 @@
 /// gate explore its interleavings (the other atomics above are counters
 /// and flags that order nothing the models check).
 pub(crate) use ::sync::AtomicUsize;
-pub(crate) use ::sync::plain::{Arc, Weak};
+pub(crate) use ::sync::plain::{Arc, OnceLock, Weak};
 pub(crate) use ::sync::plain::{AtomicBool, AtomicU64, Ordering};
 pub(crate) use ::sync::{Condvar, Mutex, RwLock};

@@ -42,7 +42,7 @@ use sstable::{Sstable, Writer, WriterOptions};
 use crate::database::table::{Table, TableMemtable, TableSstable};
 use crate::devices::Devices;
 use crate::layout::table_dir;
-use crate::sync::{Arc, Mutex, Ordering, Weak};
+use crate::sync::{Arc, Mutex, OnceLock, Ordering, Weak};
 
 /// What a memtable's region carries for its flush
 /// ([`Flush::owner`](dirty_memory::Flush::owner)): the memtable and its
@@ -61,9 +61,11 @@ impl FlushSubject {
     }
 }
 
-/// The database's commit log, once it is open and replayed (`None`
-/// without one): flushes tell it what they made durable.
-pub(crate) type LogSlot = Mutex<Option<Arc<CommitLog>>>;
+/// The database's commit log, set once it is open and replayed (empty
+/// without one): writes append to it and flushes tell it what they made
+/// durable, each with one atomic load (no lock: the log is set once and
+/// closed in place, `CommitLog::close(&self)`).
+pub(crate) type LogSlot = OnceLock<Arc<CommitLog>>;
 
 /// Test hook: makes the next flushes fail in the middle of their sstable
 /// write, as a failing disk would. Unit tests only: nothing of it is in a
@@ -126,7 +128,7 @@ impl FlushRouter {
     ) -> Self {
         FlushRouter {
             by_id: Arc::new(Mutex::new(HashMap::new())),
-            log: Arc::new(Mutex::new(None)),
+            log: Arc::new(OnceLock::new()),
             scheduler,
             options,
             devices,
@@ -348,7 +350,7 @@ impl FlushJob for FlushMemtable {
                 c.flushed_memtable_bytes
                     .fetch_add(size as u64, Ordering::Relaxed);
                 let positions = memtable.take_positions();
-                let log = log.lock().clone();
+                let log = log.get().cloned();
                 // Only queues: a flush never waits for compaction. Before
                 // the flush is reported finished, so the check is queued
                 // when a waiter of the flush returns.

@@ -22,7 +22,7 @@ use crate::layout::{
     remove_orphan_table_dir, remove_table_dirs, tables_in_dirs,
 };
 use crate::lock::DirectoryLock;
-use crate::sync::{Arc, Mutex, RwLock, Weak};
+use crate::sync::{Arc, Mutex, OnceLock, RwLock, Weak};
 
 pub(crate) mod compaction;
 mod flush;
@@ -325,7 +325,9 @@ impl Database {
         .map_err(|source| Error::CommitLog { source })?;
         let log = Arc::new(log);
         self.set_flush_handler(&log);
-        *self.router.log.lock() = Some(Arc::clone(&log));
+        if self.router.log.set(Arc::clone(&log)).is_err() {
+            unreachable!("the log is opened once, by open");
+        }
         if let Some(e) = failed {
             return Err(e);
         }
@@ -349,7 +351,8 @@ impl Database {
     /// be in flight between a writer's append and its apply.
     fn set_flush_handler(&self, log: &CommitLog) {
         let by_id = Arc::clone(&self.router.by_id);
-        let slot = Arc::clone(&self.router.log);
+        // Weakly: the handler lives in the log, and the slot holds the log.
+        let slot = Arc::downgrade(&self.router.log);
         let user = Arc::downgrade(&self.user);
         let system = Arc::downgrade(&self.system);
         log.set_flush_handler(move |requests| {
@@ -370,8 +373,8 @@ impl Database {
                     drop(table.request_flushes(&manager));
                 }
                 if !open {
-                    let log = slot.lock().clone();
-                    if let Some(log) = log {
+                    let slot = slot.upgrade();
+                    if let Some(log) = slot.as_deref().and_then(OnceLock::get) {
                         log.discard_completed(request.table, request.up_to);
                     }
                 }
@@ -434,8 +437,8 @@ impl Database {
         self.replay.as_ref()
     }
 
-    fn log(&self) -> Option<Arc<CommitLog>> {
-        self.router.log.lock().clone()
+    fn log(&self) -> Option<&CommitLog> {
+        self.router.log.get().map(|log| &**log)
     }
 
     /// The configuration the database was opened with.
@@ -633,12 +636,7 @@ impl Database {
         let t = self.table(table)?;
         let checked = check_mutation(table, mutation)?;
         let log = self.log();
-        t.apply(
-            self.manager(&t),
-            checked,
-            self.config.write_timeout,
-            log.as_deref(),
-        )
+        t.apply(self.manager(&t), checked, self.config.write_timeout, log)
     }
 
     /// The asynchronous form of [`apply`](Self::apply): the same checks,
@@ -678,13 +676,8 @@ impl Database {
         let t = self.table(table)?;
         let checked = check_mutation(table, &mutation)?;
         let log = self.log();
-        t.apply_async(
-            self.manager(&t),
-            checked,
-            self.config.write_timeout,
-            log.as_deref(),
-        )
-        .await
+        t.apply_async(self.manager(&t), checked, self.config.write_timeout, log)
+            .await
     }
 
     /// Reads partition `key` of `table`, restricted to the clustering rows
@@ -836,13 +829,10 @@ impl Database {
         }
         // Flushes are over: the log syncs, retires what they made durable,
         // and stops.
-        let log = self.router.log.lock().take();
-        let logged = match log.map(Arc::try_unwrap) {
-            Some(Ok(log)) => log.close().map_err(|source| Error::CommitLog { source }),
-            // Still shared (cannot happen once the flushes are over): it
-            // stops when the last holder lets go.
-            Some(Err(_)) | None => Ok(()),
-        };
+        let logged = self
+            .log()
+            .map_or(Ok(()), CommitLog::close)
+            .map_err(|source| Error::CommitLog { source });
         self.locks.lock().clear();
         flushed.and(logged)
     }
@@ -924,7 +914,11 @@ impl Database {
         self.user.shutdown();
         self.system.shutdown();
         drop(self.scheduler.shutdown());
-        drop(self.router.log.lock().take());
+        // What the log was given is written out, as a process that dies
+        // leaves its page-cache writes behind (the drop did this before).
+        if let Some(log) = self.log() {
+            drop(log.close());
+        }
         self.locks.lock().clear();
         // Drop finds the gate closed and does nothing more.
     }
