@@ -220,7 +220,7 @@ pub use config::{
 };
 pub use database::{
     COMMITLOG_DIR_NAME, CacheMetrics, CompactionConfig, Database, DatabaseMetrics, SLOW_PHASE,
-    TableCompactionMetrics, TableMetrics, TableReader, WritePhase, WritePhases,
+    TableCompactionMetrics, TableHandle, TableMetrics, TableReader, WritePhase, WritePhases,
 };
 /// The device crate, for [`DeviceModel`]'s devices and their clocks.
 pub use device;

@@ -27,6 +27,7 @@ use crate::sync::{Arc, Mutex, OnceLock, RwLock, Weak};
 pub(crate) mod compaction;
 mod flush;
 mod gate;
+mod handle;
 #[cfg(all(test, loom))]
 mod loom_tests;
 pub(crate) mod memtable_list;
@@ -38,6 +39,7 @@ mod tests;
 pub use compaction::{CompactionConfig, TableCompactionMetrics};
 use flush::FlushRouter;
 use gate::Gate;
+pub use handle::TableHandle;
 pub use phases::{SLOW_PHASE, WritePhase, WritePhases};
 pub use table::{CacheMetrics, TableMetrics, TableReader};
 use table::{CacheSource, Table, TableMemtable};
@@ -525,7 +527,7 @@ impl Database {
         Ok(table)
     }
 
-    fn table(&self, name: &str) -> Result<Arc<Table>, Error> {
+    fn lookup(&self, name: &str) -> Result<Arc<Table>, Error> {
         self.tables
             .read()
             .get(name)
@@ -573,6 +575,16 @@ impl Database {
         Ok(())
     }
 
+    /// A handle on the table `name`, which writes, reads and flushes it
+    /// without looking its name up again ([`TableHandle`]).
+    ///
+    /// # Errors
+    /// [`Error::UnknownTable`], [`Error::Closed`].
+    pub fn table(&self, name: &str) -> Result<TableHandle<'_>, Error> {
+        let _pass = self.enter("table")?;
+        Ok(TableHandle::new(self, self.lookup(name)?))
+    }
+
     /// Drops the table `name` with its data: its memtables are discarded
     /// and its directories removed.
     ///
@@ -583,11 +595,11 @@ impl Database {
     pub fn drop_table(&self, name: &str) -> Result<(), Error> {
         let _pass = self.enter("drop_table")?;
         let mut catalog = self.catalog.lock();
-        let table = self.table(name)?;
+        let table = self.lookup(name)?;
         catalog.drop_table(name)?;
         self.tables.write().remove(name);
         self.router.by_id.lock().remove(&table.id);
-        table.dropped.store(true, crate::sync::Ordering::Relaxed);
+        table.dropped.store(true, crate::sync::Ordering::Release);
         // Its jobs end before its files go.
         table.sstables.stop();
         for memtable in table.list.memtables() {
@@ -633,10 +645,19 @@ impl Database {
     /// may come back at replay, as a timed-out write may in Cassandra).
     pub fn apply(&self, table: &str, mutation: &Mutation) -> Result<(), Error> {
         let _pass = self.enter("apply")?;
-        let t = self.table(table)?;
-        let checked = check_mutation(table, mutation)?;
-        let log = self.log();
-        t.apply(self.manager(&t), checked, self.config.write_timeout, log)
+        let t = self.lookup(table)?;
+        self.write(&t, mutation)
+    }
+
+    /// [`apply`](Self::apply) to `t`, inside the gate.
+    fn write(&self, t: &Table, mutation: &Mutation) -> Result<(), Error> {
+        let checked = check_mutation(t.name(), mutation)?;
+        t.apply(
+            self.manager(t),
+            checked,
+            self.config.write_timeout,
+            self.log(),
+        )
     }
 
     /// The asynchronous form of [`apply`](Self::apply): the same checks,
@@ -673,11 +694,20 @@ impl Database {
     /// Those of [`apply`](Self::apply), from the future.
     pub async fn apply_async(&self, table: &str, mutation: Mutation) -> Result<(), Error> {
         let _pass = self.enter("apply")?;
-        let t = self.table(table)?;
-        let checked = check_mutation(table, &mutation)?;
-        let log = self.log();
-        t.apply_async(self.manager(&t), checked, self.config.write_timeout, log)
-            .await
+        let t = self.lookup(table)?;
+        self.write_async(&t, mutation).await
+    }
+
+    /// [`apply_async`](Self::apply_async) to `t`, inside the gate.
+    async fn write_async(&self, t: &Table, mutation: Mutation) -> Result<(), Error> {
+        let checked = check_mutation(t.name(), &mutation)?;
+        t.apply_async(
+            self.manager(t),
+            checked,
+            self.config.write_timeout,
+            self.log(),
+        )
+        .await
     }
 
     /// Reads partition `key` of `table`, restricted to the clustering rows
@@ -693,9 +723,8 @@ impl Database {
         slice: ClusteringRange,
     ) -> Result<Option<Mutation>, Error> {
         let _pass = self.enter("get")?;
-        let t = self.table(table)?;
-        let mut reader = t.make_reader(PartitionRange::single_key(key.clone()), slice)?;
-        Ok(reader.next_mutation()?)
+        let t = self.lookup(table)?;
+        read_partition(&t, key, slice)
     }
 
     /// A reader of the partitions of `table` in `range`, in ring order,
@@ -706,7 +735,7 @@ impl Database {
     /// [`Error::UnknownTable`], [`Error::Closed`], or a source's error.
     pub fn scan(&self, table: &str, range: PartitionRange) -> Result<TableReader, Error> {
         let _pass = self.enter("scan")?;
-        self.table(table)?
+        self.lookup(table)?
             .make_reader(range, ClusteringRange::full())
     }
 
@@ -719,7 +748,7 @@ impl Database {
     /// failures in the background).
     pub fn flush(&self, table: &str) -> Result<(), Error> {
         let _pass = self.enter("flush")?;
-        let t = self.table(table)?;
+        let t = self.lookup(table)?;
         self.flush_tables(&[t])
     }
 
@@ -764,7 +793,7 @@ impl Database {
     /// if the job failed or was stopped by `close` (its inputs stay).
     pub fn compact(&self, table: &str) -> Result<(), Error> {
         let _pass = self.enter("compact")?;
-        let t = self.table(table)?;
+        let t = self.lookup(table)?;
         t.sstables.major(table)
     }
 
@@ -938,7 +967,7 @@ impl Database {
         slice: ClusteringRange,
     ) -> Result<Option<Mutation>, Error> {
         let _pass = self.enter("get")?;
-        let t = self.table(table)?;
+        let t = self.lookup(table)?;
         let mut reader = t.make_reader_always(PartitionRange::single_key(key.clone()), slice)?;
         Ok(reader.next_mutation()?)
     }
@@ -952,7 +981,7 @@ impl Database {
     #[cfg(feature = "testing")]
     pub fn evict_cache(&self, table: &str, n: usize) -> Result<usize, Error> {
         let _pass = self.enter("evict_cache")?;
-        Ok(self.table(table)?.cache.as_ref().map_or(0, |c| c.evict(n)))
+        Ok(self.lookup(table)?.cache.as_ref().map_or(0, |c| c.evict(n)))
     }
 
     /// Makes every compaction job from now on stop right after step `step`
@@ -1001,6 +1030,17 @@ impl Drop for Database {
 /// mutations can grow one past the limits) and what a write needs; the
 /// sizes measured go on with the write (the commit log frames the entry
 /// by its encoded length, the table counts its size bound).
+/// Reads partition `key` of `t` restricted to `slice` (see
+/// [`Database::get`]).
+fn read_partition(
+    t: &Table,
+    key: &DecoratedKey,
+    slice: ClusteringRange,
+) -> Result<Option<Mutation>, Error> {
+    let mut reader = t.make_reader(PartitionRange::single_key(key.clone()), slice)?;
+    Ok(reader.next_mutation()?)
+}
+
 fn check_mutation<'m>(table: &str, m: &'m Mutation) -> Result<limits::Checked<'m>, Error> {
     if m.is_empty() {
         return Err(Error::InvalidMutation {
