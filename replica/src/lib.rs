@@ -60,10 +60,12 @@
 //! writers are let in at disk speed), and releases the data-write permit
 //! when the data is written; its tail phase commits the sstable (index,
 //! summary, fsyncs, renames) on a tail worker while the next flush writes.
-//! On commit the sstable joins the table and the memtable leaves its list
-//! in one step, so a reader sees each row exactly once, and readers still
-//! open on the memtable continue in the sstable. With a row cache the
-//! commit takes three steps (see below).
+//! On commit the sstable joins the table's sstable set, *then* the memtable
+//! leaves its list, and a read takes the list's memtables *then* pins the
+//! set: a reader sees each row in the memtable, the sstable or both (the
+//! merging reader reconciles the duplicate), never in neither, and readers
+//! still open on the memtable continue in the sstable. With a row cache the
+//! cache takes the memtable's data between the two steps (see below).
 //!
 //! **Only the dirty-memory manager retries a failed flush**, with a
 //! doubling back-off: it is the layer that knows the memtable, holds the
