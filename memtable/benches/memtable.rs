@@ -23,10 +23,8 @@
 //! object bytes, table bytes and segment bytes per row after the
 //! overwrites: where its memory goes.
 
-use std::alloc::{GlobalAlloc, Layout, System};
 use std::collections::BTreeMap;
 use std::process::Command;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
 use bytes::Bytes;
@@ -40,36 +38,8 @@ use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use region_group::{ReclaimConfig, RegionGroup};
 
-struct Counting;
-
-static ALLOCATIONS: AtomicU64 = AtomicU64::new(0);
-
-// SAFETY: every method forwards to `System` with the caller's arguments;
-// the counter does not touch memory.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-        // SAFETY: forwarded with the caller's layout.
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-        // SAFETY: forwarded with the caller's layout.
-        unsafe { System.alloc_zeroed(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: `ptr` came from `alloc` with this layout.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-        // SAFETY: forwarded with the caller's arguments.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
-
 #[global_allocator]
-static GLOBAL: Counting = Counting;
+static GLOBAL: test_support::CountingAllocator = test_support::CountingAllocator;
 
 const KEY: usize = 16;
 const SMALL: usize = 100;
@@ -253,14 +223,14 @@ fn misses(mt: &std::sync::Arc<Memtable>, queries: usize) {
         .collect();
     let slice = ClusteringRange::full();
     let measure = |f: &dyn Fn(&PartitionRange) -> usize| {
-        let allocs = ALLOCATIONS.load(Ordering::Relaxed);
+        let allocs = test_support::allocations();
         let start = Instant::now();
         let mut found = 0;
         for r in &ranges {
             found += f(r);
         }
         let secs = start.elapsed().as_secs_f64();
-        let per_query = (ALLOCATIONS.load(Ordering::Relaxed) - allocs) as f64 / queries as f64;
+        let per_query = (test_support::allocations() - allocs) as f64 / queries as f64;
         assert_eq!(found, 0);
         (queries as f64 / secs, per_query)
     };

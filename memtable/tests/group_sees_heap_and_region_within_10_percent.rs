@@ -3,48 +3,13 @@
 //! segments its region holds, it is within 10%, for small rows and for
 //! large (chunked) rows.
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicIsize, Ordering};
-
 use logalloc::{PoolConfig, Region, SegmentPool};
 use memtable::Memtable;
 use mutation::{Cell, DecoratedKey, Mutation, Timestamp};
 use region_group::{ReclaimConfig, RegionGroup};
 
-struct Counting;
-
-static LIVE: AtomicIsize = AtomicIsize::new(0);
-
-// SAFETY: every method forwards to `System` with the caller's arguments,
-// so `System`'s guarantees hold; the counter has no effect on memory.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        LIVE.fetch_add(layout.size() as isize, Ordering::Relaxed);
-        // SAFETY: forwarded with the caller's layout.
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        LIVE.fetch_add(layout.size() as isize, Ordering::Relaxed);
-        // SAFETY: forwarded with the caller's layout.
-        unsafe { System.alloc_zeroed(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        LIVE.fetch_sub(layout.size() as isize, Ordering::Relaxed);
-        // SAFETY: `ptr` came from `alloc` with this layout.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        LIVE.fetch_add(
-            new_size as isize - layout.size() as isize,
-            Ordering::Relaxed,
-        );
-        // SAFETY: forwarded with the caller's arguments.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
-
 #[global_allocator]
-static GLOBAL: Counting = Counting;
+static GLOBAL: test_support::CountingAllocator = test_support::CountingAllocator;
 
 fn measure(rows: usize, value: usize) {
     let limit = 256 << 20;
@@ -68,12 +33,12 @@ fn measure(rows: usize, value: usize) {
                 .unwrap()
         })
         .collect();
-    let heap_before = LIVE.load(Ordering::Relaxed);
+    let heap_before = test_support::live_bytes();
     let mt = Memtable::new(&group, &pool).unwrap();
     for m in &mutations {
         mt.apply(m).unwrap();
     }
-    let heap = (LIVE.load(Ordering::Relaxed) - heap_before) as usize;
+    let heap = (test_support::live_bytes() - heap_before) as usize;
     let stats = mt.stats();
     let real = heap + stats.region.total_bytes;
     let seen = group.real_usage();

@@ -22,7 +22,6 @@
 //! `cargo bench -p replmem-replica --bench cache` (add `-- --test` for one quick
 //! pass).
 
-use std::alloc::{GlobalAlloc, Layout, System};
 use std::hint::black_box;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -30,25 +29,8 @@ use criterion::Criterion;
 use mutation::{Cell, ClusteringRange, DecoratedKey, Mutation, PartitionRange, Timestamp};
 use replica::{CacheSize, CommitLogMode, Database, DatabaseConfig, TableSchema};
 
-struct Counting;
-
-static ALLOCATIONS: AtomicUsize = AtomicUsize::new(0);
-
-// SAFETY: every method forwards to `System` with the caller's arguments.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-        // SAFETY: forwarded with the caller's layout.
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: `ptr` came from `alloc` with this layout.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-}
-
 #[global_allocator]
-static GLOBAL: Counting = Counting;
+static GLOBAL: test_support::CountingAllocator = test_support::CountingAllocator;
 
 /// Partitions of the working set (about 1 MiB of values: it fits).
 const PARTITIONS: usize = 2_000;
@@ -88,11 +70,11 @@ fn allocs_per_op(label: &str, ops: usize, mut f: impl FnMut(usize)) {
     for i in 0..ops {
         f(i);
     }
-    let before = ALLOCATIONS.load(Ordering::Relaxed);
+    let before = test_support::allocations();
     for i in 0..ops {
         f(i);
     }
-    let n = ALLOCATIONS.load(Ordering::Relaxed) - before;
+    let n = test_support::allocations() - before;
     eprintln!("{label}: {:.1} allocs/op", n as f64 / ops as f64);
 }
 

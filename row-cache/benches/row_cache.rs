@@ -26,10 +26,8 @@
 #[path = "../tests/common/source.rs"]
 mod source;
 
-use std::alloc::{GlobalAlloc, Layout, System};
 use std::hint::black_box;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 use criterion::{BatchSize, Criterion};
 use logalloc::{PoolConfig, SegmentPool};
@@ -40,25 +38,8 @@ use mutation::{
 use row_cache::{CacheConfig, CacheReader, RowCache, UnderlyingSource};
 use source::MemorySource;
 
-struct Counting;
-
-static ALLOCATIONS: AtomicUsize = AtomicUsize::new(0);
-
-// SAFETY: every method forwards to `System` with the caller's arguments.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-        // SAFETY: forwarded with the caller's layout.
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: `ptr` came from `alloc` with this layout.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-}
-
 #[global_allocator]
-static GLOBAL: Counting = Counting;
+static GLOBAL: test_support::CountingAllocator = test_support::CountingAllocator;
 
 const PARTITIONS: usize = 2_000;
 const ROWS: usize = 5;
@@ -85,11 +66,11 @@ fn drain(r: &mut dyn FragmentReader) -> usize {
 }
 
 fn allocs_per_op(label: &str, ops: usize, mut f: impl FnMut(usize)) {
-    let before = ALLOCATIONS.load(Ordering::Relaxed);
+    let before = test_support::allocations();
     for i in 0..ops {
         f(i);
     }
-    let n = ALLOCATIONS.load(Ordering::Relaxed) - before;
+    let n = test_support::allocations() - before;
     eprintln!("{label}: {:.1} allocs/op", n as f64 / ops as f64);
 }
 

@@ -6,33 +6,13 @@
 
 mod common;
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicUsize, Ordering};
-
 use mutation::{
     Cell, ClusteringKey, ClusteringRange, DecoratedKey, FragmentReader, Mutation, PartitionRange,
     Timestamp,
 };
 
-struct Counting;
-
-static ALLOCATIONS: AtomicUsize = AtomicUsize::new(0);
-
-// SAFETY: every method forwards to `System` with the caller's arguments.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-        // SAFETY: forwarded with the caller's layout.
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: `ptr` came from `alloc` with this layout.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-}
-
 #[global_allocator]
-static GLOBAL: Counting = Counting;
+static GLOBAL: test_support::CountingAllocator = test_support::CountingAllocator;
 
 const ROWS: usize = 5;
 
@@ -82,19 +62,19 @@ fn a_hit_allocates_per_row_not_per_value() {
         drain(&mut cache.make_reader(r.clone(), one_row.clone()));
     }
     let hits = cache.stats().hits;
-    let before = ALLOCATIONS.load(Ordering::Relaxed);
+    let before = test_support::allocations();
     let mut fragments = 0;
     for r in &ranges {
         fragments += drain(&mut cache.make_reader(r.clone(), full.clone()));
     }
-    let whole = (ALLOCATIONS.load(Ordering::Relaxed) - before) as f64 / ranges.len() as f64;
+    let whole = (test_support::allocations() - before) as f64 / ranges.len() as f64;
     assert_eq!(fragments, ranges.len() * (ROWS + 2));
-    let before = ALLOCATIONS.load(Ordering::Relaxed);
+    let before = test_support::allocations();
     let mut fragments = 0;
     for r in &ranges {
         fragments += drain(&mut cache.make_reader(r.clone(), one_row.clone()));
     }
-    let sliced = (ALLOCATIONS.load(Ordering::Relaxed) - before) as f64 / ranges.len() as f64;
+    let sliced = (test_support::allocations() - before) as f64 / ranges.len() as f64;
     assert_eq!(fragments, ranges.len() * 3);
     assert_eq!(cache.stats().hits - hits, 2 * ranges.len() as u64);
     // The buffer and its shared header, the rows map, a cell map per row:

@@ -11,6 +11,8 @@ use crate::metadata::{DepKind, Package};
 pub(crate) const ALLOWED_DEPENDENCIES: &[(&str, &[&str])] = &[
     // The facade: parking_lot normally, loom under cfg(loom).
     ("replmem-sync", &["parking_lot", "loom"]),
+    // Tests' and benches' support (not published): the facade's std atomics.
+    ("test-support", &["replmem-sync"]),
     ("replmem-logalloc", &["replmem-sync", "thiserror", "slab"]),
     (
         "replmem-region-group",

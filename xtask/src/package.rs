@@ -28,7 +28,7 @@ use crate::runner;
 pub(crate) const PREFIX: &str = "replmem-";
 
 /// The packages that are never published, with the name each must keep.
-pub(crate) const UNPUBLISHED: &[&str] = &["xtask"];
+pub(crate) const UNPUBLISHED: &[&str] = &["xtask", "test-support"];
 
 /// The `[package]` fields every packaged manifest must carry.
 const REQUIRED_FIELDS: &[&str] = &[
