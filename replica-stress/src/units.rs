@@ -17,6 +17,8 @@
 
 use std::time::Duration;
 
+use replica::units::split_number;
+
 use crate::error::Error;
 
 fn invalid(name: &'static str, value: &str, expected: &str) -> Error {
@@ -25,17 +27,6 @@ fn invalid(name: &'static str, value: &str, expected: &str) -> Error {
         value: value.to_owned(),
         expected: expected.to_owned(),
     }
-}
-
-/// Splits `"128KiB"` into `(128, "KiB")`.
-fn split_number(s: &str) -> Option<(u64, &str)> {
-    let s = s.trim();
-    let digits = s.bytes().take_while(u8::is_ascii_digit).count();
-    if digits == 0 {
-        return None;
-    }
-    let (number, unit) = s.split_at(digits);
-    Some((number.parse().ok()?, unit.trim()))
 }
 
 const SIZE_FORM: &str = "a byte size such as 4096, 64KiB, 512MiB or 2GB";

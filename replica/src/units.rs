@@ -19,8 +19,17 @@ fn invalid(name: &'static str, value: &str, expected: &str) -> Error {
     }
 }
 
-/// Splits `"250ms"` into `(250, "ms")`.
-fn split_number(s: &str) -> Option<(u64, &str)> {
+/// Splits a human-written quantity into its leading unsigned integer and
+/// the unit after it, both trimmed: `"250ms"` is `(250, "ms")`, `" 64 KiB"`
+/// is `(64, "KiB")`. `None` without leading digits or for a number beyond
+/// `u64`. The load generator's size and count parsers read their units
+/// from it too, so every quantity is split the same way.
+///
+/// ```
+/// assert_eq!(replica::units::split_number("250ms"), Some((250, "ms")));
+/// assert_eq!(replica::units::split_number("MiB"), None);
+/// ```
+pub fn split_number(s: &str) -> Option<(u64, &str)> {
     let s = s.trim();
     let digits = s.bytes().take_while(u8::is_ascii_digit).count();
     if digits == 0 {
