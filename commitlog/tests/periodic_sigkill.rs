@@ -194,38 +194,5 @@ fn main() {
         child(Path::new(&dir));
         return;
     }
-    // Speak enough of libtest's protocol for `cargo test` and nextest:
-    // `--list` (nothing is `--ignored`), name filters (`cargo test --
-    // loom_` must not run this), and the closing `test result` line.
-    let mut filters = Vec::new();
-    let (mut list, mut ignored) = (false, false);
-    let mut args = std::env::args().skip(1);
-    while let Some(a) = args.next() {
-        match a.as_str() {
-            "--list" => list = true,
-            "--ignored" => ignored = true,
-            "--test-threads" | "--skip" | "--format" | "--color" | "--logfile" => {
-                args.next();
-            }
-            flag if flag.starts_with('-') => {}
-            filter => filters.push(filter.to_string()),
-        }
-    }
-    if list {
-        if !ignored {
-            println!("periodic_sigkill: test");
-        }
-        return;
-    }
-    if ignored
-        || (!filters.is_empty()
-            && !filters
-                .iter()
-                .any(|f| "periodic_sigkill".contains(f.as_str())))
-    {
-        println!("test result: ok. 0 passed; 0 failed; 0 ignored; 0 measured; 1 filtered out");
-        return;
-    }
-    parent();
-    println!("test result: ok. 1 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out");
+    test_support::single_test_main("periodic_sigkill", parent);
 }

@@ -1,6 +1,8 @@
 //! Support code shared by the workspace's tests and benchmarks, never by
 //! the published crates: [`CountingAllocator`], a global allocator over
-//! the system one that counts allocations and live heap bytes.
+//! the system one that counts allocations and live heap bytes, and
+//! [`single_test_main`], the `main` of a test binary without libtest's
+//! harness (a crash test that re-runs itself as the child it kills).
 //!
 //! A test or bench installs it and measures around the code it checks:
 //!
@@ -110,4 +112,39 @@ pub fn allocations_in<T>(f: impl FnOnce() -> T) -> (T, u64) {
 /// Heap bytes allocated through [`CountingAllocator`] and not freed yet.
 pub fn live_bytes() -> i64 {
     LIVE.load(Ordering::Relaxed) as i64
+}
+
+/// The `main` of a `harness = false` test binary holding one test named
+/// `name`: speaks enough of libtest's protocol for `cargo test` and
+/// cargo-nextest (`--list`, `--ignored`, name filters, so `cargo test --
+/// loom_` does not run it, and the closing `test result` line), and runs
+/// `test` unless filtered out. A panic in `test` fails the binary, as a
+/// failed test does.
+pub fn single_test_main(name: &str, test: impl FnOnce()) {
+    let mut filters = Vec::new();
+    let (mut list, mut ignored) = (false, false);
+    let mut args = std::env::args().skip(1);
+    while let Some(a) = args.next() {
+        match a.as_str() {
+            "--list" => list = true,
+            "--ignored" => ignored = true,
+            "--test-threads" | "--skip" | "--format" | "--color" | "--logfile" => {
+                args.next();
+            }
+            flag if flag.starts_with('-') => {}
+            filter => filters.push(filter.to_owned()),
+        }
+    }
+    if list {
+        if !ignored {
+            println!("{name}: test");
+        }
+        return;
+    }
+    if ignored || (!filters.is_empty() && !filters.iter().any(|f| name.contains(f.as_str()))) {
+        println!("test result: ok. 0 passed; 0 failed; 0 ignored; 0 measured; 1 filtered out");
+        return;
+    }
+    test();
+    println!("test result: ok. 1 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out");
 }
