@@ -28,7 +28,6 @@
 //!   dirty-memory retries it) or permanently (data the sstable format
 //!   refuses; reported once, kept in memory).
 
-use std::collections::HashMap;
 use std::fmt;
 
 use commitlog::CommitLog;
@@ -100,8 +99,6 @@ struct InjectedFailure;
 /// The `FlushTarget` of both dirty-memory managers (user and system
 /// tables).
 pub(crate) struct FlushRouter {
-    /// The open tables by commit log id, for the log's flush requests.
-    pub(crate) by_id: Arc<Mutex<HashMap<commitlog::TableId, Weak<Table>>>>,
     pub(crate) log: Arc<LogSlot>,
     scheduler: Arc<FlushScheduler>,
     options: WriterOptions,
@@ -127,7 +124,6 @@ impl FlushRouter {
         devices: Arc<Devices>,
     ) -> Self {
         FlushRouter {
-            by_id: Arc::new(Mutex::new(HashMap::new())),
             log: Arc::new(OnceLock::new()),
             scheduler,
             options,

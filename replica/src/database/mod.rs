@@ -2,7 +2,6 @@
 //! dirty-memory managers, flushes run by the flush scheduler, reads merged
 //! from every source.
 
-use std::collections::BTreeMap;
 use std::fs;
 
 use std::collections::HashMap;
@@ -22,12 +21,13 @@ use crate::layout::{
     remove_orphan_table_dir, remove_table_dirs, tables_in_dirs,
 };
 use crate::lock::DirectoryLock;
-use crate::sync::{Arc, Mutex, OnceLock, RwLock, Weak};
+use crate::sync::{Arc, Mutex, OnceLock, Weak};
 
 pub(crate) mod compaction;
 mod flush;
 mod gate;
 mod handle;
+mod index;
 #[cfg(all(test, loom))]
 mod loom_tests;
 pub(crate) mod memtable_list;
@@ -40,6 +40,7 @@ pub use compaction::{CompactionConfig, TableCompactionMetrics};
 use flush::FlushRouter;
 use gate::Gate;
 pub use handle::TableHandle;
+use index::TableIndex;
 pub use phases::{SLOW_PHASE, WritePhase, WritePhases};
 pub use table::{CacheMetrics, TableMetrics, TableReader};
 use table::{CacheSource, Table, TableMemtable};
@@ -117,7 +118,7 @@ pub struct Database {
     config: DatabaseConfig,
     locks: Mutex<Vec<DirectoryLock>>,
     catalog: Mutex<Catalog>,
-    tables: RwLock<BTreeMap<String, Arc<Table>>>,
+    tables: Arc<TableIndex>,
     user: Arc<DirtyMemoryManager>,
     system: Arc<DirtyMemoryManager>,
     scheduler: Arc<FlushScheduler>,
@@ -138,7 +139,7 @@ impl std::fmt::Debug for Database {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Database")
             .field("data_dirs", &self.config.data_dirs)
-            .field("tables", &self.tables.read().len())
+            .field("tables", &self.tables.len())
             .finish_non_exhaustive()
     }
 }
@@ -266,7 +267,7 @@ impl Database {
             config,
             locks: Mutex::new(locks),
             catalog: Mutex::new(catalog),
-            tables: RwLock::new(BTreeMap::new()),
+            tables: Arc::new(TableIndex::default()),
             user: Arc::new(user),
             system: Arc::new(system),
             scheduler,
@@ -305,12 +306,8 @@ impl Database {
         log_config.periodic_ack = self.config.commitlog_periodic_ack;
         let dir = self.config.commitlog_dir();
         log_config.device = self.devices.for_path(&dir);
-        let tables: HashMap<TableId, Arc<Table>> = self
-            .tables
-            .read()
-            .values()
-            .map(|t| (t.id, Arc::clone(t)))
-            .collect();
+        let tables: HashMap<TableId, Arc<Table>> =
+            self.tables.all().into_iter().map(|t| (t.id, t)).collect();
         let mut replayed: HashMap<TableId, ReplayPosition> = HashMap::new();
         let mut failed = None;
         let (log, report) = CommitLog::open(&dir, log_config, |id, m, position| {
@@ -352,14 +349,18 @@ impl Database {
     /// An open table's entries are never let go without a flush: one may
     /// be in flight between a writer's append and its apply.
     fn set_flush_handler(&self, log: &CommitLog) {
-        let by_id = Arc::clone(&self.router.by_id);
-        // Weakly: the handler lives in the log, and the slot holds the log.
+        // Weakly: the handler lives in the log, which outlives neither.
+        let tables = Arc::downgrade(&self.tables);
         let slot = Arc::downgrade(&self.router.log);
         let user = Arc::downgrade(&self.user);
         let system = Arc::downgrade(&self.system);
         log.set_flush_handler(move |requests| {
             for request in requests {
-                let table = by_id.lock().get(&request.table).and_then(Weak::upgrade);
+                let Some(index) = tables.upgrade() else {
+                    // The database is gone: nothing to flush or let go.
+                    return;
+                };
+                let table = index.by_id(request.table);
                 let manager = table.as_ref().and_then(|t| {
                     if t.schema.options().system {
                         system.upgrade()
@@ -517,24 +518,16 @@ impl Database {
         if let Some(e) = cache_error {
             return Err(e);
         }
-        self.router
-            .by_id
-            .lock()
-            .insert(table.id, Arc::downgrade(&table));
         table.attach_flush_subject(&memtable);
-        self.tables.write().insert(name, Arc::clone(&table));
+        self.tables.insert(Arc::clone(&table));
         table.sstables.submit();
         Ok(table)
     }
 
     fn lookup(&self, name: &str) -> Result<Arc<Table>, Error> {
-        self.tables
-            .read()
-            .get(name)
-            .cloned()
-            .ok_or_else(|| Error::UnknownTable {
-                name: name.to_owned(),
-            })
+        self.tables.get(name).ok_or_else(|| Error::UnknownTable {
+            name: name.to_owned(),
+        })
     }
 
     fn manager(&self, table: &Table) -> &DirtyMemoryManager {
@@ -597,8 +590,7 @@ impl Database {
         let mut catalog = self.catalog.lock();
         let table = self.lookup(name)?;
         catalog.drop_table(name)?;
-        self.tables.write().remove(name);
-        self.router.by_id.lock().remove(&table.id);
+        self.tables.remove(name);
         table.dropped.store(true, crate::sync::Ordering::Release);
         // Its jobs end before its files go.
         table.sstables.stop();
@@ -758,8 +750,7 @@ impl Database {
     /// As [`flush`](Self::flush), for the first table that failed.
     pub fn flush_all(&self) -> Result<(), Error> {
         let _pass = self.enter("flush_all")?;
-        let tables: Vec<Arc<Table>> = self.tables.read().values().cloned().collect();
-        self.flush_tables(&tables)
+        self.flush_tables(&self.tables.all())
     }
 
     /// Requests a flush of every memtable of `tables` that holds data, then
@@ -799,7 +790,7 @@ impl Database {
 
     /// Figures of every table and of the database.
     pub fn metrics(&self) -> DatabaseMetrics {
-        let tables: Vec<TableMetrics> = self.tables.read().values().map(|t| t.metrics()).collect();
+        let tables: Vec<TableMetrics> = self.tables.all().iter().map(|t| t.metrics()).collect();
         let pool = self.pool.stats();
         DatabaseMetrics {
             cache: self
@@ -842,7 +833,7 @@ impl Database {
         // Compactions stop first (inputs intact, partial outputs removed),
         // leaving the disk to the last flushes.
         self.compaction.manager.close();
-        let tables: Vec<Arc<Table>> = self.tables.read().values().cloned().collect();
+        let tables: Vec<Arc<Table>> = self.tables.all();
         let flushed = self.flush_tables(&tables);
         // First the policy (it waits for flushes in flight, which need the
         // executor), then the executor.
@@ -877,8 +868,8 @@ impl Database {
     /// no write completed shows as one phase's maximum.
     pub fn write_phases(&self) -> WritePhases {
         self.tables
-            .read()
-            .values()
+            .all()
+            .iter()
             .fold(WritePhases::default(), |sum, t| {
                 sum.sum(&t.counters.phases.get())
             })
@@ -890,8 +881,8 @@ impl Database {
     pub fn cache_metrics(&self) -> Option<CacheMetrics> {
         let per_table: Vec<CacheMetrics> = self
             .tables
-            .read()
-            .values()
+            .all()
+            .iter()
             .filter_map(|t| t.cache_metrics())
             .collect();
         self.cache_total(per_table.into_iter())
