@@ -212,23 +212,20 @@ impl Database {
             .map_err(|e| start_error("row cache")(e.to_string()))?;
         // validate() bounds it by MAX_CONCURRENT_FLUSHES.
         let data_writers = config.flush_policy.max_data_writers();
+        // Each component with threads is held in a `Started` until the
+        // database owns it: an error below drops them, last started
+        // first, and each shuts its threads down.
         // One data worker more for the system tables' flushes.
-        let scheduler = Arc::new(
+        let scheduler = Started(Some(Arc::new(
             FlushScheduler::new(
                 SchedulerConfig::new(config.effective_flush_dirs().iter().cloned())
                     .data_workers(data_writers + 1),
             )
             .map_err(|e| start_error("flush scheduler")(e.to_string()))?,
-        );
-        let devices = match Devices::new(&config.devices) {
-            Ok(d) => Arc::new(d),
-            Err(e) => {
-                scheduler.shutdown();
-                return Err(e);
-            }
-        };
+        )));
+        let devices = Arc::new(Devices::new(&config.devices)?);
         let router = Arc::new(FlushRouter::new(
-            Arc::clone(&scheduler),
+            Arc::clone(scheduler.get()),
             config.sstable_writer_options.clone(),
             Arc::clone(&devices),
         ));
@@ -237,31 +234,25 @@ impl Database {
         user_config.policy = config.flush_policy;
         let mut system_config = DirtyMemoryConfig::system_tables();
         system_config.budget = config.system_dirty_memory_budget;
-        let user = DirtyMemoryManager::new(user_config, router.clone())
-            .map_err(|e| start_error("user tables' dirty-memory manager")(e.to_string()))?;
-        let system = match DirtyMemoryManager::new(system_config, router.clone()) {
-            Ok(m) => m,
-            Err(e) => {
-                user.shutdown();
-                scheduler.shutdown();
-                return Err(start_error("system tables' dirty-memory manager")(
-                    e.to_string(),
-                ));
-            }
-        };
-        let compaction = match compaction::CompactionShared::new(
+        let user = Started(Some(
+            DirtyMemoryManager::new(user_config, router.clone())
+                .map_err(|e| start_error("user tables' dirty-memory manager")(e.to_string()))?,
+        ));
+        let system = Started(Some(
+            DirtyMemoryManager::new(system_config, router.clone())
+                .map_err(|e| start_error("system tables' dirty-memory manager")(e.to_string()))?,
+        ));
+        let compaction = Arc::new(compaction::CompactionShared::new(
             &config.compaction,
             config.sstable_writer_options.clone(),
             Arc::clone(&devices),
-        ) {
-            Ok(c) => Arc::new(c),
-            Err(e) => {
-                user.shutdown();
-                system.shutdown();
-                scheduler.shutdown();
-                return Err(e);
-            }
-        };
+        )?);
+        // The database owns them from here (its drop closes it).
+        let (system, user, scheduler) = (
+            system.into_inner(),
+            user.into_inner(),
+            scheduler.into_inner(),
+        );
         let schemas: Vec<TableSchema> = catalog.tables().cloned().collect();
         let db = Database {
             config,
@@ -835,11 +826,7 @@ impl Database {
         self.compaction.manager.close();
         let tables: Vec<Arc<Table>> = self.tables.all();
         let flushed = self.flush_tables(&tables);
-        // First the policy (it waits for flushes in flight, which need the
-        // executor), then the executor.
-        self.user.shutdown();
-        self.system.shutdown();
-        drop(self.scheduler.shutdown());
+        self.stop_flushing();
         // The caches are of no more use: their memory goes back to the
         // pool (each region goes with its table).
         for table in &tables {
@@ -855,6 +842,16 @@ impl Database {
             .map_err(|source| Error::CommitLog { source });
         self.locks.lock().clear();
         flushed.and(logged)
+    }
+
+    /// Stops the flush machinery, for `close` and `crash`: first the
+    /// policy (it waits for flushes in flight, which need the executor),
+    /// then the executor (a job it still held is handed back and dropped,
+    /// which fails its flush and keeps its memtable).
+    fn stop_flushing(&self) {
+        self.user.shutdown();
+        self.system.shutdown();
+        drop(self.scheduler.shutdown());
     }
 
     /// The user tables' dirty-memory figures alone (cheaper than
@@ -931,9 +928,7 @@ impl Database {
     pub fn crash(self) {
         self.gate.close();
         self.compaction.manager.close();
-        self.user.shutdown();
-        self.system.shutdown();
-        drop(self.scheduler.shutdown());
+        self.stop_flushing();
         // What the log was given is written out, as a process that dies
         // leaves its page-cache writes behind (the drop did this before).
         if let Some(log) = self.log() {
@@ -1010,6 +1005,48 @@ fn open_catalog(config: &DatabaseConfig) -> Result<Catalog, Error> {
     }
 }
 
+/// A component `open` started, shut down when dropped unless the database
+/// took it ([`into_inner`](Started::into_inner)): on an error in `open`,
+/// drop order (the last started first) unwinds what was started.
+struct Started<T: ShutDown>(Option<T>);
+
+/// What [`Started`] shuts down.
+trait ShutDown {
+    fn shut_down(&self);
+}
+
+impl ShutDown for Arc<FlushScheduler> {
+    fn shut_down(&self) {
+        // Nothing was submitted yet: no job to hand back.
+        drop(self.shutdown());
+    }
+}
+
+impl ShutDown for DirtyMemoryManager {
+    fn shut_down(&self) {
+        self.shutdown();
+    }
+}
+
+impl<T: ShutDown> Started<T> {
+    fn get(&self) -> &T {
+        self.0.as_ref().expect("held until taken")
+    }
+
+    /// The component, no longer shut down by this guard.
+    fn into_inner(mut self) -> T {
+        self.0.take().expect("held until taken")
+    }
+}
+
+impl<T: ShutDown> Drop for Started<T> {
+    fn drop(&mut self) {
+        if let Some(component) = &self.0 {
+            component.shut_down();
+        }
+    }
+}
+
 impl Drop for Database {
     fn drop(&mut self) {
         // Not closed by its owner: flush and stop the threads anyway.
@@ -1017,10 +1054,6 @@ impl Drop for Database {
     }
 }
 
-/// Checks what the builder cannot guarantee of a mutation (merging
-/// mutations can grow one past the limits) and what a write needs; the
-/// sizes measured go on with the write (the commit log frames the entry
-/// by its encoded length, the table counts its size bound).
 /// Reads partition `key` of `t` restricted to `slice` (see
 /// [`Database::get`]).
 fn read_partition(
@@ -1032,6 +1065,10 @@ fn read_partition(
     Ok(reader.next_mutation()?)
 }
 
+/// Checks what the builder cannot guarantee of a mutation (merging
+/// mutations can grow one past the limits) and what a write needs; the
+/// sizes measured go on with the write (the commit log frames the entry
+/// by its encoded length, the table counts its size bound).
 fn check_mutation<'m>(table: &str, m: &'m Mutation) -> Result<limits::Checked<'m>, Error> {
     if m.is_empty() {
         return Err(Error::InvalidMutation {
