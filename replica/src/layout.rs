@@ -268,7 +268,7 @@ fn remove_owned_files(dir: &Path) -> Result<(), Error> {
             .map_err(io_err("read directory", dir))?
             .is_file();
         let owned = sstable::is_sstable_file_name(name)
-            || crate::database::compaction::is_compaction_file_name(name)
+            || crate::database::sstables::is_compaction_file_name(name)
             || name == MARKER_TMP_FILE_NAME;
         if is_file && owned {
             let path = entry.path();

@@ -23,7 +23,7 @@ use crate::layout::{
 use crate::lock::DirectoryLock;
 use crate::sync::{Arc, Mutex, OnceLock, Weak};
 
-pub(crate) mod compaction;
+pub(crate) mod sstables;
 mod flush;
 mod gate;
 mod handle;
@@ -36,7 +36,7 @@ mod table;
 #[cfg(all(test, not(loom)))]
 mod tests;
 
-pub use compaction::{CompactionConfig, TableCompactionMetrics};
+pub use sstables::{CompactionConfig, TableCompactionMetrics};
 use flush::FlushRouter;
 use gate::Gate;
 pub use handle::TableHandle;
@@ -129,7 +129,7 @@ pub struct Database {
     /// list and one budget (the cache share) for all of them; `None`: no
     /// caches.
     cache_tracker: Option<row_cache::CacheTracker>,
-    compaction: Arc<compaction::CompactionShared>,
+    compaction: Arc<sstables::CompactionShared>,
     gate: Gate,
     /// What replaying the commit log at open found.
     replay: Option<ReplayReport>,
@@ -242,7 +242,7 @@ impl Database {
             DirtyMemoryManager::new(system_config, router.clone())
                 .map_err(|e| start_error("system tables' dirty-memory manager")(e.to_string()))?,
         ));
-        let compaction = Arc::new(compaction::CompactionShared::new(
+        let compaction = Arc::new(sstables::CompactionShared::new(
             &config.compaction,
             config.sstable_writer_options.clone(),
             Arc::clone(&devices),
@@ -445,7 +445,7 @@ impl Database {
         let name = schema.name().to_owned();
         let files = open_table_dirs(&schema, self.config.all_dirs())?;
         // The sets recover half-done compactions and open the sstables.
-        let sets = compaction::open_sets(
+        let sets = sstables::open_sets(
             &name,
             files.dirs(),
             self.config.data_dirs.len(),
@@ -488,7 +488,7 @@ impl Database {
             };
             Table {
                 id: schema.log_id(),
-                sstables: compaction::TableSstables::new(
+                sstables: sstables::TableSstables::new(
                     &name,
                     sets,
                     weak.clone(),

@@ -17,7 +17,7 @@ use region_group::{RealPin, RegionGroup};
 use row_cache::{CacheStats, RowCache, UnderlyingSource};
 
 use crate::catalog::TableSchema;
-use crate::database::compaction::{PinnedSstables, TableCompactionMetrics, TableSstables};
+use crate::database::sstables::{PinnedSstables, TableCompactionMetrics, TableSstables};
 use crate::database::flush::FlushSubject;
 use crate::database::memtable_list::{Attempt, Logged, MemtableList, ReadSources};
 use crate::database::phases::{PhaseCounters, WritePhases};

@@ -1,7 +1,8 @@
-//! Compaction of a table's sstables, wired in: the `compaction` crate's
-//! [`SstableSet`] is the one place that holds a table's sstables (the
-//! memtable list keeps only memtables), and each set is a
-//! [`CompactionTable`] of the database's [`CompactionManager`].
+//! A table's sstables and their compaction, wired in (named apart from
+//! the `compaction` crate it drives): the crate's [`SstableSet`] is the
+//! one place that holds a table's sstables (the memtable list keeps only
+//! memtables), and each set is a [`CompactionTable`] of the database's
+//! [`CompactionManager`].
 //!
 //! # One set per data directory; flush directories join the first
 //!
