@@ -38,7 +38,8 @@ use mutation::FragmentReader;
 use region_group::{RegionId, RegionListener};
 use sstable::{Sstable, Writer, WriterOptions};
 
-use crate::database::table::{Table, TableMemtable, TableSstable};
+use crate::database::read::TableSstable;
+use crate::database::table::{Table, TableMemtable};
 use crate::devices::Devices;
 use crate::layout::table_dir;
 use crate::sync::{Arc, Mutex, OnceLock, Ordering, Weak};

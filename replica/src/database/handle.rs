@@ -6,7 +6,8 @@ use std::fmt;
 use mutation::{ClusteringRange, DecoratedKey, Mutation, PartitionRange};
 
 use crate::database::Database;
-use crate::database::table::{Table, TableReader};
+use crate::database::read::TableReader;
+use crate::database::table::Table;
 use crate::error::Error;
 use crate::sync::{Arc, Ordering};
 

@@ -23,7 +23,7 @@ use crate::layout::{
 use crate::lock::DirectoryLock;
 use crate::sync::{Arc, Mutex, OnceLock, Weak};
 
-pub(crate) mod sstables;
+mod cache_update;
 mod flush;
 mod gate;
 mod handle;
@@ -31,19 +31,24 @@ mod index;
 #[cfg(all(test, loom))]
 mod loom_tests;
 pub(crate) mod memtable_list;
+mod metrics;
 mod phases;
+mod read;
+pub(crate) mod sstables;
 mod table;
 #[cfg(all(test, not(loom)))]
 mod tests;
 
-pub use sstables::{CompactionConfig, TableCompactionMetrics};
 use flush::FlushRouter;
 use gate::Gate;
 pub use handle::TableHandle;
 use index::TableIndex;
+pub use metrics::{CacheMetrics, TableMetrics};
 pub use phases::{SLOW_PHASE, WritePhase, WritePhases};
-pub use table::{CacheMetrics, TableMetrics, TableReader};
-use table::{CacheSource, Table, TableMemtable};
+use read::CacheSource;
+pub use read::TableReader;
+pub use sstables::{CompactionConfig, TableCompactionMetrics};
+use table::{Table, TableMemtable};
 
 /// Figures of a whole database, from [`Database::metrics`].
 #[derive(Debug, Clone, PartialEq, Eq)]
