@@ -130,24 +130,25 @@ mod tests {
         assert!(parse_count("n", "99999999999999B").is_err());
     }
 
+    /// Durations are the database's own parser's (its tests cover the
+    /// forms); what this wrapper adds is the load generator's error.
     #[test]
-    fn durations_parse_with_units() {
-        assert_eq!(parse_duration("d", "30").unwrap(), Duration::from_secs(30));
-        assert_eq!(parse_duration("d", "30s").unwrap(), Duration::from_secs(30));
+    fn durations_are_the_databases_with_this_crates_error() {
         assert_eq!(
             parse_duration("d", "250ms").unwrap(),
             Duration::from_millis(250)
         );
-        assert_eq!(parse_duration("d", "5m").unwrap(), Duration::from_secs(300));
-        assert_eq!(
-            parse_duration("d", "1h").unwrap(),
-            Duration::from_secs(3600)
+        let e = parse_duration("--duration", "3 fortnights").unwrap_err();
+        assert!(
+            matches!(
+                e,
+                Error::InvalidOption {
+                    name: "--duration",
+                    ..
+                }
+            ),
+            "{e}"
         );
-        let e = parse_duration("--duration", "3 fortnights")
-            .unwrap_err()
-            .to_string();
-        assert!(e.contains("--duration") && e.contains("30s"), "{e}");
-        assert!(parse_duration("d", "99999999999999999h").is_err());
     }
 
     #[test]
