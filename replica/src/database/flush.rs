@@ -318,10 +318,12 @@ impl FlushJob for FlushMemtable {
                 // and reconcile them. With a cache (ScyllaDB #1942), the
                 // cache takes the memtable's data while its memory is still
                 // accounted as dirty; only then the memtable leaves.
-                if table.cache.is_some()
+                // Whether the memtable left its group here (for the cache
+                // update) rather than at the finish below: it leaves once.
+                let cached = table.cache.is_some()
                     && committed.is_some()
-                    && !table.dropped.load(Ordering::Relaxed)
-                {
+                    && !table.dropped.load(Ordering::Relaxed);
+                if cached {
                     #[cfg(feature = "testing")]
                     table
                         .hooks
@@ -362,7 +364,11 @@ impl FlushJob for FlushMemtable {
                     // and on a file system that discards freed blocks at
                     // once each removal took 20-40 ms: done first, it kept
                     // every writer waiting on memory already flushed.
-                    memtable.detach_from_region_group();
+                    // (With a cache it left before the update, its bytes
+                    // pinned, released as the update went.)
+                    if !cached {
+                        memtable.detach_from_region_group();
+                    }
                     // Its segments go back to the pool now too (unless a
                     // reader still holds it): released from the accounting
                     // but kept through the log's work, they let the pool
