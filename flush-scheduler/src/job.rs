@@ -14,7 +14,8 @@ pub enum Phase {
     /// this phase; it runs on a data worker, which never runs tails.
     Data,
     /// The work after the data is written: index and other components,
-    /// fsync, the atomic rename. Runs on a tail worker.
+    /// fsync, the atomic rename, then the owner's
+    /// [`publish`](FlushJob::publish). Runs on a tail worker.
     Tail,
 }
 
@@ -32,7 +33,8 @@ impl fmt::Display for Phase {
 /// The scheduler runs [`write_data`](Self::write_data) on a data worker;
 /// if it succeeds, the same job object moves to the tail queue and
 /// [`write_tail`](Self::write_tail) runs on a tail worker, in the same
-/// directory. Then [`complete`](Self::complete) receives the outcome, once,
+/// directory, followed there by [`publish`](Self::publish). Then
+/// [`complete`](Self::complete) receives the outcome, once,
 /// on that worker, with no scheduler lock held. The scheduler never retries
 /// a job and never drops one unfinished: it is either completed or handed
 /// back by [`shutdown`](crate::FlushScheduler::shutdown) (or, after shutdown,
@@ -59,8 +61,21 @@ pub trait FlushJob: Send + 'static {
         Ok(())
     }
 
-    /// Receives the outcome: `Ok` once both phases succeeded, or the error
-    /// of the phase that failed (no later phase runs).
+    /// The owner's hand-off of what the tail committed (the replica puts
+    /// the flushed memtable's data into its row cache here), on the tail
+    /// worker right after [`write_tail`](Self::write_tail) succeeded and
+    /// before [`complete`](Self::complete): a named step of the flush, so
+    /// that a long hand-off is not hidden in the step that ends it. Not run
+    /// if an earlier phase failed. An error or a panic here completes the
+    /// job with it, in [`Phase::Tail`]. The default does nothing.
+    fn publish(&mut self, ctx: &FlushContext<'_>) -> Result<(), Error> {
+        let _ = ctx;
+        Ok(())
+    }
+
+    /// Receives the outcome: `Ok` once both phases (and
+    /// [`publish`](Self::publish)) succeeded, or the error of the step that
+    /// failed (no later step runs).
     fn complete(self: Box<Self>, outcome: Result<(), Error>);
 }
 

@@ -22,8 +22,9 @@
 //!   carrying the `Flush` handle; the job streams the memtable into an
 //!   sstable writer, calls `Flush::account_written` and `Flush::data_written`
 //!   at the end of [`FlushJob::write_data`], writes index, fsync and rename
-//!   in [`FlushJob::write_tail`], and finishes or fails the `Flush` in
-//!   [`FlushJob::complete`]. The permit holder's data phase runs on a data
+//!   in [`FlushJob::write_tail`], hands the flushed memtable's data to its
+//!   row cache in [`FlushJob::publish`], and finishes or fails the `Flush`
+//!   in [`FlushJob::complete`]. The permit holder's data phase runs on a data
 //!   worker, which never runs tail work, so it never waits behind another
 //!   flush's tail.
 //!

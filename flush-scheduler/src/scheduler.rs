@@ -325,7 +325,7 @@ fn run_phase(job: &mut dyn FlushJob, ctx: &FlushContext<'_>) -> Result<(), Error
     let phase = ctx.phase();
     let result = std::panic::catch_unwind(AssertUnwindSafe(|| match phase {
         Phase::Data => job.write_data(ctx),
-        Phase::Tail => job.write_tail(ctx),
+        Phase::Tail => job.write_tail(ctx).and_then(|()| job.publish(ctx)),
     }));
     match result {
         Ok(result) => result.map_err(|e| e.in_phase(phase)),

@@ -15,11 +15,12 @@
 //!   goes, and calls `Flush::data_written` once the data is written, so
 //!   the next flush may start while this one's tail (index, summary,
 //!   fsyncs, renames: the commit) runs on a tail worker.
-//! * Its tail phase commits the sstable and adds it to the table's set.
-//!   On success (`complete`) the row cache, if the table has one, takes
-//!   the memtable's data (the memtable out of the dirty-memory group, its
-//!   bytes pinned against the real limit and released as the update
-//!   passes its partitions); only then the memtable is retired from its
+//! * Its tail phase commits the sstable and adds it to the table's set;
+//!   then its `publish` step (the scheduler's, on the tail worker) puts
+//!   the memtable's data into the row cache, if the table has one (the
+//!   memtable out of the dirty-memory group, its bytes pinned against the
+//!   real limit and released as the update passes its partitions). On
+//!   success (`complete`) the memtable is retired from its
 //!   list (`memtable_list`'s protocol: a reader meanwhile sees the row in
 //!   the memtable, the sstable or both, never neither), its open readers
 //!   are handed over to the sstable (`mark_flushed`), and the flush
@@ -183,6 +184,7 @@ impl FlushTarget for FlushRouter {
             writer: None,
             committed: None,
             permanent: false,
+            cached: false,
         };
         // After shutdown the job comes back; dropping it drops the `Flush`,
         // which fails the flush and keeps the memtable.
@@ -214,6 +216,9 @@ struct FlushMemtable {
     committed: Option<Arc<TableSstable>>,
     /// The failure is permanent: the sstable format refuses the data.
     permanent: bool,
+    /// `publish` put the memtable's data into the row cache (the memtable
+    /// left its region group for it).
+    cached: bool,
 }
 
 impl FlushMemtable {
@@ -300,6 +305,36 @@ impl FlushJob for FlushMemtable {
         Ok(())
     }
 
+    /// With a cache (ScyllaDB #1942), the cache takes the memtable's data
+    /// while its memory is still accounted as dirty; only then (in
+    /// `complete`) the memtable leaves its list. The sstable is in the
+    /// table's set already (`write_tail`), the memtable still listed:
+    /// readers see its rows in both and reconcile them. A failed update is
+    /// counted, not returned (`Table::update_cache`): the flush stands.
+    fn publish(&mut self, _ctx: &FlushContext<'_>) -> Result<(), flush_scheduler::Error> {
+        let table = &self.table;
+        if table.cache.is_none()
+            || self.committed.is_none()
+            || table.dropped.load(Ordering::Relaxed)
+        {
+            return Ok(());
+        }
+        #[cfg(feature = "testing")]
+        table
+            .hooks
+            .fire(crate::hooks::HookPoint::FlushBeforeCacheUpdate);
+        // The memtable leaves the dirty-memory accounting now, its bytes
+        // pinned against the real limit instead and released as the update
+        // passes its partitions (ScyllaDB's real-dirty pinning): held whole
+        // until the update's end, they kept every writer at the real limit
+        // for the whole update (170-820 ms a flush on the README's run).
+        let pin = self.flush.group().pin_on_leave(self.flush.region()).ok();
+        self.memtable.detach_from_region_group();
+        table.update_cache(&self.memtable, pin);
+        self.cached = true;
+        Ok(())
+    }
+
     fn complete(self: Box<Self>, outcome: Result<(), flush_scheduler::Error>) {
         let FlushMemtable {
             flush,
@@ -308,37 +343,15 @@ impl FlushJob for FlushMemtable {
             log,
             committed,
             permanent,
+            cached,
             ..
         } = *self;
         match outcome {
             Ok(()) => {
                 let size = memtable.stats().region.footprint_bytes();
                 // The sstable is in the table's set already (`write_tail`),
-                // the memtable still listed: readers see its rows in both
-                // and reconcile them. With a cache (ScyllaDB #1942), the
-                // cache takes the memtable's data while its memory is still
-                // accounted as dirty; only then the memtable leaves.
-                // Whether the memtable left its group here (for the cache
-                // update) rather than at the finish below: it leaves once.
-                let cached = table.cache.is_some()
-                    && committed.is_some()
-                    && !table.dropped.load(Ordering::Relaxed);
-                if cached {
-                    #[cfg(feature = "testing")]
-                    table
-                        .hooks
-                        .fire(crate::hooks::HookPoint::FlushBeforeCacheUpdate);
-                    // The memtable leaves the dirty-memory accounting now,
-                    // its bytes pinned against the real limit instead and
-                    // released as the update passes its partitions
-                    // (ScyllaDB's real-dirty pinning): held whole until the
-                    // update's end, they kept every writer at the real
-                    // limit for the whole update (170-820 ms a flush on
-                    // the README's run).
-                    let pin = flush.group().pin_on_leave(flush.region()).ok();
-                    memtable.detach_from_region_group();
-                    table.update_cache(&memtable, pin);
-                }
+                // and, with a cache, the cache holds the memtable's data
+                // (`publish`): the memtable leaves its list now.
                 table.list.retire(&memtable);
                 if let Some(sstable) = committed {
                     let replacement: Arc<dyn ReplacementSource> = sstable;
