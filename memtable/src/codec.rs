@@ -43,21 +43,15 @@ impl<'a> Decoder<'a> {
             self.take(4)?.try_into().expect("4 bytes"),
         ))
     }
-    /// A LEB128 varint of at most 32 bits.
+    /// A LEB128 varint of at most 32 bits ([`mutation::leb128`]).
     fn varint(&mut self) -> Result<u32, Error> {
-        let mut value = 0u32;
-        for i in 0..5 {
-            let byte = self.u8()?;
-            let bits = u32::from(byte & 0x7F);
-            if i == 4 && bits > 0x0F {
-                return Err(corrupt("varint above 32 bits"));
+        match mutation::leb128::get(self.rest, 32) {
+            Ok((value, len)) => {
+                self.rest = &self.rest[len..];
+                Ok(u32::try_from(value).expect("at most 32 bits"))
             }
-            value |= bits << (7 * i);
-            if byte & 0x80 == 0 {
-                return Ok(value);
-            }
+            Err(malformed) => Err(corrupt(format!("{malformed} (at most 32 bits)"))),
         }
-        Err(corrupt("varint longer than 5 bytes"))
     }
     fn i64(&mut self) -> Result<i64, Error> {
         Ok(i64::from_le_bytes(
@@ -89,13 +83,9 @@ fn put_ttl(out: &mut Vec<u8>, t: Ttl) {
     out.extend_from_slice(&t.expiry().to_le_bytes());
 }
 
-/// Appends `v` as a LEB128 varint (1 to 5 bytes).
-fn put_varint(out: &mut Vec<u8>, mut v: u32) {
-    while v >= 0x80 {
-        out.push((v as u8) | 0x80);
-        v >>= 7;
-    }
-    out.push(v as u8);
+/// Appends `v` as a LEB128 varint (1 to 5 bytes; [`mutation::leb128`]).
+fn put_varint(out: &mut Vec<u8>, v: u32) {
+    mutation::leb128::put(out, u64::from(v));
 }
 
 /// Lengths fit 32 bits: a stored string's length is kept in 32 bits

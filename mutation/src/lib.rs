@@ -87,6 +87,7 @@ mod encode;
 mod error;
 mod fragment;
 mod key;
+pub mod leb128;
 pub mod limits;
 mod merging;
 mod murmur3;

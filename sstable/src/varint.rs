@@ -25,13 +25,10 @@ impl Origin<'_> {
     }
 }
 
-/// Appends `v` as an unsigned LEB128 varint (1 to 10 bytes).
-pub(crate) fn put_uvarint(out: &mut Vec<u8>, mut v: u64) {
-    while v >= 0x80 {
-        out.push((v as u8) | 0x80);
-        v >>= 7;
-    }
-    out.push(v as u8);
+/// Appends `v` as an unsigned LEB128 varint (1 to 10 bytes), the
+/// workspace's one encoding of it ([`mutation::leb128`]).
+pub(crate) fn put_uvarint(out: &mut Vec<u8>, v: u64) {
+    mutation::leb128::put(out, v);
 }
 
 /// Appends `v` zigzag-encoded as a varint, so small negatives stay short.
@@ -159,30 +156,20 @@ impl<'a> Decoder<'a> {
     /// Reads an unsigned LEB128 varint; overlong or overflowing encodings
     /// are corrupt, so each value has exactly one encoding.
     pub(crate) fn uvarint(&mut self, what: &str) -> Result<u64, Error> {
-        let start = self.pos;
-        let mut v: u64 = 0;
-        for i in 0..10 {
-            let Some(&b) = self.buf.get(self.pos) else {
-                self.pos = start;
-                return Err(self.corrupt(format!("truncated varint for {what}")));
-            };
-            self.pos += 1;
-            let low = u64::from(b & 0x7f);
-            if i == 9 && b > 1 {
-                self.pos = start;
-                return Err(self.corrupt(format!("varint for {what} overflows 64 bits")));
+        let rest = self.buf.get(self.pos..).unwrap_or_default();
+        match mutation::leb128::get(rest, 64) {
+            Ok((v, len)) => {
+                self.pos += len;
+                Ok(v)
             }
-            v |= low << (7 * i);
-            if b & 0x80 == 0 {
-                if b == 0 && i > 0 {
-                    self.pos = start;
-                    return Err(self.corrupt(format!("overlong varint for {what}")));
+            Err(malformed) => Err(self.corrupt(match malformed {
+                mutation::leb128::Malformed::Truncated => format!("truncated varint for {what}"),
+                mutation::leb128::Malformed::Overlong => format!("overlong varint for {what}"),
+                mutation::leb128::Malformed::Overflow => {
+                    format!("varint for {what} overflows 64 bits")
                 }
-                return Ok(v);
-            }
+            })),
         }
-        self.pos = start;
-        Err(self.corrupt(format!("varint for {what} is longer than 10 bytes")))
     }
 
     /// Reads a zigzag varint.
