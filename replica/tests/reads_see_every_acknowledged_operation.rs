@@ -6,7 +6,9 @@
 //!
 //! Sized for CI (a few seconds per commit-log mode); the issue's own shape
 //! (20 runs of 20 s in periodic mode) is the same test with
-//! `REPLMEM_RYW_SECONDS=20 REPLMEM_RYW_RUNS=20 REPLMEM_RYW_MODES=periodic`.
+//! `REPLMEM_RYW_SECONDS=20 REPLMEM_RYW_RUNS=20 REPLMEM_RYW_MODES=periodic`;
+//! `REPLMEM_RYW_CACHE=off` and `REPLMEM_RYW_COMPACTION=none` take the row
+//! cache and compaction out (the stale reads reproduced without either).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
