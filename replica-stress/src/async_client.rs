@@ -63,7 +63,7 @@ fn finish<E: std::error::Error>(
         Err(e) => {
             let mut first = shared.first_error.lock();
             if first.is_none() {
-                *first = Some(crate::runner::describe_error(&e));
+                *first = Some(crate::runner::error_chain(&e));
             }
             (false, 0)
         }

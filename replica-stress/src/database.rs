@@ -131,23 +131,69 @@ impl TargetFactory for DatabaseFactory<'_> {
 
     fn open(&mut self, policy: FlushPolicyChoice, config: &RunConfig) -> Result<Database, Error> {
         let dirs = RunDirs::prepare(self.options, policy)?;
-        let db = Database::open(dirs.database_config(self.options, policy)?)?;
-        for i in 0..config.workload.tables {
-            match db.create_table(TableSchema::new(table_name(i))?) {
-                // Given directories may hold the tables of an earlier run.
-                Ok(()) | Err(replica::Error::TableExists { .. }) => {}
-                Err(e) => return Err(e.into()),
+        // A second signal exits without waiting for the close: the
+        // handler removes the directory itself.
+        let interrupt = &self.options.interrupt;
+        if let Some(t) = dirs.temporary() {
+            interrupt.add_temporary_dir(t);
+        }
+        match open_tables(&dirs, self.options, policy, config) {
+            Ok(db) => {
+                self.dirs = Some(dirs);
+                Ok(db)
+            }
+            Err(e) => {
+                forget(interrupt, dirs);
+                Err(e)
             }
         }
-        self.dirs = Some(dirs);
-        Ok(db)
+    }
+
+    fn opening(&self, _: FlushPolicyChoice) -> Option<String> {
+        self.options.prefault.then(|| {
+            format!(
+                "Opening the database: taking and touching the memtable pool's memory \
+                 (the {} dirty budget and the row cache's share; --prefault off skips this)...",
+                crate::units::format_bytes(self.options.budget_or_machine())
+            )
+        })
     }
 
     fn close(&mut self, target: Database) -> Result<(), Error> {
         let closed = target.close();
         drop(target);
-        // Removes a temporary directory.
-        self.dirs = None;
+        if let Some(dirs) = self.dirs.take() {
+            forget(&self.options.interrupt, dirs);
+        }
         closed.map_err(Error::from)
+    }
+}
+
+/// Opens the database of the run of `policy` in `dirs`, with the load's
+/// tables.
+fn open_tables(
+    dirs: &RunDirs,
+    options: &StressOptions,
+    policy: FlushPolicyChoice,
+    config: &RunConfig,
+) -> Result<Database, Error> {
+    let db = Database::open(dirs.database_config(options, policy)?)?;
+    for i in 0..config.workload.tables {
+        match db.create_table(TableSchema::new(table_name(i))?) {
+            // Given directories may hold the tables of an earlier run.
+            Ok(()) | Err(replica::Error::TableExists { .. }) => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Ok(db)
+}
+
+/// Drops `dirs` (which removes a temporary directory), then takes it off
+/// the interrupt's list.
+fn forget(interrupt: &crate::Interrupt, dirs: RunDirs) {
+    let temporary = dirs.temporary().map(std::path::Path::to_path_buf);
+    drop(dirs);
+    if let Some(t) = temporary {
+        interrupt.forget_temporary_dir(&t);
     }
 }

@@ -63,6 +63,13 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
+    /// A signal (SIGINT, SIGTERM) stopped the program before anything was
+    /// measured: during the populate phase, or before a run opened.
+    #[error("interrupted during the {during}: nothing was measured")]
+    Interrupted {
+        /// What was going on.
+        during: &'static str,
+    },
     /// The mutation layer refused a generated key or row (one that breaks
     /// its limits).
     #[error(transparent)]

@@ -42,7 +42,8 @@
 //! durations; and the crate's [`Error`].
 //!
 //! The runner is also exercised against in-memory test targets
-//! (`tests/stress_runner.rs`).
+//! (`tests/stress_runner.rs`); an [`Interrupt`] stops a run early, as the
+//! program's SIGINT and SIGTERM handler does.
 #![forbid(unsafe_code)]
 
 mod async_client;
@@ -51,6 +52,7 @@ mod database;
 mod dirs;
 mod error;
 mod hdr_log;
+mod interrupt;
 mod latency;
 mod memory;
 mod options;
@@ -69,6 +71,7 @@ pub use database::DatabaseFactory;
 pub use dirs::RunDirs;
 pub use error::{Error, Result};
 pub use hdr_log::HdrLog;
+pub use interrupt::Interrupt;
 pub use latency::{Counts, IntervalReport, LATENCY_UNIT};
 pub use memory::{HeapCounter, HeapFigures, MemoryProbe, ProcessMemory, parse_status};
 pub use options::{
@@ -81,7 +84,7 @@ pub use options::{
 pub use program::{TargetFactory, describe_devices, execute, hdr_log_path, policies};
 pub use progress::{PROGRESS_HEADER, ProgressPrinter, progress_line};
 pub use rate_table::RateTable;
-pub use runner::{Observer, Observers, PopulateReport, RunConfig, populate, run};
+pub use runner::{Observer, Observers, PopulateReport, RunConfig, error_chain, populate, run};
 pub use summary::{Figure, LatencySummary, Summary, compare, compare_json, write_json};
 pub use target::{LogRoomWaits, Target, TargetStats};
 pub use workload::{Op, OpGenerator, ValuePool, partition_key, table_name};

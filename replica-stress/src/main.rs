@@ -17,7 +17,10 @@ use std::io::Write;
 use std::process::ExitCode;
 
 use clap::Parser;
-use replica_stress::{DatabaseFactory, HeapFigures, MemoryProbe, StressOptions, execute};
+use replica_stress::{
+    DatabaseFactory, Error, HeapFigures, Interrupt, MemoryProbe, StressOptions, error_chain,
+    execute,
+};
 
 mod counting {
     //! A global allocator that forwards to the system allocator and counts
@@ -111,18 +114,73 @@ fn heap() -> HeapFigures {
     counting::figures()
 }
 
+/// The exit status of a run a signal stopped, as a shell reports a
+/// process killed by SIGINT (128 + 2).
+const INTERRUPTED: u8 = 130;
+
+/// Watches for SIGINT and SIGTERM on a thread of its own: the first asks
+/// the run to stop through `interrupt` (the program then prints what ran,
+/// closes the database and removes its temporary directory); a second
+/// removes the temporary directories and exits at once.
+fn watch_signals(interrupt: Interrupt) -> std::io::Result<()> {
+    use signal_hook::consts::{SIGINT, SIGTERM};
+    let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM])?;
+    sync::thread::spawn_named("replica-stress-signals".to_owned(), move || {
+        for signal in signals.forever() {
+            let name = if signal == SIGINT {
+                "SIGINT"
+            } else {
+                "SIGTERM"
+            };
+            if interrupt.request() {
+                eprintln!(
+                    "\nreplica-stress: {name}: stopping the load; the summary of what ran follows \
+                     (a second signal exits at once)"
+                );
+                continue;
+            }
+            for (dir, e) in interrupt.remove_temporary_dirs() {
+                eprintln!(
+                    "replica-stress: cannot remove temporary directory {}: {e}",
+                    dir.display()
+                );
+            }
+            eprintln!("replica-stress: {name} again: temporary directory removed, exiting");
+            std::process::exit(i32::from(INTERRUPTED));
+        }
+    })?;
+    Ok(())
+}
+
 fn main() -> ExitCode {
     let mut options = StressOptions::parse();
     options.memory = MemoryProbe::with_heap_counter(heap);
+    if let Err(e) = watch_signals(options.interrupt.clone()) {
+        eprintln!("replica-stress: cannot watch for SIGINT and SIGTERM: {e}");
+        return ExitCode::FAILURE;
+    }
     let mut factory = DatabaseFactory::new(&options);
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     let result = execute(&options, &mut factory, &mut out);
     let _ = out.flush();
+    // The factory's temporary directory goes before the program exits.
+    drop(factory);
     match result {
+        Ok(_) if options.interrupt.is_requested() => {
+            eprintln!(
+                "replica-stress: interrupted: the summary above covers the part that ran; \
+                 temporary data removed"
+            );
+            ExitCode::from(INTERRUPTED)
+        }
         Ok(_) => ExitCode::SUCCESS,
+        Err(e @ Error::Interrupted { .. }) => {
+            eprintln!("replica-stress: {e}; temporary data removed");
+            ExitCode::from(INTERRUPTED)
+        }
         Err(e) => {
-            eprintln!("replica-stress: {e}");
+            eprintln!("replica-stress: {}", error_chain(&e));
             ExitCode::FAILURE
         }
     }

@@ -582,6 +582,10 @@ pub struct StressOptions {
     /// program sets it (`replica-stress` counts its heap allocations).
     #[arg(skip)]
     pub memory: crate::MemoryProbe,
+    /// How the program asks a run to stop (its SIGINT and SIGTERM
+    /// handler): not a flag.
+    #[arg(skip)]
+    pub interrupt: crate::Interrupt,
 }
 
 /// The validated shape of a load: what the generator produces.

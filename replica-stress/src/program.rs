@@ -35,6 +35,15 @@ pub trait TargetFactory {
         config: &RunConfig,
     ) -> Result<Self::Target, Error>;
 
+    /// What opening a target for `policy` waits for, if that takes long
+    /// enough to say (a database taking its memory at start): the program
+    /// prints it before [`open`](Self::open), so the start is not a
+    /// silent stretch. `None` (the default): nothing to say.
+    fn opening(&self, policy: FlushPolicyChoice) -> Option<String> {
+        let _ = policy;
+        None
+    }
+
     /// Closes `target` after its run (a database flushes and stops here).
     ///
     /// # Errors
@@ -201,9 +210,14 @@ fn output(e: std::io::Error) -> Error {
 /// Runs the program `options` describe against targets from `factory`,
 /// printing to `out`; returns the summaries, in run order.
 ///
+/// An interrupt ([`StressOptions::interrupt`]) stops the run under way at
+/// its next interval: its summary, marked as stopped early, is printed
+/// and written as usual, and no further run starts.
+///
 /// # Errors
 /// [`Error::InvalidOption`] for bad options (before anything runs); the
-/// factory's errors; report files that cannot be written.
+/// factory's errors; report files that cannot be written;
+/// [`Error::Interrupted`] if an interrupt came before any run reported.
 pub fn execute<F: TargetFactory>(
     options: &StressOptions,
     factory: &mut F,
@@ -218,14 +232,34 @@ pub fn execute<F: TargetFactory>(
     let mut summaries = Vec::new();
     let mut populations: Vec<(String, PopulateReport)> = Vec::new();
     for policy in policies(options) {
+        if options.interrupt.is_requested() {
+            // A `--compare` interrupted in its first run stops there.
+            break;
+        }
         let config = RunConfig::from_options(options, policy.name())?;
         let description = describe(options, &config, policy);
         writeln!(out, "Running {description}").map_err(output)?;
+        if let Some(what) = factory.opening(policy) {
+            writeln!(out, "{what}")
+                .and_then(|()| out.flush())
+                .map_err(output)?;
+        }
         let target = factory.open(policy, &config)?;
         let prepared = check_space(options, &target).and_then(|()| {
             if !options.populates() {
                 return Ok(None);
             }
+            let w = &config.workload;
+            writeln!(
+                out,
+                "Populating {} partitions ({:.1} MiB) with {} threads, then flushing...",
+                w.partitions,
+                w.partitions as f64 * f64::from(w.rows_per_partition) * f64::from(w.row_size)
+                    / f64::from(1 << 20),
+                config.threads,
+            )
+            .and_then(|()| out.flush())
+            .map_err(output)?;
             let report = populate(&target, &config)?;
             writeln!(out, "{}", describe_populate(&report)).map_err(output)?;
             Ok(Some(report))
@@ -266,6 +300,16 @@ pub fn execute<F: TargetFactory>(
             }
             run(&target, &config, &mut observers)
         };
+        let dirty = target.stats().real_dirty;
+        if dirty > 0 {
+            writeln!(
+                out,
+                "Closing: flushing {} of memtables to sstables...",
+                crate::units::format_bytes(dirty)
+            )
+            .and_then(|()| out.flush())
+            .map_err(output)?;
+        }
         let closed = factory.close(target);
         let summary = summary?;
         closed?;
@@ -282,6 +326,11 @@ pub fn execute<F: TargetFactory>(
                 .map_err(crate::error::io_err("write", &path))?;
         }
         summaries.push(summary);
+    }
+    if summaries.is_empty() && options.interrupt.is_requested() {
+        return Err(Error::Interrupted {
+            during: "start of the run",
+        });
     }
     if let [a, b] = summaries.as_slice() {
         writeln!(out, "{}", compare(a, b)).map_err(output)?;

@@ -36,6 +36,9 @@ pub struct RunConfig {
     /// Writes each client thread keeps in flight through
     /// [`Target::apply_async`] (`--async`); 0: one blocking write at a time.
     pub async_in_flight: usize,
+    /// A request to stop early: the run stops at the next interval and
+    /// reports what ran; the populate phase stops between writes.
+    pub interrupt: crate::Interrupt,
 }
 
 impl RunConfig {
@@ -53,6 +56,7 @@ impl RunConfig {
             interval: Duration::from_secs(1),
             memory: options.memory,
             async_in_flight: options.async_in_flight,
+            interrupt: options.interrupt.clone(),
         })
     }
 }
@@ -149,9 +153,10 @@ pub(crate) struct ClientArgs<'a> {
 }
 
 /// An error and its chain of sources, `outer: inner: ...`, as the reports
-/// show the first error: the outer message alone often names only the
-/// layer ("memtable of table ...") and not what went wrong.
-pub(crate) fn describe_error(e: &dyn std::error::Error) -> String {
+/// show the first error and the program its own: the outer message alone
+/// often names only the layer ("memtable of table ...", "cannot create
+/// lock file ...") and not what went wrong.
+pub fn error_chain(e: &dyn std::error::Error) -> String {
     let mut s = e.to_string();
     let mut source = e.source();
     while let Some(inner) = source {
@@ -202,7 +207,7 @@ fn client<T: Target>(
             Err(e) => {
                 let mut first = shared.first_error.lock();
                 if first.is_none() {
-                    *first = Some(describe_error(&e));
+                    *first = Some(error_chain(&e));
                 }
                 (false, 0)
             }
@@ -319,6 +324,11 @@ pub fn run<T: Target>(
     })
 }
 
+/// What [`Summary::stopped_early`] says of a run an [`Interrupt`](crate::Interrupt)
+/// stopped.
+pub(crate) const INTERRUPTED: &str =
+    "interrupted (SIGINT or SIGTERM): the figures cover the part that ran";
+
 /// Why a run must stop, if the data directory `free` names has less than
 /// [`DISK_RESERVE`] bytes available.
 pub(crate) fn disk_running_out(free: Option<(std::path::PathBuf, u64)>) -> Option<String> {
@@ -351,7 +361,8 @@ pub struct PopulateReport {
 /// # Errors
 /// The first write or flush error ([`Error::Report`] naming it), since a
 /// run over a partial population would measure something else;
-/// [`Error::Mutation`] if the generator fails.
+/// [`Error::Mutation`] if the generator fails; [`Error::Interrupted`] if
+/// `config.interrupt` asks to stop.
 pub fn populate<T: Target>(target: &T, config: &RunConfig) -> Result<PopulateReport, Error> {
     let spec = &config.workload;
     let names: Vec<String> = (0..spec.tables).map(table_name).collect();
@@ -371,6 +382,11 @@ pub fn populate<T: Target>(target: &T, config: &RunConfig) -> Result<PopulateRep
                 scope.spawn(move || -> Result<(), Error> {
                     let mut index = thread;
                     while index < spec.partitions {
+                        if config.interrupt.is_requested() {
+                            return Err(Error::Interrupted {
+                                during: "populate phase",
+                            });
+                        }
                         if let Op::Write { table, mutation } = generator.population_write(index)? {
                             target
                                 .apply(&names[table as usize], mutation)
@@ -442,6 +458,10 @@ fn control<T: Target>(
             interval.reset();
             let c = shared.recorder.harvest(&mut interval)?;
             stats = target.stats();
+            if stopped_early.is_none() && config.interrupt.is_requested() {
+                shared.stop.store(true, Ordering::Relaxed);
+                stopped_early = Some(INTERRUPTED.to_owned());
+            }
             if stopped_early.is_none()
                 && let Some(why) = disk_running_out(target.free_space())
             {
@@ -537,7 +557,7 @@ fn control<T: Target>(
 
 #[cfg(test)]
 mod tests {
-    use super::describe_error;
+    use super::error_chain;
 
     #[derive(Debug, thiserror::Error)]
     #[error("pool out of memory")]
@@ -550,9 +570,9 @@ mod tests {
     #[test]
     fn the_first_error_names_its_whole_chain() {
         assert_eq!(
-            describe_error(&Outer(Inner)),
+            error_chain(&Outer(Inner)),
             "memtable of table \"t\": pool out of memory"
         );
-        assert_eq!(describe_error(&Inner), "pool out of memory");
+        assert_eq!(error_chain(&Inner), "pool out of memory");
     }
 }

@@ -43,6 +43,7 @@ fn config(workload: WorkloadSpec, threads: usize, stop: StopCondition) -> RunCon
         interval: Duration::from_millis(20),
         memory: replica_stress::MemoryProbe::default(),
         async_in_flight: 0,
+        interrupt: replica_stress::Interrupt::new(),
     }
 }
 

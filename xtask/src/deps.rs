@@ -141,6 +141,8 @@ pub(crate) const ALLOWED_DEPENDENCIES: &[(&str, &[&str])] = &[
             "tempfile",
             // The data directories' free space (the disk guard).
             "fs4",
+            // SIGINT/SIGTERM: a clean stop (summary, temporary directory removed).
+            "signal-hook",
         ],
     ),
 ];
