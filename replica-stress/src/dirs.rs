@@ -25,11 +25,35 @@ pub struct RunDirs {
     flush_dirs: Vec<PathBuf>,
 }
 
+/// A given directory is created if missing, but only in a directory that
+/// exists: a mistyped parent is an error, not a tree of new directories.
+fn check_parent(name: &'static str, dir: &Path) -> Result<(), Error> {
+    if dir.exists() {
+        return Ok(());
+    }
+    match dir.parent() {
+        Some(parent) if !parent.as_os_str().is_empty() && !parent.exists() => {
+            Err(Error::InvalidOption {
+                name,
+                value: dir.display().to_string(),
+                expected: format!(
+                    "an existing directory, or a new one in an existing directory \
+                     ({} does not exist)",
+                    parent.display()
+                ),
+            })
+        }
+        _ => Ok(()),
+    }
+}
+
 impl RunDirs {
     /// Creates the directories of the run of `policy`.
     ///
     /// # Errors
-    /// [`Error::Io`] if a directory cannot be created.
+    /// [`Error::InvalidOption`] for a `--data-dir` or `--flush-dir` that
+    /// does not exist in a directory that does not either; [`Error::Io`]
+    /// if a directory cannot be created.
     pub fn prepare(options: &StressOptions, policy: FlushPolicyChoice) -> Result<Self, Error> {
         let per_run = |d: &PathBuf| {
             if options.compare {
@@ -38,6 +62,14 @@ impl RunDirs {
                 d.clone()
             }
         };
+        for (name, given) in [
+            ("--data-dir", &options.data_dir),
+            ("--flush-dir", &options.flush_dir),
+        ] {
+            for d in given {
+                check_parent(name, d)?;
+            }
+        }
         let (temporary, data_dirs) = if options.data_dir.is_empty() {
             let t = tempfile::Builder::new()
                 .prefix("replica-stress-")
@@ -343,6 +375,22 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("create directory"), "{e}");
+        // A missing parent is refused, and nothing is created.
+        let deep = base.path().join("no").join("such").join("dd");
+        let o = options(&[&format!("--data-dir={}", deep.display())]);
+        let e = RunDirs::prepare(&o, FlushPolicyChoice::SoftLimit)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("--data-dir") && e.contains("does not exist"),
+            "{e}"
+        );
+        assert!(!base.path().join("no").exists());
+        // A new directory in an existing one is created.
+        let fresh = base.path().join("fresh");
+        let o = options(&[&format!("--flush-dir={}", fresh.display())]);
+        drop(RunDirs::prepare(&o, FlushPolicyChoice::SoftLimit).unwrap());
+        assert!(fresh.is_dir());
         let o = options(&["--soft-limit-ratio=0.9"]);
         let dirs = RunDirs::prepare(&o, FlushPolicyChoice::SoftLimit).unwrap();
         let e = dirs

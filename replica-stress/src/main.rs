@@ -152,8 +152,32 @@ fn watch_signals(interrupt: Interrupt) -> std::io::Result<()> {
     Ok(())
 }
 
+/// The exit status of bad usage (an option the program refuses), as clap
+/// exits on a command line it cannot parse; a run that fails exits 1.
+const USAGE: u8 = 2;
+
+/// Prints a command line clap refused, once, and gives its exit status
+/// (0 for `--help` and `--version`). A value our parser refused is shown
+/// as our message alone: clap's own wrapping would name the option twice.
+fn refused(e: &clap::Error) -> ExitCode {
+    use std::error::Error as _;
+    match (e.kind(), e.source()) {
+        (clap::error::ErrorKind::ValueValidation, Some(why)) => {
+            eprintln!("replica-stress: {why}\n\nFor more information, try '--help'.");
+            ExitCode::from(USAGE)
+        }
+        _ => {
+            let _ = e.print();
+            ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(USAGE))
+        }
+    }
+}
+
 fn main() -> ExitCode {
-    let mut options = StressOptions::parse();
+    let mut options = match StressOptions::try_parse() {
+        Ok(options) => options,
+        Err(e) => return refused(&e),
+    };
     options.memory = MemoryProbe::with_heap_counter(heap);
     if let Err(e) = watch_signals(options.interrupt.clone()) {
         eprintln!("replica-stress: cannot watch for SIGINT and SIGTERM: {e}");
@@ -179,7 +203,13 @@ fn main() -> ExitCode {
             eprintln!("replica-stress: {e}; temporary data removed");
             ExitCode::from(INTERRUPTED)
         }
+        Err(e @ Error::InvalidOption { .. }) => {
+            eprintln!("replica-stress: {e}");
+            ExitCode::from(USAGE)
+        }
         Err(e) => {
+            // The whole chain: "cannot create lock file X: Permission
+            // denied (os error 13)", not its first link alone.
             eprintln!("replica-stress: {}", error_chain(&e));
             ExitCode::FAILURE
         }

@@ -212,6 +212,34 @@ impl Ratio {
     }
 }
 
+/// A whole number of `what` for option `name`: a negative or malformed
+/// value names the option and its range (the range itself is checked by
+/// [`StressOptions::validate`], with the other options).
+fn whole<T: std::str::FromStr>(name: &'static str, s: &str, range: String) -> Result<T, Error> {
+    s.trim()
+        .parse()
+        .map_err(|_| invalid(name, s, format!("a whole number, {range}")))
+}
+fn threads(s: &str) -> Result<usize, Error> {
+    whole("--threads", s, format!("1 to {MAX_THREADS} threads"))
+}
+fn tables(s: &str) -> Result<u32, Error> {
+    whole("--tables", s, format!("1 to {MAX_TABLES} tables"))
+}
+fn columns(s: &str) -> Result<u32, Error> {
+    whole("--columns", s, format!("1 to {MAX_COLUMNS} columns"))
+}
+fn async_in_flight(s: &str) -> Result<usize, Error> {
+    whole(
+        "--async",
+        s,
+        format!("0 to {MAX_ASYNC_IN_FLIGHT} writes in flight per thread"),
+    )
+}
+fn seed(s: &str) -> Result<u64, Error> {
+    whole("--seed", s, "0 to 18446744073709551615".to_owned())
+}
+
 fn partitions(s: &str) -> Result<u64, Error> {
     parse_count("--partitions", s)
 }
@@ -402,6 +430,9 @@ pub enum StopCondition {
     name = "replica-stress",
     about = "Load generator for the replica storage engine, reporting like cassandra-stress.",
     long_about = None,
+    version,
+    // `--threads -3` is a value to refuse by name, not an unknown flag.
+    allow_negative_numbers = true,
     args_override_self = true
 )]
 pub struct StressOptions {
@@ -409,12 +440,12 @@ pub struct StressOptions {
     #[arg(value_enum, default_value_t = Mode::Write)]
     pub mode: Mode,
     /// Client threads issuing operations (the seed experiment used 100).
-    #[arg(long, default_value_t = 100)]
+    #[arg(long, default_value_t = 100, value_parser = threads)]
     pub threads: usize,
     /// Writes each client thread keeps in flight, through the database's
     /// asynchronous write path (`Database::apply_async`), polled on a small
     /// executor per thread; 0 (the default): one blocking write at a time.
-    #[arg(long = "async", value_name = "N", default_value_t = 0)]
+    #[arg(long = "async", value_name = "N", default_value_t = 0, value_parser = async_in_flight)]
     pub async_in_flight: usize,
     /// Number of distinct partitions (the population), e.g. 1M. Default:
     /// 1M for write; for read and mixed, as many as half the dirty budget
@@ -440,11 +471,11 @@ pub struct StressOptions {
     /// Columns (cells) per row, the row's value bytes split evenly over
     /// them (cassandra-stress `-col n=FIXED(N)`; the separate flush
     /// directory experiment used 50). 1 to 1024, at most the row size.
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, value_parser = columns)]
     pub columns: u32,
     /// Number of tables the load is spread over (many tables mean many
     /// memtables).
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, value_parser = tables)]
     pub tables: u32,
     /// How long to run, e.g. 30s or 5m (default 30s).
     #[arg(long, value_parser = duration, conflicts_with = "ops")]
@@ -576,7 +607,7 @@ pub struct StressOptions {
     #[arg(long)]
     pub compare: bool,
     /// Seed of the workload generator: equal seeds give equal operations.
-    #[arg(long, default_value_t = 0x5eed)]
+    #[arg(long, default_value_t = 0x5eed, value_parser = seed)]
     pub seed: u64,
     /// What the reports say of the process's memory: not a flag; the
     /// program sets it (`replica-stress` counts its heap allocations).

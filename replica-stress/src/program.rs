@@ -207,6 +207,54 @@ fn output(e: std::io::Error) -> Error {
     }
 }
 
+/// The `--hdr-log` of the run of `policy`: the given file (per policy with
+/// `--compare`), or `<policy>.hlog` in `--results-dir`.
+fn hdr_file(options: &StressOptions, policy: FlushPolicyChoice) -> Option<PathBuf> {
+    match (&options.hdr_log, &options.results_dir) {
+        (Some(path), _) => Some(hdr_log_path(path, policy, options.compare)),
+        (None, Some(dir)) => Some(dir.join(format!("{}.hlog", policy.name()))),
+        (None, None) => None,
+    }
+}
+
+/// The JSON summary: `--json`, or `summary.json` in `--results-dir`.
+fn json_file(options: &StressOptions) -> Option<PathBuf> {
+    match (&options.json, &options.results_dir) {
+        (Some(path), _) => Some(path.clone()),
+        (None, Some(dir)) => Some(dir.join("summary.json")),
+        (None, None) => None,
+    }
+}
+
+/// Every file the program's reports will write.
+fn output_files(options: &StressOptions) -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = json_file(options).into_iter().collect();
+    for policy in policies(options) {
+        files.extend(hdr_file(options, policy));
+        if let Some(dir) = &options.results_dir {
+            files.push(dir.join(format!("{}.ops.csv", policy.name())));
+            files.push(dir.join(format!("{}.summary.txt", policy.name())));
+        }
+    }
+    files
+}
+
+/// Checks that `path` can be opened for writing, leaving what was there
+/// (a file it had to create for the check is removed again).
+fn check_writable(path: &Path) -> Result<(), Error> {
+    let existed = path.exists();
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(path)
+        .map_err(crate::error::io_err("open for writing", path))?;
+    if !existed {
+        std::fs::remove_file(path).map_err(crate::error::io_err("remove", path))?;
+    }
+    Ok(())
+}
+
 /// Runs the program `options` describe against targets from `factory`,
 /// printing to `out`; returns the summaries, in run order.
 ///
@@ -216,7 +264,8 @@ fn output(e: std::io::Error) -> Error {
 ///
 /// # Errors
 /// [`Error::InvalidOption`] for bad options (before anything runs); the
-/// factory's errors; report files that cannot be written;
+/// factory's errors; report files that cannot be written (each checked
+/// before the first run);
 /// [`Error::Interrupted`] if an interrupt came before any run reported.
 pub fn execute<F: TargetFactory>(
     options: &StressOptions,
@@ -228,6 +277,10 @@ pub fn execute<F: TargetFactory>(
     sstable::set_direct_scans(options.direct_io);
     if let Some(dir) = &options.results_dir {
         std::fs::create_dir_all(dir).map_err(crate::error::io_err("create directory", dir))?;
+    }
+    // A report that cannot be written fails now, not after the run.
+    for path in output_files(options) {
+        check_writable(&path)?;
     }
     let mut summaries = Vec::new();
     let mut populations: Vec<(String, PopulateReport)> = Vec::new();
@@ -273,11 +326,7 @@ pub fn execute<F: TargetFactory>(
             }
         };
         populations.extend(populated.map(|p| (config.label.clone(), p)));
-        let hdr_path = match (&options.hdr_log, &options.results_dir) {
-            (Some(path), _) => Some(hdr_log_path(path, policy, options.compare)),
-            (None, Some(dir)) => Some(dir.join(format!("{}.hlog", policy.name()))),
-            (None, None) => None,
-        };
+        let hdr_path = hdr_file(options, policy);
         let mut hdr_log = match &hdr_path {
             Some(path) => Some(HdrLog::create(path, SystemTime::now(), &description)?),
             None => None,
@@ -335,12 +384,7 @@ pub fn execute<F: TargetFactory>(
     if let [a, b] = summaries.as_slice() {
         writeln!(out, "{}", compare(a, b)).map_err(output)?;
     }
-    let json_path = match (&options.json, &options.results_dir) {
-        (Some(path), _) => Some(path.clone()),
-        (None, Some(dir)) => Some(dir.join("summary.json")),
-        (None, None) => None,
-    };
-    if let Some(path) = &json_path {
+    if let Some(path) = &json_file(options) {
         let mut value = match summaries.as_slice() {
             [a, b] => compare_json(a, b),
             runs => runs

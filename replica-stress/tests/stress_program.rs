@@ -177,13 +177,18 @@ fn bad_options_and_factory_errors_stop_the_program() {
 
     let dir = tempfile::tempdir().unwrap();
     let unwritable = dir.path().join("missing").join("s.json");
+    let mut factory = Factory::default();
     let e = execute(
         &options(&[&format!("--json={}", unwritable.display())]),
-        &mut Factory::default(),
+        &mut factory,
         &mut out,
     )
     .unwrap_err();
     assert!(e.to_string().contains("missing"), "{e}");
+    assert!(
+        factory.opened.is_empty(),
+        "an output that cannot be written fails before the run"
+    );
 }
 
 #[test]
