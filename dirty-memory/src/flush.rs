@@ -64,9 +64,11 @@ pub enum FlushReason {
 /// * A target must not keep the manager alive (hold the group, not the
 ///   manager), and must not call
 ///   [`shutdown`](crate::DirtyMemoryManager::shutdown) from `start_flush`.
-pub trait FlushTarget: Send + Sync {
-    /// Seal the memtable of `flush.region()` and start flushing it.
-    fn start_flush(&self, flush: Flush);
+pub trait FlushTarget<S: ?Sized + Subject = ()>: Send + Sync {
+    /// Seal the memtable of `flush.region()` (whose subject, if the region
+    /// carries one, is [`flush.subject()`](Flush::subject)) and start
+    /// flushing it.
+    fn start_flush(&self, flush: Flush<S>);
 
     /// The flush of `region` failed permanently (`error` is
     /// [`Error::FlushFailedPermanently`]): the manager will not flush it
@@ -81,6 +83,13 @@ pub trait FlushTarget: Send + Sync {
     fn flush_failed_permanently(&self, region: RegionId, error: &Error);
 }
 
+/// What a memtable's region may carry for its flushes: anything shared
+/// between threads (see [`DirtyMemoryManager`](crate::DirtyMemoryManager)'s
+/// `S`). Implemented for every such type.
+pub trait Subject: Send + Sync + 'static {}
+
+impl<T: ?Sized + Send + Sync + 'static> Subject for T {}
+
 /// One flush attempt of one memtable: the target reports progress and the
 /// outcome through it.
 ///
@@ -90,9 +99,12 @@ pub trait FlushTarget: Send + Sync {
 /// accounted as *spooled*: they no longer count as unspooled dirty memory,
 /// which releases writers held at the hard limit. A failed flush gives them
 /// back.
-pub struct Flush {
-    inner: Arc<Inner>,
+pub struct Flush<S: ?Sized + Subject = ()> {
+    inner: Arc<Inner<S>>,
     region: RegionId,
+    /// What the region carries ([`Flush::subject`]), taken from the group
+    /// when the flush is handed to the target.
+    subject: Option<PlainArc<S>>,
     attempt: u32,
     reason: FlushReason,
     spooled: usize,
@@ -101,7 +113,7 @@ pub struct Flush {
     done: bool,
 }
 
-impl fmt::Debug for Flush {
+impl<S: ?Sized + Subject> fmt::Debug for Flush<S> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Flush")
             .field("region", &self.region)
@@ -113,9 +125,9 @@ impl fmt::Debug for Flush {
     }
 }
 
-impl Flush {
+impl<S: ?Sized + Subject> Flush<S> {
     pub(crate) fn new(
-        inner: Arc<Inner>,
+        inner: Arc<Inner<S>>,
         region: RegionId,
         attempt: u32,
         reason: FlushReason,
@@ -123,6 +135,7 @@ impl Flush {
         Flush {
             inner,
             region,
+            subject: None,
             attempt,
             reason,
             spooled: 0,
@@ -137,25 +150,24 @@ impl Flush {
         self.region
     }
 
-    /// What the memtable's owner attached to its region
-    /// ([`RegionGroup::set_region_owner`](region_group::RegionGroup::set_region_owner)),
-    /// as `T`: so a flush carries what it flushes (the memtable and its
-    /// table) and the target keeps no registry of its own from region ids
-    /// back to memtables (the group's owner map is that registry, looked
-    /// up and downcast here). `None` if nothing of type `T` is attached, or
-    /// the region left the group (a memtable flushed or dropped since the
-    /// request).
-    pub fn owner<T: std::any::Any + Send + Sync>(&self) -> Option<PlainArc<T>> {
-        self.inner
-            .group()
-            .region_owner(self.region)?
-            .downcast::<T>()
-            .ok()
+    /// What the memtable's region carries
+    /// ([`RegionGroup::set_region_owner`](region_group::RegionGroup::set_region_owner)
+    /// on the manager's [`group`](crate::DirtyMemoryManager::group)): the
+    /// memtable and its table, say, so that a flush carries what it
+    /// flushes. `None` if the region carries nothing, or left the group (a
+    /// memtable flushed or dropped since an explicit request).
+    pub fn subject(&self) -> Option<&PlainArc<S>> {
+        self.subject.as_ref()
+    }
+
+    /// Takes the subject from the group (without the manager's lock).
+    pub(crate) fn load_subject(&mut self) {
+        self.subject = self.inner.group().region_owner(self.region);
     }
 
     /// The manager's region group, through which a target (or a simulated
     /// memtable) can ground and remove the region.
-    pub fn group(&self) -> &PlainArc<region_group::RegionGroup> {
+    pub fn group(&self) -> &PlainArc<region_group::RegionGroup<S>> {
         self.inner.group_arc()
     }
 
@@ -279,8 +291,8 @@ impl Flush {
     /// panic propagates, so the flush loop and shutdown never wait for it.
     pub fn finish_releasing(mut self, release: impl FnOnce()) {
         /// Reports the flush finished when dropped, even by unwinding.
-        struct Finished<'a>(&'a Flush);
-        impl Drop for Finished<'_> {
+        struct Finished<'a, S: ?Sized + Subject>(&'a Flush<S>);
+        impl<S: ?Sized + Subject> Drop for Finished<'_, S> {
             fn drop(&mut self) {
                 self.0.inner.on_finished(self.0.region, self.0.written);
             }
@@ -333,7 +345,7 @@ impl Flush {
     }
 }
 
-impl Drop for Flush {
+impl<S: ?Sized + Subject> Drop for Flush<S> {
     fn drop(&mut self) {
         if !self.done {
             let error = Error::FlushAbandoned {

@@ -204,6 +204,6 @@ pub use config::{
     SYSTEM_TABLES_SOFT_LIMIT_RATIO, limits_for_budget,
 };
 pub use error::{Error, FlushFailure};
-pub use flush::{Flush, FlushReason, FlushTarget};
+pub use flush::{Flush, FlushReason, FlushTarget, Subject};
 pub use manager::{DirtyMemoryManager, WhenAdmitted};
 pub use metrics::DirtyMemoryMetrics;

@@ -209,7 +209,10 @@ impl Memtable {
     /// # Errors
     /// [`Error::SegmentTooSmall`] if the pool's largest object cannot hold
     /// an index node (segments below 4 KiB).
-    pub fn new(group: &Arc<RegionGroup>, pool: &Arc<SegmentPool>) -> Result<Arc<Memtable>, Error> {
+    pub fn new<O: ?Sized + Send + Sync + 'static>(
+        group: &Arc<RegionGroup<O>>,
+        pool: &Arc<SegmentPool>,
+    ) -> Result<Arc<Memtable>, Error> {
         let tree = Tree::new(pool.max_object_size())?;
         let region = SizeTrackedRegion::new(group, pool);
         let id = region.id();

@@ -16,14 +16,14 @@ use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use crate::error::Error;
-use crate::group::{RegionGroup, State};
+use crate::group::{RegionGroup, Shared, State};
 use crate::sync::{Arc, Condvar};
 use crate::timer;
 use crate::waiter::{Notify, Status, Waiter};
 
 /// An admitted request's turn: ends (letting the group admit the next
 /// request) when dropped, even if the request panics.
-struct Turn<'a>(&'a RegionGroup);
+struct Turn<'a>(&'a Shared);
 
 impl Drop for Turn<'_> {
     fn drop(&mut self) {
@@ -50,7 +50,7 @@ impl State {
     }
 }
 
-impl RegionGroup {
+impl<O: ?Sized + Send + Sync + 'static> RegionGroup<O> {
     /// Runs `f` once memory is available, blocking the calling thread until
     /// then, and returns its result.
     ///
@@ -75,13 +75,14 @@ impl RegionGroup {
         timeout: Option<Duration>,
     ) -> Result<T, Error> {
         let deadline = timeout.and_then(|t| Instant::now().checked_add(t));
+        let group = &*self.shared;
         // Uncontended: no lock (see `Shared::fast_path`).
-        if self.fast_path_open() {
+        if group.fast_path_open() {
             return Ok(f());
         }
-        let mut st = self.lock();
+        let mut st = group.lock();
         if st.shutdown {
-            return Err(self.shutdown_error());
+            return Err(group.shutdown_error());
         }
         if st.fast_path_open() {
             drop(st);
@@ -95,9 +96,9 @@ impl RegionGroup {
                 status @ (Status::Shutdown | Status::TimedOut) => {
                     st.waiters.remove(key);
                     return Err(if status == Status::Shutdown {
-                        self.shutdown_error()
+                        group.shutdown_error()
                     } else {
-                        self.timeout_error()
+                        group.timeout_error()
                     });
                 }
                 Status::Queued => match deadline {
@@ -105,7 +106,7 @@ impl RegionGroup {
                     Some(deadline) if Instant::now() >= deadline => {
                         st.unqueue(key);
                         st.waiters.remove(key);
-                        return Err(self.timeout_error());
+                        return Err(group.timeout_error());
                     }
                     Some(deadline) => {
                         st.wait_until(&condvar, deadline);
@@ -115,7 +116,7 @@ impl RegionGroup {
         }
         st.waiters.remove(key);
         drop(st);
-        let turn = Turn(self);
+        let turn = Turn(group);
         let out = f();
         drop(turn);
         Ok(out)
@@ -146,7 +147,7 @@ impl RegionGroup {
         F: FnOnce() -> T,
     {
         WhenMemoryAvailable {
-            group: self,
+            group: &self.shared,
             f: Some(f),
             timeout,
             slot: None,
@@ -163,7 +164,7 @@ impl RegionGroup {
 /// Polling it again after it returned `Ready` panics, as for most futures.
 #[must_use = "futures do nothing unless polled"]
 pub struct WhenMemoryAvailable<'a, F> {
-    group: &'a RegionGroup,
+    group: &'a Arc<Shared>,
     f: Option<F>,
     timeout: Option<Duration>,
     /// The waiter's slab key and sequence number while queued or admitted.

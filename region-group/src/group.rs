@@ -8,6 +8,7 @@
 
 use std::collections::VecDeque;
 use std::fmt;
+use std::marker::PhantomData;
 use std::time::Duration;
 
 use logalloc::{RegionId, RegionListener};
@@ -229,6 +230,104 @@ pub(crate) struct Shared {
     stop_reclaiming: Option<ReclaimCallback>,
 }
 
+impl Shared {
+    /// The group's name.
+    pub(crate) fn name(&self) -> &str {
+        &self.name
+    }
+
+    pub(crate) fn lock(&self) -> Locked<'_> {
+        Locked {
+            guard: self.state.lock(),
+            fast_path: &self.fast_path,
+        }
+    }
+
+    /// Whether a newcomer may run at once, without the lock (see
+    /// [`Shared::fast_path`]).
+    pub(crate) fn fast_path_open(&self) -> bool {
+        self.fast_path.load(Ordering::Acquire)
+    }
+
+    pub(crate) fn timeout_error(&self) -> Error {
+        Error::Timeout {
+            group: self.name.clone(),
+        }
+    }
+
+    pub(crate) fn shutdown_error(&self) -> Error {
+        Error::Shutdown {
+            group: self.name.clone(),
+        }
+    }
+
+    /// Finishes a state change: records a soft-limit crossing, admits the next
+    /// request if memory allows, unlocks, wakes it, and delivers crossings.
+    pub(crate) fn settle(&self, mut st: Locked<'_>) {
+        let over = st.unspooled() > st.limits.unspooled_soft;
+        if over != st.reclaiming {
+            st.reclaiming = over;
+            st.crossings.push_back(if over {
+                Crossing::Start
+            } else {
+                Crossing::Stop
+            });
+        }
+        let wake = st.admit_next();
+        let deliver = !st.delivering && !st.crossings.is_empty();
+        if deliver {
+            st.delivering = true;
+        }
+        drop(st);
+        if let Some(wake) = wake {
+            wake.wake();
+        }
+        if deliver {
+            self.deliver_crossings();
+        }
+    }
+
+    /// Reports pending crossings in order, one callback at a time, with the
+    /// lock released around each callback. Only one thread delivers at a
+    /// time; crossings recorded meanwhile (even by a callback calling back
+    /// into the group) are delivered by the same loop.
+    fn deliver_crossings(&self) {
+        /// Lets a later change deliver again if a callback panics.
+        struct Delivering<'a>(Option<&'a Shared>);
+        impl Drop for Delivering<'_> {
+            fn drop(&mut self) {
+                if let Some(group) = self.0 {
+                    group.lock().delivering = false;
+                }
+            }
+        }
+        let mut delivering = Delivering(Some(self));
+        loop {
+            let crossing = {
+                let mut st = self.lock();
+                match st.crossings.pop_front() {
+                    Some(crossing) => crossing,
+                    None => {
+                        // Give up the role under the same lock that saw the
+                        // queue empty, so no crossing recorded after this can
+                        // be left undelivered.
+                        st.delivering = false;
+                        delivering.0 = None;
+                        return;
+                    }
+                }
+            };
+            let callback = match crossing {
+                Crossing::Start => &self.start_reclaiming,
+                Crossing::Stop => &self.stop_reclaiming,
+            };
+            if let Some(callback) = callback {
+                callback();
+            }
+        }
+    }
+}
+
 /// A set of regions whose summed memory is limited.
 ///
 /// The group learns of its regions only through the [`RegionListener`]
@@ -244,11 +343,14 @@ pub(crate) struct Shared {
 /// see [`ReclaimConfig`]) and the hard limits (writers wait in
 /// [`run_when_memory_available`](Self::run_when_memory_available)), and the
 /// group orders its regions by size for [`largest_region`](Self::largest_region).
-pub struct RegionGroup {
+pub struct RegionGroup<O: ?Sized + Send + Sync + 'static = ()> {
     pub(crate) shared: Arc<Shared>,
+    /// The type of what region owners attach
+    /// ([`set_region_owner`](Self::set_region_owner)).
+    owner: PhantomData<fn() -> PlainArc<O>>,
 }
 
-impl fmt::Debug for RegionGroup {
+impl<O: ?Sized + Send + Sync + 'static> fmt::Debug for RegionGroup<O> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("RegionGroup")
             .field("name", &self.shared.name)
@@ -258,11 +360,22 @@ impl fmt::Debug for RegionGroup {
 }
 
 impl RegionGroup {
-    /// Creates a group named `name` (the name appears in every error).
+    /// Creates a group named `name` (the name appears in every error),
+    /// whose regions have no owners attached (see
+    /// [`with_owners`](Self::with_owners) for a group whose regions do).
     ///
     /// A soft limit above the unspooled hard limit is lowered to it (see
     /// [`ReclaimConfig`]).
     pub fn new(name: impl Into<String>, config: ReclaimConfig) -> PlainArc<RegionGroup> {
+        RegionGroup::with_owners(name, config)
+    }
+}
+
+impl<O: ?Sized + Send + Sync + 'static> RegionGroup<O> {
+    /// Creates a group named `name`, as [`new`](RegionGroup::new) does,
+    /// whose regions' owners are of type `O`
+    /// ([`set_region_owner`](Self::set_region_owner)).
+    pub fn with_owners(name: impl Into<String>, config: ReclaimConfig) -> PlainArc<RegionGroup<O>> {
         let limits = Limits::new(
             config.unspooled_hard_limit,
             config.unspooled_soft_limit,
@@ -299,6 +412,7 @@ impl RegionGroup {
                 start_reclaiming: config.start_reclaiming,
                 stop_reclaiming: config.stop_reclaiming,
             }),
+            owner: PhantomData,
         })
     }
 
@@ -308,94 +422,11 @@ impl RegionGroup {
     }
 
     pub(crate) fn lock(&self) -> Locked<'_> {
-        Locked {
-            guard: self.shared.state.lock(),
-            fast_path: &self.shared.fast_path,
-        }
+        self.shared.lock()
     }
 
-    /// Whether a newcomer may run at once, without the lock (see
-    /// [`Shared::fast_path`]).
-    pub(crate) fn fast_path_open(&self) -> bool {
-        self.shared.fast_path.load(Ordering::Acquire)
-    }
-
-    pub(crate) fn timeout_error(&self) -> Error {
-        Error::Timeout {
-            group: self.shared.name.clone(),
-        }
-    }
-
-    pub(crate) fn shutdown_error(&self) -> Error {
-        Error::Shutdown {
-            group: self.shared.name.clone(),
-        }
-    }
-
-    /// Finishes a state change: records a soft-limit crossing, admits the next
-    /// request if memory allows, unlocks, wakes it, and delivers crossings.
-    pub(crate) fn settle(&self, mut st: Locked<'_>) {
-        let over = st.unspooled() > st.limits.unspooled_soft;
-        if over != st.reclaiming {
-            st.reclaiming = over;
-            st.crossings.push_back(if over {
-                Crossing::Start
-            } else {
-                Crossing::Stop
-            });
-        }
-        let wake = st.admit_next();
-        let deliver = !st.delivering && !st.crossings.is_empty();
-        if deliver {
-            st.delivering = true;
-        }
-        drop(st);
-        if let Some(wake) = wake {
-            wake.wake();
-        }
-        if deliver {
-            self.deliver_crossings();
-        }
-    }
-
-    /// Reports pending crossings in order, one callback at a time, with the
-    /// lock released around each callback. Only one thread delivers at a
-    /// time; crossings recorded meanwhile (even by a callback calling back
-    /// into the group) are delivered by the same loop.
-    fn deliver_crossings(&self) {
-        /// Lets a later change deliver again if a callback panics.
-        struct Delivering<'a>(Option<&'a RegionGroup>);
-        impl Drop for Delivering<'_> {
-            fn drop(&mut self) {
-                if let Some(group) = self.0 {
-                    group.lock().delivering = false;
-                }
-            }
-        }
-        let mut delivering = Delivering(Some(self));
-        loop {
-            let crossing = {
-                let mut st = self.lock();
-                match st.crossings.pop_front() {
-                    Some(crossing) => crossing,
-                    None => {
-                        // Give up the role under the same lock that saw the
-                        // queue empty, so no crossing recorded after this can
-                        // be left undelivered.
-                        st.delivering = false;
-                        delivering.0 = None;
-                        return;
-                    }
-                }
-            };
-            let callback = match crossing {
-                Crossing::Start => &self.shared.start_reclaiming,
-                Crossing::Stop => &self.shared.stop_reclaiming,
-            };
-            if let Some(callback) = callback {
-                callback();
-            }
-        }
+    pub(crate) fn settle(&self, st: Locked<'_>) {
+        self.shared.settle(st);
     }
 
     /// Footprint of the group's regions (segments held plus handle tables
@@ -438,7 +469,7 @@ impl RegionGroup {
     ///
     /// # Errors
     /// [`Error::UnknownRegion`] if `region` does not report to the group.
-    pub fn pin_on_leave(self: &PlainArc<Self>, region: RegionId) -> Result<RealPin, Error> {
+    pub fn pin_on_leave(&self, region: RegionId) -> Result<RealPin, Error> {
         let mut st = self.lock();
         if st.regions.get(region).is_none() {
             return Err(Error::UnknownRegion {
@@ -451,7 +482,7 @@ impl RegionGroup {
             bytes: 0,
         });
         Ok(RealPin {
-            group: PlainArc::clone(self),
+            group: Arc::clone(&self.shared),
             key,
         })
     }
@@ -648,46 +679,49 @@ impl RegionGroup {
             .map(|e| (e.total, e.grounded))
     }
 
-    /// Attaches `owner` to `region`: whatever the region's owner wants to
-    /// get back from the region's id, such as a flush picked by
+    /// Attaches `owner` to `region`: what the region's owner wants handed
+    /// back with the region's id, such as a flush picked by
     /// [`largest_flushable_region`](Self::largest_flushable_region) getting
-    /// back the memtable and table it flushes, without a registry of its
-    /// own. The owner stays attached while the region reports to the group,
-    /// and is dropped when it leaves (or is merged into another); attach
-    /// something that does not keep the region alive (a `Weak`) to avoid a
-    /// cycle. Returns false, dropping `owner`, if `region` does not report
-    /// to this group.
+    /// the memtable and table it flushes. The owner is typed by the group
+    /// (`RegionGroup<O>` holds owners of type `O`), kept in the region's
+    /// entry beside its size, so no caller keeps a registry from ids back to
+    /// owners or casts what it gets back. It stays attached while the
+    /// region reports to the group, and is dropped when the region leaves
+    /// (or is merged into another); attach something that does not keep
+    /// the region alive (a `Weak`) to avoid a cycle. Returns false,
+    /// dropping `owner`, if `region` does not report to this group.
     ///
     /// ```
     /// use logalloc::SegmentPool;
     /// use region_group::{ReclaimConfig, RegionGroup, SizeTrackedRegion};
     /// use std::sync::Arc;
     ///
+    /// struct Table(&'static str);
+    ///
     /// let pool = SegmentPool::new(Default::default())?;
-    /// let group = RegionGroup::new("memtables", ReclaimConfig::default());
+    /// let group = RegionGroup::<Table>::with_owners("memtables", ReclaimConfig::default());
     /// let region = SizeTrackedRegion::new(&group, &pool);
-    /// assert!(group.set_region_owner(region.id(), Arc::new("table t")));
-    /// let owner = group.region_owner(region.id()).unwrap();
-    /// assert_eq!(owner.downcast_ref::<&str>(), Some(&"table t"));
+    /// assert!(group.set_region_owner(region.id(), Arc::new(Table("t"))));
+    /// assert_eq!(group.region_owner(region.id()).map(|t| t.0), Some("t"));
+    /// let id = region.id();
     /// drop(region); // leaves the group, with its owner
+    /// assert!(group.region_owner(id).is_none());
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn set_region_owner(
-        &self,
-        region: RegionId,
-        owner: PlainArc<dyn std::any::Any + Send + Sync>,
-    ) -> bool {
-        self.lock().regions.set_owner(region, owner)
+    pub fn set_region_owner(&self, region: RegionId, owner: PlainArc<O>) -> bool {
+        self.lock().regions.set_owner(region, Box::new(owner))
     }
 
     /// The owner attached to `region` with
     /// [`set_region_owner`](Self::set_region_owner), while it reports to
     /// this group.
-    pub fn region_owner(
-        &self,
-        region: RegionId,
-    ) -> Option<PlainArc<dyn std::any::Any + Send + Sync>> {
-        self.lock().regions.owner(region)
+    pub fn region_owner(&self, region: RegionId) -> Option<PlainArc<O>> {
+        let st = self.lock();
+        let owner = st.regions.owner(region)?;
+        // Only `set_region_owner` stores owners, and only `PlainArc<O>`s.
+        let owner = owner.downcast_ref::<PlainArc<O>>();
+        debug_assert!(owner.is_some(), "a region's owner is the group's type");
+        owner.cloned()
     }
 
     /// Number of regions reporting to this group.
@@ -767,7 +801,7 @@ impl RegionGroup {
 /// see [`RegionGroup::pin_on_leave`].
 #[must_use = "dropping the pin releases its bytes at once"]
 pub struct RealPin {
-    group: PlainArc<RegionGroup>,
+    group: Arc<Shared>,
     key: usize,
 }
 
@@ -797,7 +831,7 @@ impl RealPin {
 impl fmt::Debug for RealPin {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("RealPin")
-            .field("group", &self.group.shared.name)
+            .field("group", &self.group.name)
             .field("bytes", &self.bytes())
             .finish()
     }
@@ -812,7 +846,7 @@ impl Drop for RealPin {
     }
 }
 
-impl Drop for RegionGroup {
+impl<O: ?Sized + Send + Sync + 'static> Drop for RegionGroup<O> {
     fn drop(&mut self) {
         // Stop the async-timeout thread, if one runs; it holds only `Shared`.
         self.shared.state.lock().timer.stop = true;
@@ -823,7 +857,7 @@ impl Drop for RegionGroup {
 /// The group's view of its regions. Each callback takes the group lock
 /// briefly and never blocks otherwise; reclaim callbacks and wake-ups run
 /// after the lock is released.
-impl RegionListener for RegionGroup {
+impl<O: ?Sized + Send + Sync + 'static> RegionListener for RegionGroup<O> {
     fn add(&self, region: RegionId, total: usize) {
         let mut st = self.lock();
         if let Some(old) = st.regions.insert(region, total) {
@@ -903,12 +937,9 @@ mod tests {
 
     #[test]
     fn an_owner_stays_while_its_region_reports_and_leaves_with_it() {
-        let g = RegionGroup::new("g", ReclaimConfig::default());
-        let owned = |n: u64| PlainArc::new(n) as PlainArc<dyn std::any::Any + Send + Sync>;
-        let of = |r: u64| {
-            g.region_owner(id(r))
-                .and_then(|o| o.downcast_ref::<u64>().copied())
-        };
+        let g = RegionGroup::<u64>::with_owners("g", ReclaimConfig::default());
+        let owned = PlainArc::new;
+        let of = |r: u64| g.region_owner(id(r)).map(|o| *o);
         assert!(!g.set_region_owner(id(1), owned(10)), "not in the group");
         g.add(id(1), 100);
         g.add(id(2), 100);
@@ -926,6 +957,14 @@ mod tests {
             (None, None),
             "a merged-away region's owner goes"
         );
+        // Owners may be trait objects.
+        let g = RegionGroup::<dyn Fn() -> u64 + Send + Sync>::with_owners(
+            "dyn",
+            ReclaimConfig::default(),
+        );
+        g.add(id(1), 1);
+        assert!(g.set_region_owner(id(1), PlainArc::new(|| 7)));
+        assert_eq!(g.region_owner(id(1)).map(|f| f()), Some(7));
     }
 
     #[test]

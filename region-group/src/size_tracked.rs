@@ -9,8 +9,8 @@ use logalloc::{
     SegmentPool,
 };
 
-use crate::group::RegionGroup;
-use crate::sync::PlainArc;
+use crate::group::{RegionGroup, Shared};
+use crate::sync::{Arc, PlainArc};
 
 /// A [`logalloc::Region`] registered in a [`RegionGroup`] through the
 /// listener interface: the group hears of every segment the region takes or
@@ -38,18 +38,22 @@ use crate::sync::PlainArc;
 /// ```
 pub struct SizeTrackedRegion {
     region: Region,
-    group: PlainArc<RegionGroup>,
+    /// The group's shared part, for its name.
+    group: Arc<Shared>,
 }
 
 impl SizeTrackedRegion {
     /// Creates an empty region in `pool`, already listening to `group`.
-    pub fn new(group: &PlainArc<RegionGroup>, pool: &PlainArc<SegmentPool>) -> SizeTrackedRegion {
+    pub fn new<O: ?Sized + Send + Sync + 'static>(
+        group: &PlainArc<RegionGroup<O>>,
+        pool: &PlainArc<SegmentPool>,
+    ) -> SizeTrackedRegion {
         let mut region = Region::new(pool);
         let listener: PlainArc<dyn RegionListener> = group.clone();
         region.listen(listener);
         SizeTrackedRegion {
             region,
-            group: group.clone(),
+            group: Arc::clone(&group.shared),
         }
     }
 
@@ -59,9 +63,9 @@ impl SizeTrackedRegion {
         self.region.id()
     }
 
-    /// The group this region was created in.
-    pub fn group(&self) -> &PlainArc<RegionGroup> {
-        &self.group
+    /// The name of the group this region was created in.
+    pub fn group_name(&self) -> &str {
+        self.group.name()
     }
 
     /// The underlying region, still reporting to the group (for example to

@@ -11,7 +11,7 @@ use std::collections::BinaryHeap;
 use std::io;
 use std::time::Instant;
 
-use crate::group::{RegionGroup, Shared, State};
+use crate::group::{Shared, State};
 use crate::sync::{Arc, thread};
 use crate::waiter::Status;
 
@@ -30,7 +30,7 @@ pub(crate) struct TimerState {
 /// Registers the deadline of the queued waiter `(key, seq)`, starting the
 /// timer thread if needed.
 pub(crate) fn schedule(
-    group: &RegionGroup,
+    group: &Arc<Shared>,
     st: &mut State,
     deadline: Instant,
     key: usize,
@@ -38,13 +38,13 @@ pub(crate) fn schedule(
 ) -> io::Result<()> {
     let earliest = st.timer.deadlines.peek().map(|Reverse((d, _, _))| *d);
     if !st.timer.running {
-        let shared = group.shared.clone();
+        let shared = Arc::clone(group);
         thread::Builder::new()
             .name(format!("{}-timeouts", group.name()))
             .spawn(move || run(&shared))?;
         st.timer.running = true;
     } else if earliest.is_none_or(|e| deadline < e) {
-        group.shared.timer_cv.notify_one();
+        group.timer_cv.notify_one();
     }
     st.timer.deadlines.push(Reverse((deadline, key, seq)));
     Ok(())

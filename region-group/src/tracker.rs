@@ -1,7 +1,8 @@
 //! The group's regions ordered by size, so that the largest is found cheaply.
 //!
 //! Every region the group hears of has an entry in a hash map (its segment
-//! total and whether it is grounded) and a node in an intrusive red-black
+//! total, whether it is grounded, its spooled bytes and what its owner
+//! attached to it) and a node in an intrusive red-black
 //! tree keyed by `(ordering size, id)`, where the ordering size is the total,
 //! or 0 once the region is grounded. A size change removes the node by key,
 //! updates it and reinserts it: O(log n), no allocation. The largest region
@@ -48,15 +49,24 @@ impl RegionEntry {
     }
 }
 
-/// What a region's owner attached to it ([`RegionGroup::set_region_owner`](crate::RegionGroup::set_region_owner)).
-pub(crate) type Owner = crate::sync::PlainArc<dyn Any + Send + Sync>;
+/// What a region's owner attached to it
+/// ([`RegionGroup::set_region_owner`](crate::RegionGroup::set_region_owner)):
+/// a `PlainArc<O>` of the group's owner type `O`, kept in the region's own
+/// entry. The type is erased here so that the group's state (shared with
+/// its timeout thread, its admission futures and its pins) stays one type
+/// for every `O`; only `RegionGroup<O>`'s typed API stores and reads it.
+pub(crate) type Owner = Box<dyn Any + Send + Sync>;
+
+/// One tracked region: its figures and its owner.
+struct Tracked {
+    entry: RegionEntry,
+    owner: Option<Owner>,
+}
 
 /// The regions of a group, ordered by size.
 pub(crate) struct RegionTracker {
     tree: RBTree<NodeAdapter>,
-    entries: HashMap<RegionId, RegionEntry>,
-    /// Owners attached to tracked regions; an owner leaves with its region.
-    owners: HashMap<RegionId, Owner>,
+    entries: HashMap<RegionId, Tracked>,
 }
 
 impl std::fmt::Debug for RegionTracker {
@@ -72,7 +82,6 @@ impl Default for RegionTracker {
         RegionTracker {
             tree: RBTree::new(NodeAdapter::new()),
             entries: HashMap::new(),
-            owners: HashMap::new(),
         }
     }
 }
@@ -85,7 +94,7 @@ impl RegionTracker {
 
     /// What is known of `id`.
     pub(crate) fn get(&self, id: RegionId) -> Option<RegionEntry> {
-        self.entries.get(&id).copied()
+        self.entries.get(&id).map(|t| t.entry)
     }
 
     /// Starts tracking `id` with `total` bytes; returns the entry it replaced
@@ -97,7 +106,7 @@ impl RegionTracker {
             grounded: false,
             spooled: 0,
         };
-        self.entries.insert(id, entry);
+        self.entries.insert(id, Tracked { entry, owner: None });
         self.tree.insert(Box::new(Node {
             link: RBTreeLink::new(),
             id,
@@ -109,23 +118,22 @@ impl RegionTracker {
     /// Attaches `owner` to the tracked region `id`; false (dropping
     /// `owner`) if `id` is not tracked.
     pub(crate) fn set_owner(&mut self, id: RegionId, owner: Owner) -> bool {
-        if !self.entries.contains_key(&id) {
+        let Some(tracked) = self.entries.get_mut(&id) else {
             return false;
-        }
-        self.owners.insert(id, owner);
+        };
+        tracked.owner = Some(owner);
         true
     }
 
     /// The owner attached to `id`.
-    pub(crate) fn owner(&self, id: RegionId) -> Option<Owner> {
-        self.owners.get(&id).cloned()
+    pub(crate) fn owner(&self, id: RegionId) -> Option<&Owner> {
+        self.entries.get(&id)?.owner.as_ref()
     }
 
     /// Stops tracking `id` (its owner goes with it); returns what was known
     /// of it.
     pub(crate) fn remove(&mut self, id: RegionId) -> Option<RegionEntry> {
-        self.owners.remove(&id);
-        let entry = self.entries.remove(&id)?;
+        let entry = self.entries.remove(&id)?.entry;
         let node = self.tree.find_mut(&(entry.ordering_size(), id)).remove();
         debug_assert!(node.is_some(), "tree and map disagree about {id}");
         Some(entry)
@@ -134,7 +142,7 @@ impl RegionTracker {
     /// Applies `change` to the entry of `id` and re-sorts it. Returns `false`
     /// (changing nothing) if `id` is not tracked.
     fn update(&mut self, id: RegionId, change: impl FnOnce(&mut RegionEntry)) -> bool {
-        let Some(entry) = self.entries.get_mut(&id) else {
+        let Some(Tracked { entry, .. }) = self.entries.get_mut(&id) else {
             return false;
         };
         let old_key = (entry.ordering_size(), id);
@@ -176,7 +184,7 @@ impl RegionTracker {
         id: RegionId,
         bytes: usize,
     ) -> Option<(usize, usize, bool)> {
-        let entry = self.entries.get_mut(&id)?;
+        let entry = &mut self.entries.get_mut(&id)?.entry;
         let (total, spooled) = (entry.total, entry.spooled);
         let fits = spooled.checked_add(bytes).is_some_and(|s| s <= total);
         if fits {
@@ -187,7 +195,7 @@ impl RegionTracker {
 
     /// Takes back up to `bytes` of `id`'s spooled bytes; returns how many.
     pub(crate) fn take_spooled(&mut self, id: RegionId, bytes: usize) -> usize {
-        let Some(entry) = self.entries.get_mut(&id) else {
+        let Some(Tracked { entry, .. }) = self.entries.get_mut(&id) else {
             return 0;
         };
         let taken = bytes.min(entry.spooled);

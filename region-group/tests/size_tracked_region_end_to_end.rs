@@ -35,7 +35,7 @@ fn group_follows_real_regions() {
     let mut a = SizeTrackedRegion::new(&group, &pool);
     let mut b = SizeTrackedRegion::new(&group, &pool);
     assert_eq!(group.region_count(), 2);
-    assert_eq!(a.group().name(), "e2e");
+    assert_eq!(a.group_name(), "e2e");
 
     fill(&mut a, 3 * SEGMENT);
     let b_handles = fill(&mut b, SEGMENT);

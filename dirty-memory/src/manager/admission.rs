@@ -10,11 +10,12 @@ use region_group::WhenMemoryAvailable;
 
 use crate::config::{FlushPolicy, max_memtable_size};
 use crate::error::Error;
+use crate::flush::Subject;
 use crate::sync::Ordering;
 
 use super::DirtyMemoryManager;
 
-impl DirtyMemoryManager {
+impl<S: ?Sized + Subject> DirtyMemoryManager<S> {
     /// Runs `f` (a write into a memtable of this group) once the group
     /// admits it: at once if no writer is queued and usage is within the
     /// hard limits, otherwise in FIFO order when memory is released.
@@ -65,7 +66,7 @@ impl DirtyMemoryManager {
         &self,
         f: F,
         timeout: Option<Duration>,
-    ) -> WhenAdmitted<'_, F>
+    ) -> WhenAdmitted<'_, F, S>
     where
         F: FnOnce() -> T,
     {
@@ -125,13 +126,13 @@ impl DirtyMemoryManager {
 /// Polling it again after it returned `Ready` panics, as the group's
 /// future does.
 #[must_use = "futures do nothing unless polled"]
-pub struct WhenAdmitted<'a, F> {
-    manager: &'a DirtyMemoryManager,
+pub struct WhenAdmitted<'a, F, S: ?Sized + Subject = ()> {
+    manager: &'a DirtyMemoryManager<S>,
     inner: WhenMemoryAvailable<'a, F>,
     legacy: bool,
 }
 
-impl<F> std::fmt::Debug for WhenAdmitted<'_, F> {
+impl<F, S: ?Sized + Subject> std::fmt::Debug for WhenAdmitted<'_, F, S> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("WhenAdmitted")
             .field("manager", &self.manager.inner.name)
@@ -140,7 +141,7 @@ impl<F> std::fmt::Debug for WhenAdmitted<'_, F> {
     }
 }
 
-impl<F, T> Future for WhenAdmitted<'_, F>
+impl<F, T, S: ?Sized + Subject> Future for WhenAdmitted<'_, F, S>
 where
     F: FnOnce() -> T,
 {

@@ -3,6 +3,7 @@
 
 use std::time::Duration;
 
+use crate::flush::Subject;
 use crate::flush::{Flush, FlushReason};
 use crate::sync::{self, Arc};
 
@@ -26,9 +27,9 @@ pub(super) enum Step {
     Exit,
 }
 
-impl Inner {
+impl<S: ?Sized + Subject> Inner<S> {
     /// Marks a flush started (under the lock) and makes its handle.
-    fn start_locked(this: &Arc<Self>, s: &mut State, p: Pending) -> Flush {
+    fn start_locked(this: &Arc<Self>, s: &mut State, p: Pending) -> Flush<S> {
         s.data_writing += 1;
         s.in_flight += 1;
         s.counters.started += 1;
@@ -52,7 +53,8 @@ impl Inner {
     /// would wait at the hard limit for ever): the panic, already reported
     /// by the panic hook, drops the handle, which fails the flush, and the
     /// manager retries it after its back-off.
-    fn start_flush(&self, flush: Flush) {
+    fn start_flush(&self, mut flush: Flush<S>) {
+        flush.load_subject();
         let target = &self.target;
         let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             target.start_flush(flush);

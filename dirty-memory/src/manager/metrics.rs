@@ -1,10 +1,11 @@
 //! The metrics snapshot.
 
+use crate::flush::Subject;
 use crate::metrics::DirtyMemoryMetrics;
 
 use super::DirtyMemoryManager;
 
-impl DirtyMemoryManager {
+impl<S: ?Sized + Subject> DirtyMemoryManager<S> {
     /// A snapshot of the metrics.
     pub fn metrics(&self) -> DirtyMemoryMetrics {
         let group = self.inner.group.metrics();

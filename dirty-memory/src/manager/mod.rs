@@ -28,18 +28,18 @@ use region_group::{ReclaimConfig, RegionGroup};
 use crate::completion::{CompletionCell, FlushCompletion};
 use crate::config::{DirtyMemoryConfig, FlushPolicy, Limits, LoopMode, limits_for_budget};
 use crate::error::Error;
-use crate::flush::{FlushReason, FlushTarget};
+use crate::flush::{FlushReason, FlushTarget, Subject};
 use crate::sync::{self, Arc, AtomicBool, Condvar, JoinHandle, Mutex, Ordering, PlainArc};
 
 use self::flush_loop::Step;
 use self::queues::{Pending, Shared, State};
 
 /// The part of the manager shared with the flush thread and flush handles.
-pub(crate) struct Inner {
+pub(crate) struct Inner<S: ?Sized + Subject> {
     name: String,
-    group: PlainArc<RegionGroup>,
+    group: PlainArc<RegionGroup<S>>,
     shared: Arc<Shared>,
-    target: PlainArc<dyn FlushTarget>,
+    target: PlainArc<dyn FlushTarget<S>>,
     max_in_flight: usize,
     idle_backoff: Duration,
     retry_backoff_min: Duration,
@@ -50,16 +50,16 @@ pub(crate) struct Inner {
     stepping: Mutex<()>,
 }
 
-impl Inner {
+impl<S: ?Sized + Subject> Inner<S> {
     pub(crate) fn name(&self) -> &str {
         &self.name
     }
 
-    pub(crate) fn group(&self) -> &RegionGroup {
+    pub(crate) fn group(&self) -> &RegionGroup<S> {
         &self.group
     }
 
-    pub(crate) fn group_arc(&self) -> &PlainArc<RegionGroup> {
+    pub(crate) fn group_arc(&self) -> &PlainArc<RegionGroup<S>> {
         &self.group
     }
 
@@ -78,13 +78,22 @@ impl Inner {
 /// flush loop that asks a [`FlushTarget`] to flush memtables according to a
 /// [`FlushPolicy`]. Memtables join by listening to [`group`](Self::group).
 ///
+/// `S` is what each memtable's region carries for its flushes (its
+/// *subject*: the memtable and its table, say), attached to the region in
+/// the group ([`RegionGroup::set_region_owner`]) and handed to the target
+/// with each [`Flush`](crate::Flush) ([`Flush::subject`](crate::Flush::subject)),
+/// so the target needs no registry of its own from regions back to
+/// memtables. [`new`](DirtyMemoryManager::new) makes a manager whose
+/// regions carry nothing (`S = ()`), [`with_subjects`](Self::with_subjects)
+/// one whose regions carry an `S`.
+///
 /// Dropping the manager shuts it down (see [`shutdown`](Self::shutdown)).
-pub struct DirtyMemoryManager {
-    inner: Arc<Inner>,
+pub struct DirtyMemoryManager<S: ?Sized + Subject = ()> {
+    inner: Arc<Inner<S>>,
     thread: Mutex<Option<JoinHandle<()>>>,
 }
 
-impl fmt::Debug for DirtyMemoryManager {
+impl<S: ?Sized + Subject> fmt::Debug for DirtyMemoryManager<S> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("DirtyMemoryManager")
             .field("name", &self.inner.name)
@@ -95,10 +104,22 @@ impl fmt::Debug for DirtyMemoryManager {
 
 impl DirtyMemoryManager {
     /// Creates a manager (and, in [`LoopMode::BackgroundThread`], its flush
-    /// thread). Fails on an invalid configuration.
+    /// thread) whose regions carry no subject. Fails on an invalid
+    /// configuration.
     pub fn new(
         config: DirtyMemoryConfig,
         target: PlainArc<dyn FlushTarget>,
+    ) -> Result<Self, Error> {
+        DirtyMemoryManager::with_subjects(config, target)
+    }
+}
+
+impl<S: ?Sized + Subject> DirtyMemoryManager<S> {
+    /// Creates a manager, as [`new`](DirtyMemoryManager::new) does, whose
+    /// regions carry an `S` each for their flushes.
+    pub fn with_subjects(
+        config: DirtyMemoryConfig,
+        target: PlainArc<dyn FlushTarget<S>>,
     ) -> Result<Self, Error> {
         config.validate()?;
         let limits = limits_for_budget(config.budget, config.soft_limit_ratio)?;
@@ -109,7 +130,7 @@ impl DirtyMemoryManager {
         });
         let on_start = Arc::clone(&shared);
         let on_stop = Arc::clone(&shared);
-        let group = RegionGroup::new(
+        let group = RegionGroup::with_owners(
             config.name.clone(),
             ReclaimConfig {
                 unspooled_hard_limit: limits.unspooled_hard,
@@ -159,7 +180,7 @@ impl DirtyMemoryManager {
     /// The region group: memtables' regions listen to it, and tests can
     /// drive usage through its [`RegionListener`](region_group::RegionListener)
     /// implementation.
-    pub fn group(&self) -> &PlainArc<RegionGroup> {
+    pub fn group(&self) -> &PlainArc<RegionGroup<S>> {
         &self.inner.group
     }
 
@@ -328,7 +349,7 @@ impl DirtyMemoryManager {
 /// Dropping stops the manager like [`shutdown`](DirtyMemoryManager::shutdown)
 /// but does not wait for flushes in flight: their [`Flush`](crate::Flush) handles keep
 /// what they need alive and finish on their own.
-impl Drop for DirtyMemoryManager {
+impl<S: ?Sized + Subject> Drop for DirtyMemoryManager<S> {
     fn drop(&mut self) {
         self.stop(false);
     }

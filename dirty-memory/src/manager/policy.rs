@@ -6,6 +6,7 @@ use std::time::Duration;
 use region_group::RegionId;
 
 use crate::config::{FlushPolicy, Limits, max_memtable_size};
+use crate::flush::Subject;
 
 use super::Inner;
 
@@ -22,7 +23,7 @@ pub(super) enum Decision {
     NoPressure,
 }
 
-impl Inner {
+impl<S: ?Sized + Subject> Inner<S> {
     /// The largest region that can be flushed, with its size.
     pub(super) fn largest_flushable(&self) -> Option<(RegionId, usize)> {
         let region = self.group.largest_flushable_region()?;

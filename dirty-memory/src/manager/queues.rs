@@ -12,6 +12,7 @@ use crate::completion::CompletionCell;
 use crate::config::{FlushPolicy, Limits};
 use crate::error::Error;
 use crate::flush::FlushReason;
+use crate::flush::Subject;
 use crate::sync::{self, Arc, AtomicBool, Condvar, Mutex};
 
 use super::Inner;
@@ -137,7 +138,7 @@ impl Shared {
     }
 }
 
-impl Inner {
+impl<S: ?Sized + Subject> Inner<S> {
     pub(crate) fn on_data_written(&self, region: RegionId) {
         let mut s = self.shared.state.lock();
         if let Some(r) = s.running.get_mut(&region)

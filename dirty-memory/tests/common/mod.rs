@@ -5,7 +5,7 @@ use std::collections::VecDeque;
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
-use dirty_memory::{DirtyMemoryConfig, DirtyMemoryManager, Flush, FlushTarget, LoopMode};
+use dirty_memory::{DirtyMemoryConfig, DirtyMemoryManager, Flush, FlushTarget, LoopMode, Subject};
 use logalloc::{RegionId, RegionListener};
 use region_group::RegionGroup;
 
@@ -14,14 +14,22 @@ pub const PATIENCE: Duration = Duration::from_secs(20);
 
 /// A flush target that seals (grounds) the region and hands the flush to
 /// the test, which drives its progress.
-#[derive(Default)]
-pub struct QueueTarget {
-    flushes: Mutex<VecDeque<Flush>>,
+pub struct QueueTarget<S: ?Sized + Subject = ()> {
+    flushes: Mutex<VecDeque<Flush<S>>>,
     arrived: Condvar,
 }
 
-impl FlushTarget for QueueTarget {
-    fn start_flush(&self, flush: Flush) {
+impl<S: ?Sized + Subject> Default for QueueTarget<S> {
+    fn default() -> Self {
+        QueueTarget {
+            flushes: Mutex::new(VecDeque::new()),
+            arrived: Condvar::new(),
+        }
+    }
+}
+
+impl<S: ?Sized + Subject> FlushTarget<S> for QueueTarget<S> {
+    fn start_flush(&self, flush: Flush<S>) {
         flush.group().ground_evictable(flush.region());
         self.flushes.lock().unwrap().push_back(flush);
         self.arrived.notify_all();
@@ -32,13 +40,13 @@ impl FlushTarget for QueueTarget {
     }
 }
 
-impl QueueTarget {
+impl<S: ?Sized + Subject> QueueTarget<S> {
     pub fn new() -> Arc<Self> {
         Arc::new(Self::default())
     }
 
     /// The next started flush, waiting for it up to [`PATIENCE`].
-    pub fn next(&self) -> Flush {
+    pub fn next(&self) -> Flush<S> {
         let deadline = Instant::now() + PATIENCE;
         let mut q = self.flushes.lock().unwrap();
         loop {
@@ -52,7 +60,7 @@ impl QueueTarget {
     }
 
     /// The next started flush if one is already queued.
-    pub fn try_next(&self) -> Option<Flush> {
+    pub fn try_next(&self) -> Option<Flush<S>> {
         self.flushes.lock().unwrap().pop_front()
     }
 

@@ -32,11 +32,11 @@
 use std::fmt;
 
 use commitlog::CommitLog;
-use dirty_memory::{Flush, FlushTarget};
+use dirty_memory::{DirtyMemoryManager, Flush, FlushTarget};
 use flush_scheduler::{FlushContext, FlushJob, FlushScheduler};
 use memtable::ReplacementSource;
 use mutation::FragmentReader;
-use region_group::{RegionId, RegionListener};
+use region_group::{RegionGroup, RegionId, RegionListener};
 use sstable::{Sstable, Writer, WriterOptions};
 
 use crate::database::read::TableSstable;
@@ -46,14 +46,25 @@ use crate::layout::table_dir;
 use crate::sync::{Arc, Mutex, OnceLock, Ordering, Weak};
 
 /// What a memtable's region carries for its flush
-/// ([`Flush::owner`](dirty_memory::Flush::owner)): the memtable and its
+/// ([`Flush::subject`](dirty_memory::Flush::subject)): the memtable and its
 /// table, weakly, so the region group holds neither alive (the table's
 /// memtable list is what holds a memtable).
+///
+/// The dirty-memory managers and their groups are typed by it
+/// ([`Manager`], [`MemtableGroup`]): a flush hands its target this, with no
+/// registry from region ids and no cast.
 #[derive(Debug)]
 pub(crate) struct FlushSubject {
     pub(crate) table: Weak<Table>,
     pub(crate) memtable: Weak<TableMemtable>,
 }
+
+/// The dirty-memory manager of the database's memtables, whose flushes
+/// carry a [`FlushSubject`].
+pub(crate) type Manager = DirtyMemoryManager<FlushSubject>;
+
+/// The region group of a manager's memtables ([`Manager::group`]).
+pub(crate) type MemtableGroup = RegionGroup<FlushSubject>;
 
 impl FlushSubject {
     /// The table and memtable, while both are still there.
@@ -139,12 +150,11 @@ impl FlushRouter {
     }
 }
 
-impl FlushTarget for FlushRouter {
-    fn start_flush(&self, flush: Flush) {
+impl FlushTarget<FlushSubject> for FlushRouter {
+    fn start_flush(&self, flush: Flush<FlushSubject>) {
         // The flush carries its memtable and table (attached to the
         // memtable's region when it was made: `Table::new_memtable`).
-        let subject = flush.owner::<FlushSubject>();
-        let Some((table, memtable)) = subject.as_deref().and_then(FlushSubject::upgrade) else {
+        let Some((table, memtable)) = flush.subject().and_then(|s| s.upgrade()) else {
             // The memtable left (its table was dropped, or it was flushed
             // already): nothing to write.
             flush.finish();
@@ -200,7 +210,7 @@ impl FlushTarget for FlushRouter {
 
 /// One memtable's flush, as a flush-scheduler job.
 struct FlushMemtable {
-    flush: Flush,
+    flush: Flush<FlushSubject>,
     table: Arc<Table>,
     memtable: Arc<TableMemtable>,
     log: Arc<LogSlot>,

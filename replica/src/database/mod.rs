@@ -20,7 +20,7 @@
 //! * `metrics.rs`, `phases.rs`: a table's figures, where writes wait.
 
 use commitlog::{CommitLog, LogStats, ReplayReport};
-use dirty_memory::{DirtyMemoryManager, DirtyMemoryMetrics, FlushCompletion};
+use dirty_memory::{DirtyMemoryMetrics, FlushCompletion};
 use flush_scheduler::FlushScheduler;
 use logalloc::SegmentPool;
 use mutation::{ClusteringRange, DecoratedKey, FragmentReader, Mutation, PartitionRange, limits};
@@ -50,7 +50,7 @@ mod table;
 #[cfg(all(test, not(loom)))]
 mod tests;
 
-use flush::FlushRouter;
+use flush::{FlushRouter, Manager};
 use gate::Gate;
 pub use handle::TableHandle;
 use index::TableIndex;
@@ -134,8 +134,8 @@ pub struct Database {
     locks: Mutex<Vec<DirectoryLock>>,
     catalog: Mutex<Catalog>,
     tables: Arc<TableIndex>,
-    user: Arc<DirtyMemoryManager>,
-    system: Arc<DirtyMemoryManager>,
+    user: Arc<Manager>,
+    system: Arc<Manager>,
     scheduler: Arc<FlushScheduler>,
     router: Arc<FlushRouter>,
     devices: Arc<Devices>,
@@ -185,7 +185,7 @@ impl Database {
         })
     }
 
-    fn manager(&self, table: &Table) -> &DirtyMemoryManager {
+    fn manager(&self, table: &Table) -> &Manager {
         if table.schema.options().system {
             &self.system
         } else {

@@ -12,9 +12,10 @@ use dirty_memory::{DirtyMemoryConfig, DirtyMemoryManager};
 use flush_scheduler::{FlushScheduler, SchedulerConfig};
 use logalloc::{PoolConfig, SegmentPool};
 
+use super::flush::{FlushRouter, Manager};
 use super::table::{Table, TableMemtable};
 use super::{COMMITLOG_DIR_NAME, memtable_list, sstables, start_error, table};
-use super::{Database, flush::FlushRouter, gate::Gate, index::TableIndex, read::CacheSource};
+use super::{Database, gate::Gate, index::TableIndex, read::CacheSource};
 use crate::catalog::{Catalog, TableSchema};
 use crate::config::{CommitLogMode, DatabaseConfig};
 use crate::devices::Devices;
@@ -112,11 +113,11 @@ impl Database {
         let mut system_config = DirtyMemoryConfig::system_tables();
         system_config.budget = config.system_dirty_memory_budget;
         let user = Started(Some(
-            DirtyMemoryManager::new(user_config, router.clone())
+            DirtyMemoryManager::with_subjects(user_config, router.clone())
                 .map_err(|e| start_error("user tables' dirty-memory manager")(e.to_string()))?,
         ));
         let system = Started(Some(
-            DirtyMemoryManager::new(system_config, router.clone())
+            DirtyMemoryManager::with_subjects(system_config, router.clone())
                 .map_err(|e| start_error("system tables' dirty-memory manager")(e.to_string()))?,
         ));
         let compaction = Arc::new(sstables::CompactionShared::new(
@@ -414,7 +415,7 @@ impl ShutDown for Arc<FlushScheduler> {
     }
 }
 
-impl ShutDown for DirtyMemoryManager {
+impl ShutDown for Manager {
     fn shut_down(&self) {
         self.shutdown();
     }

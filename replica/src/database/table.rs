@@ -8,15 +8,14 @@ use std::time::{Duration, Instant};
 
 use commitlog::{CommitLog, ReplayPosition, ReplayPositionSet, TableId};
 
-use dirty_memory::{DirtyMemoryManager, FlushCompletion};
+use dirty_memory::FlushCompletion;
 use logalloc::SegmentPool;
 use memtable::Memtable;
 use mutation::{Mutation, limits};
-use region_group::RegionGroup;
 use row_cache::RowCache;
 
 use crate::catalog::TableSchema;
-use crate::database::flush::FlushSubject;
+use crate::database::flush::{FlushSubject, Manager, MemtableGroup};
 use crate::database::memtable_list::{Attempt, Logged, MemtableList};
 use crate::database::phases::PhaseCounters;
 use crate::database::sstables::TableSstables;
@@ -55,7 +54,7 @@ pub(crate) struct Table {
     /// dirty-memory group.
     pub(crate) cache: Option<RowCache>,
     /// The region group of the dirty-memory manager its memtables join.
-    pub(crate) group: Arc<RegionGroup>,
+    pub(crate) group: Arc<MemtableGroup>,
     pub(crate) pool: Arc<SegmentPool>,
     pub(crate) dropped: AtomicBool,
     pub(crate) counters: TableCounters,
@@ -121,7 +120,7 @@ impl Table {
     /// table's counters take the size bound.
     pub(crate) fn apply(
         &self,
-        manager: &DirtyMemoryManager,
+        manager: &Manager,
         m: limits::Checked<'_>,
         timeout: Duration,
         log: Option<&CommitLog>,
@@ -152,7 +151,7 @@ impl Table {
     /// written).
     pub(crate) fn apply_replayed(
         &self,
-        manager: &DirtyMemoryManager,
+        manager: &Manager,
         m: &Mutation,
         timeout: Duration,
     ) -> Result<(), Error> {
@@ -166,7 +165,7 @@ impl Table {
     /// entry handed back if no memtable keeps it, the counters.
     fn apply_to_memtable(
         &self,
-        manager: &DirtyMemoryManager,
+        manager: &Manager,
         m: &Mutation,
         size_bound: usize,
         logged: Option<(&CommitLog, ReplayPosition)>,
@@ -232,7 +231,7 @@ impl Table {
     /// handed back to the log by the drop (see [`EntryGuard`]).
     pub(crate) async fn apply_async(
         &self,
-        manager: &DirtyMemoryManager,
+        manager: &Manager,
         checked: limits::Checked<'_>,
         timeout: Duration,
         log: Option<&CommitLog>,
@@ -354,10 +353,7 @@ impl Table {
     /// # Errors
     /// [`Error::Flush`] if the manager refuses a request (it is shutting
     /// down); a memtable flushed and gone since the snapshot is skipped.
-    pub(crate) fn request_flushes(
-        &self,
-        manager: &DirtyMemoryManager,
-    ) -> Result<Vec<FlushCompletion>, Error> {
+    pub(crate) fn request_flushes(&self, manager: &Manager) -> Result<Vec<FlushCompletion>, Error> {
         let mut completions = Vec::new();
         for memtable in self.list.memtables() {
             if memtable.is_empty() && !memtable.is_sealed() {
