@@ -117,12 +117,31 @@ impl fmt::Display for CompactionFigures {
             format_bytes(self.bytes_written),
             format_bytes(self.peak_temporary_bytes),
         )?;
-        writeln!(
+        write!(
             f,
-            "Write amplification       : {:>10}, {:.2} sstables per read",
+            "Write amplification       : {:>10} (sstable bytes written: flushes {} + compaction {}, \
+             over the {} users wrote",
             self.write_amplification_text(),
-            self.sstables_per_read()
-        )
+            format_bytes(self.flush_bytes),
+            format_bytes(self.bytes_written),
+            format_bytes(self.user_bytes),
+        )?;
+        if self.write_amplification().is_some_and(|wa| wa < 1.0) {
+            // Not a fault: data not yet flushed is written, not yet
+            // counted; sstables compress their blocks.
+            f.write_str(
+                "; below 1 while written data is still in memtables, or as sstables compress it",
+            )?;
+        }
+        writeln!(f, ")")?;
+        if self.reads > 0 {
+            writeln!(
+                f,
+                "Sstables per read         : {:>10.2}",
+                self.sstables_per_read()
+            )?;
+        }
+        Ok(())
     }
 }
 
@@ -155,10 +174,31 @@ mod tests {
         assert_eq!(CompactionFigures::default().write_amplification(), None);
         assert!((f.sstables_per_read() - 1.5).abs() < 1e-9);
         let text = f.to_string();
+        assert!(text.contains("Compaction (stcs)"), "{text}");
         assert!(
-            text.contains("Compaction (stcs)") && text.contains("4.00"),
+            text.contains(
+                "Write amplification       :       4.00 (sstable bytes written: flushes 100 B + \
+                 compaction 300 B, over the 100 B users wrote)"
+            ),
             "{text}"
         );
+        assert!(
+            text.contains("Sstables per read         :       1.50"),
+            "{text}"
+        );
+        let below = CompactionFigures {
+            flush_bytes: 84,
+            bytes_written: 0,
+            reads: 0,
+            ..f
+        }
+        .to_string();
+        assert!(
+            below.contains("0.84 (")
+                && below.contains("below 1 while written data is still in memtables"),
+            "{below}"
+        );
+        assert!(!below.contains("Sstables per read"), "no reads: {below}");
         let j = f.to_json();
         assert_eq!(j["sstables"], 7);
         assert_eq!(j["write_amplification"], 4.0);

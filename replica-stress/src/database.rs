@@ -54,6 +54,13 @@ impl Target for Database {
         // The whole database's figures (the compaction figures are sums
         // over the tables), the memtable pool's among them.
         let metrics = self.metrics();
+        // The pool as the configuration sizes it (`CacheSize::pool_and_cache`).
+        let config = self.config();
+        let (pool_limit, cache_share) = config.cache_size.pool_and_cache(
+            config
+                .dirty_memory_budget
+                .saturating_add(config.system_dirty_memory_budget),
+        );
         TargetStats {
             real_dirty: m.real_dirty as u64,
             unspooled_dirty: m.unspooled_dirty as u64,
@@ -73,6 +80,9 @@ impl Target for Database {
                 time: std::time::Duration::from_micros(l.room_wait_micros),
             }),
             memtable_pool_bytes: metrics.pool_system_bytes as u64,
+            memory_pool_limit: pool_limit as u64,
+            system_dirty_budget: config.system_dirty_memory_budget as u64,
+            cache_share: cache_share.unwrap_or(0) as u64,
             cache_enabled: cache.is_some(),
             cache_hits: cache.as_ref().map_or(0, |c| c.hits),
             cache_misses: cache.as_ref().map_or(0, |c| c.misses),

@@ -40,6 +40,9 @@ pub struct Counts {
     pub partitions: u64,
     /// Rows written or read by successful operations.
     pub rows: u64,
+    /// Of those, the rows successful reads found (0 when every read
+    /// missed: a `read` of a directory holding no data).
+    pub rows_read: u64,
 }
 
 impl Counts {
@@ -50,6 +53,7 @@ impl Counts {
         self.errors += other.errors;
         self.partitions += other.partitions;
         self.rows += other.rows;
+        self.rows_read += other.rows_read;
     }
 }
 
@@ -281,6 +285,9 @@ impl Recorder {
         if outcome.ok {
             c.partitions += 1;
             c.rows += outcome.rows;
+            if !outcome.write {
+                c.rows_read += outcome.rows;
+            }
         } else {
             c.errors += 1;
         }
@@ -350,7 +357,8 @@ mod tests {
                 reads: 1,
                 errors: 1,
                 partitions: 2,
-                rows: 6
+                rows: 6,
+                rows_read: 2,
             }
         );
         assert_eq!(l.all.len(), 3);

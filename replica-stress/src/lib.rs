@@ -82,7 +82,7 @@ pub use options::{
     budget_for_memory, check_disk_space, default_partitions, machine_budget,
 };
 pub use program::{TargetFactory, describe_devices, execute, hdr_log_path, policies};
-pub use progress::{PROGRESS_HEADER, ProgressPrinter, progress_line};
+pub use progress::{PROGRESS_HEADER, PROGRESS_LEGEND, ProgressPrinter, progress_line};
 pub use rate_table::RateTable;
 pub use runner::{Observer, Observers, PopulateReport, RunConfig, error_chain, populate, run};
 pub use summary::{Figure, LatencySummary, Summary, compare, compare_json, write_json};

@@ -98,6 +98,12 @@ mod counting {
         }
     }
 
+    /// Brings the peak down to the live bytes now (each `--compare` run
+    /// reports its own peak).
+    pub(crate) fn reset_peak() {
+        PEAK.store(LIVE.load(Ordering::Relaxed), Ordering::Relaxed);
+    }
+
     /// The live heap bytes and their peak.
     pub(crate) fn figures() -> HeapFigures {
         HeapFigures {
@@ -178,7 +184,8 @@ fn main() -> ExitCode {
         Ok(options) => options,
         Err(e) => return refused(&e),
     };
-    options.memory = MemoryProbe::with_heap_counter(heap);
+    options.memory =
+        MemoryProbe::with_heap_counter(heap).with_heap_peak_reset(counting::reset_peak);
     if let Err(e) = watch_signals(options.interrupt.clone()) {
         eprintln!("replica-stress: cannot watch for SIGINT and SIGTERM: {e}");
         return ExitCode::FAILURE;

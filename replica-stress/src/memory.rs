@@ -27,6 +27,7 @@ pub type HeapCounter = fn() -> HeapFigures;
 #[derive(Clone, Copy, Default)]
 pub struct MemoryProbe {
     heap: Option<HeapCounter>,
+    reset_heap_peak: Option<fn()>,
 }
 
 impl fmt::Debug for MemoryProbe {
@@ -50,7 +51,30 @@ impl MemoryProbe {
     pub fn with_heap_counter(counter: HeapCounter) -> Self {
         MemoryProbe {
             heap: Some(counter),
+            reset_heap_peak: None,
         }
+    }
+
+    /// The probe, with `reset` to bring the heap counter's peak down to
+    /// its live bytes for [`reset_peaks`](Self::reset_peaks).
+    #[must_use]
+    pub fn with_heap_peak_reset(self, reset: fn()) -> Self {
+        MemoryProbe {
+            reset_heap_peak: Some(reset),
+            ..self
+        }
+    }
+
+    /// Starts the peaks afresh, so that a run's report holds its own and
+    /// not an earlier run's of the same process (`--compare`): the peak
+    /// resident set becomes the resident set now (Linux: `5` written to
+    /// `/proc/self/clear_refs`), and the heap peak the live heap (with a
+    /// reset given). Returns whether the resident set's peak was reset.
+    pub fn reset_peaks(&self) -> bool {
+        if let Some(reset) = self.reset_heap_peak {
+            reset();
+        }
+        std::fs::write("/proc/self/clear_refs", b"5").is_ok()
     }
 
     /// The process's memory now.
@@ -124,6 +148,35 @@ mod tests {
         );
         assert_eq!(parse_status("VmHWM: lots\n"), (None, None));
         assert_eq!(parse_status(""), (None, None));
+    }
+
+    #[test]
+    fn peaks_start_afresh_on_reset() {
+        use std::sync::atomic::{AtomicBool, Ordering};
+        static RESET: AtomicBool = AtomicBool::new(false);
+        fn counter() -> HeapFigures {
+            HeapFigures { live: 1, peak: 2 }
+        }
+        fn reset() {
+            RESET.store(true, Ordering::Relaxed);
+        }
+        let probe = MemoryProbe::with_heap_counter(counter).with_heap_peak_reset(reset);
+        if cfg!(target_os = "linux") {
+            // Touch 32 MiB, so the peak is well above what stays resident.
+            let big = vec![1u8; 32 << 20];
+            assert_eq!(big.iter().map(|&b| u64::from(b)).sum::<u64>(), 32 << 20);
+            drop(big);
+            let before = probe.sample().peak_resident.unwrap();
+            assert!(probe.reset_peaks(), "/proc/self/clear_refs is writable");
+            let after = probe.sample().peak_resident.unwrap();
+            assert!(after < before, "peak {after} after reset, {before} before");
+        } else {
+            probe.reset_peaks();
+        }
+        assert!(
+            RESET.load(Ordering::Relaxed),
+            "the heap's peak was reset too"
+        );
     }
 
     #[test]

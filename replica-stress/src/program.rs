@@ -192,12 +192,32 @@ pub(crate) fn describe_populate(p: &PopulateReport) -> String {
     } else {
         0.0
     };
-    format!(
+    let s = &p.stats;
+    let mut line = format!(
         "Populated {} partitions ({:.1} MiB) in {seconds:.1} s ({rate:.0} partitions/s), \
-         flushed; not part of the figures below",
+         flushed: {} flushes ({})",
         p.partitions,
         p.bytes as f64 / f64::from(1 << 20),
-    )
+        s.flushes,
+        crate::units::format_bytes(s.flushed_bytes),
+    );
+    if s.commitlog_bytes > 0 {
+        line.push_str(&format!(
+            ", commit log {}",
+            crate::units::format_bytes(s.commitlog_bytes)
+        ));
+    }
+    if s.commitlog_room_waits.any() {
+        line.push_str(&format!(
+            ", {:.1} s waited for log room",
+            s.commitlog_room_waits.time.as_secs_f64()
+        ));
+    }
+    line.push_str(&format!(
+        ", writers blocked {:.1} s; none of this phase is in the figures below",
+        s.writers_blocked.as_secs_f64()
+    ));
+    line
 }
 
 fn output(e: std::io::Error) -> Error {
@@ -290,6 +310,8 @@ pub fn execute<F: TargetFactory>(
             break;
         }
         let config = RunConfig::from_options(options, policy.name())?;
+        // Each run's memory peaks are its own, not an earlier run's.
+        options.memory.reset_peaks();
         let description = describe(options, &config, policy);
         writeln!(out, "Running {description}").map_err(output)?;
         if let Some(what) = factory.opening(policy) {
@@ -300,6 +322,19 @@ pub fn execute<F: TargetFactory>(
         let target = factory.open(policy, &config)?;
         let prepared = check_space(options, &target).and_then(|()| {
             if !options.populates() {
+                let stats = target.stats();
+                if options.mode == crate::options::Mode::Read
+                    && stats.compaction.sstables == 0
+                    && stats.real_dirty == 0
+                {
+                    writeln!(
+                        out,
+                        "Warning: the data directory holds no data (no sstables, empty \
+                         memtables): every read will miss; write it first (`replica-stress \
+                         write --data-dir DIR`) or add --populate yes"
+                    )
+                    .map_err(output)?;
+                }
                 return Ok(None);
             }
             let w = &config.workload;

@@ -12,6 +12,9 @@ use crate::units::format_bytes;
 /// The header above the progress lines.
 pub const PROGRESS_HEADER: &str = "    time       op/s    p99 ms   errors     real dirty  unspooled dirty   flushes  cache hit     peak RSS    live heap   sstables     WA";
 
+/// What the header's less obvious columns are, printed above it once.
+pub const PROGRESS_LEGEND: &str = "Columns: real dirty = memtable memory in use; unspooled dirty = the part flushes have not yet written out (writers wait when it reaches half the budget);\n         peak RSS = the process's peak resident set; live heap = its allocated bytes now; WA = write amplification (sstable bytes written / bytes users wrote)";
+
 fn bytes_or_dash(bytes: Option<u64>) -> String {
     bytes.map_or_else(|| "-".to_owned(), format_bytes)
 }
@@ -67,7 +70,7 @@ impl<W: Write> Observer for ProgressPrinter<W> {
             detail: e.to_string(),
         };
         if !self.header_done {
-            writeln!(self.out, "{PROGRESS_HEADER}").map_err(fail)?;
+            writeln!(self.out, "{PROGRESS_LEGEND}\n{PROGRESS_HEADER}").map_err(fail)?;
             self.header_done = true;
         }
         writeln!(self.out, "{}", progress_line(report)).map_err(fail)?;
@@ -124,9 +127,16 @@ mod tests {
         p.on_interval(&report).unwrap();
         p.on_interval(&report).unwrap();
         let text = String::from_utf8(p.into_inner()).unwrap();
+        let text = text
+            .strip_prefix(&format!("{PROGRESS_LEGEND}\n"))
+            .expect("the legend opens the table");
         let lines: Vec<&str> = text.lines().collect();
         assert_eq!(lines.len(), 3, "one header, then one line per interval");
         assert_eq!(lines[0], PROGRESS_HEADER);
+        // The legend names the columns a reader cannot guess.
+        for column in ["real dirty =", "unspooled dirty =", "peak RSS =", "WA ="] {
+            assert!(PROGRESS_LEGEND.contains(column), "{column}");
+        }
         let fields: Vec<&str> = lines[1].split_whitespace().collect();
         assert_eq!(
             fields,

@@ -14,7 +14,7 @@ use crate::latency::{IntervalReport, Outcome, Recorder};
 use crate::options::{DISK_RESERVE, Mode, StopCondition, StressOptions, WorkloadSpec};
 use crate::summary::{LatencySummary, Summary};
 use crate::sync::{AtomicBool, AtomicU64, Condvar, Mutex, Ordering};
-use crate::target::Target;
+use crate::target::{Target, TargetStats};
 use crate::workload::{Op, OpGenerator, ValuePool, table_name};
 
 /// How one run goes.
@@ -283,6 +283,9 @@ pub fn run<T: Target>(
         changed: Condvar::new(),
     };
     let rows_per_write = u64::from(spec.rows_per_partition);
+    // The target's counters before the run (a populate phase's work, a
+    // reused directory's): the reports count from here.
+    let baseline = target.stats();
     std::thread::scope(|scope| {
         let clients: Vec<_> = (0..config.threads)
             .map(|thread| {
@@ -304,7 +307,7 @@ pub fn run<T: Target>(
                 })
             })
             .collect();
-        let controlled = control(target, config, &shared, deadline, observer);
+        let controlled = control(target, &baseline, config, &shared, deadline, observer);
         if controlled.is_err() {
             shared.stop.store(true, Ordering::Relaxed);
         }
@@ -351,6 +354,10 @@ pub struct PopulateReport {
     pub bytes: u64,
     /// How long it took, the final flush included.
     pub elapsed: Duration,
+    /// The target's figures of the phase alone (its flushes, commit log,
+    /// waits: [`TargetStats::since`] the phase began), which the run that
+    /// follows does not count.
+    pub stats: TargetStats,
 }
 
 /// The populate phase: writes every partition of the population of
@@ -368,6 +375,7 @@ pub fn populate<T: Target>(target: &T, config: &RunConfig) -> Result<PopulateRep
     let names: Vec<String> = (0..spec.tables).map(table_name).collect();
     let pool = ValuePool::new(spec);
     let threads = config.threads.max(1) as u64;
+    let before = target.stats();
     let started = Instant::now();
     let failed = |e: &dyn std::fmt::Display| Error::Report {
         what: "populate phase",
@@ -410,12 +418,14 @@ pub fn populate<T: Target>(target: &T, config: &RunConfig) -> Result<PopulateRep
             .partitions
             .saturating_mul(u64::from(spec.rows_per_partition) * u64::from(spec.row_size)),
         elapsed: started.elapsed(),
+        stats: target.stats().since(&before),
     })
 }
 
 /// The controller: harvests every interval until the clients are gone.
 fn control<T: Target>(
     target: &T,
+    baseline: &TargetStats,
     config: &RunConfig,
     shared: &Shared,
     deadline: Option<Duration>,
@@ -432,7 +442,7 @@ fn control<T: Target>(
     let mut idle_intervals = 0u64;
     let mut failure: Option<Error> = None;
     let mut stopped_early: Option<String> = None;
-    let mut stats = target.stats();
+    let mut stats = target.stats().since(baseline);
     let mut memory = config.memory.sample();
     let mut running = shared.running.lock();
     loop {
@@ -457,7 +467,7 @@ fn control<T: Target>(
         let outcome = (|| -> Result<(), Error> {
             interval.reset();
             let c = shared.recorder.harvest(&mut interval)?;
-            stats = target.stats();
+            stats = target.stats().since(baseline);
             if stopped_early.is_none() && config.interrupt.is_requested() {
                 shared.stop.store(true, Ordering::Relaxed);
                 stopped_early = Some(INTERRUPTED.to_owned());
@@ -490,6 +500,7 @@ fn control<T: Target>(
             counts.errors += c.errors;
             counts.partitions += c.partitions;
             counts.rows += c.rows;
+            counts.rows_read += c.rows_read;
             peak_real_dirty = peak_real_dirty
                 .max(stats.real_dirty)
                 .max(stats.peak_real_dirty);
@@ -548,6 +559,10 @@ fn control<T: Target>(
         stopped_early,
         memory: memory.merge_peaks(config.memory.sample()),
         memtable_pool_bytes: stats.memtable_pool_bytes,
+        memory_pool_limit: stats.memory_pool_limit,
+        system_dirty_budget: stats.system_dirty_budget,
+        cache_share: stats.cache_share,
+        threads: config.threads,
         cache_enabled: stats.cache_enabled,
         cache_hits: stats.cache_hits,
         cache_misses: stats.cache_misses,

@@ -104,6 +104,17 @@ pub struct Summary {
     /// Bytes the memtable pool held from the system at the end (its peak:
     /// it keeps what it took), part of the live heap.
     pub memtable_pool_bytes: u64,
+    /// The memtable pool's limit as configured (0: unknown): the dirty
+    /// budgets (the user tables' and the system tables'), plus the row
+    /// cache's share or, without a cache, as much again as headroom.
+    pub memory_pool_limit: u64,
+    /// The system tables' dirty-memory budget, part of the pool.
+    pub system_dirty_budget: u64,
+    /// The row cache's share of the pool (0 without a cache).
+    pub cache_share: u64,
+    /// Client threads: the writers whose blocked time
+    /// [`writers_blocked`](Self::writers_blocked) sums.
+    pub threads: usize,
     /// Whether the run read through a row cache.
     pub cache_enabled: bool,
     /// Reads the row cache answered, over the run.
@@ -203,6 +214,19 @@ impl Summary {
     pub fn cache_hit_ratio(&self) -> Option<f64> {
         let total = self.cache_hits + self.cache_misses;
         (self.cache_enabled && total > 0).then(|| self.cache_hits as f64 / total as f64)
+    }
+
+    /// Whether the run read and no read found a row: the data directory
+    /// held nothing for the load (a `read` without a population).
+    pub fn reads_found_nothing(&self) -> bool {
+        let c = &self.counts;
+        c.reads > 0 && c.rows_read == 0
+    }
+
+    /// Time writers were blocked per client thread (the sum
+    /// [`writers_blocked`](Self::writers_blocked) over the threads).
+    pub fn blocked_per_thread(&self) -> Duration {
+        self.writers_blocked / u32::try_from(self.threads.max(1)).unwrap_or(u32::MAX)
     }
 
     /// Mean bytes per flush (0 without flushes).
@@ -340,6 +364,8 @@ impl Summary {
                 "flushed_bytes": self.flushed_bytes,
                 "mean_flush_bytes": self.mean_flush_size(),
                 "writers_blocked_s": self.writers_blocked.as_secs_f64(),
+                "writers_blocked_per_thread_s": self.blocked_per_thread().as_secs_f64(),
+                "threads": self.threads,
             },
             "commitlog": {
                 "bytes": self.commitlog_bytes,
@@ -360,7 +386,12 @@ impl Summary {
                 "peak_live_heap_bytes": self.memory.peak_live_heap,
                 "dirty_budget_bytes": self.dirty_budget,
                 "memtable_pool_bytes": self.memtable_pool_bytes,
+                "memory_pool_limit_bytes": self.memory_pool_limit,
+                "system_dirty_budget_bytes": self.system_dirty_budget,
+                "cache_share_bytes": self.cache_share,
             },
+            "total_rows_read": c.rows_read,
+            "reads_found_nothing": self.reads_found_nothing(),
             "cache": {
                 "enabled": self.cache_enabled,
                 "hits": self.cache_hits,
@@ -459,6 +490,15 @@ impl fmt::Display for Summary {
         if let Some(why) = &self.stopped_early {
             writeln!(f, "Stopped early             : {why}")?;
         }
+        if self.reads_found_nothing() {
+            writeln!(
+                f,
+                "Warning                   : none of the {} reads found a row: the data \
+                 directory holds no data for this load (write it first with `replica-stress \
+                 write --data-dir DIR`, or add --populate yes); the figures above are of misses",
+                thousands(c.reads as f64)
+            )?;
+        }
         writeln!(f)?;
         let share = if self.dirty_budget > 0 {
             format!(
@@ -474,38 +514,56 @@ impl fmt::Display for Summary {
             format_bytes(self.peak_real_dirty),
             format_bytes(self.dirty_budget)
         )?;
-        let of_budget = |bytes: u64| {
-            if self.dirty_budget > 0 {
-                format!(
-                    " ({:.0}% of the budget)",
-                    bytes as f64 * 100.0 / self.dirty_budget as f64
-                )
-            } else {
-                String::new()
-            }
-        };
         let m = &self.memory;
+        let pool = self.memory_pool_limit;
         match m.peak_resident {
-            Some(peak) => writeln!(
+            Some(peak) if pool > 0 => writeln!(
                 f,
-                "Peak resident set         : {:>10}{}",
+                "Peak resident set         : {:>10} ({:.0}% of the memory pool below; the rest: heap \
+                 outside the pool, I/O buffers, code)",
                 format_bytes(peak),
-                of_budget(peak)
+                peak as f64 * 100.0 / pool as f64
             )?,
+            Some(peak) if self.dirty_budget > 0 => writeln!(
+                f,
+                "Peak resident set         : {:>10} ({:.0}% of the dirty budget)",
+                format_bytes(peak),
+                peak as f64 * 100.0 / self.dirty_budget as f64
+            )?,
+            Some(peak) => writeln!(f, "Peak resident set         : {:>10}", format_bytes(peak))?,
             None => writeln!(
                 f,
                 "Peak resident set         :    unknown (no /proc/self/status)"
             )?,
         }
+        if pool > 0 {
+            let user = self.dirty_budget;
+            let rest = pool.saturating_sub(user + self.system_dirty_budget);
+            writeln!(
+                f,
+                "Memory pool (configured)  : {:>10} = dirty budget {} + system tables {} + {} {}",
+                format_bytes(pool),
+                format_bytes(user),
+                format_bytes(self.system_dirty_budget),
+                if self.cache_share > 0 {
+                    "row cache share"
+                } else {
+                    "headroom (no row cache)"
+                },
+                format_bytes(rest),
+            )?;
+        }
         match (m.live_heap, m.peak_live_heap) {
             (Some(live), Some(peak)) => writeln!(
                 f,
-                "Live heap                 : {:>10} at the end, peak {}{}{}",
+                "Live heap                 : {:>10} at the end, peak {}{}",
                 format_bytes(live),
                 format_bytes(peak),
-                of_budget(peak),
                 if self.memtable_pool_bytes > 0 {
-                    format!("; memtable pool {}", format_bytes(self.memtable_pool_bytes))
+                    format!(
+                        "; the memory pool took {} of it",
+                        format_bytes(self.memtable_pool_bytes)
+                    )
                 } else {
                     String::new()
                 }
@@ -531,10 +589,22 @@ impl fmt::Display for Summary {
             }
             None => writeln!(f, "Row cache                 :        off")?,
         }
+        let run = self.elapsed.as_secs_f64();
         writeln!(
             f,
-            "Time writers blocked      : {:>10.3} s",
-            self.writers_blocked.as_secs_f64()
+            "Time writers blocked      : {:>10.3} s summed over {} client threads: {:.3} s per \
+             thread{}",
+            self.writers_blocked.as_secs_f64(),
+            self.threads,
+            self.blocked_per_thread().as_secs_f64(),
+            if run > 0.0 {
+                format!(
+                    ", {:.0}% of the run",
+                    self.blocked_per_thread().as_secs_f64() * 100.0 / run
+                )
+            } else {
+                String::new()
+            }
         )?;
         writeln!(
             f,
@@ -634,8 +704,10 @@ pub fn compare(a: &Summary, b: &Summary) -> String {
             format!("{} ({})", fa.name, fa.unit)
         };
         let r = ratio(fa.value, fb.value).map_or_else(|| "-".to_owned(), |r| format!("{r:.2}x"));
+        // Counts (no unit) are whole numbers.
+        let decimals = if fa.unit.is_empty() { 0 } else { 2 };
         out.push_str(&format!(
-            "{:<32} {:>16.2} {:>16.2} {:>9}\n",
+            "{:<32} {:>16.decimals$} {:>16.decimals$} {:>9}\n",
             name, fa.value, fb.value, r
         ));
     }
@@ -686,6 +758,7 @@ mod tests {
                 errors: 0,
                 partitions: ops,
                 rows: ops * 2,
+                rows_read: 0,
             },
             elapsed: Duration::from_secs(10),
             latency: LatencySummary {
@@ -727,6 +800,10 @@ mod tests {
                 peak_live_heap: Some(150 << 20),
             },
             memtable_pool_bytes: 100 << 20,
+            memory_pool_limit: 420 << 20,
+            system_dirty_budget: 10 << 20,
+            cache_share: 210 << 20,
+            threads: 4,
             cache_enabled: true,
             cache_hits: 900,
             cache_misses: 100,
@@ -771,16 +848,20 @@ mod tests {
             "Total operation time      :   00:00:10",
             "Peak real dirty memory    :  100.0 MiB of a 200.0 MiB budget (50.0%)",
             "Flushes                   :          4, mean size 100.0 MiB",
-            "Time writers blocked      :      1.500 s",
+            "Time writers blocked      :      1.500 s summed over 4 client threads: 0.375 s per \
+             thread, 4% of the run",
             "Longest pause, no op done :      250.0 ms (0 idle seconds)",
             "Longest write phase       : log append 240.0 ms, dirty-memory wait 0.0 ms, \
              memtable apply 0.0 ms",
             "Writes slow in a phase    : log append 3, dirty-memory wait 0, memtable apply 0 \
              (over 100 ms)",
             "Commit log                :   64.0 MiB, 10 syncs, mean group 25.0 writes",
-            "Peak resident set         :  300.0 MiB (150% of the budget)",
-            "Live heap                 :  120.0 MiB at the end, peak 150.0 MiB (75% of the budget); \
-             memtable pool 100.0 MiB",
+            "Peak resident set         :  300.0 MiB (71% of the memory pool below; the rest: heap \
+             outside the pool, I/O buffers, code)",
+            "Memory pool (configured)  :  420.0 MiB = dirty budget 200.0 MiB + system tables \
+             10.0 MiB + row cache share 210.0 MiB",
+            "Live heap                 :  120.0 MiB at the end, peak 150.0 MiB; the memory pool \
+             took 100.0 MiB of it",
         ] {
             assert!(text.contains(line), "missing {line:?} in\n{text}");
         }

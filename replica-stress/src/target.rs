@@ -71,6 +71,15 @@ pub struct TargetStats {
     /// (it grows to its peak and keeps it): the part of the heap that is
     /// the pool, for telling it from the rest (0 if the target has none).
     pub memtable_pool_bytes: u64,
+    /// The memtable pool's limit as configured (0 if the target has
+    /// none): the dirty budgets (the user tables' and the system
+    /// tables'), plus the row cache's share or, without a cache, as much
+    /// again as headroom.
+    pub memory_pool_limit: u64,
+    /// The system tables' dirty-memory budget, part of the pool.
+    pub system_dirty_budget: u64,
+    /// The row cache's share of the pool (0 without a cache).
+    pub cache_share: u64,
     /// Whether the target reads through a row cache (the hit figures are
     /// 0 without one).
     pub cache_enabled: bool,
@@ -86,6 +95,62 @@ pub struct TargetStats {
 }
 
 impl TargetStats {
+    /// The figures of what happened after `earlier` (a snapshot of the
+    /// same target): the counters (flushes, bytes, syncs, waits, hits,
+    /// compaction's work, the write phases' totals and slow writes) less
+    /// `earlier`'s; the levels (dirty memory, the pool, sstables now) as
+    /// they are now; the peak real dirty memory if it rose since
+    /// `earlier`, else 0 (unknown: the caller's samples stand in); the
+    /// other high-water marks (the write phases' longest times, peak
+    /// temporary bytes) as they are now, which may be the earlier
+    /// phase's. A run reports its own work apart from its populate phase
+    /// this way.
+    #[must_use]
+    pub fn since(&self, earlier: &TargetStats) -> TargetStats {
+        let mut s = *self;
+        // A high-water mark the run did not raise is the earlier phase's:
+        // 0 lets the run's own samples stand in for it.
+        if s.peak_real_dirty <= earlier.peak_real_dirty {
+            s.peak_real_dirty = 0;
+        }
+        s.flushes = s.flushes.saturating_sub(earlier.flushes);
+        s.flushed_bytes = s.flushed_bytes.saturating_sub(earlier.flushed_bytes);
+        s.writers_blocked = s.writers_blocked.saturating_sub(earlier.writers_blocked);
+        s.commitlog_bytes = s.commitlog_bytes.saturating_sub(earlier.commitlog_bytes);
+        s.commitlog_syncs = s.commitlog_syncs.saturating_sub(earlier.commitlog_syncs);
+        s.commitlog_synced_entries = s
+            .commitlog_synced_entries
+            .saturating_sub(earlier.commitlog_synced_entries);
+        s.commitlog_lag_waits = s
+            .commitlog_lag_waits
+            .saturating_sub(earlier.commitlog_lag_waits);
+        let (w, e) = (&mut s.commitlog_room_waits, &earlier.commitlog_room_waits);
+        w.budget = w.budget.saturating_sub(e.budget);
+        w.rotation = w.rotation.saturating_sub(e.rotation);
+        w.size_limit = w.size_limit.saturating_sub(e.size_limit);
+        w.time = w.time.saturating_sub(e.time);
+        s.cache_hits = s.cache_hits.saturating_sub(earlier.cache_hits);
+        s.cache_misses = s.cache_misses.saturating_sub(earlier.cache_misses);
+        let (c, e) = (&mut s.compaction, &earlier.compaction);
+        c.jobs = c.jobs.saturating_sub(e.jobs);
+        c.bytes_read = c.bytes_read.saturating_sub(e.bytes_read);
+        c.bytes_written = c.bytes_written.saturating_sub(e.bytes_written);
+        c.flush_bytes = c.flush_bytes.saturating_sub(e.flush_bytes);
+        c.user_bytes = c.user_bytes.saturating_sub(e.user_bytes);
+        c.reads = c.reads.saturating_sub(e.reads);
+        c.sstables_consulted = c.sstables_consulted.saturating_sub(e.sstables_consulted);
+        let p = &mut s.write_phases;
+        for (now, then) in [
+            (&mut p.log_append, &earlier.write_phases.log_append),
+            (&mut p.admission, &earlier.write_phases.admission),
+            (&mut p.memtable_apply, &earlier.write_phases.memtable_apply),
+        ] {
+            now.total = now.total.saturating_sub(then.total);
+            now.slow = now.slow.saturating_sub(then.slow);
+        }
+        s
+    }
+
     /// The row cache's hit ratio so far, in `[0, 1]`; `None` without a
     /// cache or before its first read.
     pub fn cache_hit_ratio(&self) -> Option<f64> {

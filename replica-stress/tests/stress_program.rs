@@ -4,10 +4,11 @@
 mod common;
 
 use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use clap::Parser;
 use common::MemTarget;
-use replica_stress::Error;
+use replica_stress::{Error, HeapFigures, MemoryProbe};
 use replica_stress::{
     FlushPolicyChoice, RunConfig, StressOptions, TargetFactory, execute, hdr_log_path, policies,
     table_name,
@@ -121,10 +122,21 @@ fn compare_runs_both_policies_baseline_first_and_prints_the_ratios() {
         policies(&o),
         [FlushPolicyChoice::PerMemtable, FlushPolicyChoice::SoftLimit]
     );
+    // Each run's memory peaks start afresh (the heap counter's here).
+    static RESETS: AtomicUsize = AtomicUsize::new(0);
+    fn heap() -> HeapFigures {
+        HeapFigures { live: 1, peak: 1 }
+    }
+    fn reset() {
+        RESETS.fetch_add(1, Ordering::Relaxed);
+    }
+    let mut o = o;
+    o.memory = MemoryProbe::with_heap_counter(heap).with_heap_peak_reset(reset);
     let mut factory = Factory::default();
     let mut out = Vec::new();
     let summaries = execute(&o, &mut factory, &mut out).unwrap();
     let text = String::from_utf8(out).unwrap();
+    assert_eq!(RESETS.load(Ordering::Relaxed), 2, "once before each run");
 
     assert_eq!(summaries.len(), 2);
     assert_eq!(summaries[0].label, "per-memtable");
