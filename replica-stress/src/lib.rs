@@ -34,7 +34,7 @@
 //! process's memory ([`MemoryProbe`]: peak resident set and, where the
 //! program counts, live heap), and the reports: cassandra-stress's summary
 //! ([`Summary`]), JSON ([`write_json`]), HdrHistogram interval logs
-//! ([`HdrLog`]) and side-by-side comparison ([`compare`]); the program
+//! ([`HdrLog`]), the run drawn in an HTML file ([`GraphRecorder`], [`write_graph`]) and side-by-side comparison ([`compare`]); the program
 //! itself, one run or a `--compare` pair, given a [`TargetFactory`]
 //! ([`execute`]), and where each run keeps its files ([`RunDirs`]);
 //! [`Target`] for [`replica::Database`] and the [`DatabaseFactory`] that
@@ -51,6 +51,7 @@ mod compaction;
 mod database;
 mod dirs;
 mod error;
+mod graph;
 mod hdr_log;
 mod interrupt;
 mod latency;
@@ -70,6 +71,7 @@ pub use compaction::{CompactionFigures, parse_compaction, strategy_name};
 pub use database::DatabaseFactory;
 pub use dirs::RunDirs;
 pub use error::{Error, Result};
+pub use graph::{GraphRecorder, read_graph, write_graph};
 pub use hdr_log::HdrLog;
 pub use interrupt::Interrupt;
 pub use latency::{Counts, IntervalReport, LATENCY_UNIT};

@@ -595,6 +595,14 @@ pub struct StressOptions {
     /// Write the summary to FILE as JSON.
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
+    /// Draw the run in FILE (HTML, self-contained: open it in a browser):
+    /// per second the op rate (reads and writes apart in a mixed load),
+    /// latency percentiles, dirty memory against its limits, flushes and
+    /// compactions; `--compare` draws both policies; a FILE written by an
+    /// earlier run gets this one beside its runs (cassandra-stress's
+    /// `-graph`).
+    #[arg(long, value_name = "FILE")]
+    pub graph: Option<PathBuf>,
     /// Keep the run's results in DIR (created if missing): per run
     /// `<policy>.ops.csv` (the per-second table: op rate, latency
     /// percentiles, dirty memory, flushes, each device's share),

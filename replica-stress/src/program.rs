@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
 use crate::error::Error;
+use crate::graph::GraphRecorder;
 use crate::hdr_log::HdrLog;
 use crate::options::{FlushPolicyChoice, StopCondition, StressOptions, check_disk_space};
 use crate::progress::ProgressPrinter;
@@ -249,6 +250,7 @@ fn json_file(options: &StressOptions) -> Option<PathBuf> {
 /// Every file the program's reports will write.
 fn output_files(options: &StressOptions) -> Vec<PathBuf> {
     let mut files: Vec<PathBuf> = json_file(options).into_iter().collect();
+    files.extend(options.graph.clone());
     for policy in policies(options) {
         files.extend(hdr_file(options, policy));
         if let Some(dir) = &options.results_dir {
@@ -302,6 +304,11 @@ pub fn execute<F: TargetFactory>(
     for path in output_files(options) {
         check_writable(&path)?;
     }
+    if let Some(path) = &options.graph {
+        // An existing file must be a graph, to add the runs to.
+        crate::graph::read_graph(path)?;
+    }
+    let mut graphs = Vec::new();
     let mut summaries = Vec::new();
     let mut populations: Vec<(String, PopulateReport)> = Vec::new();
     for policy in policies(options) {
@@ -372,10 +379,14 @@ pub fn execute<F: TargetFactory>(
             )?),
             None => None,
         };
+        let mut graph = options.graph.as_ref().map(|_| GraphRecorder::new());
         let summary = {
             let mut progress = ProgressPrinter::new(&mut *out);
             let mut observers = Observers::new();
             observers.push(&mut progress);
+            if let Some(g) = graph.as_mut() {
+                observers.push(g);
+            }
             if let Some(log) = hdr_log.as_mut() {
                 observers.push(log);
             }
@@ -403,6 +414,14 @@ pub fn execute<F: TargetFactory>(
         if let Some(t) = table {
             t.finish()?;
         }
+        if let Some(g) = graph {
+            graphs.push(g.finish(
+                &format!("{} ({})", options.mode.name(), config.label),
+                &description,
+                options.soft_limit_ratio,
+                &summary,
+            ));
+        }
         writeln!(out, "\n{summary}").map_err(output)?;
         if let Some(dir) = &options.results_dir {
             let path = dir.join(format!("{}.summary.txt", policy.name()));
@@ -418,6 +437,10 @@ pub fn execute<F: TargetFactory>(
     }
     if let [a, b] = summaries.as_slice() {
         writeln!(out, "{}", compare(a, b)).map_err(output)?;
+    }
+    if let Some(path) = &options.graph {
+        crate::graph::write_graph(path, &graphs)?;
+        writeln!(out, "Graph: {}", path.display()).map_err(output)?;
     }
     if let Some(path) = &json_file(options) {
         let mut value = match summaries.as_slice() {
