@@ -117,16 +117,20 @@ pub struct Config {
 
 /// What opening the log does with damage found by replay.
 ///
-/// A *torn tail* (the file ends inside an entry, or the last entry's bytes
-/// stop with zeros behind them, or a segment has no header) is what a crash
-/// in the middle of a write leaves; it is expected in the segments written
-/// last (the newest two segments that have a header, and any header-less
-/// ones after them: one write-and-sync cycle spans at most one segment
-/// switch with the default buffer budget) and is never damage there.
-/// Anything else is damage: a checksum that fails with data after it, a
-/// zeroed range followed by data, a length out of range, a payload that
-/// does not decode, a bad segment header, and a segment cut short or torn
-/// that is not among the last written.
+/// A *torn tail* (within a segment at its full size, the last entry's
+/// bytes stop with zeros behind them; or a segment has no header and holds
+/// nothing) is what a crash in the middle of a write leaves; it is expected
+/// in the segments written last (the newest two segments that have a
+/// header, and any header-less ones after them: one write-and-sync cycle
+/// spans at most one segment switch with the default buffer budget) and is
+/// never damage there. Anything else is damage: a checksum that fails with
+/// data after it, a zeroed range followed by data, a length out of range, a
+/// payload that does not decode, a bad segment header, a torn tail that is
+/// not among the last written, and a segment file shorter than the size its
+/// header gives, in any segment, the newest included (segments are created
+/// at their full size, so no crash leaves a short one).
+/// [`crate::check`] tells, without changing anything, whether `Stop` would
+/// refuse a directory.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum CorruptionPolicy {
     /// Replay stops at the first damage: `open` fails with

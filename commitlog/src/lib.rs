@@ -58,15 +58,18 @@
 //!   dropped table.
 //! * [`CommitLog::open`] replays every segment in order. A torn last entry
 //!   in the segments written last ends its segment cleanly; any other
-//!   damage (a truncated older segment included) makes `open` fail with
+//!   damage (a truncated segment included, the newest too: segments are
+//!   created at their full size, so no crash leaves a short one) makes
+//!   `open` fail with
 //!   [`Error::Corrupt`], naming the segment, offset and what was wrong,
 //!   before anything is replayed or changed on disk, unless
 //!   [`Config::on_corruption`] is [`CorruptionPolicy::Skip`]: then the rest
 //!   of a damaged segment is skipped and reported (segment, byte range,
 //!   entries) and the segment set aside. Drops are also kept in a side
 //!   file, so a skip never brings a dropped table's entries back.
-//!   [`replay`] reads a directory the skip way, read-only. No input makes
-//!   replay panic.
+//!   [`replay`] reads a directory the skip way, read-only; [`check`] tells,
+//!   read-only and without decoding mutations, whether `open` would refuse
+//!   it. No input makes replay panic.
 //!
 //! The largest entry is half a segment less 20 bytes of framing; larger
 //! mutations are refused with [`Error::EntryTooLarge`] before anything is
@@ -136,6 +139,7 @@
 //! tail, damage).
 #![forbid(unsafe_code)]
 
+mod check;
 mod config;
 mod error;
 mod format;
@@ -145,6 +149,7 @@ mod replay;
 mod storage;
 mod sync;
 
+pub use crate::check::{CheckReport, check};
 pub use crate::config::{
     Config, CorruptionPolicy, DirectIo, MAX_SEGMENT_SIZE, MIN_SEGMENT_SIZE, PeriodicAck,
     Preallocate, SyncMode,

@@ -7,19 +7,28 @@
 //!   entry header with a valid checksum names another segment (stale bytes
 //!   of a reused file);
 //! * **torn tail**: the last entry was being written when the process or
-//!   machine died: the file ends inside it, or its last byte is still zero
-//!   and nothing non-zero follows it; or the segment has no header at all
-//!   (it was being created). Expected after a crash in the segments written
-//!   last (the newest two with a header, and header-less ones after them);
-//!   reported with its offset, never counted as corruption there, and
-//!   damage in any older segment;
+//!   machine died: its bytes stop with zeros behind them (the rest of the
+//!   entry, and everything after it, still zero); or the segment has no
+//!   header at all and is empty or all zeros (it was being created).
+//!   Expected after a crash in the segments written last (the newest two
+//!   with a header, and header-less ones after them); reported with its
+//!   offset, never counted as corruption there, and damage in any older
+//!   segment;
 //! * **corruption**: anything else (a checksum that fails with data after
 //!   it, a zero header followed by data, a length out of range, a payload
-//!   that does not decode). Under [`CorruptionPolicy::Stop`] replay fails
-//!   before yielding anything ([`Error::Corrupt`]); otherwise the rest of
-//!   that segment is skipped and reported with the segment, the offset,
-//!   the bytes skipped (up to the segment's last non-zero byte) and the
-//!   entries found in them, and replay goes on with the next segment.
+//!   that does not decode, and a file shorter than the segment size its
+//!   header gives, wherever the segment is: segment files are created at
+//!   their full size before the header is written, and a reserve is
+//!   zero-filled to it before it is named, so no crash leaves a short
+//!   one). Under [`CorruptionPolicy::Stop`] replay fails before yielding
+//!   anything ([`Error::Corrupt`]); otherwise the rest of that segment is
+//!   skipped and reported with the segment, the offset, the bytes skipped
+//!   (up to the segment's last non-zero byte) and the entries found in
+//!   them, and replay goes on with the next segment.
+//!
+//! The first pass (drops and classification, no decoding) is shared by
+//! replay and [`crate::check`], so the check refuses exactly what open
+//! refuses.
 //!
 //! A length is never trusted before its own checksum holds. A segment whose
 //! header is damaged is skipped whole and reported the same way. A segment
@@ -119,12 +128,23 @@ fn scan(
     id: u64,
     path: &Path,
     bytes: &[u8],
-    mut entry: impl FnMut(u32, u8, TableId, &[u8]) -> Result<(), String>,
+    entry: impl FnMut(u32, u8, TableId, &[u8]) -> Result<(), String>,
 ) -> Result<Stop, Error> {
     // The last non-zero byte decides torn versus corrupt: an unfinished
     // write leaves zeros behind it, damage usually does not.
     let last_nonzero = bytes.iter().rposition(|&b| b != 0);
     let data_ends_before = |end: usize| last_nonzero.is_none_or(|l| l < end);
+    if bytes.len() < HEADER_LEN && last_nonzero.is_some() {
+        // Part of a header: the file is made at its full size before its
+        // header is written, so this is not a file being created.
+        return Ok(Stop::Corrupt {
+            offset: 0,
+            reason: format!(
+                "segment is cut short: {} bytes, less than its {HEADER_LEN}-byte header",
+                bytes.len()
+            ),
+        });
+    }
     if bytes.len() < HEADER_LEN
         || (data_ends_before(HEADER_LEN) && bytes[..HEADER_LEN] == [0; HEADER_LEN])
     {
@@ -167,70 +187,110 @@ fn scan(
             ),
         });
     }
-    let limit = bytes.len().min(header.segment_size as usize);
-    let max_payload = format::max_payload(header.segment_size);
+    let (stop, stopped_at) = scan_entries(id, bytes, last_nonzero, header.segment_size, entry);
+    // Segment files are created at their full size before their header is
+    // written (and a reserve is zero-filled to it before it is named), so a
+    // file with a header that ends early was cut short after it was made:
+    // no crash leaves that, wherever the segment is. Where reading would
+    // have ended cleanly or at a torn entry, it is damage.
+    let size = header.segment_size as usize;
+    Ok(match stop {
+        Stop::Clean | Stop::Torn(_) if bytes.len() < size => Stop::Corrupt {
+            offset: stopped_at,
+            reason: format!("segment is cut short: {} of {size} bytes", bytes.len()),
+        },
+        stop => stop,
+    })
+}
+
+/// Scans the entries of segment `id` (its header is intact and gives
+/// `segment_size`; `last_nonzero` is the offset of its last non-zero byte)
+/// for [`scan`], and returns how the scan ended and the
+/// offset it ended at (where the next entry would have begun).
+fn scan_entries(
+    id: u64,
+    bytes: &[u8],
+    last_nonzero: Option<usize>,
+    segment_size: u32,
+    mut entry: impl FnMut(u32, u8, TableId, &[u8]) -> Result<(), String>,
+) -> (Stop, usize) {
+    let data_ends_before = |end: usize| last_nonzero.is_none_or(|l| l < end);
+    let limit = bytes.len().min(segment_size as usize);
+    let max_payload = format::max_payload(segment_size);
     let mut pos = HEADER_LEN;
     loop {
         if pos + ENTRY_HEADER_LEN > limit {
-            // Segment files are created at full size before their header is
-            // written, so a file that ends early was cut short.
-            let cut_short = bytes.len() < header.segment_size as usize;
-            return Ok(if data_ends_before(pos) && !cut_short {
+            // The file ends (a cut-short file is damage; see `scan`), or
+            // too little of the segment is left for an entry header.
+            let stop = if data_ends_before(pos) {
                 Stop::Clean
             } else {
                 Stop::Torn(pos as u32)
-            });
+            };
+            return (stop, pos);
         }
         let eh = &bytes[pos..pos + ENTRY_HEADER_LEN];
         if eh.iter().all(|&b| b == 0) {
             if data_ends_before(pos) {
-                return Ok(Stop::Clean);
+                return (Stop::Clean, pos);
             }
-            return Ok(Stop::Corrupt {
-                offset: pos,
-                reason: "zeroed entry header followed by data".to_string(),
-            });
+            return (
+                Stop::Corrupt {
+                    offset: pos,
+                    reason: "zeroed entry header followed by data".to_string(),
+                },
+                pos,
+            );
         }
         let Some(eh) = format::parse_entry_header(eh) else {
             if data_ends_before(pos + ENTRY_HEADER_LEN - 1) {
-                return Ok(Stop::Torn(pos as u32));
+                return (Stop::Torn(pos as u32), pos);
             }
-            return Ok(Stop::Corrupt {
-                offset: pos,
-                reason: "entry header checksum mismatch".to_string(),
-            });
+            return (
+                Stop::Corrupt {
+                    offset: pos,
+                    reason: "entry header checksum mismatch".to_string(),
+                },
+                pos,
+            );
         };
         if eh.segment != id {
             // Positive evidence of stale bytes: a valid header of another
             // segment. Nothing of this segment follows.
-            return Ok(Stop::Clean);
+            return (Stop::Clean, pos);
         }
         let len = eh.len as usize;
         if !(format::PAYLOAD_PREFIX..=max_payload).contains(&len)
-            || pos + FRAMING + len > header.segment_size as usize
+            || pos + FRAMING + len > segment_size as usize
         {
-            return Ok(Stop::Corrupt {
-                offset: pos,
-                reason: format!(
-                    "entry length {len} is outside {}..={max_payload} or runs past the segment end",
-                    format::PAYLOAD_PREFIX
-                ),
-            });
+            return (
+                Stop::Corrupt {
+                    offset: pos,
+                    reason: format!(
+                        "entry length {len} is outside {}..={max_payload} or runs past the segment end",
+                        format::PAYLOAD_PREFIX
+                    ),
+                },
+                pos,
+            );
         }
         let end = pos + FRAMING + len;
         if end > bytes.len() {
             // The file ends inside the entry: a torn (or truncated) tail.
-            return Ok(Stop::Torn(pos as u32));
+            return (Stop::Torn(pos as u32), pos);
         }
         let payload = &bytes[pos + ENTRY_HEADER_LEN..end - 4];
         if format::le_u32(&bytes[end - 4..end]) != crc32c::crc32c(payload) {
             if data_ends_before(end - 1) {
-                return Ok(Stop::Torn(pos as u32));
+                return (Stop::Torn(pos as u32), pos);
             }
-            return Ok(Stop::Corrupt {
-                offset: pos,
-                reason: "entry payload checksum mismatch".to_string(),
-            });
+            return (
+                Stop::Corrupt {
+                    offset: pos,
+                    reason: "entry payload checksum mismatch".to_string(),
+                },
+                pos,
+            );
         }
         let kind = payload[0];
         let table = format::le_u64(&payload[1..9]);
@@ -242,10 +302,13 @@ fn scan(
             other => Err(format!("unknown entry kind {other}")),
         };
         if let Err(reason) = outcome {
-            return Ok(Stop::Corrupt {
-                offset: pos,
-                reason,
-            });
+            return (
+                Stop::Corrupt {
+                    offset: pos,
+                    reason,
+                },
+                pos,
+            );
         }
         pos = end;
     }
@@ -277,14 +340,39 @@ pub(crate) fn list_segments(dir: &Path) -> Result<(BTreeMap<u64, PathBuf>, u64),
 }
 
 /// What pass 1 learned of one segment.
-struct Scanned {
-    id: u64,
+pub(crate) struct Scanned {
+    pub(crate) id: u64,
     path: PathBuf,
     stop: Stop,
-    /// The segment header is intact.
-    has_header: bool,
-    /// The file is shorter than the size its header gives.
-    cut_short: bool,
+    /// Mutation entries whose framing and checksums hold (not decoded),
+    /// before the stop.
+    pub(crate) mutations: u64,
+    /// Drop records, before the stop.
+    pub(crate) drop_records: u64,
+}
+
+impl Scanned {
+    /// The torn tail the segment ends in, if it does.
+    pub(crate) fn torn(&self) -> Option<TornTail> {
+        match self.stop {
+            Stop::Torn(offset) => Some(TornTail {
+                segment: self.id,
+                offset,
+            }),
+            _ => None,
+        }
+    }
+}
+
+/// Pass 1 of a replay, all that decides whether a log can be opened: the
+/// last drop of every table and how each segment ends.
+pub(crate) struct Classified {
+    /// The last drop of every table (segments and side file).
+    pub(crate) drops: BTreeMap<TableId, ReplayPosition>,
+    /// Why the drop side file could not be read (skip mode only).
+    pub(crate) drops_file_damage: Option<String>,
+    /// Every segment, in id order, with its stop classified.
+    pub(crate) scanned: Vec<Scanned>,
 }
 
 /// Everything a replay produced: the report, what each segment held, and
@@ -332,20 +420,25 @@ fn entries_in_skipped(id: u64, bytes: &[u8], offset: usize) -> u64 {
     count
 }
 
-/// Replays the segments `segments` (id → path, read in id order) of `dir`,
-/// calling `f` for every entry that is not superseded by a later drop of
-/// its table. Under [`CorruptionPolicy::Stop`] any damage fails replay
-/// before `f` is called at all.
-pub(crate) fn replay_segments(
+/// Pass 1 of a replay of the segments `segments` of `dir`: reads the drop
+/// side file and every segment (whole, one at a time), notes every drop,
+/// and classifies where each segment stops (clean end, torn tail, damage),
+/// without decoding a mutation. A torn tail counts only in the segments
+/// written last (the newest two with a header, and header-less ones after
+/// them); anywhere else it is damage.
+///
+/// # Errors
+/// Under [`CorruptionPolicy::Stop`], [`Error::Corrupt`] for the drop side
+/// file or the first damaged segment (after every segment was read, so an
+/// I/O error or [`Error::UnsupportedVersion`] of a later one comes first);
+/// I/O errors; [`Error::UnsupportedVersion`].
+pub(crate) fn classify(
     dir: &Path,
     segments: &BTreeMap<u64, PathBuf>,
     policy: CorruptionPolicy,
     device: Option<&device::Device>,
-    mut f: impl FnMut(TableId, Mutation, ReplayPosition),
-) -> Result<Replayed, Error> {
-    let mut report = ReplayReport::default();
-    // Pass 1: where was each table last dropped, and how does each
-    // segment end?
+) -> Result<Classified, Error> {
+    let mut drops_file_damage = None;
     let mut drops: BTreeMap<TableId, ReplayPosition> = BTreeMap::new();
     let note_drop = |drops: &mut BTreeMap<TableId, ReplayPosition>, table, pos| {
         let e = drops.entry(table).or_insert(pos);
@@ -366,7 +459,7 @@ pub(crate) fn replay_segments(
                     reason,
                 });
             }
-            Err(reason) => report.drops_file_damage = Some(reason),
+            Err(reason) => drops_file_damage = Some(reason),
         }
     }
     let mut scanned = Vec::with_capacity(segments.len());
@@ -375,28 +468,30 @@ pub(crate) fn replay_segments(
         // Charged as read (after the read: its length is known then; the
         // wait lands before the segment is used all the same).
         device::charge_read(device, bytes.len() as u64);
+        let (mut mutations, mut drop_records) = (0, 0);
         let stop = scan(id, path, &bytes, |offset, kind, table, _| {
             if kind == KIND_DROP {
+                drop_records += 1;
                 note_drop(&mut drops, table, ReplayPosition::new(id, offset));
+            } else {
+                mutations += 1;
             }
             Ok(())
         })?;
-        let header = bytes
-            .get(..HEADER_LEN)
-            .and_then(|h| format::parse_header(h.try_into().ok()?));
-        let has_header = !matches!(stop, Stop::Torn(0) | Stop::Corrupt { offset: 0, .. });
-        let cut_short = header.is_some_and(|h| bytes.len() < h.segment_size as usize);
         scanned.push(Scanned {
             id,
             path: path.clone(),
             stop,
-            has_header,
-            cut_short,
+            mutations,
+            drop_records,
         });
     }
     // The segments written last: the newest two with a header, and any
-    // header-less ones after them. A torn tail anywhere else is damage.
-    let mut with_header = scanned.iter().filter(|s| s.has_header).map(|s| s.id).rev();
+    // header-less ones after them (one write-and-sync cycle spans at most
+    // one segment switch). A torn tail anywhere else is damage.
+    let has_header =
+        |s: &Scanned| !matches!(s.stop, Stop::Torn(0) | Stop::Corrupt { offset: 0, .. });
+    let mut with_header = scanned.iter().filter(|s| has_header(s)).map(|s| s.id).rev();
     let newest = with_header.next();
     let tail_from = with_header.next().or(newest).unwrap_or(0);
     for s in &mut scanned {
@@ -406,8 +501,6 @@ pub(crate) fn replay_segments(
         if let Stop::Torn(offset) = s.stop {
             let reason = if offset == 0 {
                 "segment has no header and is not among the last written".to_string()
-            } else if s.cut_short {
-                "segment is cut short and is not among the last written".to_string()
             } else {
                 "torn entry in a segment that is not among the last written".to_string()
             };
@@ -430,6 +523,33 @@ pub(crate) fn replay_segments(
             reason,
         });
     }
+    Ok(Classified {
+        drops,
+        drops_file_damage,
+        scanned,
+    })
+}
+
+/// Replays the segments `segments` (id → path, read in id order) of `dir`,
+/// calling `f` for every entry that is not superseded by a later drop of
+/// its table. Under [`CorruptionPolicy::Stop`] any damage fails replay
+/// before `f` is called at all.
+pub(crate) fn replay_segments(
+    dir: &Path,
+    segments: &BTreeMap<u64, PathBuf>,
+    policy: CorruptionPolicy,
+    device: Option<&device::Device>,
+    mut f: impl FnMut(TableId, Mutation, ReplayPosition),
+) -> Result<Replayed, Error> {
+    let Classified {
+        drops,
+        drops_file_damage,
+        scanned,
+    } = classify(dir, segments, policy, device)?;
+    let mut report = ReplayReport {
+        drops_file_damage,
+        ..ReplayReport::default()
+    };
     // Pass 2: yield.
     let mut summaries = BTreeMap::new();
     for s in scanned {
@@ -505,16 +625,20 @@ pub(crate) fn replay_segments(
 ///
 /// * a **clean end**: only zeros follow (never written), or a valid entry
 ///   header of another segment (stale bytes);
-/// * a **torn tail** ([`ReplayReport::torn`]): the file ends inside an
-///   entry, or the entry's last byte is still zero with nothing non-zero
-///   after it, or the segment has no header: what a crash mid-write leaves,
-///   in one of the segments written last (the newest two with a header,
-///   and header-less ones after them); in an older segment it is damage;
+/// * a **torn tail** ([`ReplayReport::torn`]): within a segment at its full
+///   size, the entry's bytes stop with zeros behind them (nothing non-zero
+///   after it), or the segment has no header and holds nothing: what a
+///   crash mid-write leaves, in one of the segments written last (the
+///   newest two with a header, and header-less ones after them); in an
+///   older segment it is damage;
 /// * **damage** ([`ReplayReport::damage`]): anything else (a checksum that
 ///   fails with data after it, a zeroed header followed by data, a length
-///   out of range, a payload that does not decode, a bad segment header).
-///   The rest of the segment is skipped and counted up to its last
-///   non-zero byte.
+///   out of range, a payload that does not decode, a bad segment header,
+///   and a file shorter than the segment size in its header, in any
+///   segment, the newest included: segments are created at their full
+///   size, so a short one was cut after it was made; reason "segment is
+///   cut short: N of M bytes"). The rest of the segment is skipped and
+///   counted up to its last non-zero byte.
 ///
 /// Entries of a table that precede the table's last logged drop (in a
 /// segment or in the drop side file) are skipped and counted in [`ReplayReport::dropped_entries`]. To know the
