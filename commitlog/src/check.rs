@@ -42,10 +42,10 @@ pub struct CheckReport {
 /// Payloads are not decoded into mutations (open decodes each once, when
 /// it hands the entry over). So a payload whose checksums hold but which
 /// does not decode is not seen here; open does not refuse it either (it
-/// is only found when the entries before it were already handed over):
-/// it is reported as damage in [`crate::ReplayReport::damage`]. Disk
-/// damage cannot produce one (the payload's CRC-32C catches it); a bug or
-/// another build's mutation encoding can.
+/// is only found when the entries before it were already handed over, and
+/// replay then ends that segment at it). Disk damage cannot produce one
+/// (the payload's CRC-32C catches it); a bug or another build's mutation
+/// encoding can.
 ///
 /// # Errors
 /// [`Error::Corrupt`] for the drop side file or the first damaged segment,
