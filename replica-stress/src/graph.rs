@@ -11,7 +11,9 @@
 //! [`write_graph`] adds the runs to the file.
 
 use std::path::Path;
+use std::time::Duration;
 
+use hdrhistogram::Histogram;
 use serde_json::{Value, json};
 
 use crate::error::{Error, io_err};
@@ -28,22 +30,49 @@ const DATA_END: &str = "</script>";
 /// Collects one run's per-second series for [`write_graph`].
 #[derive(Debug, Default)]
 pub struct GraphRecorder {
-    time: Vec<f64>,
-    ops: Vec<u64>,
-    op_rate: Vec<f64>,
-    read_rate: Vec<f64>,
-    write_rate: Vec<f64>,
-    p50: Vec<f64>,
-    p99: Vec<f64>,
-    p999: Vec<f64>,
-    max: Vec<f64>,
-    real_dirty: Vec<u64>,
-    unspooled_dirty: Vec<u64>,
+    points: Vec<Point>,
     flush_marks: Vec<f64>,
     compaction_marks: Vec<f64>,
     flushes: u64,
     compactions: u64,
     budget: u64,
+}
+
+/// One interval of the run.
+#[derive(Debug)]
+struct Point {
+    end: Duration,
+    length: Duration,
+    ops: u64,
+    reads: u64,
+    writes: u64,
+    /// The latencies, kept for the last two intervals only (a short tail
+    /// is merged into the interval before it).
+    latency: Option<Histogram<u64>>,
+    p50: f64,
+    p99: f64,
+    p999: f64,
+    max: f64,
+    real_dirty: u64,
+    unspooled_dirty: u64,
+}
+
+impl Point {
+    fn set_latency(&mut self, h: Histogram<u64>) {
+        let q = |q: f64| micros_to_ms(h.value_at_quantile(q));
+        (self.p50, self.p99, self.p999) = (q(0.5), q(0.99), q(0.999));
+        self.max = micros_to_ms(h.max());
+        self.latency = Some(h);
+    }
+
+    fn rate(&self, n: u64) -> f64 {
+        let seconds = self.length.as_secs_f64();
+        if seconds > 0.0 {
+            n as f64 / seconds
+        } else {
+            0.0
+        }
+    }
 }
 
 impl GraphRecorder {
@@ -55,26 +84,24 @@ impl GraphRecorder {
     /// The run as the graph file holds it: its `label` and `description`,
     /// the dirty-memory limits (the soft limit at `soft_limit_ratio` of
     /// the budget, writers held at half of it unspooled and at all of it
-    /// real), its series and the figures of its `summary`.
+    /// real), its series and the figures of its `summary`. A last interval
+    /// shorter than half the one before (the tail after the clients
+    /// stopped) is merged into that one, so it draws no spike.
     pub fn finish(
-        self,
+        mut self,
         label: &str,
         description: &str,
         soft_limit_ratio: f64,
         summary: &Summary,
     ) -> Value {
-        let mut this = self;
-        // The tail after the clients stopped, if nothing completed in it,
-        // is not a second of the load.
-        if this.time.len() > 1 && this.ops.last() == Some(&0) {
-            this.pop();
-        }
+        self.merge_tail();
         let budget = if summary.dirty_budget > 0 {
             summary.dirty_budget
         } else {
-            this.budget
+            self.budget
         };
-        let s = this;
+        let p = &self.points;
+        let col = |f: &dyn Fn(&Point) -> Value| p.iter().map(f).collect::<Vec<Value>>();
         json!({
             "label": label,
             "description": description,
@@ -85,21 +112,21 @@ impl GraphRecorder {
                 "hard": budget,
             },
             "series": {
-                "time_s": s.time,
-                "ops": s.ops,
-                "op_rate": s.op_rate,
-                "read_rate": s.read_rate,
-                "write_rate": s.write_rate,
-                "p50_ms": s.p50,
-                "p99_ms": s.p99,
-                "p99_9_ms": s.p999,
-                "max_ms": s.max,
-                "real_dirty_bytes": s.real_dirty,
-                "unspooled_dirty_bytes": s.unspooled_dirty,
+                "time_s": col(&|p| json!(p.end.as_secs_f64())),
+                "ops": col(&|p| json!(p.ops)),
+                "op_rate": col(&|p| json!(p.rate(p.ops))),
+                "read_rate": col(&|p| json!(p.rate(p.reads))),
+                "write_rate": col(&|p| json!(p.rate(p.writes))),
+                "p50_ms": col(&|p| json!(p.p50)),
+                "p99_ms": col(&|p| json!(p.p99)),
+                "p99_9_ms": col(&|p| json!(p.p999)),
+                "max_ms": col(&|p| json!(p.max)),
+                "real_dirty_bytes": col(&|p| json!(p.real_dirty)),
+                "unspooled_dirty_bytes": col(&|p| json!(p.unspooled_dirty)),
             },
             "marks": {
-                "flushes_s": s.flush_marks,
-                "compactions_s": s.compaction_marks,
+                "flushes_s": self.flush_marks,
+                "compactions_s": self.compaction_marks,
             },
             "summary": {
                 "op_rate": summary.op_rate(),
@@ -113,62 +140,59 @@ impl GraphRecorder {
             },
         })
     }
-}
 
-impl GraphRecorder {
-    /// Drops the last interval's figures.
-    fn pop(&mut self) {
-        for v in [
-            &mut self.time,
-            &mut self.op_rate,
-            &mut self.read_rate,
-            &mut self.write_rate,
-            &mut self.p50,
-            &mut self.p99,
-            &mut self.p999,
-            &mut self.max,
-        ] {
-            v.pop();
+    /// Merges a short last interval into the one before it.
+    fn merge_tail(&mut self) {
+        let n = self.points.len();
+        if n < 2 || self.points[n - 1].length * 2 >= self.points[n - 2].length {
+            return;
         }
-        for v in [
-            &mut self.ops,
-            &mut self.real_dirty,
-            &mut self.unspooled_dirty,
-        ] {
-            v.pop();
+        let tail = self.points.pop().expect("two points");
+        let last = self.points.last_mut().expect("one point");
+        last.end = tail.end;
+        last.length += tail.length;
+        last.ops += tail.ops;
+        last.reads += tail.reads;
+        last.writes += tail.writes;
+        last.real_dirty = tail.real_dirty;
+        last.unspooled_dirty = tail.unspooled_dirty;
+        if let (Some(mut h), Some(t)) = (last.latency.take(), tail.latency)
+            && h.add(&t).is_ok()
+        {
+            last.set_latency(h);
         }
     }
 }
 
 impl Observer for GraphRecorder {
     fn on_interval(&mut self, r: &IntervalReport) -> Result<(), Error> {
-        let end = (r.start + r.length).as_secs_f64();
-        let seconds = r.length.as_secs_f64();
-        let rate = |n: u64| {
-            if seconds > 0.0 {
-                n as f64 / seconds
-            } else {
-                0.0
-            }
+        let end = r.start + r.length;
+        // Only the last two intervals keep their histograms.
+        if let Some(older) = self.points.iter_mut().rev().nth(1) {
+            older.latency = None;
+        }
+        let mut point = Point {
+            end,
+            length: r.length,
+            ops: r.counts.ops,
+            reads: r.counts.reads,
+            writes: r.counts.writes,
+            latency: None,
+            p50: 0.0,
+            p99: 0.0,
+            p999: 0.0,
+            max: 0.0,
+            real_dirty: r.stats.real_dirty,
+            unspooled_dirty: r.stats.unspooled_dirty,
         };
-        let q = |q: f64| micros_to_ms(r.latency.value_at_quantile(q));
-        self.time.push(end);
-        self.ops.push(r.counts.ops);
-        self.op_rate.push(r.ops_per_second());
-        self.read_rate.push(rate(r.counts.reads));
-        self.write_rate.push(rate(r.counts.writes));
-        self.p50.push(q(0.5));
-        self.p99.push(q(0.99));
-        self.p999.push(q(0.999));
-        self.max.push(micros_to_ms(r.latency.max()));
-        self.real_dirty.push(r.stats.real_dirty);
-        self.unspooled_dirty.push(r.stats.unspooled_dirty);
+        point.set_latency(r.latency.clone());
+        self.points.push(point);
         // A mark per interval in which flushes or compactions completed.
         if r.stats.flushes > self.flushes {
-            self.flush_marks.push(end);
+            self.flush_marks.push(end.as_secs_f64());
         }
         if r.stats.compaction.jobs > self.compactions {
-            self.compaction_marks.push(end);
+            self.compaction_marks.push(end.as_secs_f64());
         }
         self.flushes = r.stats.flushes;
         self.compactions = r.stats.compaction.jobs;
@@ -225,6 +249,69 @@ pub fn write_graph(path: &Path, runs: &[Value]) -> Result<(), Error> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::latency::{Counts, new_histogram};
+    use crate::target::TargetStats;
+
+    fn report(
+        start_ms: u64,
+        length_ms: u64,
+        ops: u64,
+        latency_ms: u64,
+        flushes: u64,
+    ) -> IntervalReport {
+        let mut latency = new_histogram().unwrap();
+        for _ in 0..ops {
+            latency.record(latency_ms * 1000).unwrap();
+        }
+        IntervalReport {
+            index: 0,
+            start: Duration::from_millis(start_ms),
+            length: Duration::from_millis(length_ms),
+            counts: Counts {
+                ops,
+                writes: ops,
+                ..Counts::default()
+            },
+            latency,
+            read_latency: None,
+            write_latency: None,
+            stats: TargetStats {
+                flushes,
+                dirty_budget: 64 << 20,
+                ..TargetStats::default()
+            },
+            memory: crate::ProcessMemory::default(),
+            devices: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn a_short_tail_is_merged_into_the_interval_before_it() {
+        let mut g = GraphRecorder::new();
+        for r in [
+            report(0, 1000, 10, 1, 0),
+            report(1000, 1000, 20, 2, 1),
+            report(2000, 30, 2, 9, 1),
+        ] {
+            g.on_interval(&r).unwrap();
+        }
+        assert_eq!(g.flush_marks, [2.0], "the second's flush");
+        assert!(
+            g.points[0].latency.is_none(),
+            "only the last two keep theirs"
+        );
+        g.merge_tail();
+        let ends: Vec<f64> = g.points.iter().map(|p| p.end.as_secs_f64()).collect();
+        assert_eq!(ends, [1.0, 2.03]);
+        let last = &g.points[1];
+        assert_eq!((last.ops, last.length), (22, Duration::from_millis(1030)));
+        assert!((last.rate(last.ops) - 22.0 / 1.03).abs() < 1e-9);
+        assert!((last.max - 9.0).abs() < 0.01, "the tail's slowest counts");
+        // A whole last interval stays as it is.
+        let before = g.points.len();
+        g.merge_tail();
+        assert_eq!(g.points.len(), before);
+    }
 
     #[test]
     fn runs_are_added_beside_the_earlier_ones() {
