@@ -209,7 +209,10 @@ fn the_graph_holds_every_run_and_draws_in_a_browser() {
         .iter()
         .map(|r| r["marks"]["flushes_s"].as_array().unwrap().len())
         .sum();
-    assert!(flush_marks > 0, "16 MiB of budget and a second of writes flush");
+    assert!(
+        flush_marks > 0,
+        "16 MiB of budget and a second of writes flush"
+    );
     assert_eq!(dirty.matches("data-kind=\"flush\"").count(), flush_marks);
     // The table of runs shows the JSON's figures.
     let rows = tags(&dom, "tr");
