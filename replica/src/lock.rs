@@ -9,7 +9,9 @@
 //! `flock` locks belong to the open file, not the process, so a second
 //! open in the same process conflicts too; the kernel drops the lock when
 //! the holder exits, so a crash never leaves a directory locked. The file
-//! holds the holder's process id, for the error message only.
+//! holds the holder's process id, for the error message only. An open
+//! takes its locks tentatively: if it is refused, each lock file gets its
+//! previous contents back, so a refused open leaves no trace.
 
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Seek, SeekFrom, Write};
@@ -28,7 +30,12 @@ pub struct DirectoryLock {
     dir: PathBuf,
     path: PathBuf,
     // Held open for the lock's life: closing it releases the lock.
-    _file: File,
+    file: File,
+    /// Taken tentatively ([`acquire_all_tentatively`](Self::acquire_all_tentatively))
+    /// and not yet [`confirm`](Self::confirm)ed: what the lock file held
+    /// before (`None`: there was no lock file), put back when the lock is
+    /// dropped, so a refused open leaves the file as it found it.
+    before: Option<Option<Vec<u8>>>,
 }
 
 impl DirectoryLock {
@@ -40,7 +47,16 @@ impl DirectoryLock {
     /// the lock file cannot be created or written (for example a directory
     /// that is missing or not writable).
     pub fn acquire(dir: &Path) -> Result<Self, Error> {
+        let mut lock = Self::take(dir)?;
+        lock.confirm();
+        Ok(lock)
+    }
+
+    /// Locks `dir` and writes this process's id into the lock file,
+    /// remembering what the file held before (unconfirmed).
+    fn take(dir: &Path) -> Result<Self, Error> {
         let path = dir.join(LOCK_FILE_NAME);
+        let existed = path.exists();
         let mut file = OpenOptions::new()
             .read(true)
             .write(true)
@@ -65,16 +81,51 @@ impl DirectoryLock {
             }
             Err(TryLockError::Error(e)) => return Err(io_err("lock", &path)(e)),
         }
-        file.set_len(0)
-            .and_then(|()| file.seek(SeekFrom::Start(0)))
-            .and_then(|_| writeln!(file, "{}", std::process::id()))
-            .and_then(|()| file.sync_data())
-            .map_err(io_err("write lock file", &path))?;
-        Ok(DirectoryLock {
+        let mut previous = Vec::new();
+        if existed {
+            file.read_to_end(&mut previous)
+                .map_err(io_err("read lock file", &path))?;
+        }
+        let lock = DirectoryLock {
             dir: dir.to_path_buf(),
             path,
-            _file: file,
-        })
+            file,
+            before: Some(existed.then_some(previous)),
+        };
+        // On a failure here the drop puts back what was there.
+        lock.write(format!("{}\n", std::process::id()).as_bytes())?;
+        Ok(lock)
+    }
+
+    /// Locks every directory of `dirs`, as [`acquire_all`](Self::acquire_all)
+    /// does, tentatively: until [`confirm`](Self::confirm)ed, dropping a
+    /// lock puts its lock file's old contents back (a file it created is
+    /// left empty), so that an open refused after the locks were taken
+    /// leaves the directories of an existing database byte for byte as it
+    /// found them.
+    ///
+    /// # Errors
+    /// As [`acquire_all`](Self::acquire_all).
+    pub(crate) fn acquire_all_tentatively<'a>(
+        dirs: impl IntoIterator<Item = &'a Path>,
+    ) -> Result<Vec<DirectoryLock>, Error> {
+        dirs.into_iter().map(DirectoryLock::take).collect()
+    }
+
+    /// Keeps the lock file as this lock wrote it (the holder's pid) when
+    /// the lock is dropped: what it guarded succeeded.
+    pub(crate) fn confirm(&mut self) {
+        self.before = None;
+    }
+
+    /// Replaces the lock file's contents with `bytes`, synced.
+    fn write(&self, bytes: &[u8]) -> Result<(), Error> {
+        let mut file = &self.file;
+        file.set_len(0)
+            .and_then(|()| file.seek(SeekFrom::Start(0)))
+            .and_then(|_| file.write_all(bytes))
+            .and_then(|()| file.sync_data())
+            .map_err(io_err("write lock file", &self.path))
     }
 
     /// Locks every directory of `dirs` (in the order given, which callers
@@ -100,6 +151,19 @@ impl DirectoryLock {
     }
 }
 
+impl Drop for DirectoryLock {
+    fn drop(&mut self) {
+        // Unconfirmed: put the lock file's contents back as they were,
+        // still holding the lock (best effort). A lock file this lock
+        // created is left empty, not removed: removing a lock file lets a
+        // second opener lock a new file while a third holds the old one.
+        match self.before.take() {
+            None => {}
+            Some(previous) => drop(self.write(previous.as_deref().unwrap_or_default())),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -120,6 +184,22 @@ mod tests {
         drop(first);
         let again = DirectoryLock::acquire(dir.path()).unwrap();
         assert!(again.path().exists());
+    }
+
+    #[test]
+    fn an_unconfirmed_lock_puts_the_lock_file_back_and_a_confirmed_one_keeps_the_pid() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(LOCK_FILE_NAME);
+        drop(DirectoryLock::acquire_all_tentatively([dir.path()]).unwrap());
+        assert_eq!(std::fs::read(&path).unwrap(), b"", "created, left empty");
+        std::fs::write(&path, b"4242\n").unwrap();
+        drop(DirectoryLock::acquire_all_tentatively([dir.path()]).unwrap());
+        assert_eq!(std::fs::read(&path).unwrap(), b"4242\n", "put back");
+        let mut locks = DirectoryLock::acquire_all_tentatively([dir.path()]).unwrap();
+        locks.iter_mut().for_each(DirectoryLock::confirm);
+        drop(locks);
+        let pid = format!("{}\n", std::process::id());
+        assert_eq!(std::fs::read(&path).unwrap(), pid.as_bytes());
     }
 
     #[test]

@@ -1,5 +1,7 @@
 //! A commit log damaged in an older segment: by default `Database::open`
-//! refuses, naming the segment, and changes nothing on disk; with
+//! refuses, naming the segment, and changes nothing on disk (not the
+//! leftovers of an unfinished flush, not a dropped table's directory, not
+//! even the lock file); with
 //! `CorruptionPolicy::Skip` it opens, reports what it skipped, and keeps
 //! every write before the damage.
 
@@ -30,6 +32,108 @@ fn write(i: u32) -> Mutation {
         )
         .build()
         .unwrap()
+}
+
+/// Every file and directory under `dir`, each file with its bytes.
+fn tree(dir: &Path) -> BTreeMap<String, Option<Vec<u8>>> {
+    let mut entries = BTreeMap::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                entries.insert(p.display().to_string(), None);
+                stack.push(p);
+            } else {
+                entries.insert(p.display().to_string(), Some(std::fs::read(&p).unwrap()));
+            }
+        }
+    }
+    entries
+}
+
+/// The commit log's segment files, oldest first.
+fn segments(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut segments: Vec<_> = std::fs::read_dir(dir.join(COMMITLOG_DIR_NAME))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "log"))
+        .collect();
+    segments.sort();
+    segments
+}
+
+/// Copies the directory `from` (files only, one level) to `to`.
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let p = e.unwrap().path();
+        std::fs::copy(&p, to.join(p.file_name().unwrap())).unwrap();
+    }
+}
+
+#[test]
+fn a_refused_open_leaves_every_file_as_it_was() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Database::open(config(dir.path(), CorruptionPolicy::Stop)).unwrap();
+    db.create_table(TableSchema::new("t").unwrap()).unwrap();
+    db.create_table(TableSchema::new("gone").unwrap()).unwrap();
+    for i in 0..20 {
+        db.apply("t", &write(i)).unwrap();
+        db.apply("gone", &write(i)).unwrap();
+    }
+    db.flush_all().unwrap();
+    // A dropped table whose directory a crash left behind (the drop
+    // removes it; the copy puts it back, marker and sstables).
+    let gone = replica::table_dir(dir.path(), "gone");
+    let kept = dir.path().join("gone-copy");
+    copy_dir(&gone, &kept);
+    db.drop_table("gone").unwrap();
+    // Acknowledged writes in the log, never flushed.
+    for i in 20..270 {
+        db.apply("t", &write(i)).unwrap();
+    }
+    db.crash();
+    std::fs::rename(&kept, &gone).unwrap();
+    // An unfinished flush's files in the live table's directory.
+    let t = replica::table_dir(dir.path(), "t");
+    std::fs::write(t.join("sst-900-Data.db.tmp"), b"half an sstable").unwrap();
+    std::fs::write(t.join("sst-900-TemporaryTOC.txt"), b"Data.db\n").unwrap();
+    let segments = segments(dir.path());
+    assert!(segments.len() >= 3, "{segments:?}");
+    let victim = &segments[1];
+    let mut bytes = std::fs::read(victim).unwrap();
+    bytes[24 + 16 + 40] ^= 0x5a;
+    std::fs::write(victim, &bytes).unwrap();
+
+    let before = tree(dir.path());
+    assert!(before.contains_key(&gone.display().to_string()));
+    assert!(before.keys().any(|k| k.ends_with(replica::LOCK_FILE_NAME)));
+    let e = Database::open(config(dir.path(), CorruptionPolicy::Stop))
+        .expect_err("a damaged log refuses the open");
+    assert!(matches!(e, Error::CommitLog { .. }), "{e}");
+    let after = tree(dir.path());
+    for (path, content) in &before {
+        assert_eq!(after.get(path), Some(content), "{path} changed or went");
+    }
+    assert_eq!(after.len(), before.len(), "nothing was added");
+
+    // Skipping the damage, the open goes on: the leftovers and the dropped
+    // table's directory go, the table keeps what was before the damage.
+    let db = Database::open(config(dir.path(), CorruptionPolicy::Skip)).unwrap();
+    assert!(!gone.exists(), "the dropped table's directory is removed");
+    assert!(!t.join("sst-900-TemporaryTOC.txt").exists());
+    for i in 0..20 {
+        let key = write(i).key().clone();
+        assert!(
+            db.get("t", &key, ClusteringRange::full())
+                .unwrap()
+                .is_some(),
+            "flushed write {i}"
+        );
+    }
+    assert!(db.tables().iter().all(|s| s.name() != "gone"));
+    db.close().unwrap();
 }
 
 /// Every file under `dir` with its bytes.

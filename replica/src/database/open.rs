@@ -55,7 +55,19 @@ impl Database {
         for dir in config.all_dirs() {
             fs::create_dir_all(dir).map_err(io_err("create directory", dir))?;
         }
-        let locks = DirectoryLock::acquire_all(config.all_dirs())?;
+        // Tentative: a refused open puts the lock files back as they were.
+        let locks = DirectoryLock::acquire_all_tentatively(config.all_dirs())?;
+        // Before anything is removed (a catalog's leftover temporary file,
+        // orphaned table directories, unfinished sstables, half-done
+        // compactions): a log that the policy refuses refuses the open
+        // with nothing on disk changed (read-only; the replay reads it
+        // again).
+        if config.commitlog != CommitLogMode::Off
+            && config.commitlog_on_corruption == crate::CorruptionPolicy::Stop
+        {
+            commitlog::check(&config.commitlog_dir())
+                .map_err(|source| Error::CommitLog { source })?;
+        }
         let catalog = open_catalog(&config)?;
         for orphan in orphan_table_dirs(config.all_dirs(), |name| catalog.get(name).is_ok())? {
             remove_orphan_table_dir(&orphan)?;
@@ -154,6 +166,9 @@ impl Database {
         }
         let mut db = db;
         db.open_commitlog()?;
+        for lock in db.locks.lock().iter_mut() {
+            lock.confirm();
+        }
         Ok(db)
     }
 
@@ -297,9 +312,10 @@ impl Database {
     /// directory cannot be read or the catalog written.
     pub fn rebuild_catalog(config: &DatabaseConfig) -> Result<Vec<TableSchema>, Error> {
         config.validate()?;
-        let _locks = DirectoryLock::acquire_all(config.all_dirs())?;
+        let mut locks = DirectoryLock::acquire_all_tentatively(config.all_dirs())?;
         let tables = tables_in_dirs(config.all_dirs())?;
         let catalog = Catalog::create_with(&config.data_dirs[0], tables)?;
+        locks.iter_mut().for_each(DirectoryLock::confirm);
         Ok(catalog.tables().cloned().collect())
     }
 
