@@ -111,8 +111,9 @@
 //! **Keys and values** are [`logalloc::ManagedBytes`]: one object, or
 //! chunks plus an index object above the largest object size, so a 1 MiB
 //! value or a 64 KiB key is stored like any other and compared without
-//! being copied out. Rows are encoded by a small safe little-endian codec
-//! of this crate (`codec.rs`; counts, column ids and lengths as varints);
+//! being copied out. Rows are encoded with the workspace's codec primitives
+//! ([`mutation::codec`]; this crate's `codec.rs` picks the layout:
+//! fixed-width times, counts, column ids and lengths as varints);
 //! the crate needs no `unsafe`, and neither
 //! `zerocopy` nor `bytemuck`, because nothing is ever reinterpreted in
 //! place: node fields and rows are read with `from_le_bytes`.

@@ -68,6 +68,15 @@
 //! * [`StreamValidator`], [`ValidatingReader`] and [`validate_stream`]
 //!   check the ordering rules and report the first violation.
 //!
+//! # Encodings
+//!
+//! [`codec`] holds the primitives every encoding of the data model is
+//! built from (varints, timestamps, tombstones, TTLs, keys, bounds, rows
+//! and cells, and a bounds-checked [`codec::Reader`]); each format (the
+//! commit log's [`Mutation::encode`], the memtable's region entries, the
+//! sstable's blocks) names its own [`codec::Format`] (its
+//! [`codec::Layout`]) and keeps its own version.
+//!
 //! # Size limits
 //!
 //! [`limits`] defines the largest key, cell value and mutation that every
@@ -83,11 +92,11 @@
 #![forbid(unsafe_code)]
 
 mod cell;
+pub mod codec;
 mod encode;
 mod error;
 mod fragment;
 mod key;
-pub mod leb128;
 pub mod limits;
 mod merging;
 mod murmur3;

@@ -1,6 +1,7 @@
 //! Proptest strategies that generate valid keys, cells, rows and
 //! mutations, for property tests in this and other crates (enable the
-//! `proptest-strategies` feature).
+//! `proptest-strategies` feature), and the hex form the encodings' pinned
+//! bytes are written in ([`hex`], [`unhex`]).
 //!
 //! Values are drawn from small domains on purpose: few keys, few columns,
 //! timestamps in `0..8`, so that generated mutations collide on partition
@@ -186,4 +187,31 @@ pub fn read_alternating<R: crate::FragmentReader + ?Sized>(
             None => return Ok(out),
         }
     }
+}
+
+/// Bytes as lowercase hex, two digits a byte: how tests pin an encoding's
+/// bytes.
+///
+/// ```
+/// assert_eq!(mutation::testing::hex(&[0x01, 0xab]), "01ab");
+/// ```
+pub fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The bytes of a [`hex`] string.
+///
+/// # Panics
+/// On an odd length or a character that is not a hex digit (a test's
+/// constant).
+///
+/// ```
+/// assert_eq!(mutation::testing::unhex("01ab"), [0x01, 0xab]);
+/// ```
+pub fn unhex(s: &str) -> Vec<u8> {
+    assert!(s.len().is_multiple_of(2), "hex of odd length {}", s.len());
+    (0..s.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&s[i..i + 2], 16).expect("hex digits"))
+        .collect()
 }

@@ -3,6 +3,7 @@
 //! readable. A change to the encoding must bump [`ENCODING_VERSION`] and
 //! keep reading these bytes.
 
+use mutation::testing::{hex, unhex};
 use mutation::{
     Bound, Cell, DecoratedKey, ENCODING_VERSION, Mutation, RowMarker, Timestamp, Tombstone, Ttl,
 };
@@ -34,17 +35,6 @@ fn sample() -> Mutation {
         )
         .build()
         .unwrap()
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
-fn unhex(s: &str) -> Vec<u8> {
-    (0..s.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
-        .collect()
 }
 
 const PINNED: &str = concat!(

@@ -11,10 +11,10 @@
 use std::io::Write;
 use std::path::Path;
 
+use crate::decoder::Origin;
 use crate::error::{Error, io_err};
 use crate::storage::{DirectSource, Source};
 use crate::sync::Arc;
-use crate::varint::Origin;
 
 /// Bytes of every component's preamble: the 4-byte magic, then the 4-byte
 /// format version. The first block starts right after it.

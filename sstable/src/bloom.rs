@@ -4,8 +4,8 @@
 //! hash); probe `i` is `h1 + i * h2` (Kirsch-Mitzenmacher double hashing)
 //! with `h1` the hash and `h2` a SplitMix64 mix of it, forced odd.
 
+use crate::decoder::{Decoder, Origin};
 use crate::error::Error;
-use crate::varint::{Decoder, Origin};
 
 /// Largest bit array: the filter body (`probes:u32 nbits:u64 bits`) must
 /// fit the component's single block ([`crate::block::MAX_BLOCK`]). A larger

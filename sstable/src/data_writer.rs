@@ -210,9 +210,9 @@ impl DataWriter {
 mod tests {
     use super::*;
     use crate::block::read_block;
+    use crate::decoder::Origin;
     use crate::error::Component;
     use crate::storage::MemSource;
-    use crate::varint::Origin;
 
     #[test]
     fn blocks_and_crc_match_a_reread() {

@@ -2,11 +2,12 @@
 //! index of large partitions (see FORMAT.md, "Index").
 
 use bytes::Bytes;
+use mutation::codec::{put_bytes, put_uvarint};
 use mutation::{DecoratedKey, Position, Tombstone};
 
-use crate::codec::{MAX_KEY, position, put_position, put_tombstone_opt, tombstone_opt};
+use crate::codec::{key, position, put_position, put_tombstone_opt, tombstone_opt};
+use crate::decoder::Decoder;
 use crate::error::Error;
-use crate::varint::{Decoder, put_bytes, put_uvarint};
 
 /// Where a partition's fragments are.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -58,7 +59,7 @@ impl IndexEntry {
 /// The token and key bytes of the next entry, without decoding the rest.
 pub(crate) fn peek_key<'a>(d: &mut Decoder<'a>) -> Result<(i64, &'a [u8]), Error> {
     let token = d.i64("index token")?;
-    let key = d.bytes("index key", MAX_KEY)?;
+    let key = key(d, "index key")?;
     Ok((token, key))
 }
 
@@ -132,8 +133,8 @@ pub(crate) fn skip_rest(d: &mut Decoder<'_>) -> Result<(), Error> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::decoder::Origin;
     use crate::error::Component;
-    use crate::varint::Origin;
     use mutation::{ClusteringKey, Timestamp};
     use std::path::PathBuf;
 

@@ -100,6 +100,7 @@ mod bloom;
 mod codec;
 mod crc;
 mod data_writer;
+mod decoder;
 mod directory;
 mod error;
 mod file_cache;
@@ -112,7 +113,6 @@ mod summary;
 mod sync;
 mod toc;
 mod tracker;
-mod varint;
 mod verify;
 mod writer;
 

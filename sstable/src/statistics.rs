@@ -1,7 +1,9 @@
 //! The Statistics component: counts, timestamp range, key range and sizes.
 
+use mutation::codec::{put_bytes, put_ivarint, put_uvarint};
+
+use crate::decoder::{Decoder, Origin};
 use crate::error::Error;
-use crate::varint::{Decoder, Origin, put_bytes, put_ivarint, put_uvarint};
 
 /// What an sstable holds, computed by the writer and re-checked by verify.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

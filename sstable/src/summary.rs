@@ -1,8 +1,10 @@
 //! The Summary component: the first key of every Index block, held in
 //! memory so a lookup reads exactly one Index block.
 
+use mutation::codec::{put_bytes, put_uvarint};
+
+use crate::decoder::{Decoder, Origin};
 use crate::error::Error;
-use crate::varint::{Decoder, Origin, put_bytes, put_uvarint};
 
 /// One sampled index entry: the first partition of an Index block.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -4,9 +4,9 @@
 //! the components of [`Component::ALL`] in that order. Digest: the crc32c
 //! of the whole Data component as unsigned decimal, no newline.
 
+use crate::decoder::Origin;
 use crate::error::Component;
 use crate::error::Error;
-use crate::varint::Origin;
 
 /// The TOC's text.
 pub(crate) fn encode_toc() -> String {

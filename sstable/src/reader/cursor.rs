@@ -5,8 +5,8 @@ use mutation::Fragment;
 use super::Inner;
 use crate::block::{HEADER_LEN, PREAMBLE_LEN, ReadAhead};
 use crate::codec::decode_fragment;
+use crate::decoder::Decoder;
 use crate::error::{Component, Error};
-use crate::varint::Decoder;
 
 /// Decodes fragments sequentially from a Data position.
 #[derive(Debug)]

@@ -7,10 +7,10 @@ use mutation::{ClusteringRange, DecoratedKey, Fragment, PartitionRange, Position
 
 use super::{DataCursor, Sstable};
 use crate::block::{HEADER_LEN, read_block};
+use crate::decoder::{Decoder, Origin};
 use crate::error::{Component, Error};
 use crate::index::{IndexEntry, decode_entry, decode_rest, peek_key, skip_rest};
 use crate::slice::Slicer;
-use crate::varint::{Decoder, Origin};
 
 impl Sstable {
     /// Finds the index entry of `key` (filter, summary, one index block).

@@ -15,12 +15,12 @@ use mutation::DecoratedKey;
 
 use crate::block::read_block;
 use crate::bloom::BloomFilter;
+use crate::decoder::Origin;
 use crate::error::{Component, Error, io_err};
 use crate::statistics::Statistics;
 use crate::storage::{MemSource, ReleasedSource, Source};
 use crate::summary::Summary;
 use crate::sync::{Arc, AtomicU64, Ordering};
-use crate::varint::Origin;
 
 mod cursor;
 mod lookup;

@@ -1,8 +1,12 @@
-//! Little-endian fixed-width and LEB128 varint coding, and a bounds-checked
-//! decoder that turns every malformed input into [`Error::Corrupt`] naming
-//! the file, the component and the offset.
+//! The sstable's view of [`mutation::codec::Reader`]: a decoder over one
+//! component's bytes that turns every malformed input into
+//! [`Error::Corrupt`] naming the file, the component and the absolute
+//! offset. The integers, varints and data-model values themselves are
+//! the workspace's codec primitives ([`mutation::codec`]).
 
 use std::path::Path;
+
+use mutation::codec::{DecodeError, Reader};
 
 use crate::error::{Component, Error};
 
@@ -25,30 +29,12 @@ impl Origin<'_> {
     }
 }
 
-/// Appends `v` as an unsigned LEB128 varint (1 to 10 bytes), the
-/// workspace's one encoding of it ([`mutation::leb128`]).
-pub(crate) fn put_uvarint(out: &mut Vec<u8>, v: u64) {
-    mutation::leb128::put(out, v);
-}
-
-/// Appends `v` zigzag-encoded as a varint, so small negatives stay short.
-pub(crate) fn put_ivarint(out: &mut Vec<u8>, v: i64) {
-    put_uvarint(out, ((v << 1) ^ (v >> 63)) as u64);
-}
-
-/// Appends a varint length followed by the bytes.
-pub(crate) fn put_bytes(out: &mut Vec<u8>, b: &[u8]) {
-    put_uvarint(out, b.len() as u64);
-    out.extend_from_slice(b);
-}
-
 /// A forward decoder over a byte slice that reports errors with absolute
 /// offsets.
 #[derive(Debug)]
 pub(crate) struct Decoder<'a> {
-    buf: &'a [u8],
-    pos: usize,
-    /// Offset of `buf[0]` in the file, for error messages.
+    r: Reader<'a>,
+    /// Offset of the slice's first byte in the file, for error messages.
     base: u64,
     origin: Origin<'a>,
 }
@@ -57,43 +43,50 @@ impl<'a> Decoder<'a> {
     /// A decoder over `buf`, whose first byte is at file offset `base`.
     pub(crate) fn new(buf: &'a [u8], base: u64, origin: Origin<'a>) -> Self {
         Decoder {
-            buf,
-            pos: 0,
+            r: Reader::new(buf),
             base,
             origin,
         }
     }
 
+    /// The corruption error of a codec error.
+    fn lift(&self, e: DecodeError) -> Error {
+        self.origin.corrupt(self.base + e.offset as u64, e.detail)
+    }
+
+    /// Runs a codec decoding function on the bytes that remain, its error
+    /// lifted into [`Error::Corrupt`].
+    #[inline]
+    pub(crate) fn decode<T>(
+        &mut self,
+        f: impl FnOnce(&mut Reader<'a>) -> Result<T, DecodeError>,
+    ) -> Result<T, Error> {
+        f(&mut self.r).map_err(|e| self.lift(e))
+    }
+
     /// Current position within the slice.
     pub(crate) fn position(&self) -> usize {
-        self.pos
+        self.r.position()
     }
 
     /// Moves to `pos` within the slice; an out-of-range position is corrupt.
     pub(crate) fn seek(&mut self, pos: usize) -> Result<(), Error> {
-        if pos > self.buf.len() {
-            return Err(self.corrupt(format!(
-                "position {pos} is past the end of a {}-byte region",
-                self.buf.len()
-            )));
-        }
-        self.pos = pos;
-        Ok(())
+        self.decode(|r| r.seek(pos))
     }
 
     /// Bytes not yet decoded.
     pub(crate) fn remaining(&self) -> usize {
-        self.buf.len() - self.pos
+        self.r.remaining()
     }
 
     /// True when every byte was decoded.
     pub(crate) fn is_empty(&self) -> bool {
-        self.remaining() == 0
+        self.r.is_empty()
     }
 
     /// Absolute file offset of the current position.
     pub(crate) fn offset(&self) -> u64 {
-        self.base + self.pos as u64
+        self.base + self.r.position() as u64
     }
 
     /// A corruption error at the current position.
@@ -101,81 +94,45 @@ impl<'a> Decoder<'a> {
         self.origin.corrupt(self.offset(), reason)
     }
 
-    /// A corruption error at an earlier absolute offset (where the bad
-    /// value started).
-    pub(crate) fn corrupt_at(&self, offset: u64, reason: impl Into<String>) -> Error {
-        self.origin.corrupt(offset, reason)
-    }
-
     /// Fails unless every byte was consumed.
     pub(crate) fn expect_end(&self, what: &str) -> Result<(), Error> {
-        if self.is_empty() {
-            Ok(())
-        } else {
-            Err(self.corrupt(format!("{} trailing bytes after {what}", self.remaining())))
-        }
+        self.r.expect_end(what).map_err(|e| self.lift(e))
     }
 
     /// Takes `n` bytes.
     pub(crate) fn take(&mut self, n: usize, what: &str) -> Result<&'a [u8], Error> {
-        if n > self.remaining() {
-            return Err(self.corrupt(format!(
-                "{what} needs {n} bytes but only {} remain",
-                self.remaining()
-            )));
-        }
-        let s = &self.buf[self.pos..self.pos + n];
-        self.pos += n;
-        Ok(s)
+        self.decode(|r| r.take(n, what))
     }
 
     /// Reads one byte.
     pub(crate) fn u8(&mut self, what: &str) -> Result<u8, Error> {
-        Ok(self.take(1, what)?[0])
+        self.decode(|r| r.u8(what))
     }
 
     /// Reads a little-endian u32.
     pub(crate) fn u32(&mut self, what: &str) -> Result<u32, Error> {
-        let b = self.take(4, what)?;
-        Ok(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+        self.decode(|r| r.u32(what))
     }
 
     /// Reads a little-endian u64.
     pub(crate) fn u64(&mut self, what: &str) -> Result<u64, Error> {
-        let b = self.take(8, what)?;
-        let mut a = [0u8; 8];
-        a.copy_from_slice(b);
-        Ok(u64::from_le_bytes(a))
+        self.decode(|r| r.u64(what))
     }
 
     /// Reads a little-endian i64.
     pub(crate) fn i64(&mut self, what: &str) -> Result<i64, Error> {
-        Ok(self.u64(what)? as i64)
+        self.decode(|r| r.i64(what))
     }
 
     /// Reads an unsigned LEB128 varint; overlong or overflowing encodings
     /// are corrupt, so each value has exactly one encoding.
     pub(crate) fn uvarint(&mut self, what: &str) -> Result<u64, Error> {
-        let rest = self.buf.get(self.pos..).unwrap_or_default();
-        match mutation::leb128::get(rest, 64) {
-            Ok((v, len)) => {
-                self.pos += len;
-                Ok(v)
-            }
-            Err(malformed) => Err(self.corrupt(match malformed {
-                mutation::leb128::Malformed::Truncated => format!("truncated varint for {what}"),
-                mutation::leb128::Malformed::Overlong => format!("overlong varint for {what}"),
-                mutation::leb128::Malformed::Overflow => {
-                    format!("varint for {what} overflows 64 bits")
-                }
-            })),
-        }
+        self.decode(|r| r.uvarint(what, 64))
     }
 
     /// Reads a zigzag varint.
     pub(crate) fn ivarint(&mut self, what: &str) -> Result<i64, Error> {
-        let u = self.uvarint(what)?;
-        Ok(((u >> 1) as i64) ^ -((u & 1) as i64))
+        self.decode(|r| r.ivarint(what))
     }
 
     /// Reads a varint that must fit a `usize` no larger than `limit`.
@@ -198,6 +155,7 @@ impl<'a> Decoder<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use mutation::codec::{put_ivarint, put_uvarint};
     use std::path::PathBuf;
 
     fn origin(p: &Path) -> Origin<'_> {
@@ -207,64 +165,45 @@ mod tests {
         }
     }
 
+    /// The adapter reads what the codec writes (the varints themselves are
+    /// tested with `mutation::codec`).
     #[test]
-    fn uvarint_round_trips_edges() {
+    fn reads_what_the_codec_writes() {
         let p = PathBuf::from("x");
-        for v in [
-            0,
-            1,
-            127,
-            128,
-            300,
-            u64::from(u32::MAX),
-            u64::MAX - 1,
-            u64::MAX,
-        ] {
-            let mut out = Vec::new();
-            put_uvarint(&mut out, v);
-            let mut d = Decoder::new(&out, 0, origin(&p));
-            assert_eq!(d.uvarint("v").unwrap(), v);
-            assert!(d.is_empty());
-        }
+        let mut out = Vec::new();
+        put_uvarint(&mut out, u64::MAX);
+        put_ivarint(&mut out, i64::MIN);
+        out.extend_from_slice(&7u32.to_le_bytes());
+        let mut d = Decoder::new(&out, 0, origin(&p));
+        assert_eq!(d.uvarint("v").unwrap(), u64::MAX);
+        assert_eq!(d.ivarint("v").unwrap(), i64::MIN);
+        assert_eq!(d.u32("v").unwrap(), 7);
+        d.expect_end("the values").unwrap();
     }
 
     #[test]
-    fn ivarint_round_trips_edges() {
-        let p = PathBuf::from("x");
-        for v in [0, -1, 1, -64, 64, i64::MIN, i64::MAX] {
-            let mut out = Vec::new();
-            put_ivarint(&mut out, v);
-            let mut d = Decoder::new(&out, 0, origin(&p));
-            assert_eq!(d.ivarint("v").unwrap(), v);
-        }
-    }
-
-    #[test]
-    fn malformed_varints_are_corrupt_with_offset() {
+    fn errors_name_the_file_the_component_and_the_absolute_offset() {
         let p = PathBuf::from("f");
-        let mut d = Decoder::new(&[0x80, 0x80], 100, origin(&p));
+        let mut d = Decoder::new(&[1, 0x80, 0x80], 100, origin(&p));
+        d.u8("tag").unwrap();
         let e = d.uvarint("len").unwrap_err().to_string();
-        assert!(e.contains("offset 100") && e.contains("truncated"), "{e}");
-        let mut d = Decoder::new(&[0x80, 0x00], 0, origin(&p));
-        assert!(
-            d.uvarint("len")
-                .unwrap_err()
-                .to_string()
-                .contains("overlong")
+        assert_eq!(
+            e,
+            "corrupt Data component f at offset 101: truncated varint for len"
         );
         let mut d = Decoder::new(&[0xff; 10], 0, origin(&p));
         assert!(
             d.uvarint("len")
                 .unwrap_err()
                 .to_string()
-                .contains("overflows")
+                .contains("overflows 64 bits")
         );
         let mut d = Decoder::new(&[5, 1, 2], 0, origin(&p));
         assert!(
             d.bytes("key", 100)
                 .unwrap_err()
                 .to_string()
-                .contains("needs 5 bytes")
+                .contains("at offset 1: key needs 5 bytes")
         );
         let mut d = Decoder::new(&[200, 1], 0, origin(&p));
         assert!(
@@ -273,5 +212,9 @@ mod tests {
                 .to_string()
                 .contains("exceeds")
         );
+        let mut d = Decoder::new(&[0; 3], 0, origin(&p));
+        assert!(d.seek(4).is_err());
+        d.seek(3).unwrap();
+        assert!(d.is_empty());
     }
 }

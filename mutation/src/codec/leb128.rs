@@ -1,14 +1,14 @@
 //! LEB128 varints, the one implementation the workspace's encodings share
-//! (the memtable's entries and the sstable format; each keeps its own
-//! layout and version): 7 bits a byte, low bits first, the high bit set on
-//! every byte but the last.
+//! (through [`Reader::uvarint`](super::Reader::uvarint) and
+//! [`put_uvarint`](super::put_uvarint)): 7 bits a byte, low bits first, the
+//! high bit set on every byte but the last.
 //!
 //! Decoding is strict, so every value has exactly one encoding: an
 //! overlong form (a final zero byte after the first) is refused, and so is
 //! a value that does not fit the width asked for.
 //!
 //! ```
-//! use mutation::leb128;
+//! use mutation::codec::leb128;
 //!
 //! let mut out = Vec::new();
 //! leb128::put(&mut out, 300);
@@ -50,6 +50,13 @@ pub fn put(out: &mut Vec<u8>, mut v: u64) {
         v >>= 7;
     }
     out.push(v as u8);
+}
+
+/// How many bytes [`put`] writes for `v` (1 to 10).
+#[inline]
+pub const fn len(v: u64) -> usize {
+    let bits = 64 - (v | 1).leading_zeros() as usize;
+    bits.div_ceil(7)
 }
 
 /// Decodes the varint at the start of `bytes` as a value of at most
@@ -104,6 +111,7 @@ mod tests {
         ] {
             let mut out = Vec::new();
             put(&mut out, v);
+            assert_eq!(out.len(), len(v), "{v}");
             assert_eq!(get(&out, 64), Ok((v, out.len())), "{v}");
             assert_eq!(
                 get(&out[..out.len() - 1], 64),
