@@ -31,10 +31,8 @@ pub struct DirectoryLock {
     path: PathBuf,
     // Held open for the lock's life: closing it releases the lock.
     file: File,
-    /// Taken tentatively ([`acquire_all_tentatively`](Self::acquire_all_tentatively))
-    /// and not yet [`confirm`](Self::confirm)ed: what the lock file held
-    /// before (`None`: there was no lock file), put back when the lock is
-    /// dropped, so a refused open leaves the file as it found it.
+    /// Until [`confirm`](Self::confirm)ed: what the lock file held before
+    /// (`None`: no file), put back on drop ([`acquire_all_tentatively`](Self::acquire_all_tentatively)).
     before: Option<Option<Vec<u8>>>,
 }
 
@@ -153,10 +151,8 @@ impl DirectoryLock {
 
 impl Drop for DirectoryLock {
     fn drop(&mut self) {
-        // Unconfirmed: put the lock file's contents back as they were,
-        // still holding the lock (best effort). A lock file this lock
-        // created is left empty, not removed: removing a lock file lets a
-        // second opener lock a new file while a third holds the old one.
+        // Unconfirmed: the old contents go back (best effort); a created file
+        // is left empty, not removed (that would let two openers lock two files).
         match self.before.take() {
             None => {}
             Some(previous) => drop(self.write(previous.as_deref().unwrap_or_default())),

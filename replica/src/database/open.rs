@@ -57,11 +57,8 @@ impl Database {
         }
         // Tentative: a refused open puts the lock files back as they were.
         let locks = DirectoryLock::acquire_all_tentatively(config.all_dirs())?;
-        // Before anything is removed (a catalog's leftover temporary file,
-        // orphaned table directories, unfinished sstables, half-done
-        // compactions): a log that the policy refuses refuses the open
-        // with nothing on disk changed (read-only; the replay reads it
-        // again).
+        // A log the policy refuses refuses the open before anything is
+        // removed (leftovers, orphans): read-only, the replay reads it again.
         if config.commitlog != CommitLogMode::Off
             && config.commitlog_on_corruption == crate::CorruptionPolicy::Stop
         {
