@@ -208,6 +208,14 @@ impl FlushTarget<FlushSubject> for FlushRouter {
     }
 }
 
+/// How much memtable memory a flush writes out between its reports to
+/// dirty-memory (`Flush::account_written`). Each report takes the region
+/// group's lock, database-wide, three times; reported per row, that was
+/// three database-wide acquisitions per row flushed. Writers held at the
+/// hard limit are let in at most this much later than a per-row report
+/// would (a flush of 1 KiB rows: one report per 64 rows).
+const ACCOUNT_STEP: usize = 64 << 10;
+
 /// One memtable's flush, as a flush-scheduler job.
 struct FlushMemtable {
     flush: Flush<FlushSubject>,
@@ -274,8 +282,10 @@ impl FlushJob for FlushMemtable {
                 // The writer is dropped: its files are removed.
                 return Err(flush_scheduler::Error::job_failed(InjectedFailure));
             }
+            // In steps of `ACCOUNT_STEP`: each report takes the group's
+            // lock three times (the last step goes with `usize::MAX`).
             let progress = reader.progress_bytes();
-            if progress > reported {
+            if progress >= reported + ACCOUNT_STEP {
                 self.flush.account_written(progress - reported);
                 reported = progress;
             }
