@@ -80,13 +80,27 @@ impl Interrupt {
 
     /// Removes every recorded temporary directory, for an exit that cannot
     /// wait for their owners; returns those it could not remove, with why.
+    ///
+    /// The database's threads may still be writing into a directory while
+    /// it goes (a flush, the commit log): a file they create after the
+    /// directory was listed fails its removal ("directory not empty"), so
+    /// each directory is tried again, for up to two seconds, until it is
+    /// gone; once their directories are gone those threads cannot create
+    /// anything more.
     pub fn remove_temporary_dirs(&self) -> Vec<(PathBuf, std::io::Error)> {
+        const PATIENCE: std::time::Duration = std::time::Duration::from_secs(2);
         let dirs = std::mem::take(&mut *self.inner.temporary.lock());
+        let deadline = std::time::Instant::now() + PATIENCE;
         dirs.into_iter()
-            .filter_map(|d| match std::fs::remove_dir_all(&d) {
-                Ok(()) => None,
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-                Err(e) => Some((d, e)),
+            .filter_map(|d| {
+                loop {
+                    match std::fs::remove_dir_all(&d) {
+                        Ok(()) => return None,
+                        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return None,
+                        Err(e) if std::time::Instant::now() >= deadline => return Some((d, e)),
+                        Err(_) => std::thread::sleep(std::time::Duration::from_millis(5)),
+                    }
+                }
             })
             .collect()
     }
