@@ -3,7 +3,7 @@
 //! promptly on close.
 
 use std::cell::Cell;
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::time::{Duration, Instant};
 
@@ -109,6 +109,15 @@ pub struct ManagerConfig {
     pub bandwidth: Option<u64>,
     /// How much of `bandwidth` compaction takes, by backlog.
     pub backlog: BacklogController,
+    /// After a table's check fails (an I/O error, a full disk), it runs
+    /// again by itself after this long, doubling with each failure in a
+    /// row up to [`retry_backoff_max`](Self::retry_backoff_max), so a
+    /// table whose compaction failed is compacted once the cause is gone
+    /// even if no flush asks (default 1 s).
+    pub retry_backoff_min: Duration,
+    /// The longest wait between retries (default 60 s; at least
+    /// `retry_backoff_min`).
+    pub retry_backoff_max: Duration,
 }
 
 impl Default for ManagerConfig {
@@ -117,6 +126,8 @@ impl Default for ManagerConfig {
             workers: 1,
             bandwidth: None,
             backlog: BacklogController::default(),
+            retry_backoff_min: Duration::from_secs(1),
+            retry_backoff_max: Duration::from_secs(60),
         }
     }
 }
@@ -135,6 +146,20 @@ impl ManagerConfig {
                 "bandwidth",
                 0,
                 "at least 1 byte per second, or unlimited",
+            ));
+        }
+        if self.retry_backoff_min.is_zero() {
+            return Err(invalid(
+                "retry_backoff_min",
+                format!("{:?}", self.retry_backoff_min),
+                "more than 0",
+            ));
+        }
+        if self.retry_backoff_max < self.retry_backoff_min {
+            return Err(invalid(
+                "retry_backoff_max",
+                format!("{:?}", self.retry_backoff_max),
+                "at least retry_backoff_min",
             ));
         }
         self.backlog.validate()
@@ -168,6 +193,11 @@ pub struct CompactionMetrics {
     pub allowed_rate: u64,
     /// Tombstones and expired cells dropped.
     pub purged: u64,
+    /// Checks scheduled to run again after a failure
+    /// ([`ManagerConfig::retry_backoff_min`]).
+    pub retries_scheduled: u64,
+    /// Of those, the ones still waiting for their time.
+    pub retries_waiting: u64,
 }
 
 #[derive(Debug, Default)]
@@ -181,6 +211,7 @@ struct Counters {
     backlog: PlainAtomicU64,
     rate: PlainAtomicU64,
     purged: PlainAtomicU64,
+    retries: PlainAtomicU64,
 }
 
 struct Shared {
@@ -191,6 +222,10 @@ struct Shared {
     /// Tables with a check queued and not started.
     queued: Mutex<HashSet<usize>>,
     pending_txns: Mutex<Vec<PendingTransaction>>,
+    /// Failures in a row, per table with a retry scheduled.
+    failures: Mutex<HashMap<usize, u32>>,
+    /// The pool's shared part, where a failed check queues its retry.
+    pool: Arc<crate::pool::Shared>,
 }
 
 type Done = Arc<(Mutex<Option<Result<()>>>, Condvar)>;
@@ -355,6 +390,46 @@ impl CompactionTask {
     }
 }
 
+impl CompactionTask {
+    /// A check that failed (not stopped) runs again by itself after a
+    /// back-off that doubles with each failure in a row; one that did not
+    /// fail ends the table's run of failures.
+    fn after_check(&self, outcome: &Result<()>, stop: &Stop) {
+        let id = table_id(&*self.table);
+        let failed = matches!(outcome, Err(e) if !matches!(e, Error::Stopped | Error::Closed));
+        if !failed {
+            self.shared.failures.lock().remove(&id);
+            return;
+        }
+        if stop.is_set() || self.table.stopped() {
+            return;
+        }
+        let config = &self.shared.config;
+        let backoff = {
+            let mut failures = self.shared.failures.lock();
+            let n = failures.entry(id).or_insert(0);
+            *n = n.saturating_add(1);
+            config
+                .retry_backoff_min
+                .saturating_mul(1u32 << (*n - 1).min(20))
+                .min(config.retry_backoff_max)
+        };
+        let retry = CompactionTask {
+            shared: Arc::clone(&self.shared),
+            table: PlainArc::clone(&self.table),
+            major: None,
+        };
+        let due = crate::sync::time::deadline_after(crate::sync::time::now(), backoff);
+        match crate::pool::submit_at(&self.shared.pool, due, Box::new(retry)) {
+            Ok(()) => {
+                self.shared.counters.retries.fetch_add(1, Ordering::Relaxed);
+            }
+            // Closing: the retry will never run.
+            Err(task) => task.cancel(),
+        }
+    }
+}
+
 impl Task for CompactionTask {
     fn run(self: Box<Self>, stop: &Stop) {
         self.shared.queued.lock().remove(&table_id(&*self.table));
@@ -371,6 +446,9 @@ impl Task for CompactionTask {
             if self.major.is_some() {
                 break;
             }
+        }
+        if self.major.is_none() {
+            self.after_check(&outcome, stop);
         }
         if let Some(done) = &self.major {
             let outcome = if stop.is_set() && outcome.is_ok() {
@@ -423,6 +501,8 @@ impl CompactionManager {
                 busy: Mutex::new(HashSet::new()),
                 queued: Mutex::new(HashSet::new()),
                 pending_txns: Mutex::new(Vec::new()),
+                failures: Mutex::new(HashMap::new()),
+                pool: pool.handle(),
             }),
             pool,
         })
@@ -490,6 +570,8 @@ impl CompactionManager {
             backlog_bytes: load(&c.backlog),
             allowed_rate: load(&c.rate),
             purged: load(&c.purged),
+            retries_scheduled: load(&c.retries),
+            retries_waiting: self.pool.delayed() as u64,
         }
     }
 

@@ -1,10 +1,11 @@
-//! The manager's workers: a queue of tasks, worker threads, and a stop
-//! signal that running tasks poll (and that interrupts their throttling
-//! waits), so `close` returns promptly.
+//! The manager's workers: a queue of tasks, tasks due later (a failed
+//! check's retry), worker threads, and a stop signal that running tasks
+//! poll (and that interrupts their throttling waits), so `close` returns
+//! promptly.
 
 use std::collections::VecDeque;
 use std::fmt;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
 use crate::sync::{Arc, AtomicBool, Condvar, Mutex, Ordering, thread};
@@ -71,11 +72,33 @@ impl Stop {
 
 struct State {
     tasks: VecDeque<Box<dyn Task>>,
+    /// Tasks that join `tasks` once their time comes, in no order.
+    delayed: Vec<(Instant, Box<dyn Task>)>,
     running: usize,
     closed: bool,
 }
 
-struct Shared {
+impl State {
+    /// Moves the delayed tasks that are due into the queue; returns when
+    /// the next one is due.
+    fn release_due(&mut self, now: Instant) -> Option<Instant> {
+        let mut next: Option<Instant> = None;
+        let mut i = 0;
+        while i < self.delayed.len() {
+            let due = self.delayed[i].0;
+            if due <= now {
+                let (_, task) = self.delayed.swap_remove(i);
+                self.tasks.push_back(task);
+            } else {
+                next = Some(next.map_or(due, |n| n.min(due)));
+                i += 1;
+            }
+        }
+        next
+    }
+}
+
+pub(crate) struct Shared {
     state: Mutex<State>,
     work: Condvar,
     stop: Stop,
@@ -102,6 +125,7 @@ fn worker(shared: &Shared) {
         if state.closed {
             return;
         }
+        let next_due = state.release_due(crate::sync::time::now());
         if let Some(task) = state.tasks.pop_front() {
             state.running += 1;
             drop(state);
@@ -110,7 +134,12 @@ fn worker(shared: &Shared) {
             state.running -= 1;
             continue;
         }
-        shared.work.wait(&mut state);
+        match next_due {
+            Some(due) => {
+                shared.work.wait_until(&mut state, due);
+            }
+            None => shared.work.wait(&mut state),
+        }
     }
 }
 
@@ -120,6 +149,7 @@ impl Pool {
         let shared = Arc::new(Shared {
             state: Mutex::new(State {
                 tasks: VecDeque::new(),
+                delayed: Vec::new(),
                 running: 0,
                 closed: false,
             }),
@@ -155,6 +185,17 @@ impl Pool {
         Ok(())
     }
 
+    /// What a task needs to queue a task of its own later
+    /// ([`submit_at`]).
+    pub(crate) fn handle(&self) -> Arc<Shared> {
+        Arc::clone(&self.shared)
+    }
+
+    /// Tasks queued to run later, not due yet.
+    pub(crate) fn delayed(&self) -> usize {
+        self.shared.state.lock().delayed.len()
+    }
+
     /// Tasks queued, not started.
     pub(crate) fn pending(&self) -> usize {
         self.shared.state.lock().tasks.len()
@@ -171,7 +212,10 @@ impl Pool {
         let queued: Vec<Box<dyn Task>> = {
             let mut state = self.shared.state.lock();
             state.closed = true;
-            state.tasks.drain(..).collect()
+            let delayed = std::mem::take(&mut state.delayed);
+            let mut queued: Vec<Box<dyn Task>> = state.tasks.drain(..).collect();
+            queued.extend(delayed.into_iter().map(|(_, task)| task));
+            queued
         };
         self.shared.stop.set();
         self.shared.work.notify_all();
@@ -184,6 +228,24 @@ impl Pool {
             let _ = w.join();
         }
     }
+}
+
+/// Queues `task` to run once `due` has come, on the pool `shared` is the
+/// shared part of ([`Pool::handle`]); hands it back when the pool is closed.
+pub(crate) fn submit_at(
+    shared: &Shared,
+    due: Instant,
+    task: Box<dyn Task>,
+) -> Result<(), Box<dyn Task>> {
+    let mut state = shared.state.lock();
+    if state.closed {
+        return Err(task);
+    }
+    state.delayed.push((due, task));
+    drop(state);
+    // A waiting worker recomputes its wait.
+    shared.work.notify_one();
+    Ok(())
 }
 
 impl Drop for Pool {
