@@ -164,7 +164,21 @@ impl fmt::Display for Token {
 }
 
 /// A partition key with its token: the partition's place on the ring.
-/// Ordered by token, then by key bytes (ring order).
+/// Ordered by token, then by key bytes (ring order), so a range between two
+/// keys holds the partitions whose tokens lie between theirs, not those
+/// whose bytes do.
+///
+/// Built with [`DecoratedKey::from_bytes`] or `try_from` any of `&str`,
+/// `String`, `&[u8]`, `&[u8; N]`, `Vec<u8>` and `Bytes`; a key outside the
+/// limits (empty, or above [`MAX_KEY_LEN`] bytes) is an [`Error`]:
+///
+/// ```
+/// use mutation::{DecoratedKey, Error};
+/// let key = DecoratedKey::try_from("user:1")?;
+/// assert_eq!(key, DecoratedKey::from_bytes(b"user:1".to_vec())?);
+/// assert!(matches!(DecoratedKey::try_from(""), Err(Error::EmptyPartitionKey)));
+/// # Ok::<(), Error>(())
+/// ```
 #[derive(Clone, PartialEq, Eq, Hash)]
 pub struct DecoratedKey {
     token: Token,
@@ -228,6 +242,22 @@ impl fmt::Display for DecoratedKey {
 /// The serialized clustering prefix of a row: 0 to 65,535 bytes, ordered
 /// bytewise. (The empty key is the single row of a table without clustering
 /// columns.)
+///
+/// Built with [`ClusteringKey::new`] or `try_from` any of `&str`, `String`,
+/// `&[u8]`, `&[u8; N]`, `Vec<u8>` and `Bytes`; a key above [`MAX_KEY_LEN`]
+/// bytes is an [`Error`]:
+///
+/// ```
+/// use mutation::{ClusteringKey, ClusteringRange, Error, MAX_KEY_LEN};
+/// let row = ClusteringKey::try_from("row-1")?;
+/// let slice = ClusteringRange::singular(row.clone());
+/// assert!(slice.contains(&row));
+/// assert!(matches!(
+///     ClusteringKey::try_from(vec![0u8; MAX_KEY_LEN + 1]),
+///     Err(Error::ClusteringKeyTooLong { len: 65_536 })
+/// ));
+/// # Ok::<(), Error>(())
+/// ```
 #[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct ClusteringKey(Bytes);
 
@@ -274,6 +304,66 @@ impl fmt::Debug for ClusteringKey {
 impl fmt::Display for ClusteringKey {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         fmt_hex(&self.0, f)
+    }
+}
+
+/// `TryFrom` for every byte source a key is commonly written from (`&str`,
+/// `String`, `&[u8]`, `&[u8; N]`, `Vec<u8>`, `Bytes`), each the key's own
+/// constructor: a source outside the key's length limits is an
+/// [`Error`], never a panic.
+macro_rules! key_conversions {
+    ($key:ident, $construct:path) => {
+        impl TryFrom<&str> for $key {
+            type Error = Error;
+            fn try_from(value: &str) -> Result<Self, Error> {
+                $construct(Bytes::copy_from_slice(value.as_bytes()))
+            }
+        }
+
+        impl TryFrom<String> for $key {
+            type Error = Error;
+            fn try_from(value: String) -> Result<Self, Error> {
+                $construct(Bytes::from(value))
+            }
+        }
+
+        impl TryFrom<&[u8]> for $key {
+            type Error = Error;
+            fn try_from(value: &[u8]) -> Result<Self, Error> {
+                $construct(Bytes::copy_from_slice(value))
+            }
+        }
+
+        impl<const N: usize> TryFrom<&[u8; N]> for $key {
+            type Error = Error;
+            fn try_from(value: &[u8; N]) -> Result<Self, Error> {
+                $construct(Bytes::copy_from_slice(value))
+            }
+        }
+
+        impl TryFrom<Vec<u8>> for $key {
+            type Error = Error;
+            fn try_from(value: Vec<u8>) -> Result<Self, Error> {
+                $construct(Bytes::from(value))
+            }
+        }
+
+        impl TryFrom<Bytes> for $key {
+            type Error = Error;
+            fn try_from(value: Bytes) -> Result<Self, Error> {
+                $construct(value)
+            }
+        }
+    };
+}
+
+key_conversions!(PartitionKey, PartitionKey::new);
+key_conversions!(DecoratedKey, DecoratedKey::from_bytes);
+key_conversions!(ClusteringKey, ClusteringKey::new);
+
+impl From<PartitionKey> for DecoratedKey {
+    fn from(key: PartitionKey) -> Self {
+        Self::new(key)
     }
 }
 
@@ -326,5 +416,85 @@ mod tests {
             key: PartitionKey::new("y").unwrap(),
         };
         assert!(x < y);
+    }
+
+    #[test]
+    fn keys_convert_from_strings_and_bytes() {
+        let from_str = DecoratedKey::try_from("user:1").unwrap();
+        assert_eq!(from_str, DecoratedKey::from_bytes("user:1").unwrap());
+        assert_eq!(
+            DecoratedKey::try_from(String::from("user:1")).unwrap(),
+            from_str
+        );
+        assert_eq!(DecoratedKey::try_from(&b"user:1"[..]).unwrap(), from_str);
+        assert_eq!(DecoratedKey::try_from(b"user:1").unwrap(), from_str);
+        assert_eq!(
+            DecoratedKey::try_from(b"user:1".to_vec()).unwrap(),
+            from_str
+        );
+        assert_eq!(
+            DecoratedKey::try_from(Bytes::from_static(b"user:1")).unwrap(),
+            from_str
+        );
+        assert_eq!(
+            DecoratedKey::from(PartitionKey::try_from("user:1").unwrap()),
+            from_str
+        );
+
+        let ck: ClusteringKey = "row-1".try_into().unwrap();
+        assert_eq!(ck.as_bytes(), b"row-1");
+        assert_eq!(ClusteringKey::try_from(b"row-1".to_vec()).unwrap(), ck);
+        assert_eq!(ClusteringKey::try_from(&b"row-1"[..]).unwrap(), ck);
+        // The empty clustering key is valid: the single row of a table
+        // without clustering columns.
+        assert!(ClusteringKey::try_from("").unwrap().is_empty());
+    }
+
+    #[test]
+    fn conversions_refuse_keys_outside_the_limits_with_the_error() {
+        // Empty partition keys, from every source.
+        assert!(matches!(
+            DecoratedKey::try_from(""),
+            Err(Error::EmptyPartitionKey)
+        ));
+        assert!(matches!(
+            DecoratedKey::try_from(Vec::new()),
+            Err(Error::EmptyPartitionKey)
+        ));
+        assert!(matches!(
+            PartitionKey::try_from(&b""[..]),
+            Err(Error::EmptyPartitionKey)
+        ));
+        // Keys one byte over the limit.
+        let long = vec![b'k'; MAX_KEY_LEN + 1];
+        let long_str = String::from_utf8(long.clone()).unwrap();
+        assert!(matches!(
+            DecoratedKey::try_from(long_str.as_str()),
+            Err(Error::PartitionKeyTooLong { len: 65_536 })
+        ));
+        assert!(matches!(
+            DecoratedKey::try_from(long.as_slice()),
+            Err(Error::PartitionKeyTooLong { len: 65_536 })
+        ));
+        let err = ClusteringKey::try_from(long.clone()).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "clustering key of 65536 bytes exceeds the 65535-byte limit"
+        );
+        assert!(matches!(
+            ClusteringKey::try_from(long_str),
+            Err(Error::ClusteringKeyTooLong { len: 65_536 })
+        ));
+        assert!(matches!(
+            ClusteringKey::try_from(Bytes::from(long)),
+            Err(Error::ClusteringKeyTooLong { len: 65_536 })
+        ));
+        // At the limit, both are accepted.
+        let max = vec![b'k'; MAX_KEY_LEN];
+        assert_eq!(
+            DecoratedKey::try_from(max.as_slice()).unwrap().key().len(),
+            MAX_KEY_LEN
+        );
+        assert_eq!(ClusteringKey::try_from(max).unwrap().len(), MAX_KEY_LEN);
     }
 }
