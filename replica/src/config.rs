@@ -599,7 +599,68 @@ impl DatabaseConfig {
                 "a positive duration".to_owned(),
             ));
         }
+        self.check_pool_fits(machine_memory())?;
         self.compaction.validate()
+    }
+
+    /// The memory pool's size (what [`Database::open`](crate::Database::open)
+    /// asks logalloc for) and its cache share.
+    pub fn memory_pool(&self) -> (usize, Option<usize>) {
+        let budgets = self
+            .dirty_memory_budget
+            .saturating_add(self.system_dirty_memory_budget);
+        self.cache_size.pool_and_cache(budgets)
+    }
+
+    /// Refuses a pool larger than `machine` (bytes, and where the figure
+    /// comes from): it would be an out-of-memory kill, not an error.
+    fn check_pool_fits(&self, machine: Option<(u64, &'static str)>) -> Result<(), Error> {
+        let (pool, cache) = self.memory_pool();
+        let Some((limit, source)) = machine.filter(|&(m, _)| pool as u64 > m) else {
+            return Ok(());
+        };
+        let mib = |b: usize| b >> 20;
+        let (dirty, system) = (self.dirty_memory_budget, self.system_dirty_memory_budget);
+        let cache = cache.unwrap_or(0);
+        let headroom = pool.saturating_sub(dirty + system + cache);
+        Err(Error::InvalidOption {
+            name: "dirty_memory_budget",
+            value: dirty.to_string(),
+            expected: format!(
+                "a memory pool within the {} MiB of {source}: this one is {} MiB = dirty \
+                 budget {} MiB + system tables {} MiB + row cache share {} MiB + headroom {} \
+                 MiB; lower the budget or the cache size",
+                limit >> 20,
+                mib(pool),
+                mib(dirty),
+                mib(system),
+                mib(cache),
+                mib(headroom)
+            ),
+        })
+    }
+}
+
+/// The memory this process may use: the machine's (`MemTotal`), or its
+/// cgroup's limit (v2 `memory.max`, v1 `memory.limit_in_bytes`) if lower,
+/// with where the figure comes from; `None` where neither can be read.
+pub(crate) fn machine_memory() -> Option<(u64, &'static str)> {
+    let read = |path: &str| std::fs::read_to_string(path).ok();
+    let total = read("/proc/meminfo").and_then(|m| {
+        let line = m.lines().find(|l| l.starts_with("MemTotal:"))?;
+        let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+        Some((kib.saturating_mul(1024), "the machine's memory"))
+    });
+    let cgroup = [
+        "/sys/fs/cgroup/memory.max",
+        "/sys/fs/cgroup/memory/memory.limit_in_bytes",
+    ]
+    .into_iter()
+    .find_map(|p| read(p)?.trim().parse::<u64>().ok())
+    .map(|b| (b, "this process's cgroup limit"));
+    match (total, cgroup) {
+        (Some(t), Some(c)) if c.0 < t.0 => Some(c),
+        (t, c) => t.or(c),
     }
 }
 
@@ -608,251 +669,28 @@ mod tests {
     use super::*;
 
     #[test]
-    fn defaults_are_valid_and_flush_to_the_data_dirs() {
-        let c = DatabaseConfig::new("/d");
-        c.validate().unwrap();
-        assert_eq!(c.effective_flush_dirs(), &[PathBuf::from("/d")]);
-        assert_eq!(c.flush_policy, FlushPolicy::LargestAtSoftLimit);
-        assert!(c.devices.is_empty());
-        assert_eq!(c.all_dirs(), vec![Path::new("/d")]);
-    }
-
-    #[test]
-    fn flush_dirs_replace_the_data_dirs_for_flushes() {
+    fn a_pool_larger_than_the_machine_is_refused_naming_its_parts() {
         let mut c = DatabaseConfig::new("/d");
-        c.flush_dirs = vec!["/f1".into(), "/d".into()];
-        c.validate().unwrap();
-        assert_eq!(c.effective_flush_dirs().len(), 2);
-        assert_eq!(
-            c.all_dirs(),
-            vec![Path::new("/d"), Path::new("/f1")],
-            "a flush dir that is also a data dir is listed once"
-        );
-    }
-
-    #[test]
-    fn bad_fields_name_the_field_and_the_limit() {
-        let base = DatabaseConfig::new("/d");
-        type Change = Box<dyn Fn(&mut DatabaseConfig)>;
-        let cases: Vec<(Change, &str, &str)> = vec![
-            (
-                Box::new(|c| c.data_dirs.clear()),
-                "data_dirs",
-                "at least one",
-            ),
-            (
-                Box::new(|c| c.data_dirs.push("/d".into())),
-                "data_dirs",
-                "once",
-            ),
-            (
-                Box::new(|c| c.data_dirs.push("".into())),
-                "data_dirs",
-                "non-empty",
-            ),
-            (
-                Box::new(|c| c.flush_dirs = vec!["/f".into(), "/f".into()]),
-                "flush_dirs",
-                "once",
-            ),
-            (
-                Box::new(|c| c.dirty_memory_budget = 1000),
-                "dirty_memory_budget",
-                "1048576",
-            ),
-            (
-                Box::new(|c| c.system_dirty_memory_budget = 0),
-                "system_dirty_memory_budget",
-                "1048576",
-            ),
-            (
-                Box::new(|c| c.soft_limit_ratio = 0.75),
-                "soft-limit ratio",
-                "0.5",
-            ),
-            (
-                Box::new(|c| c.soft_limit_ratio = f64::NAN),
-                "soft-limit ratio",
-                "0.5",
-            ),
-            (
-                Box::new(|c| c.cache_size = CacheSize::Bytes(4096)),
-                "cache_size",
-                "1048576",
-            ),
-        ];
-        for (change, name, limit) in cases {
-            let mut c = base.clone();
-            change(&mut c);
-            let e = c.validate().unwrap_err().to_string();
-            assert!(e.contains(name) && e.contains(limit), "{e}");
-        }
-    }
-
-    #[test]
-    fn device_models_are_checked_against_the_directories() {
-        let mut base = DatabaseConfig::new("/d");
-        base.flush_dirs = vec!["/f".into()];
-        let mut good = DeviceModel::default();
-        good.add_device("disk", 100 << 20)
-            .add_device("flash", 1)
-            .place("/d", "disk")
-            .place("/f", "flash")
-            .place(base.commitlog_dir(), "flash");
-        let mut c = base.clone();
-        c.devices = good.clone();
-        c.validate().unwrap();
-        assert_eq!(c.devices.device_of(Path::new("/f")), Some("flash"));
-        assert_eq!(c.devices.device_of(Path::new("/x")), None);
-        assert_eq!(c.commitlog_dir(), Path::new("/d/replica.commitlog"));
-
-        type Change = Box<dyn Fn(&mut DeviceModel)>;
-        let cases: Vec<(Change, &[&str])> = vec![
-            (
-                Box::new(|m| {
-                    m.place("/d", "tape");
-                }),
-                &["/d on unknown device tape", "disk, flash"],
-            ),
-            (
-                Box::new(|m| {
-                    m.add_device("zero", 0);
-                }),
-                &["device zero=0", "at least 1 byte per second"],
-            ),
-            (
-                Box::new(|m| {
-                    m.add_device("disk", 5);
-                }),
-                &["device disk defined twice", "each device named once"],
-            ),
-            (
-                Box::new(|m| {
-                    m.add_device("", 5);
-                }),
-                &["device name []", "1 to 64 bytes"],
-            ),
-            (
-                Box::new(|m| {
-                    m.place("/f", "disk");
-                }),
-                &[
-                    "/f on devices flash and disk",
-                    "each directory on one device",
-                ],
-            ),
-            (
-                Box::new(|m| {
-                    m.place("/elsewhere", "disk");
-                }),
-                &["/elsewhere on device", "/d, /f, /d/replica.commitlog"],
-            ),
-        ];
-        for (change, expected) in cases {
-            let mut c = base.clone();
-            c.devices = good.clone();
-            change(&mut c.devices);
-            let e = c.validate().unwrap_err().to_string();
-            assert!(e.contains("devices"), "{e}");
-            for part in expected {
-                assert!(e.contains(part), "{e} lacks {part}");
-            }
-        }
-        // Without a commit log its directory is no directory of the
-        // database; a model with no devices cannot place anything.
-        let mut c = base.clone();
-        c.commitlog = CommitLogMode::Off;
-        c.devices = good;
-        assert!(
-            c.validate()
-                .unwrap_err()
-                .to_string()
-                .contains("replica.commitlog")
-        );
-        let mut c = base;
-        c.devices.place("/d", "disk");
-        let e = c.validate().unwrap_err().to_string();
-        assert!(e.contains("there is none"), "{e}");
-    }
-
-    #[test]
-    fn commitlog_modes_parse_and_bad_ones_are_named() {
-        assert_eq!(CommitLogMode::parse("off").unwrap(), CommitLogMode::Off);
-        assert_eq!(
-            CommitLogMode::parse("periodic").unwrap(),
-            CommitLogMode::Periodic(DEFAULT_COMMITLOG_SYNC_PERIOD)
-        );
-        assert_eq!(
-            CommitLogMode::parse("batch").unwrap(),
-            CommitLogMode::Batch(Duration::ZERO)
-        );
-        assert_eq!(
-            CommitLogMode::parse("batch:2ms").unwrap(),
-            CommitLogMode::Batch(Duration::from_millis(2))
-        );
-        for bad in ["", "on", "off:1s", "batch:soon"] {
-            let e = CommitLogMode::parse(bad).unwrap_err().to_string();
-            assert!(e.contains("--commitlog") && e.contains("periodic"), "{e}");
-        }
-        let mut c = DatabaseConfig::new("/d");
-        c.commitlog = CommitLogMode::Periodic(Duration::ZERO);
-        assert!(c.validate().unwrap_err().to_string().contains("commitlog"));
-    }
-
-    #[test]
-    fn cache_sizes_leave_the_dirty_budgets_in_the_pool() {
-        let budgets = 266 << 20;
-        assert_eq!(
-            CacheSize::Off.pool_and_cache(budgets),
-            (budgets * 2, None),
-            "no cache: the pool as before"
-        );
-        assert_eq!(
-            CacheSize::Auto.pool_and_cache(budgets),
-            (budgets * 2, Some(budgets))
-        );
-        // Small budgets: the 64 MiB floor, the rest for the cache.
-        assert_eq!(
-            CacheSize::Auto.pool_and_cache(12 << 20),
-            (64 << 20, Some(52 << 20))
-        );
-        // An explicit size grows the pool to hold it beside the budgets.
-        assert_eq!(
-            CacheSize::Bytes(1 << 30).pool_and_cache(budgets),
-            (budgets + (1 << 30), Some(1 << 30))
-        );
-        assert_eq!(
-            CacheSize::Bytes(8 << 20).pool_and_cache(budgets),
-            (budgets * 2, Some(8 << 20))
-        );
-    }
-
-    #[test]
-    fn bad_flush_policies_name_the_field_and_the_limit() {
-        let per_memtable = |max_memtable_fraction, max_concurrent_flushes| {
-            let mut c = DatabaseConfig::new("/d");
-            c.flush_policy = FlushPolicy::PerMemtableLimit {
-                max_memtable_fraction,
-                max_concurrent_flushes,
-            };
-            c.validate().map_err(|e| e.to_string())
-        };
-        per_memtable(0.11, 4).unwrap();
-        per_memtable(1.0, MAX_CONCURRENT_FLUSHES).unwrap();
-        for (fraction, flushes, limit) in [
-            (0.0, 4, "(0, 1]"),
-            (1.5, 4, "(0, 1]"),
-            (f64::NAN, 4, "(0, 1]"),
-            (0.11, 0, "at least 1"),
-            (
-                0.11,
-                MAX_CONCURRENT_FLUSHES + 1,
-                "at most 64 concurrent flushes",
-            ),
-            (0.11, usize::MAX, "at most 64 concurrent flushes"),
+        c.dirty_memory_budget = 64 << 30;
+        let machine = Some((24u64 << 30, "the machine's memory"));
+        let e = c.check_pool_fits(machine).unwrap_err().to_string();
+        for part in [
+            "dirty_memory_budget",
+            "within the 24576 MiB of the machine's memory",
+            "this one is 131092 MiB = dirty budget 65536 MiB + system tables 10 MiB",
+            "row cache share 65546 MiB",
         ] {
-            let e = per_memtable(fraction, flushes).unwrap_err();
-            assert!(e.contains("flush_policy") && e.contains(limit), "{e}");
+            assert!(e.contains(part), "{part:?} missing from: {e}");
         }
+        c.dirty_memory_budget = 8 << 30;
+        c.check_pool_fits(machine).unwrap();
+        c.check_pool_fits(None).unwrap();
+    }
+
+    #[test]
+    fn this_machine_has_a_figure() {
+        let (bytes, _) = machine_memory().expect("Linux gives MemTotal");
+        assert!(bytes >= 1 << 30, "{bytes}");
+        DatabaseConfig::new("/d").validate().unwrap();
     }
 }

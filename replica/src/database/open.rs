@@ -73,10 +73,7 @@ impl Database {
         // leaves room above them so an admitted write never runs dry. The
         // row caches take that room (their own budget), and give it back
         // through logalloc's eviction when the memtables need more.
-        let budgets = config
-            .dirty_memory_budget
-            .saturating_add(config.system_dirty_memory_budget);
-        let (pool_limit, cache_bytes) = config.cache_size.pool_and_cache(budgets);
+        let (pool_limit, cache_bytes) = config.memory_pool();
         // Prefault takes what the user budget and the cache use, not the
         // headroom nor the system tables' few writes
         // (`DatabaseConfig::prefault_memory`).
