@@ -14,8 +14,8 @@
 //! ```
 //! use std::time::Duration;
 //! use compaction::{JobOptions, SizeTiered, SstableSet, Strategy, Unthrottled, run_job};
-//! use mutation::{Cell, DecoratedKey, Mutation, Timestamp};
-//! use sstable::{Writer, WriterOptions};
+//! use compaction::mutation::{Cell, DecoratedKey, Mutation, Timestamp};
+//! use compaction::sstable::{Writer, WriterOptions};
 //!
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! let dir = tempfile::tempdir()?;
@@ -31,7 +31,7 @@
 //!         w.write(&f)?;
 //!     }
 //!     let committed = w.commit()?;
-//!     set.add(sstable::Sstable::open(dir.path(), committed.generation)?);
+//!     set.add(compaction::sstable::Sstable::open(dir.path(), committed.generation)?);
 //! }
 //! let stcs = SizeTiered::default();
 //! let plan = stcs.next_job(&set.snapshot().infos()).expect("four similar sstables");
@@ -84,14 +84,23 @@ mod strategy;
 mod sync;
 mod txn;
 
+/// The device model a set's sstables are opened on
+/// ([`SstableSet::open_on`]). Re-exported, as are `mutation` and `sstable`,
+/// so that one dependency line is enough.
+pub use device;
 pub use error::{Error, Result};
 pub use job::{JobControl, JobOptions, JobReport, PendingTransaction, Unthrottled, run_job};
 pub use manager::{
     BacklogController, CompactionManager, CompactionMetrics, CompactionTable, ManagerConfig,
     TABLE_STOP_POLL,
 };
+/// The data model: keys and timestamps of [`MaxPurgeable`], the merged
+/// fragment streams.
+pub use mutation;
 pub use purge::{Clock, ManualClock, MaxPurgeable, NothingOutside, PurgeCounts, SystemClock};
 pub use set::{RunMembership, SetSnapshot, SstableHandle, SstableInfo, SstableSet};
+/// The sstables a set holds and a job writes.
+pub use sstable;
 pub use strategy::{
     Incremental, IncrementalOptions, JobPlan, NoCompaction, SizeTiered, SizeTieredOptions,
     Strategy, StrategyConfig,

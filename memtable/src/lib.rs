@@ -5,13 +5,13 @@
 //! flush stream).
 //!
 //! ```
-//! use logalloc::{PoolConfig, SegmentPool};
+//! use memtable::logalloc::{PoolConfig, SegmentPool};
 //! use memtable::Memtable;
-//! use mutation::{
+//! use memtable::mutation::{
 //!     Bound, Cell, ClusteringRange, DecoratedKey, Fragment, FragmentReader, Mutation,
 //!     PartitionRange, Timestamp, Tombstone,
 //! };
-//! use region_group::{ReclaimConfig, RegionGroup};
+//! use memtable::region_group::{ReclaimConfig, RegionGroup};
 //!
 //! let pool = SegmentPool::new(PoolConfig::default().with_memory_limit(16 << 20))?;
 //! let group = RegionGroup::new("memtables", ReclaimConfig::default());
@@ -221,3 +221,12 @@ mod tree;
 pub use crate::error::Error;
 pub use crate::memtable::{Memtable, MemtableStats, ReplacementSource};
 pub use crate::reader::MemtableReader;
+/// The allocator a memtable's region lives in ([`Memtable::new`] takes its
+/// [`SegmentPool`](logalloc::SegmentPool)). Re-exported, as are the two
+/// crates below, so that one dependency line is enough.
+pub use logalloc;
+/// The data model a memtable takes and returns: mutations, keys, ranges and
+/// fragment streams.
+pub use mutation;
+/// The region group a memtable reports its memory to ([`Memtable::new`]).
+pub use region_group;

@@ -37,7 +37,7 @@
 //! use std::sync::atomic::{AtomicUsize, Ordering};
 //! use std::time::Duration;
 //!
-//! use logalloc::{RegionId, RegionListener};
+//! use region_group::logalloc::{RegionId, RegionListener};
 //! use region_group::{Error, ReclaimConfig, RegionGroup};
 //!
 //! let starts = Arc::new(AtomicUsize::new(0));
@@ -79,7 +79,7 @@
 //! With real logalloc regions, a [`SizeTrackedRegion`] listens from birth:
 //!
 //! ```
-//! use logalloc::{PoolConfig, SegmentPool};
+//! use region_group::logalloc::{PoolConfig, SegmentPool};
 //! use region_group::{ReclaimConfig, RegionGroup, SizeTrackedRegion};
 //!
 //! let pool = SegmentPool::new(PoolConfig::default().with_memory_limit(16 << 20)).unwrap();
@@ -116,6 +116,12 @@ pub use admission::WhenMemoryAvailable;
 pub use config::{Limits, ReclaimCallback, ReclaimConfig};
 pub use error::Error;
 pub use group::{GroupMetrics, RealPin, RegionGroup};
+/// The allocator whose regions a group sums: [`SizeTrackedRegion::new`]
+/// takes its [`SegmentPool`](logalloc::SegmentPool), and regions report
+/// their [`RegionStats`](logalloc::RegionStats) and
+/// [`Handle`](logalloc::Handle)s from it. Re-exported so that one
+/// dependency line is enough.
+pub use logalloc;
 pub use logalloc::{RegionId, RegionListener};
 pub use size_tracked::SizeTrackedRegion;
 

@@ -13,7 +13,7 @@
 //! reader.
 //!
 //! ```
-//! use mutation::{Cell, ClusteringRange, DecoratedKey, Mutation, Timestamp};
+//! use replica::mutation::{Cell, ClusteringRange, DecoratedKey, Mutation, Timestamp};
 //! use replica::{Database, DatabaseConfig, TableSchema};
 //!
 //! let dir = tempfile::tempdir()?;
@@ -212,6 +212,9 @@ pub use catalog::{
     CATALOG_FILE_NAME, Catalog, MAX_TABLE_NAME_LEN, MAX_TABLES, TableOptions, TableSchema,
     validate_table_name,
 };
+/// The commit log, for [`DatabaseMetrics::commitlog`]'s
+/// [`LogStats`](commitlog::LogStats) and [`Database::replay_report`].
+pub use commitlog;
 /// The compaction crate, for [`CompactionConfig`]'s strategies and clocks.
 pub use compaction;
 pub use config::{
@@ -227,6 +230,9 @@ pub use database::{
 /// The device crate, for [`DeviceModel`]'s devices and their clocks.
 pub use device;
 pub use device::{Clock, Device, DeviceStats, ManualClock, SystemClock, TokenBucket};
+/// The dirty-memory manager, for [`DatabaseMetrics::user`]'s
+/// [`DirtyMemoryMetrics`](dirty_memory::DirtyMemoryMetrics).
+pub use dirty_memory;
 pub use error::{Error, Result};
 #[cfg(feature = "testing")]
 pub use hooks::{HookPoint, TestHook};
@@ -235,6 +241,11 @@ pub use layout::{
     read_table_marker, remove_table_dirs, table_dir,
 };
 pub use lock::{DirectoryLock, LOCK_FILE_NAME};
+/// The data model a database takes and returns: mutations, keys, ranges
+/// and the fragment streams of [`TableReader`].
+pub use mutation;
+/// The sstable format, for [`DatabaseConfig::sstable_writer_options`].
+pub use sstable;
 
 // The README's example runs as a doc test, so it cannot go stale.
 #[cfg(doctest)]

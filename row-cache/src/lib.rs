@@ -10,8 +10,8 @@
 //!
 //! ```
 //! use std::sync::Arc;
-//! use logalloc::{PoolConfig, SegmentPool};
-//! use mutation::{
+//! use row_cache::logalloc::{PoolConfig, SegmentPool};
+//! use row_cache::mutation::{
 //!     Cell, ClusteringRange, DecoratedKey, FragmentReader, Mutation, PartitionRange, Timestamp,
 //!     from_mutations, to_mutations,
 //! };
@@ -24,7 +24,7 @@
 //!         &self,
 //!         range: PartitionRange,
 //!         _slice: ClusteringRange,
-//!     ) -> Result<Box<dyn FragmentReader + Send>, mutation::Error> {
+//!     ) -> Result<Box<dyn FragmentReader + Send>, row_cache::mutation::Error> {
 //!         let m = self.0.iter().filter(|m| range.contains(m.key())).cloned();
 //!         Ok(Box::new(from_mutations(m.collect::<Vec<_>>())))
 //!     }
@@ -241,6 +241,12 @@ pub use crate::error::Error;
 pub use crate::reader::CacheReader;
 pub use crate::source::UnderlyingSource;
 pub use crate::stats::{CacheStats, TrackerStats, UpdateStats};
+/// The allocator the cache's region lives in ([`RowCache::new`] takes its
+/// [`SegmentPool`](logalloc::SegmentPool)). Re-exported, as is `mutation`,
+/// so that one dependency line is enough.
+pub use logalloc;
+/// The data model the cache holds and an [`UnderlyingSource`] returns.
+pub use mutation;
 
 // The README's example runs as a doc test, so it cannot go stale.
 #[cfg(doctest)]

@@ -69,7 +69,7 @@
 //! `WriterOptions::crash_after`, for crash-safety tests.
 //!
 //! ```
-//! use mutation::{Cell, DecoratedKey, Mutation, Timestamp};
+//! use sstable::mutation::{Cell, DecoratedKey, Mutation, Timestamp};
 //! use sstable::{Sstable, SstableDirectory, Writer, WriterOptions};
 //!
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -116,9 +116,16 @@ mod tracker;
 mod verify;
 mod writer;
 
+/// The device model an sstable charges its I/O to
+/// ([`WriterOptions::device`], [`Sstable::open_on`]). Re-exported, as is
+/// `mutation`, so that one dependency line is enough.
+pub use device;
 pub use directory::{SstableDirectory, component_path, is_sstable_file_name, parse_component_path};
 pub use error::{Component, Error, Result};
 pub use file_cache::{DEFAULT_MAX_OPEN_FILES, max_open_files, open_files, set_max_open_files};
+/// The data model an sstable stores: mutations, keys, ranges and fragment
+/// streams.
+pub use mutation;
 pub use reader::{Sstable, SstableReader};
 pub use statistics::Statistics;
 pub use storage::{direct_scans, set_direct_scans};
