@@ -158,6 +158,11 @@ pub use crate::error::Error;
 pub use crate::log::{CommitLog, Durable, FlushHandler, FlushRequest, LogStats, MutationRef};
 pub use crate::positions::ReplayPositionSet;
 pub use crate::replay::{Damage, ReplayReport, TornTail, replay};
+/// The device model the log charges its I/O to (`Config::device`).
+/// Re-exported, as is `mutation`, so that one dependency line is enough.
+pub use device;
+/// The data model: the mutations the log stores and replays.
+pub use mutation;
 
 /// Identifies a table in the log. The owner assigns ids; the log only
 /// stores them.
