@@ -13,8 +13,13 @@
 //!   `cargo package --no-verify` of every published package at once (cargo
 //!   resolves the members from the packages it just made). Then each
 //!   `.crate` is opened and its normalised manifest read: it must carry
-//!   name, version, description, license, repository and readme, and the
-//!   readme must be in the archive.
+//!   name, version, description, license and readme, and the readme must
+//!   be in the archive. `repository` is real or absent: the repository has
+//!   no public address yet, so the manifests leave it out, and an address
+//!   on a reserved placeholder domain (`example.invalid`, `example.com`)
+//!   is refused. Cargo's warning that a manifest has no documentation,
+//!   homepage or repository is therefore expected, and the one warning
+//!   not counted as a problem.
 //!
 //! Runs offline when the registry index is cached (it is once anything
 //! was built), with `--allow-dirty` so uncommitted work can be checked.
@@ -31,14 +36,33 @@ pub(crate) const PREFIX: &str = "replmem-";
 pub(crate) const UNPUBLISHED: &[&str] = &["xtask", "test-support"];
 
 /// The `[package]` fields every packaged manifest must carry.
-const REQUIRED_FIELDS: &[&str] = &[
-    "name",
-    "version",
-    "description",
-    "license",
-    "repository",
-    "readme",
+const REQUIRED_FIELDS: &[&str] = &["name", "version", "description", "license", "readme"];
+
+/// Domains reserved for examples (RFC 2606, RFC 6761): a URL on one of them
+/// is a placeholder, not an address.
+const PLACEHOLDER_DOMAINS: &[&str] = &[
+    "example.invalid",
+    "example.com",
+    "example.org",
+    "example.net",
 ];
+
+/// The warning cargo gives a manifest without documentation, homepage or
+/// repository: expected while the repository has no public address.
+const NO_REPOSITORY_WARNING: &str = "manifest has no documentation, homepage or repository";
+
+/// Whether `url` is on a reserved placeholder domain.
+pub(crate) fn is_placeholder_url(url: &str) -> bool {
+    let host = url
+        .split_once("://")
+        .map_or(url, |(_, rest)| rest)
+        .split(['/', ':'])
+        .next()
+        .unwrap_or("");
+    PLACEHOLDER_DOMAINS
+        .iter()
+        .any(|d| host == *d || host.ends_with(&format!(".{d}")) || host.ends_with(".invalid"))
+}
 
 /// Every way the members' names, library names and `publish` settings
 /// drift from the scheme; empty when they follow it.
@@ -138,6 +162,16 @@ pub(crate) fn manifest_problems(
             ));
         }
     }
+    for key in ["repository", "homepage", "documentation"] {
+        if let Some(url) = get(key)
+            && is_placeholder_url(url)
+        {
+            problems.push(format!(
+                "the packaged manifest of `{}` has the placeholder {key} `{url}`: give a real address or none",
+                package.name
+            ));
+        }
+    }
     if let Some(name) = get("name")
         && name != package.name
     {
@@ -189,7 +223,7 @@ fn cargo_package(
         .map_err(|(reason, _)| format!("a package would not package: {reason}"))?;
     Ok(output
         .lines()
-        .filter(|l| l.trim_start().starts_with("warning:"))
+        .filter(|l| l.trim_start().starts_with("warning:") && !l.contains(NO_REPOSITORY_WARNING))
         .map(str::to_string)
         .collect())
 }
@@ -358,7 +392,6 @@ description = "The facade."
 readme = "README.md"
 keywords = ["loom"]
 license = "Apache-2.0"
-repository = "https://example.invalid/replica-memory"
 
 [lib]
 name = "sync"
@@ -381,6 +414,36 @@ path = "src/lib.rs"
         assert!(fields.contains(&("name".to_string(), "replmem-sync".to_string())));
         // `[lib] name` is not the package's name.
         assert_eq!(fields.iter().filter(|(k, _)| k == "name").count(), 1);
+    }
+
+    #[test]
+    fn a_placeholder_repository_is_refused_and_a_real_one_passes() {
+        let p = package("replmem-sync", "sync", Some("sync"), true);
+        let files = [
+            "replmem-sync-0.1.0/Cargo.toml",
+            "replmem-sync-0.1.0/README.md",
+        ]
+        .map(String::from);
+        let with = |url: &str| {
+            MANIFEST.replace(
+                "license = \"Apache-2.0\"\n",
+                &format!("license = \"Apache-2.0\"\nrepository = \"{url}\"\n"),
+            )
+        };
+        let problems =
+            manifest_problems(&p, &with("https://example.invalid/replica-memory"), &files);
+        assert_eq!(problems.len(), 1, "{problems:?}");
+        assert!(
+            problems[0].contains("placeholder repository `https://example.invalid/replica-memory`"),
+            "{problems:?}"
+        );
+        assert!(is_placeholder_url("https://git.example.com/x"));
+        assert!(is_placeholder_url("http://replica.invalid:8080/x"));
+        assert!(!is_placeholder_url("https://github.com/scylladb/scylladb"));
+        assert_eq!(
+            manifest_problems(&p, &with("https://github.com/scylladb/scylladb"), &files),
+            Vec::<String>::new()
+        );
     }
 
     #[test]
