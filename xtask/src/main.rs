@@ -5,14 +5,16 @@
 //!   the dependency check (each library crate's normal dependencies are on
 //!   its list in `deps.rs`), clippy with warnings denied, the test suite
 //!   (cargo-nextest when it is installed, `cargo test` otherwise), doc
-//!   tests, every example program (`examples`), the naming scheme and
+//!   tests, every example program (`examples`), each pickable crate's
+//!   README snippet and example built and run from a project outside the
+//!   workspace (`readmes`), the naming scheme and
 //!   `cargo package` of every published package (`package`), `cargo doc`
 //!   with warnings denied, `cargo check` with the
 //!   declared rust-version's toolchain, the unsafe core of `logalloc` under
 //!   valgrind, and the loom pass (every crate with loom models must run at
 //!   least one). A step whose tool is missing (valgrind, the MSRV
 //!   toolchain) is reported as skipped, not passed. `--quick` skips the
-//!   examples, the packaging check, the doc build, the MSRV check,
+//!   examples, the READMEs' builds, the packaging check, the doc build, the MSRV check,
 //!   valgrind and loom for the inner loop.
 //! * `cargo xtask bench [--quick]`: runs every benchmark suite.
 //! * `cargo xtask stress [ARGS...]`: runs the main program, `replica-stress`.
@@ -29,6 +31,7 @@ mod deps;
 mod examples;
 mod metadata;
 mod package;
+mod readmes;
 mod report;
 mod runner;
 mod test;
@@ -42,11 +45,13 @@ tasks:
   test [--quick]    what CI runs: fmt, deps (allowed dependencies of each
                     library crate), clippy -D warnings, tests, doc tests,
                     examples (every example program runs),
+                    readmes (each pickable crate's README snippet and
+                    example build and run outside the workspace),
                     package (names replmem-<folder>, cargo package),
                     cargo doc -D warnings, msrv (cargo +<rust-version> check),
                     valgrind (logalloc), loom models; a step whose tool is
                     missing is reported SKIPPED;
-                    --quick skips examples, package, cargo doc, msrv,
+                    --quick skips examples, readmes, package, cargo doc, msrv,
                     valgrind and loom;
                     --step NAME runs only that step (repeatable)
   bench [--quick] [CRATE...]

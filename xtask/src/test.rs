@@ -3,7 +3,7 @@
 use std::time::Instant;
 
 use crate::report::{self, Counts, Outcome, StepResult};
-use crate::{deps, examples, metadata, package, runner};
+use crate::{deps, examples, metadata, package, readmes, runner};
 
 /// The logalloc tests that run under valgrind memcheck: the unit tests, a
 /// smoke test of every unsafe path, the property model (few cases), the
@@ -42,6 +42,7 @@ const STEP_NAMES: &[&str] = &[
     "tests",
     "doc-tests",
     "examples",
+    "readmes",
     "package",
     "doc",
     "msrv",
@@ -49,7 +50,8 @@ const STEP_NAMES: &[&str] = &[
     "loom",
 ];
 
-/// Runs the test task. `--quick` skips the examples, the packaging check,
+/// Runs the test task. `--quick` skips the examples, the READMEs' builds
+/// outside the workspace, the packaging check,
 /// `cargo doc`, the MSRV check, valgrind and loom;
 /// `--step NAME` (repeatable) runs only the named steps.
 pub(crate) fn run(args: &[&str]) -> Result<(), String> {
@@ -85,6 +87,7 @@ pub(crate) fn run(args: &[&str]) -> Result<(), String> {
     ];
     if !quick || !only.is_empty() {
         steps.push(("examples", run_examples));
+        steps.push(("readmes", readme_lines));
         steps.push(("package", packaging));
         steps.push(("doc", doc));
         steps.push(("msrv", msrv));
@@ -151,7 +154,7 @@ pub(crate) fn run(args: &[&str]) -> Result<(), String> {
         tally.doc_tests.passed,
         tally.loom_models.passed,
         if quick {
-            " (quick: examples, package, doc, msrv, valgrind and loom not run)"
+            " (quick: examples, readmes, package, doc, msrv, valgrind and loom not run)"
         } else {
             ""
         },
@@ -247,6 +250,12 @@ fn doc_tests(tally: &mut Tally) -> Result<Outcome, String> {
 fn run_examples(_: &mut Tally) -> Result<Outcome, String> {
     let packages = metadata::workspace()?;
     examples::run(&packages, examples::MUST_HAVE_EXAMPLES).map(Outcome::Passed)
+}
+
+/// Each pickable crate's README snippet and example build and run in a
+/// project outside the workspace (see `readmes.rs`).
+fn readme_lines(_: &mut Tally) -> Result<Outcome, String> {
+    readmes::run().map(Outcome::Passed)
 }
 
 /// Every package but xtask is named `replmem-<folder>` and packages for
