@@ -138,7 +138,13 @@ pub enum CorruptionPolicy {
     /// was wrong, before any entry is handed over and without changing
     /// anything on disk, so an operator can copy the files away first
     /// (Cassandra's default: replay refuses corruption unless told to
-    /// skip it).
+    /// skip it). One kind of damage is found only as replay reaches it: a
+    /// payload that passes its checksums but does not decode (no disk
+    /// damage makes one; a bug or another build's mutation encoding can).
+    /// `open` decodes each entry once, as it hands it over, so it fails
+    /// there after handing over the entries before it, still changing
+    /// nothing on disk; [`crate::check`] decodes and refuses it before
+    /// anything is replayed.
     #[default]
     Stop,
     /// Replay skips the rest of a damaged segment and goes on; what was

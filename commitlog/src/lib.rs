@@ -68,8 +68,10 @@
 //!   entries) and the segment set aside. Drops are also kept in a side
 //!   file, so a skip never brings a dropped table's entries back.
 //!   [`replay`] reads a directory the skip way, read-only; [`check`] tells,
-//!   read-only and without decoding mutations, whether `open` would refuse
-//!   it. No input makes replay panic.
+//!   read-only, whether `open` would refuse it. A payload that passes its
+//!   checksums but does not decode is damage too; `check` finds it before
+//!   anything is replayed, `open` (which decodes each entry once, as it
+//!   hands it over) only when it reaches it. No input makes replay panic.
 //!
 //! The largest entry is half a segment less 20 bytes of framing; larger
 //! mutations are refused with [`Error::EntryTooLarge`] before anything is

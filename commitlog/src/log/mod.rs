@@ -358,7 +358,12 @@ impl CommitLog {
     ///
     /// # Errors
     /// An invalid `config` ([`Error::InvalidConfig`]); I/O errors; a
-    /// segment of another format version ([`Error::UnsupportedVersion`]).
+    /// segment of another format version ([`Error::UnsupportedVersion`]);
+    /// under [`CorruptionPolicy::Stop`](crate::CorruptionPolicy::Stop),
+    /// [`Error::Corrupt`] for damage, before any entry is handed over, but
+    /// for a payload that passes its checksums and does not decode: that is
+    /// refused when replay reaches it, after the entries before it (see
+    /// [`CorruptionPolicy::Stop`](crate::CorruptionPolicy::Stop)).
     pub fn open(
         dir: &Path,
         config: Config,
