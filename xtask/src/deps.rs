@@ -11,6 +11,7 @@ use crate::metadata::{DepKind, Package};
 pub(crate) const ALLOWED_DEPENDENCIES: &[(&str, &[&str])] = &[
     // The facade: parking_lot normally, loom under cfg(loom).
     ("replmem-sync", &["parking_lot", "loom"]),
+    ("replmem-fs", &["replmem-sync", "thiserror", "fs4"]),
     // Tests' and benches' support (not published): the facade's std atomics.
     ("test-support", &["replmem-sync"]),
     ("replmem-logalloc", &["replmem-sync", "thiserror", "slab"]),

@@ -28,6 +28,7 @@ pub(crate) const PICKABLE: &[&str] = &[
     "compaction",
     "row-cache",
     "replica",
+    "fs",
 ];
 
 /// Where the README's snippet says the clone of this repository is,
