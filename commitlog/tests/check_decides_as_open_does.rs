@@ -4,12 +4,14 @@
 //! is accepted with the same torn tail open reports, and a damaged drop
 //! side file is refused with the error open gives.
 
-use std::collections::BTreeMap;
-use std::path::Path;
+mod common;
+
+use common::snapshot;
+
 use std::time::Duration;
 
 use commitlog::{CheckReport, CommitLog, Config, Error, Preallocate, SyncMode, check};
-use mutation::{Cell, DecoratedKey, Mutation, Timestamp};
+use mutation::Mutation;
 
 fn config() -> Config {
     let mut c = Config::default();
@@ -21,25 +23,7 @@ fn config() -> Config {
 }
 
 fn m(i: usize) -> Mutation {
-    Mutation::builder(DecoratedKey::from_bytes(format!("k{i}")).unwrap())
-        .cell(
-            "c",
-            0,
-            Cell::live(vec![i as u8 + 1; 400], Timestamp::from_micros(1)),
-        )
-        .build()
-        .unwrap()
-}
-
-fn snapshot(dir: &Path) -> BTreeMap<String, Vec<u8>> {
-    std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| {
-            let p = e.unwrap().path();
-            let name = p.file_name().unwrap().to_str().unwrap().to_string();
-            (name, std::fs::read(&p).unwrap())
-        })
-        .collect()
+    common::row("k", i, 400)
 }
 
 #[test]

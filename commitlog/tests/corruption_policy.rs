@@ -9,49 +9,17 @@
 //! nothing. A dropped table's entries never come back, even when the damage
 //! hides the drop record.
 
+mod common;
+
+use common::{config, snapshot};
+
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::time::Duration;
 
-use commitlog::{
-    CommitLog, Config, CorruptionPolicy, Damage, Error, Preallocate, ReplayPosition, SyncMode,
-};
-use mutation::{Cell, DecoratedKey, Mutation, Timestamp};
+use commitlog::{CommitLog, CorruptionPolicy, Damage, Error, ReplayPosition};
+use mutation::Mutation;
 
 type Entry = (u64, Mutation, ReplayPosition);
-
-fn config(policy: CorruptionPolicy) -> Config {
-    let mut c = Config::default();
-    c.segment_size = 4096;
-    c.total_size_limit = 1 << 20;
-    c.sync = SyncMode::Batch(Duration::ZERO);
-    c.preallocate = Preallocate::Never;
-    c.on_corruption = policy;
-    c
-}
-
-fn m(tag: &str, i: usize) -> Mutation {
-    Mutation::builder(DecoratedKey::from_bytes(format!("{tag}{i}")).unwrap())
-        .cell(
-            "c",
-            0,
-            Cell::live(vec![i as u8 + 1; 560], Timestamp::from_micros(1)),
-        )
-        .build()
-        .unwrap()
-}
-
-/// Every file of `dir` by name, with its bytes.
-fn snapshot(dir: &Path) -> BTreeMap<String, Vec<u8>> {
-    std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| {
-            let p = e.unwrap().path();
-            let name = p.file_name().unwrap().to_str().unwrap().to_string();
-            (name, std::fs::read(&p).unwrap())
-        })
-        .collect()
-}
 
 fn seg_name(id: u64) -> String {
     format!("CommitLog-1-{id}.log")
@@ -173,6 +141,10 @@ fn damage(p: &Pristine, dir: &Path, kind: Kind, position: Position) -> (u64, Dam
     };
     std::fs::write(dir.join(seg_name(id)), &bytes).unwrap();
     (id, expected)
+}
+
+fn m(tag: &str, i: usize) -> Mutation {
+    common::row(tag, i, 560)
 }
 
 #[test]

@@ -9,40 +9,17 @@
 //! of the last two segments (a file being created); `commitlog::check`
 //! fails exactly when `Stop` does.
 
-use std::collections::BTreeMap;
-use std::path::Path;
-use std::time::Duration;
+mod common;
 
-use commitlog::{
-    CommitLog, Config, CorruptionPolicy, Error, Preallocate, ReplayPosition, SyncMode,
-};
+use common::{config, snapshot};
+
+use std::collections::BTreeMap;
+
+use commitlog::{CommitLog, CorruptionPolicy, Error, ReplayPosition};
 use mutation::{Cell, DecoratedKey, Mutation, Timestamp};
 use proptest::prelude::*;
 
 type Entry = (u64, Mutation, ReplayPosition);
-
-fn config(policy: CorruptionPolicy) -> Config {
-    let mut c = Config::default();
-    c.segment_size = 4096;
-    c.total_size_limit = 1 << 20;
-    c.sync = SyncMode::Batch(Duration::ZERO);
-    c.preallocate = Preallocate::Never;
-    c.on_corruption = policy;
-    c
-}
-
-fn snapshot(dir: &Path) -> BTreeMap<String, Vec<u8>> {
-    std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| {
-            let p = e.unwrap().path();
-            (
-                p.file_name().unwrap().to_str().unwrap().to_string(),
-                std::fs::read(&p).unwrap(),
-            )
-        })
-        .collect()
-}
 
 struct Pristine {
     files: BTreeMap<String, Vec<u8>>,

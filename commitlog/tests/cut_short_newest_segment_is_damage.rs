@@ -5,37 +5,16 @@
 //! segment and changing nothing, and `CorruptionPolicy::Skip` reports it
 //! as damage, not as a torn tail.
 
-use std::collections::BTreeMap;
-use std::path::Path;
-use std::time::Duration;
+mod common;
 
-use commitlog::{
-    CommitLog, Config, CorruptionPolicy, Error, Preallocate, ReplayPosition, SyncMode,
-};
+use common::{config, snapshot};
+
+use std::path::Path;
+
+use commitlog::{CommitLog, CorruptionPolicy, Error, ReplayPosition};
 use mutation::{Cell, DecoratedKey, Mutation, Timestamp};
 
 const SEGMENT_SIZE: u64 = 4096;
-
-fn config(policy: CorruptionPolicy) -> Config {
-    let mut c = Config::default();
-    c.segment_size = SEGMENT_SIZE as u32;
-    c.total_size_limit = 1 << 20;
-    c.sync = SyncMode::Batch(Duration::ZERO);
-    c.preallocate = Preallocate::Never;
-    c.on_corruption = policy;
-    c
-}
-
-fn snapshot(dir: &Path) -> BTreeMap<String, Vec<u8>> {
-    std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| {
-            let p = e.unwrap().path();
-            let name = p.file_name().unwrap().to_str().unwrap().to_string();
-            (name, std::fs::read(&p).unwrap())
-        })
-        .collect()
-}
 
 /// A log of two segments, every entry acknowledged (batch mode), closed;
 /// returns the positions of the newest segment's entries.

@@ -9,14 +9,15 @@
 //! it is reported in `ReplayReport::damage`, the entries before it are
 //! handed over, and so are those of later segments.
 
+mod common;
+
+use common::{config, snapshot};
+
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::time::Duration;
 
-use commitlog::{
-    CommitLog, Config, CorruptionPolicy, Damage, Error, Preallocate, ReplayPosition, SyncMode,
-};
-use mutation::{Cell, DecoratedKey, Mutation, Timestamp};
+use commitlog::{CommitLog, CorruptionPolicy, Damage, Error, ReplayPosition};
+use mutation::Mutation;
 
 type Entry = (u64, Mutation, ReplayPosition);
 
@@ -25,39 +26,6 @@ type Entry = (u64, Mutation, ReplayPosition);
 const ENTRY_HEADER_LEN: usize = 16;
 /// Bytes of a payload before the encoded mutation: kind:u8 | table id:u64.
 const PAYLOAD_PREFIX: usize = 9;
-
-fn config(policy: CorruptionPolicy) -> Config {
-    let mut c = Config::default();
-    c.segment_size = 4096;
-    c.total_size_limit = 1 << 20;
-    c.sync = SyncMode::Batch(Duration::ZERO);
-    c.preallocate = Preallocate::Never;
-    c.on_corruption = policy;
-    c
-}
-
-fn m(i: usize) -> Mutation {
-    Mutation::builder(DecoratedKey::from_bytes(format!("k{i}")).unwrap())
-        .cell(
-            "c",
-            0,
-            Cell::live(vec![i as u8 + 1; 560], Timestamp::from_micros(1)),
-        )
-        .build()
-        .unwrap()
-}
-
-/// Every file of `dir` by name, with its bytes.
-fn snapshot(dir: &Path) -> BTreeMap<String, Vec<u8>> {
-    std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| {
-            let p = e.unwrap().path();
-            let name = p.file_name().unwrap().to_str().unwrap().to_string();
-            (name, std::fs::read(&p).unwrap())
-        })
-        .collect()
-}
 
 fn restore(files: &BTreeMap<String, Vec<u8>>, dir: &Path) {
     for (name, bytes) in files {
@@ -77,6 +45,10 @@ fn make_undecodable(bytes: &mut [u8], offset: usize) {
     bytes[payload.start + PAYLOAD_PREFIX] = 0xff;
     let crc = crc32c::crc32c(&bytes[payload.clone()]);
     bytes[payload.end..payload.end + 4].copy_from_slice(&crc.to_le_bytes());
+}
+
+fn m(i: usize) -> Mutation {
+    common::row("k", i, 560)
 }
 
 #[test]
