@@ -189,19 +189,15 @@ proptest! {
     ))]
 
     #[test]
-    fn live_handles_stay_intact(
-        ops in prop::collection::vec(op(), 1..250),
-        headers in any::<bool>(),
-    ) {
-        let config = PoolConfig::default()
-            .with_segment_size(SEGMENT)
-            .with_memory_limit(LIMIT_SEGMENTS * SEGMENT)
-            .with_emergency_reserve(1)
-            .with_bulk_segments(4);
-        // Half the cases keep sizes in object headers, the layout of pools
-        // too large for sizes in the handle-table entries.
-        let config = if headers { config.with_object_headers() } else { config };
-        let pool = SegmentPool::new(config).unwrap();
+    fn live_handles_stay_intact(ops in prop::collection::vec(op(), 1..250)) {
+        let pool = SegmentPool::new(
+            PoolConfig::default()
+                .with_segment_size(SEGMENT)
+                .with_memory_limit(LIMIT_SEGMENTS * SEGMENT)
+                .with_emergency_reserve(1)
+                .with_bulk_segments(4),
+        )
+        .unwrap();
         let mut m = Model {
             regions: (0..REGIONS).map(|_| Region::new(&pool)).collect(),
             pool,

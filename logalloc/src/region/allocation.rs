@@ -3,9 +3,8 @@
 //! its occupancy crosses the bucket's floor). When the active segment is
 //! full, allocation goes on in `find_room_slow` (see `reclaim.rs`).
 
-use super::inner::{RegionInner, placement, record_len};
+use super::inner::{RegionInner, record_len};
 use crate::pool::SegmentPool;
-use crate::segment::SegmentMemory;
 use crate::table::Location;
 use crate::{Error, Handle};
 
@@ -20,12 +19,12 @@ impl RegionInner {
         let segment_size = self.segment_size as u32;
         let position = self.segment_map[segment as usize] as usize;
         let info = &mut self.segments[position];
-        let (offset, end) = placement(info.end, size, align, self.header);
-        if end > segment_size {
+        let offset = (info.end + align - 1) & !(align - 1);
+        let record = record_len(size);
+        if offset + record > segment_size {
             return None;
         }
-        let record = record_len(size, self.header);
-        info.end = end;
+        info.end = offset + record;
         info.used += record;
         self.used += record as usize;
         Some((
@@ -76,22 +75,13 @@ impl RegionInner {
             }
         };
         let handle = self.table.insert(at);
-        let header = self.header as usize;
-        // SAFETY: `find_room` reserved these bytes, the object and its
-        // header in front of it (`place` checked that the record ends
-        // within the segment, and put the object at least `header` bytes
-        // in), in a segment the exclusively locked region owns; no
-        // reference to them exists yet.
-        let record = unsafe {
-            pool.memory().bytes_mut(
-                at.segment,
-                at.offset as usize - header,
-                header + size as usize,
-            )
-        };
-        let (size_header, object) = record.split_at_mut(header);
-        size_header.copy_from_slice(&size.to_le_bytes()[..header]);
-        init(object);
+        // SAFETY: `find_room` reserved these bytes (`place` checked
+        // `offset + size <= segment size`) in a segment the exclusively
+        // locked region owns; no reference to them exists yet.
+        init(unsafe {
+            pool.memory()
+                .bytes_mut(at.segment, at.offset as usize, size as usize)
+        });
         // `place` counted the record as used; list its slot for compaction.
         let slots = &mut self.segments[position].slots;
         let capacity = slots.capacity();
@@ -112,12 +102,9 @@ impl RegionInner {
     #[inline]
     pub(super) fn free(&mut self, pool: &SegmentPool, handle: Handle) -> Result<u32, Error> {
         let at = self.table.remove(handle)?;
-        // SAFETY: `at` was a live entry of this exclusively locked region
-        // (just freed in the table, but its bytes are untouched).
-        let size = unsafe { pool.memory().object_size(at) };
-        let record = record_len(size, self.header);
+        let record = record_len(at.size);
         self.used -= record as usize;
-        self.object_bytes -= size as usize;
+        self.object_bytes -= at.size as usize;
         let segment_size = self.segment_size;
         let active = self.active == Some(at.segment);
         let position = self.segment_map[at.segment as usize] as usize;
@@ -148,24 +135,7 @@ impl RegionInner {
                 }
             }
         }
-        Ok(size)
-    }
-}
-
-impl RegionInner {
-    /// Every live object as (slot, location with its size), for the
-    /// invariant checker. `memory` must be the memory of this region's pool.
-    pub(super) fn live_objects<'a>(
-        &'a self,
-        memory: &'a SegmentMemory,
-    ) -> impl Iterator<Item = (u32, Location)> + 'a {
-        self.table.live_entries().map(move |(slot, mut at)| {
-            // SAFETY: a live entry of this region, which stays locked while
-            // `self` is borrowed (`RegionInner` lives behind the lock), in
-            // the memory of its pool.
-            at.size = unsafe { memory.object_size(at) };
-            (slot, at)
-        })
+        Ok(at.size)
     }
 }
 
@@ -212,40 +182,6 @@ mod tests {
         assert_eq!(&*region.get(h).unwrap(), &[0, 0]);
         assert!(region.get(empty).unwrap().is_empty());
         region.check_invariants().unwrap();
-    }
-
-    #[test]
-    fn headers_hold_sizes_in_front_of_objects() {
-        let config = crate::PoolConfig {
-            object_headers: true,
-            ..crate::PoolConfig::default()
-        }
-        .with_segment_size(4096)
-        .with_memory_limit(8 * 4096)
-        .with_bulk_segments(4);
-        let pool = crate::SegmentPool::new(config).unwrap();
-        let mut region = Region::new(&pool);
-        let a = region.alloc_bytes(&[1; 5]).unwrap();
-        let h = region.alloc(2, 2).unwrap();
-        let empty = region.alloc(0, 1).unwrap();
-        let aligned = region.alloc_bytes(&[3; 300]).unwrap();
-        let stats = region.stats();
-        // 2 + 5, 2 + 2 (the header fits in the padding before the aligned
-        // object: 7 -> header at 8, object at 10), 2 + 0, 2 + 300.
-        assert_eq!(stats.used_bytes, 7 + 4 + 2 + 302);
-        assert_eq!(stats.object_bytes, 5 + 2 + 300);
-        assert_eq!(&*region.get(a).unwrap(), &[1; 5]);
-        assert_eq!(&*region.get(h).unwrap(), &[0, 0]);
-        assert!(region.get(empty).unwrap().is_empty());
-        assert_eq!(&*region.get(aligned).unwrap(), &[3; 300][..]);
-        region.get_mut(h).unwrap().copy_from_slice(&[9, 8]);
-        region.full_compaction().unwrap();
-        assert_eq!(&*region.get(h).unwrap(), &[9, 8]);
-        assert_eq!(&*region.get(aligned).unwrap(), &[3; 300][..]);
-        region.free(aligned).unwrap();
-        assert_eq!(region.stats().used_bytes, 7 + 4 + 2);
-        region.check_invariants().unwrap();
-        pool.check_invariants().unwrap();
     }
 
     #[test]

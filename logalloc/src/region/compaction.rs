@@ -3,10 +3,9 @@
 //! compaction of the sparsest segments, full compaction, and the forced
 //! compaction that reclaim falls back to.
 
-use super::inner::{RegionInner, placement, record_len};
+use super::inner::{RegionInner, record_len};
 use crate::Error;
 use crate::pool::{Purpose, SegmentPool};
-use crate::segment::SegmentMemory;
 use crate::table::Location;
 
 /// Forced compaction runs only while the closed segments hold at least this
@@ -42,7 +41,6 @@ impl RegionInner {
         self.slot_bytes -= slots.capacity() * size_of::<u32>();
         let codec = self.table.codec();
         let segment_size = self.segment_size as u32;
-        let header = self.header;
         let mut moved = 0usize;
         let mut i = 0;
         let mut stopped = false;
@@ -71,15 +69,12 @@ impl RegionInner {
             i = self
                 .table
                 .visit_live_in_segment(&slots, i, segment, |slot, entry, from| {
-                    // SAFETY: `from` is a live entry of this exclusively
-                    // locked region, in `segment`, which it owns.
-                    let size = unsafe { memory.object_size(from) };
-                    let (offset, record_end) = placement(end, size, from.align, header);
-                    if record_end > segment_size {
+                    let offset = (end + from.align - 1) & !(from.align - 1);
+                    let record = record_len(from.size);
+                    if offset + record > segment_size {
                         return false;
                     }
-                    let record = record_len(size, header);
-                    debug_assert!(from.offset + size <= segment_size);
+                    debug_assert!(from.offset + from.size <= segment_size);
                     // SAFETY: `pair` joins two different segments (the one
                     // being compacted left the histogram above and is never
                     // active; the target is the active one, opened fresh from
@@ -87,19 +82,15 @@ impl RegionInner {
                     // region, so nothing borrows their bytes (every
                     // `ObjectRef`/`ObjectMut`/`Evictor` slice holds this
                     // lock, and the lock is not re-entrant). The source range
-                    // is a live object and its header, inside its segment;
-                    // the target range, the same length, ends at
-                    // `record_end <= segment_size` (checked above).
+                    // is a live object, inside its segment; the target range
+                    // ends at `offset + record <= segment_size` (checked
+                    // above).
                     unsafe {
-                        pair.copy(
-                            (from.offset - header) as usize,
-                            (offset - header) as usize,
-                            record as usize,
-                        );
+                        pair.copy(from.offset as usize, offset as usize, from.size as usize);
                     }
                     *entry = codec.relocated(*entry, destination, offset);
                     destination_slots.push(slot);
-                    end = record_end;
+                    end = offset + record;
                     added += record;
                     true
                 });
@@ -151,24 +142,22 @@ impl RegionInner {
     /// afterwards (the active segment's new bump pointer). Places them, in
     /// compaction order, after the active segment's end as `place` would. A
     /// slot listed twice is counted twice, which can only overestimate both.
-    fn move_plan(&self, memory: &SegmentMemory, segment: u32) -> (usize, u32) {
+    fn move_plan(&self, segment: u32) -> (usize, u32) {
         let segment_size = self.segment_size as u32;
         let after = |end: u32, at: &Location| {
-            let (_, end) = placement(end, at.size, at.align, self.header);
+            let offset = (end + at.align - 1) & !(at.align - 1);
+            let end = offset + record_len(at.size);
             (end <= segment_size).then_some(end)
         };
         let mut end = self.active.map(|active| self.info(active).end);
         let mut needed = 0;
         for &slot in &self.info(segment).slots {
-            let Some(mut from) = self.table.live_location(slot) else {
+            let Some(from) = self.table.live_location(slot) else {
                 continue;
             };
             if from.segment != segment {
                 continue;
             }
-            // SAFETY: `from` is a live entry of this region (locked: `self`
-            // is behind its lock), in `segment`, which it owns.
-            from.size = unsafe { memory.object_size(from) };
             end = match end.and_then(|end| after(end, &from)) {
                 Some(end) => Some(end),
                 None => {
@@ -211,7 +200,7 @@ impl RegionInner {
             return None;
         }
         let segment = self.histogram.sparsest()?;
-        let (needed, end_after) = self.move_plan(pool.memory(), segment);
+        let (needed, end_after) = self.move_plan(segment);
         if needed > 1 || needed > pool.available_for_compaction() {
             return None;
         }

@@ -288,7 +288,11 @@ impl Region {
         // stays read-locked while `bytes` is reachable: writers (the owner's
         // `&mut` methods, other regions' reclaim) are excluded, and the
         // segment memory lives as long as the pool, which `self` keeps alive.
-        let bytes = unsafe { self.pool.memory().object(at) };
+        let bytes = unsafe {
+            self.pool
+                .memory()
+                .bytes(at.segment, at.offset as usize, at.size as usize)
+        };
         Ok(ObjectRef {
             _guard: guard,
             bytes,
@@ -302,7 +306,11 @@ impl Region {
         // SAFETY: as in `get`, with the lock held exclusively by the guard
         // that moves into the returned value and `&mut self` ruling out any
         // other reference into this region's segments.
-        let bytes = unsafe { self.pool.memory().object_mut(at) };
+        let bytes = unsafe {
+            self.pool
+                .memory()
+                .bytes_mut(at.segment, at.offset as usize, at.size as usize)
+        };
         Ok(ObjectMut {
             _guard: guard,
             bytes,
@@ -409,7 +417,7 @@ impl Region {
     /// checks the histogram, the segment map and the table's free lists.
     /// Linear in the region's size: for tests and debugging.
     pub fn check_invariants(&self) -> Result<(), String> {
-        self.shared.inner.read().check(self.pool.memory())
+        self.shared.inner.read().check()
     }
 
     /// Takes the region's lock in shared mode once, for many
