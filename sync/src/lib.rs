@@ -57,8 +57,12 @@
 //!
 //! # Features
 //!
-//! None. The switch is the `loom` cfg (`RUSTFLAGS="--cfg loom"`), which
-//! applies to the whole build, as loom expects.
+//! * `lock-census` (off by default, for tests only): the [`census`]
+//!   module, which records which locks a piece of code takes, at which
+//!   source line. Normal builds only.
+//!
+//! The loom switch is not a feature but the `loom` cfg (`RUSTFLAGS="--cfg
+//! loom"`), which applies to the whole build, as loom expects.
 
 #![forbid(unsafe_code)]
 
@@ -69,6 +73,9 @@ use std_impl as imp;
 
 #[cfg(loom)]
 mod loom_impl;
+
+#[cfg(all(feature = "lock-census", not(loom)))]
+pub mod census;
 #[cfg(loom)]
 use loom_impl as imp;
 

@@ -20,13 +20,22 @@ impl<T> Mutex<T> {
     }
 
     /// Blocks until the lock is held.
+    #[cfg_attr(feature = "lock-census", track_caller)]
     pub fn lock(&self) -> MutexGuard<'_, T> {
+        #[cfg(feature = "lock-census")]
+        crate::census::note(crate::census::Kind::Mutex, std::panic::Location::caller());
         MutexGuard(self.0.lock())
     }
 
     /// The lock if it is free now, `None` otherwise.
+    #[cfg_attr(feature = "lock-census", track_caller)]
     pub fn try_lock(&self) -> Option<MutexGuard<'_, T>> {
-        self.0.try_lock().map(MutexGuard)
+        let guard = self.0.try_lock().map(MutexGuard);
+        #[cfg(feature = "lock-census")]
+        if guard.is_some() {
+            crate::census::note(crate::census::Kind::Mutex, std::panic::Location::caller());
+        }
+        guard
     }
 
     /// The value, through exclusive access (no locking needed).
@@ -78,31 +87,55 @@ impl<T> RwLock<T> {
     }
 
     /// Blocks until shared access is held.
+    #[cfg_attr(feature = "lock-census", track_caller)]
     pub fn read(&self) -> RwLockReadGuard<'_, T> {
+        #[cfg(feature = "lock-census")]
+        crate::census::note(crate::census::Kind::Read, std::panic::Location::caller());
         RwLockReadGuard(self.0.read())
     }
 
     /// Blocks until exclusive access is held.
+    #[cfg_attr(feature = "lock-census", track_caller)]
     pub fn write(&self) -> RwLockWriteGuard<'_, T> {
+        #[cfg(feature = "lock-census")]
+        crate::census::note(crate::census::Kind::Write, std::panic::Location::caller());
         RwLockWriteGuard(self.0.write())
     }
 
     /// Shared access if it can be had now, `None` otherwise.
+    #[cfg_attr(feature = "lock-census", track_caller)]
     pub fn try_read(&self) -> Option<RwLockReadGuard<'_, T>> {
-        self.0.try_read().map(RwLockReadGuard)
+        let guard = self.0.try_read().map(RwLockReadGuard);
+        #[cfg(feature = "lock-census")]
+        if guard.is_some() {
+            crate::census::note(crate::census::Kind::Read, std::panic::Location::caller());
+        }
+        guard
     }
 
     /// Exclusive access if it can be had now, `None` otherwise.
+    #[cfg_attr(feature = "lock-census", track_caller)]
     pub fn try_write(&self) -> Option<RwLockWriteGuard<'_, T>> {
-        self.0.try_write().map(RwLockWriteGuard)
+        let guard = self.0.try_write().map(RwLockWriteGuard);
+        #[cfg(feature = "lock-census")]
+        if guard.is_some() {
+            crate::census::note(crate::census::Kind::Write, std::panic::Location::caller());
+        }
+        guard
     }
 
     /// Exclusive access if it can be had within `timeout`, `None`
     /// otherwise. While it waits, new readers wait behind it (parking_lot's
     /// writer priority), so a stream of short readers cannot keep it out
     /// the way they keep out [`try_write`](Self::try_write).
+    #[cfg_attr(feature = "lock-census", track_caller)]
     pub fn try_write_for(&self, timeout: std::time::Duration) -> Option<RwLockWriteGuard<'_, T>> {
-        self.0.try_write_for(timeout).map(RwLockWriteGuard)
+        let guard = self.0.try_write_for(timeout).map(RwLockWriteGuard);
+        #[cfg(feature = "lock-census")]
+        if guard.is_some() {
+            crate::census::note(crate::census::Kind::Write, std::panic::Location::caller());
+        }
+        guard
     }
 
     /// The value, through exclusive access (no locking needed).

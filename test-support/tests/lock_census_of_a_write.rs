@@ -1,0 +1,101 @@
+//! The locks one uncontended write takes, counted by the sync facade's
+//! lock census (feature `lock-census`) with the source line of each:
+//! `Database::apply` by name and through a `TableHandle`, with the commit
+//! log off, periodic and in batch mode (issue 33's target: at most 6, none
+//! of them database-wide but the one log's append).
+//!
+//! In batch mode with no window a writer that finds no commit cycle
+//! running runs one itself (it writes the pending entries and fdatasyncs
+//! them for every writer waiting, as the group commit's leader), and the
+//! cycle's locks (the segment's writer, its staging buffer, the cycle's
+//! slot) are counted apart: they are the group's commit, not this write's.
+//!
+//! The census lives in this unpublished crate's tests so that the feature
+//! reaches no benchmark of the crates it counts. Run with `--nocapture` to
+//! see each acquisition's line.
+#![cfg(not(loom))]
+
+use std::time::Duration;
+
+use mutation::{Cell, DecoratedKey, Mutation, Timestamp};
+use replica::{CommitLogMode, Database, DatabaseConfig, TableSchema};
+use sync::census::{self, Census, Scope};
+
+fn row(i: u64) -> Mutation {
+    let key = DecoratedKey::from_bytes(format!("key-{}", i % 64)).unwrap();
+    Mutation::builder(key)
+        .cell(
+            i.to_be_bytes().to_vec(),
+            0,
+            Cell::live(vec![7u8; 100], Timestamp::from_micros(i as i64 + 1)),
+        )
+        .build()
+        .unwrap()
+}
+
+/// The locks of a commit cycle the writer ran as the group's leader.
+fn commit_cycle(census: &Census) -> usize {
+    census.count_in("commitlog/src/log/cycle.rs") + census.count_in("commitlog/src/storage.rs")
+}
+
+/// The database-wide locks of the write itself: the table index (by name)
+/// and the commit log's append. Everything else a write locks is its
+/// table's, its memtable's or its region's.
+fn database_wide(census: &Census) -> usize {
+    census.count_in("replica/src/database/index.rs") + census.count_in("commitlog/src")
+        - commit_cycle(census)
+}
+
+/// The census of the 100th write (the first ones warm the memtable up).
+fn census_of_a_write(mode: CommitLogMode, by_handle: bool) -> Census {
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = DatabaseConfig::new(dir.path());
+    config.commitlog = mode;
+    let db = Database::open(config).unwrap();
+    db.create_table(TableSchema::new("t").unwrap()).unwrap();
+    let handle = db.table("t").unwrap();
+    let write = |i: u64| {
+        if by_handle {
+            handle.apply(&row(i)).unwrap();
+        } else {
+            db.apply("t", &row(i)).unwrap();
+        }
+    };
+    for i in 0..99 {
+        write(i);
+    }
+    let ((), census) = census::record(Scope::ThisThread, || write(99));
+    drop(handle);
+    db.close().unwrap();
+    census
+}
+
+#[test]
+fn one_write_takes_at_most_six_locks() {
+    let modes = [
+        ("off", CommitLogMode::Off),
+        ("periodic", CommitLogMode::Periodic(Duration::from_secs(10))),
+        ("batch", CommitLogMode::Batch(Duration::ZERO)),
+    ];
+    for (name, mode) in modes {
+        for by_handle in [false, true] {
+            let census = census_of_a_write(mode, by_handle);
+            let path = if by_handle { "handle" } else { "name" };
+            let wide = database_wide(&census);
+            let cycle = commit_cycle(&census);
+            let own = census.len() - cycle;
+            println!(
+                "log {name}, by {path}: {own} locks of the write ({wide} database-wide), \
+                 {cycle} of the commit cycle it led\n{census}\n"
+            );
+            assert!(own <= 6, "log {name}, by {path}:\n{census}");
+            if name != "batch" {
+                assert_eq!(cycle, 0, "log {name}: no writer runs a cycle\n{census}");
+            }
+            // By name, the index read; with a log, its append: nothing else
+            // database-wide.
+            let allowed = usize::from(!by_handle) + usize::from(name != "off");
+            assert!(wide <= allowed, "log {name}, by {path}:\n{census}");
+        }
+    }
+}
