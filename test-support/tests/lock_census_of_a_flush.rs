@@ -11,22 +11,11 @@
 //! lines.
 #![cfg(not(loom))]
 
-use mutation::{Cell, DecoratedKey, Mutation, Timestamp};
+mod common;
+
 use replica::compaction::StrategyConfig;
 use replica::{CacheSize, CommitLogMode, Database, DatabaseConfig, TableSchema};
 use sync::census::{self, Census, Scope};
-
-fn row(i: u64) -> Mutation {
-    let key = DecoratedKey::from_bytes(format!("key-{}", i % 1000)).unwrap();
-    Mutation::builder(key)
-        .cell(
-            i.to_be_bytes().to_vec(),
-            0,
-            Cell::live(vec![7u8; 100], Timestamp::from_micros(i as i64 + 1)),
-        )
-        .build()
-        .unwrap()
-}
 
 fn census_of_a_flush(rows: u64, cache: bool) -> Census {
     let dir = tempfile::tempdir().unwrap();
@@ -40,7 +29,7 @@ fn census_of_a_flush(rows: u64, cache: bool) -> Census {
     db.create_table(TableSchema::new("t").unwrap()).unwrap();
     let t = db.table("t").unwrap();
     for i in 0..rows {
-        t.apply(&row(i)).unwrap();
+        t.apply(&common::row(i, 1000)).unwrap();
     }
     let ((), census) = census::record(Scope::AllThreads, || t.flush().unwrap());
     drop(t);

@@ -15,23 +15,12 @@
 //! see each acquisition's line.
 #![cfg(not(loom))]
 
+mod common;
+
 use std::time::Duration;
 
-use mutation::{Cell, DecoratedKey, Mutation, Timestamp};
 use replica::{CommitLogMode, Database, DatabaseConfig, TableSchema};
 use sync::census::{self, Census, Scope};
-
-fn row(i: u64) -> Mutation {
-    let key = DecoratedKey::from_bytes(format!("key-{}", i % 64)).unwrap();
-    Mutation::builder(key)
-        .cell(
-            i.to_be_bytes().to_vec(),
-            0,
-            Cell::live(vec![7u8; 100], Timestamp::from_micros(i as i64 + 1)),
-        )
-        .build()
-        .unwrap()
-}
 
 /// The locks of a commit cycle the writer ran as the group's leader.
 fn commit_cycle(census: &Census) -> usize {
@@ -56,9 +45,9 @@ fn census_of_a_write(mode: CommitLogMode, by_handle: bool) -> Census {
     let handle = db.table("t").unwrap();
     let write = |i: u64| {
         if by_handle {
-            handle.apply(&row(i)).unwrap();
+            handle.apply(&common::row(i, 64)).unwrap();
         } else {
-            db.apply("t", &row(i)).unwrap();
+            db.apply("t", &common::row(i, 64)).unwrap();
         }
     };
     for i in 0..99 {
