@@ -72,6 +72,11 @@ pub(crate) const ALLOWED_DEPENDENCIES: &[(&str, &[&str])] = &[
     // sync_file_range (Linux only): no safe wrapper in rustix or nix.
     ("replmem-writeback", &["libc"]),
     ("replmem-device", &["replmem-sync", "thiserror"]),
+    // The fair queue: the facade, and the device crate's clocks.
+    (
+        "replmem-io-scheduler",
+        &["replmem-sync", "thiserror", "replmem-device"],
+    ),
     (
         "replmem-commitlog",
         &[

@@ -29,6 +29,7 @@ pub(crate) const PICKABLE: &[&str] = &[
     "row-cache",
     "replica",
     "fs",
+    "io-scheduler",
 ];
 
 /// Where the README's snippet says the clone of this repository is,
