@@ -31,6 +31,12 @@ pub enum Error {
         /// The class's index.
         class: usize,
     },
+    /// A shares curve that cannot be followed.
+    #[error("bad shares curve: {reason}")]
+    BadCurve {
+        /// What is wrong with it.
+        reason: &'static str,
+    },
     /// The queue was closed: it dispatches nothing more.
     #[error("the I/O queue of device {device:?} is closed")]
     Closed {

@@ -17,6 +17,9 @@
 //!   blocks until the request may go and returns a [`Permit`], dropped
 //!   when the I/O is done. Shares change at run time
 //!   ([`IoQueue::set_shares`]), for the flush and compaction controllers.
+//! * [`SharesCurve`]: the piecewise-linear map from a backlog to shares
+//!   those controllers follow ([`SharesCurve::flush`] is ScyllaDB's flush
+//!   controller).
 //!
 //! ```
 //! use std::sync::Arc;
@@ -45,6 +48,7 @@
 //! before each call (issue 37's `fs` crate is where that hook goes).
 
 mod capacity;
+mod curve;
 mod error;
 mod fair_queue;
 mod histogram;
@@ -55,6 +59,7 @@ mod sync;
 mod loom_tests;
 
 pub use capacity::{Capacity, Kind};
+pub use curve::SharesCurve;
 pub use error::Error;
 pub use fair_queue::{ClassId, ClassStats, Dispatched, FairQueue, MAX_CLASSES, QueueConfig};
 pub use queue::{IoQueue, Permit, QueueStats};
