@@ -6,6 +6,7 @@ use std::fmt;
 
 use serde_json::{Value, json};
 
+use replica::FlushThrottleConfig;
 use replica::compaction::StrategyConfig;
 
 use crate::error::Error;
@@ -21,6 +22,32 @@ pub fn parse_compaction(s: &str) -> Result<StrategyConfig, Error> {
         value: s.to_owned(),
         expected: "stcs, ics or none".to_owned(),
     })
+}
+
+/// Parses `--flush-throttle`: `SLOW:STOP` (sorted runs of a table from
+/// which its flushes wait for one compaction step, and from which they
+/// wait until the count is below it) or `off`.
+///
+/// # Errors
+/// [`Error::InvalidOption`] naming `--flush-throttle`.
+pub fn parse_flush_throttle(s: &str) -> Result<FlushThrottleConfig, Error> {
+    let invalid = || Error::InvalidOption {
+        name: "--flush-throttle",
+        value: s.to_owned(),
+        expected: "SLOW:STOP (sorted runs, SLOW at most STOP, e.g. 20:28) or off".to_owned(),
+    };
+    if s == "off" {
+        return Ok(FlushThrottleConfig::OFF);
+    }
+    let (slow, stop) = s.split_once(':').ok_or_else(invalid)?;
+    let throttle = FlushThrottleConfig {
+        slowdown_runs: slow.trim().parse().map_err(|_| invalid())?,
+        stop_runs: stop.trim().parse().map_err(|_| invalid())?,
+    };
+    if throttle.slowdown_runs == 0 || throttle.stop_runs < throttle.slowdown_runs {
+        return Err(invalid());
+    }
+    Ok(throttle)
 }
 
 /// The command line's name of a strategy.
@@ -60,6 +87,13 @@ pub struct CompactionFigures {
     pub reads: u64,
     /// Sstables those reads consulted.
     pub sstables_consulted: u64,
+    /// Sorted runs of every table now (a flushed sstable is one, an
+    /// incremental run of fragments is one).
+    pub sorted_runs: u64,
+    /// Flushes that waited for compaction to catch up.
+    pub flushes_throttled: u64,
+    /// Their wait, summed, in milliseconds.
+    pub flush_throttle_wait_ms: u64,
 }
 
 impl CompactionFigures {
@@ -90,6 +124,9 @@ impl CompactionFigures {
         json!({
             "strategy": self.strategy,
             "sstables": self.sstables,
+            "sorted_runs": self.sorted_runs,
+            "flushes_throttled": self.flushes_throttled,
+            "flush_throttle_wait_ms": self.flush_throttle_wait_ms,
             "live_bytes": self.live_bytes,
             "jobs": self.jobs,
             "pending_jobs": self.pending_jobs,
@@ -116,6 +153,13 @@ impl fmt::Display for CompactionFigures {
             self.jobs,
             format_bytes(self.bytes_written),
             format_bytes(self.peak_temporary_bytes),
+        )?;
+        writeln!(
+            f,
+            "Flushes held for compaction: {:>9} ({:.1} s in all; {} sorted runs now)",
+            self.flushes_throttled,
+            self.flush_throttle_wait_ms as f64 / 1000.0,
+            self.sorted_runs,
         )?;
         write!(
             f,
@@ -153,6 +197,18 @@ mod tests {
     fn names_parse_and_bad_ones_are_named() {
         for name in ["stcs", "ics", "none"] {
             assert_eq!(strategy_name(&parse_compaction(name).unwrap()), name);
+        }
+        let e = parse_compaction("lcs").unwrap_err().to_string();
+        assert!(e.contains("--compaction") && e.contains("stcs"), "{e}");
+        let t = parse_flush_throttle("16:24").unwrap();
+        assert_eq!((t.slowdown_runs, t.stop_runs), (16, 24));
+        assert_eq!(
+            parse_flush_throttle("off").unwrap(),
+            replica::FlushThrottleConfig::OFF
+        );
+        for bad in ["24:16", "0:4", "12", "a:b", ""] {
+            let e = parse_flush_throttle(bad).unwrap_err().to_string();
+            assert!(e.contains("--flush-throttle"), "{bad}: {e}");
         }
         let e = parse_compaction("lcs").unwrap_err().to_string();
         assert!(e.contains("--compaction") && e.contains("stcs"), "{e}");

@@ -114,6 +114,11 @@ fn compaction_figures(db: &Database, m: &DatabaseMetrics) -> CompactionFigures {
         peak_temporary_bytes: m.compaction.peak_temporary_bytes,
         reads: sum(|c| c.reads),
         sstables_consulted: sum(|c| c.sstables_consulted),
+        sorted_runs: sum(|c| c.sorted_runs as u64),
+        flushes_throttled: sum(|c| c.flushes_throttled),
+        flush_throttle_wait_ms: sum(|c| {
+            u64::try_from(c.flush_throttle_wait.as_millis()).unwrap_or(u64::MAX)
+        }),
     }
 }
 

@@ -208,6 +208,7 @@ impl RunDirs {
         config.commitlog_periodic_ack = options.periodic_ack;
         config.cache_size = options.cache()?;
         config.compaction.strategy = options.compaction.clone();
+        config.compaction.flush_throttle = options.flush_throttle;
         config.validate()?;
         Ok(config)
     }

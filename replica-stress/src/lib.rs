@@ -67,7 +67,7 @@ mod target;
 pub mod units;
 mod workload;
 
-pub use compaction::{CompactionFigures, parse_compaction, strategy_name};
+pub use compaction::{CompactionFigures, parse_compaction, parse_flush_throttle, strategy_name};
 pub use database::DatabaseFactory;
 pub use dirs::RunDirs;
 pub use error::{Error, Result};

@@ -581,6 +581,12 @@ pub struct StressOptions {
     /// default), stcs (size-tiered) or none.
     #[arg(long, value_name = "STRATEGY", value_parser = crate::parse_compaction, default_value = "ics")]
     pub compaction: replica::compaction::StrategyConfig,
+    /// When a table's flushes wait for its compactions: SLOW:STOP sorted
+    /// runs (from SLOW each flush waits for one compaction step, from STOP
+    /// until the count is below it; the writers wait with them at the
+    /// dirty-memory limits), or off.
+    #[arg(long, value_name = "SLOW:STOP", value_parser = crate::parse_flush_throttle, default_value = "20:28")]
+    pub flush_throttle: replica::FlushThrottleConfig,
     /// Data directory (repeatable); given directories are kept after the
     /// run. Default: a temporary directory, removed at the end.
     #[arg(long)]

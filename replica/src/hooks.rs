@@ -33,6 +33,10 @@ pub enum HookPoint {
     /// A compaction job of a table is about to start (runs on a compaction
     /// worker, before the job writes anything).
     CompactionJobStarting,
+    /// A flush is about to wait for its table's compactions to catch up
+    /// (`FlushThrottleConfig`; runs on the flush's data worker, once per
+    /// flush that waits, before it waits).
+    FlushHeldForCompaction,
     /// A flushed memtable's memory has left the dirty-memory accounting
     /// and the commit log has not let go of its entries yet, nor is the
     /// flush reported finished (runs on the thread completing the flush).

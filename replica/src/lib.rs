@@ -186,7 +186,10 @@
 //!   compaction. Each data directory's sstables form one
 //!   `compaction::SstableSet` (the first also holds the table's separate
 //!   flush directories), pinned by reads; compactions write into the data
-//!   directory, whichever directory their inputs are in.
+//!   directory, whichever directory their inputs are in. When a table's
+//!   sorted runs pile up, its flushes wait for its compactions
+//!   ([`FlushThrottleConfig`]), and with them the writers, at the
+//!   dirty-memory limits: compaction keeps up whatever the write rate.
 //! * [`units`]: parsing of durations with clear errors (the configuration's
 //!   spellings, such as [`CommitLogMode::parse`], read them).
 //! * Feature `testing`: `Database::set_test_hook` and `Database::crash`,
@@ -224,8 +227,9 @@ pub use config::{
     MIN_DATABASE_BUDGET, PeriodicAck, Placement, check_soft_limit_ratio,
 };
 pub use database::{
-    COMMITLOG_DIR_NAME, CacheMetrics, CompactionConfig, Database, DatabaseMetrics, SLOW_PHASE,
-    TableCompactionMetrics, TableHandle, TableMetrics, TableReader, WritePhase, WritePhases,
+    COMMITLOG_DIR_NAME, CacheMetrics, CompactionConfig, Database, DatabaseMetrics,
+    FlushThrottleConfig, SLOW_PHASE, TableCompactionMetrics, TableHandle, TableMetrics,
+    TableReader, WritePhase, WritePhases,
 };
 /// The device crate, for [`DeviceModel`]'s devices and their clocks.
 pub use device;

@@ -9,7 +9,9 @@
 //!   flush itself ([`FlushSubject`], attached to the memtable's region when
 //!   the memtable was made), installs a fresh active memtable in the table,
 //!   seals the old one, and submits a [`FlushMemtable`] job.
-//! * Its data phase streams the sealed memtable into an sstable writer in
+//! * Its data phase first waits while the table's compactions fall
+//!   behind (`flush_throttle`: too many sorted runs), then streams the
+//!   sealed memtable into an sstable writer in
 //!   the table's directory under the flush directory the scheduler chose,
 //!   reports the region bytes emitted to `Flush::account_written` as it
 //!   goes, and calls `Flush::data_written` once the data is written, so
@@ -256,6 +258,15 @@ impl FlushJob for FlushMemtable {
             self.flush.data_written();
             return Ok(());
         }
+        // While the table's compactions fall behind, the flush waits for
+        // them (and so do the writers, at the dirty-memory limits): see
+        // `flush_throttle`.
+        self.table.sstables.throttle_flush(|| {
+            #[cfg(feature = "testing")]
+            self.table
+                .hooks
+                .fire(crate::hooks::HookPoint::FlushHeldForCompaction);
+        });
         let dir = table_dir(ctx.dir(), self.table.name());
         // Every byte of the sstable is charged to the flush directory's
         // device as the writer writes it (in this thread, holding only the

@@ -35,6 +35,7 @@ use crate::sync::{Arc, Mutex};
 
 mod cache_update;
 mod flush;
+pub(crate) mod flush_throttle;
 mod gate;
 mod handle;
 mod index;
@@ -51,6 +52,7 @@ mod table;
 mod tests;
 
 use flush::{FlushRouter, Manager};
+pub use flush_throttle::FlushThrottleConfig;
 use gate::Gate;
 pub use handle::TableHandle;
 use index::TableIndex;

@@ -54,6 +54,7 @@ use compaction::{
 use mutation::{DecoratedKey, PartitionRange, RingPosition, Timestamp};
 use sstable::{Sstable, WriterOptions};
 
+use crate::database::flush_throttle::{FlushThrottle, FlushThrottleConfig};
 use crate::database::table::Table;
 use crate::devices::Devices;
 use crate::error::Error;
@@ -91,6 +92,11 @@ pub struct CompactionConfig {
     /// The clock deletion times and TTLs are compared with (the system
     /// clock by default; tests use `compaction::ManualClock`).
     pub clock: Arc<dyn compaction::Clock>,
+    /// When a table's flushes wait for its compactions, so that sorted
+    /// runs do not pile up under sustained writes (from 20 runs a flush
+    /// waits for a compaction step, from 28 until the count is below it;
+    /// [`FlushThrottleConfig::OFF`] never).
+    pub flush_throttle: FlushThrottleConfig,
 }
 
 impl Default for CompactionConfig {
@@ -103,6 +109,7 @@ impl Default for CompactionConfig {
             bandwidth_limit: manager.bandwidth,
             workers: manager.workers,
             clock: job.clock,
+            flush_throttle: FlushThrottleConfig::default(),
         }
     }
 }
@@ -115,6 +122,7 @@ impl fmt::Debug for CompactionConfig {
             .field("bandwidth_limit", &self.bandwidth_limit)
             .field("workers", &self.workers)
             .field("clock", &self.clock)
+            .field("flush_throttle", &self.flush_throttle)
             .finish()
     }
 }
@@ -125,6 +133,7 @@ impl PartialEq for CompactionConfig {
             && self.gc_grace == other.gc_grace
             && self.bandwidth_limit == other.bandwidth_limit
             && self.workers == other.workers
+            && self.flush_throttle == other.flush_throttle
             && std::ptr::addr_eq(Arc::as_ptr(&self.clock), Arc::as_ptr(&other.clock))
     }
 }
@@ -136,8 +145,16 @@ impl CompactionConfig {
     /// [`Error::InvalidOption`] naming `compaction` and the compaction
     /// crate's complaint: a bad strategy option, a gc_grace above
     /// `u32::MAX` seconds, zero or more than 64 workers, or a zero
-    /// bandwidth limit.
+    /// bandwidth limit; or a flush throttle that slows down above the
+    /// count where it stops.
     pub fn validate(&self) -> Result<(), Error> {
+        if !self.flush_throttle.is_valid() {
+            return Err(Error::InvalidOption {
+                name: "compaction.flush_throttle",
+                value: format!("{:?}", self.flush_throttle),
+                expected: "slowdown_runs at most stop_runs (0 turns either off)".to_owned(),
+            });
+        }
         let invalid = |e: compaction::Error| Error::InvalidOption {
             name: "compaction",
             value: format!("{self:?}"),
@@ -257,6 +274,14 @@ pub struct TableCompactionMetrics {
     /// Sstables those reads consulted (key range and bloom filter admit
     /// the read's range), summed.
     pub sstables_consulted: u64,
+    /// Sorted runs of the table now (a flushed sstable is one, an
+    /// incremental run of fragments is one).
+    pub sorted_runs: usize,
+    /// Flushes that waited for compaction to catch up
+    /// ([`CompactionConfig::flush_throttle`]).
+    pub flushes_throttled: u64,
+    /// Their wait, summed.
+    pub flush_throttle_wait: Duration,
 }
 
 impl TableCompactionMetrics {
@@ -298,6 +323,8 @@ pub(crate) struct DirSet {
     /// Tickets the manager holds (queued or running checks).
     tickets: Mutex<usize>,
     idle: Condvar,
+    /// The table's flush throttle, told of this set's checks and steps.
+    throttle: Arc<FlushThrottle>,
 }
 
 impl fmt::Debug for DirSet {
@@ -374,6 +401,7 @@ impl CompactionTable for DirSet {
     }
 
     fn replaced(&self, removed: &[u64], added: &[u64]) {
+        self.throttle.step_done();
         if let Some(table) = self.table.upgrade() {
             let c = &table.sstables.counters;
             c.jobs.fetch_add(1, Ordering::Relaxed);
@@ -465,6 +493,7 @@ struct Ticket {
 impl Ticket {
     fn new(set: &Arc<DirSet>) -> Self {
         *set.tickets.lock() += 1;
+        set.throttle.check_queued();
         Ticket {
             set: Arc::clone(set),
             purged: Mutex::new(PurgedKeys::default()),
@@ -489,6 +518,7 @@ impl Drop for Ticket {
         // of its inputs gets no `replaced`: forgetting its keys now is
         // late but never wrong.
         self.forget_purged();
+        self.set.throttle.check_ended();
         let mut n = self.set.tickets.lock();
         *n -= 1;
         if *n == 0 {
@@ -536,6 +566,7 @@ impl CompactionTable for Ticket {
 pub(crate) struct TableSstables {
     pub(crate) sets: Vec<Arc<DirSet>>,
     counters: Counters,
+    throttle: Arc<FlushThrottle>,
 }
 
 impl fmt::Debug for TableSstables {
@@ -599,6 +630,7 @@ impl TableSstables {
         shared: &Arc<CompactionShared>,
         cached: bool,
     ) -> Self {
+        let throttle = Arc::new(FlushThrottle::new(shared.config.flush_throttle));
         let sets = sets
             .into_iter()
             .map(|set| {
@@ -620,12 +652,14 @@ impl TableSstables {
                     cached,
                     tickets: Mutex::new(0),
                     idle: Condvar::new(),
+                    throttle: Arc::clone(&throttle),
                 })
             })
             .collect();
         TableSstables {
             sets,
             counters: Counters::default(),
+            throttle,
         }
     }
 
@@ -757,6 +791,32 @@ impl TableSstables {
         self.sets.iter().map(|s| s.set.snapshot().len()).sum()
     }
 
+    /// How many sorted runs the table has (a flushed sstable is one, an
+    /// incremental run of fragments is one): what a read may consult.
+    pub(crate) fn runs(&self) -> usize {
+        self.sets
+            .iter()
+            .map(|s| {
+                let snapshot = s.set.snapshot();
+                let mut runs: Vec<u64> = snapshot
+                    .handles()
+                    .iter()
+                    .map(|h| h.info().run_id())
+                    .collect();
+                runs.sort_unstable();
+                runs.dedup();
+                runs.len()
+            })
+            .sum()
+    }
+
+    /// Holds a flush of the table back while its compactions fall behind
+    /// (see `flush_throttle`), calling `held` once before it waits;
+    /// returns how long it waited.
+    pub(crate) fn throttle_flush(&self, held: impl FnOnce()) -> Duration {
+        self.throttle.wait(|| self.runs(), held)
+    }
+
     /// The table's compaction figures.
     pub(crate) fn metrics(&self) -> TableCompactionMetrics {
         let c = &self.counters;
@@ -773,6 +833,9 @@ impl TableSstables {
             user_bytes: load(&c.user_bytes),
             reads: load(&c.reads),
             sstables_consulted: load(&c.consulted),
+            sorted_runs: self.runs(),
+            flushes_throttled: self.throttle.figures().0,
+            flush_throttle_wait: self.throttle.figures().1,
         }
     }
 }
