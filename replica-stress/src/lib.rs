@@ -39,7 +39,9 @@
 //! ([`execute`]), and where each run keeps its files ([`RunDirs`]);
 //! [`Target`] for [`replica::Database`] and the [`DatabaseFactory`] that
 //! opens one per run; [`units`], the parsing of sizes, counts and
-//! durations; and the crate's [`Error`].
+//! durations; YCSB's key choosers ([`zipfian`]); the LRU bound of a
+//! cache's hit ratio over a trace of the keys read ([`LruSimulator`]);
+//! and the crate's [`Error`].
 //!
 //! The runner is also exercised against in-memory test targets
 //! (`tests/stress_runner.rs`); an [`Interrupt`] stops a run early, as the
@@ -55,6 +57,7 @@ mod graph;
 mod hdr_log;
 mod interrupt;
 mod latency;
+mod lru;
 mod memory;
 mod options;
 mod program;
@@ -66,6 +69,7 @@ mod sync;
 mod target;
 pub mod units;
 mod workload;
+pub mod zipfian;
 
 pub use compaction::{CompactionFigures, parse_compaction, parse_flush_throttle, strategy_name};
 pub use database::DatabaseFactory;
@@ -75,6 +79,7 @@ pub use graph::{GraphRecorder, read_graph, write_graph};
 pub use hdr_log::HdrLog;
 pub use interrupt::Interrupt;
 pub use latency::{Counts, IntervalReport, LATENCY_UNIT};
+pub use lru::LruSimulator;
 pub use memory::{HeapCounter, HeapFigures, MemoryProbe, ProcessMemory, parse_status};
 pub use options::{
     DEFAULT_DURATION, DEFAULT_WRITE_PARTITIONS, DISK_RESERVE, DeviceArg, Distribution,
