@@ -100,6 +100,14 @@ const SUITES: &[Suite] = &[
         full: &[],
         quick: &["--quick"],
     },
+    // The replica beside fjall (issue 35): every case three times (well
+    // over an hour); --quick is its smoke size.
+    Suite {
+        dir: "replica-stress",
+        bench: "peer",
+        full: &["--runs", "3"],
+        quick: &["--test"],
+    },
 ];
 
 /// The cargo-fuzz targets (project directory, target) and how long each
@@ -136,9 +144,15 @@ pub(crate) fn run(args: &[&str]) -> Result<(), String> {
     for suite in SUITES.iter().filter(|s| selected(s.dir)) {
         let package = format!("{PREFIX}{}", suite.dir);
         let name = suite.bench;
-        let file = Path::new(suite.dir)
-            .join("benches")
-            .join(format!("{name}.rs"));
+        // A bench of one file, or a folder with its main.rs.
+        let benches = Path::new(suite.dir).join("benches");
+        let file = [
+            benches.join(format!("{name}.rs")),
+            benches.join(name).join("main.rs"),
+        ]
+        .into_iter()
+        .find(|f| f.exists())
+        .unwrap_or_else(|| benches.join(format!("{name}.rs")));
         let started = Instant::now();
         let outcome = if file.exists() {
             let mut cargo_args = vec!["bench", "-p", &package, "--bench", name, "--"];
