@@ -79,7 +79,7 @@ pub use graph::{GraphRecorder, read_graph, write_graph};
 pub use hdr_log::HdrLog;
 pub use interrupt::Interrupt;
 pub use latency::{Counts, IntervalReport, LATENCY_UNIT};
-pub use lru::LruSimulator;
+pub use lru::{LruSimulator, interleave_traces};
 pub use memory::{HeapCounter, HeapFigures, MemoryProbe, ProcessMemory, parse_status};
 pub use options::{
     DEFAULT_DURATION, DEFAULT_WRITE_PARTITIONS, DISK_RESERVE, DeviceArg, Distribution,

@@ -4,6 +4,9 @@
 //! within a few points of it loses little to its admission, refusals,
 //! invalidations or eviction granularity; one far below it loses there.
 
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
 /// No key: the end of the recency list.
 const NIL: u32 = u32::MAX;
 
@@ -141,6 +144,31 @@ impl LruSimulator {
     }
 }
 
+/// Several threads' traces (each thread's keys in the order it read
+/// them) as one sequence: each thread's `i`-th key of `n` placed at the
+/// fraction `i / n` of the run, as if every thread read at a steady rate;
+/// ties go to the lower thread. For keys drawn independently (uniform or
+/// zipfian), the exact interleaving does not change what an LRU hits.
+pub fn interleave_traces(traces: &[Vec<u32>]) -> Vec<u32> {
+    let total: u128 = traces.iter().map(|t| t.len() as u128).sum();
+    let mut heap = BinaryHeap::new();
+    for (t, trace) in traces.iter().enumerate() {
+        if !trace.is_empty() {
+            heap.push(Reverse((0u128, t, 0usize)));
+        }
+    }
+    let mut out = Vec::with_capacity(total as usize);
+    while let Some(Reverse((_, t, i))) = heap.pop() {
+        out.push(traces[t][i]);
+        let next = i + 1;
+        if next < traces[t].len() {
+            let at = next as u128 * total / traces[t].len() as u128;
+            heap.push(Reverse((at, t, next)));
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -164,6 +192,16 @@ mod tests {
         // The final state: 2, 3, 1 held; 4 evicted.
         assert!(lru.access(1) && lru.access(3) && lru.access(2));
         assert!(!lru.access(4));
+    }
+
+    #[test]
+    fn traces_interleave_by_their_fraction_of_the_run() {
+        // Thread 0 read 4 keys, thread 1 two: thread 1's keys fall at the
+        // start and the middle of the run.
+        let traces = vec![vec![10, 11, 12, 13], vec![20, 21]];
+        assert_eq!(interleave_traces(&traces), [10, 20, 11, 12, 21, 13]);
+        assert_eq!(interleave_traces(&[vec![], vec![1, 2]]), [1, 2]);
+        assert!(interleave_traces(&[]).is_empty());
     }
 
     #[test]

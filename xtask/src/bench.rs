@@ -108,6 +108,13 @@ const SUITES: &[Suite] = &[
         full: &["--runs", "3"],
         quick: &["--test"],
     },
+    // One hit and one miss on each engine, by counting (no timing).
+    Suite {
+        dir: "replica-stress",
+        bench: "read_profile",
+        full: &[],
+        quick: &["--quick"],
+    },
 ];
 
 /// The cargo-fuzz targets (project directory, target) and how long each

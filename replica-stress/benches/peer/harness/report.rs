@@ -2,8 +2,6 @@
 //! replica/fjall, and for reads the replica's cache hit ratio beside the
 //! LRU bound simulated over the run's own trace of keys.
 
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
 use std::io::Write;
 use std::path::Path;
 
@@ -209,35 +207,11 @@ pub(crate) fn read_trace(dir: &Path) -> Result<Vec<Vec<u32>>> {
         .collect()
 }
 
-/// The threads' traces as one sequence: each thread's `i`-th key of `n`
-/// placed at the fraction `i / n` of the run (the threads read at steady
-/// rates; the keys are independent draws, so the exact interleaving does
-/// not change what an LRU hits).
-pub(crate) fn interleave(traces: &[Vec<u32>]) -> Vec<u32> {
-    let total: u128 = traces.iter().map(|t| t.len() as u128).sum();
-    let mut heap = BinaryHeap::new();
-    for (t, trace) in traces.iter().enumerate() {
-        if !trace.is_empty() {
-            heap.push(Reverse((0u128, t, 0usize)));
-        }
-    }
-    let mut out = Vec::with_capacity(total as usize);
-    while let Some(Reverse((_, t, i))) = heap.pop() {
-        out.push(traces[t][i]);
-        let next = i + 1;
-        if next < traces[t].len() {
-            let at = next as u128 * total / traces[t].len() as u128;
-            heap.push(Reverse((at, t, next)));
-        }
-    }
-    out
-}
-
 /// The hit ratio of an LRU of `capacity` keys of `0..universe` over the
 /// interleaved `traces`.
 pub(crate) fn simulate(traces: &[Vec<u32>], capacity: u64, universe: u64) -> f64 {
     let mut lru = LruSimulator::new(capacity as usize, universe);
-    for k in interleave(traces) {
+    for k in replica_stress::interleave_traces(traces) {
         lru.access(u64::from(k));
     }
     lru.hit_ratio()
