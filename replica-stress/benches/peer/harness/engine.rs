@@ -295,7 +295,17 @@ impl Engine for FjallEngine {
     }
 
     fn figures(&self) -> Value {
+        let m = self.keyspace.metrics();
         json!({
+            // Block loads (data, index and filter blocks) and those the
+            // block cache answered; data blocks read from the files.
+            "block_cache": {
+                "data_loads": m.data_block_load_count(),
+                "data_cached": m.data_block_load_cached_count(),
+                "loads": m.block_loads(),
+                "cached": m.block_load_cached_count(),
+                "data_block_io": m.data_block_io(),
+            },
             "tables": self.keyspace.table_count(),
             "cache_bytes": self.db.cache_size(),
             "cache_capacity": self.db.cache_capacity(),

@@ -179,6 +179,20 @@ impl Report {
                         - before["evictions"].as_u64().unwrap_or(0),
                 );
             }
+            let blocks = &r["engine"]["block_cache"];
+            if let (Some(loads), Some(cached)) = (
+                blocks["data_loads"].as_u64(),
+                blocks["data_cached"].as_u64(),
+            ) {
+                let before = &r["engine_before"]["block_cache"];
+                let loads = loads - before["data_loads"].as_u64().unwrap_or(0);
+                let cached = cached - before["data_cached"].as_u64().unwrap_or(0);
+                line += &format!(
+                    "; its block cache answered {:.1}% of {loads} data block loads ({:.2} a read)",
+                    cached as f64 * 100.0 / loads.max(1) as f64,
+                    loads as f64 / bound.traced.max(1) as f64
+                );
+            }
             writeln!(out, "{line}")?;
         }
         Ok(())
