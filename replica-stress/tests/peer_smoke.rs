@@ -88,6 +88,11 @@ fn smoke() {
         text.contains("measured"),
         "the replica's hit ratio:\n{text}"
     );
+    assert_eq!(
+        text.matches("its block cache answered").count(),
+        2,
+        "fjall's block cache:\n{text}"
+    );
 }
 
 fn main() {
