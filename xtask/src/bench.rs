@@ -108,10 +108,11 @@ const SUITES: &[Suite] = &[
         full: &["--runs", "3"],
         quick: &["--test"],
     },
-    // One hit and one miss on each engine, by counting (no timing).
+    // One hit, one miss and the write shape on each engine, by counting
+    // (no timing).
     Suite {
         dir: "replica-stress",
-        bench: "read_profile",
+        bench: "profile",
         full: &[],
         quick: &["--quick"],
     },

@@ -1,8 +1,10 @@
-//! A profile of one hit and one miss on each engine, measured by counting
-//! (no timing, so a busy machine gives the same figures): a settled load
-//! (flushed, compacted, reopened), then distinct keys read once (each a
-//! miss: the cache is cold after the reopen) and read again (each a hit:
-//! the cache holds them all), one thread, per read:
+//! A profile of one hit, one miss and one write on each engine, measured
+//! by counting (no timing, so a busy machine gives the same figures).
+//!
+//! Reads: a settled load (flushed, compacted, reopened), then distinct
+//! keys read once (each a miss: the cache is cold after the reopen) and
+//! read again (each a hit: the cache holds them all), one thread, per
+//! read:
 //!
 //! * allocations (the counting global allocator of test-support);
 //! * read system calls, bytes they read (`syscr`, `rchar` of
@@ -12,8 +14,17 @@
 //! * the replica's steps: cache hits, misses, populations and evictions,
 //!   sstable reads and the sstables they consulted (its metrics).
 //!
-//! `cargo bench -p replmem-replica-stress --bench read_profile` (`-- --test`
-//! or `--quick`: fewer partitions and keys).
+//!
+//! Writes: the write shape's partitions (128 rows of 1 KiB), one thread,
+//! the commit log periodic (fjall: its journal written to the OS at each
+//! write), per write: allocations, write system calls, bytes written and
+//! bytes that reached storage, for the writes alone and then through the
+//! flush and a major compaction (everything the process did, background
+//! threads included). Allocations include the bench's own: each row's
+//! value (a `Vec`), and its key (fjall) or clustering key (the replica).
+//!
+//! `cargo bench -p replmem-replica-stress --bench profile` (`-- --test`
+//! or `--quick`: fewer partitions, keys and writes).
 
 #[allow(
     dead_code,
@@ -32,7 +43,8 @@ use serde_json::Value;
 #[global_allocator]
 static GLOBAL: test_support::CountingAllocator = test_support::CountingAllocator;
 
-/// `/proc/self/io`'s read counters.
+/// `/proc/self/io`'s read counters (or, from [`write_io`], its write
+/// counters).
 #[derive(Debug, Clone, Copy, Default)]
 struct Io {
     syscalls: u64,
@@ -40,7 +52,16 @@ struct Io {
     storage: u64,
 }
 
+/// `/proc/self/io`'s write counters.
+fn write_io() -> harness::Result<Io> {
+    io_fields(["syscw", "wchar", "write_bytes"])
+}
+
 fn io() -> harness::Result<Io> {
+    io_fields(["syscr", "rchar", "read_bytes"])
+}
+
+fn io_fields([syscalls, chars, storage]: [&str; 3]) -> harness::Result<Io> {
     let text = std::fs::read_to_string("/proc/self/io")?;
     let field = |name: &str| -> harness::Result<u64> {
         text.lines()
@@ -48,9 +69,9 @@ fn io() -> harness::Result<Io> {
             .ok_or_else(|| format!("/proc/self/io has no {name}").into())
     };
     Ok(Io {
-        syscalls: field("syscr")?,
-        chars: field("rchar")?,
-        storage: field("read_bytes")?,
+        syscalls: field(syscalls)?,
+        chars: field(chars)?,
+        storage: field(storage)?,
     })
 }
 
@@ -180,10 +201,73 @@ fn profile(
     Ok(())
 }
 
+/// The write shape on `kind`: `writes` partitions of 128 rows of 1 KiB,
+/// then the flush and a major compaction; one table row for each part.
+fn write_profile(kind: EngineKind, writes: u64, out: &mut impl Write) -> harness::Result<()> {
+    let dir = tempfile::Builder::new().prefix("write-profile").tempdir()?;
+    let shape = Shape::WRITE;
+    let values = ValueBook::new(shape.row_bytes);
+    let e = engine::open(kind, dir.path(), 64 << 20, 64 << 20, true)?;
+    let measure = |f: &mut dyn FnMut() -> harness::Result<()>| -> harness::Result<(u64, Io)> {
+        let (before, allocations) = (write_io()?, test_support::allocations());
+        f()?;
+        let (after, allocations) = (write_io()?, test_support::allocations() - allocations);
+        Ok((
+            allocations,
+            Io {
+                syscalls: after.syscalls - before.syscalls,
+                chars: after.chars - before.chars,
+                storage: after.storage - before.storage,
+            },
+        ))
+    };
+    let writes_only = measure(&mut || {
+        for p in 0..writes {
+            e.write(p, shape, &values)?;
+        }
+        Ok(())
+    })?;
+    let settle = measure(&mut || e.settle())?;
+    e.close()?;
+    let user = (writes * shape.bytes()) as f64;
+    for (name, (allocations, io)) in [
+        ("writes", writes_only),
+        (
+            "writes, flush, compaction",
+            (
+                writes_only.0 + settle.0,
+                Io {
+                    syscalls: writes_only.1.syscalls + settle.1.syscalls,
+                    chars: writes_only.1.chars + settle.1.chars,
+                    storage: writes_only.1.storage + settle.1.storage,
+                },
+            ),
+        ),
+    ] {
+        let per = |v: u64| v as f64 / writes as f64;
+        writeln!(
+            out,
+            "| {} | {} | {name} | {:.1} | {:.2} | {:.0} | {:.2} | {:.0} |",
+            kind.name(),
+            shape.name(),
+            per(allocations),
+            per(io.syscalls),
+            per(io.chars),
+            io.chars as f64 / user,
+            per(io.storage),
+        )?;
+    }
+    Ok(())
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let quick = args.iter().any(|a| a == "--test" || a == "--quick");
-    let (partitions, reads) = if quick { (2_000, 200) } else { (40_000, 4_000) };
+    let (partitions, reads, writes) = if quick {
+        (2_000, 200, 100)
+    } else {
+        (40_000, 4_000, 1_000)
+    };
     let mut out = std::io::stdout();
     let header = format!(
         "read profile: {partitions} partitions loaded, flushed, compacted, reopened; {reads} distinct keys read \
@@ -207,6 +291,18 @@ fn main() {
                 eprintln!("read profile of {} {}: {e}", kind.name(), shape.name());
                 std::process::exit(1);
             }
+        }
+    }
+    println!(
+        "\nwrite profile: {writes} partitions of 128 rows of 1 KiB, one thread, commit log periodic \
+         (fjall: journal written to the OS each write); figures per write\n\n\
+         | engine | shape | measured | allocations | write syscalls | bytes written | written / user bytes | to storage |\n\
+         |---|---|---|---|---|---|---|---|"
+    );
+    for kind in [EngineKind::Replica, EngineKind::Fjall] {
+        if let Err(e) = write_profile(kind, writes, &mut out) {
+            eprintln!("write profile of {}: {e}", kind.name());
+            std::process::exit(1);
         }
     }
 }
