@@ -278,8 +278,17 @@ pub(crate) fn main(args: &[String], out: &mut impl Write) -> Result<()> {
         println!("{RESULT_PREFIX}{result}");
         return Ok(());
     }
-    let mut options =
-        Options::try_parse_from(std::iter::once("peer".to_string()).chain(args.iter().cloned()))?;
+    let parsed =
+        Options::try_parse_from(std::iter::once("peer".to_string()).chain(args.iter().cloned()));
+    let mut options = match parsed {
+        Ok(o) => o,
+        // `--help` is not an error.
+        Err(e) if e.kind() == clap::error::ErrorKind::DisplayHelp => {
+            write!(out, "{}", e.render())?;
+            return Ok(());
+        }
+        Err(e) => return Err(e.into()),
+    };
     if options.test {
         options = options.smoke();
         options.shapes.truncate(1);
