@@ -57,7 +57,7 @@
 //!
 //! # Features
 //!
-//! * `lock-census` (off by default, for tests only): the [`census`]
+//! * `lock-census` (off by default, for tests only): the `census`
 //!   module, which records which locks a piece of code takes, at which
 //!   source line. Normal builds only.
 //!
