@@ -307,6 +307,31 @@ impl File for FaultFile {
         self.shared.check(Op::Sync, &self.path)?;
         self.inner.sync_all()
     }
+
+    // Hints pass through uncounted: failing one changes nothing a caller
+    // relies on.
+    fn start_writeback(&self, offset: u64, len: u64) -> io::Result<()> {
+        self.inner.start_writeback(offset, len)
+    }
+
+    fn drop_cached(&self, offset: u64, len: u64) -> io::Result<()> {
+        self.inner.drop_cached(offset, len)
+    }
+
+    fn reopen_direct(&self) -> io::Result<Option<Box<dyn File>>> {
+        self.shared.check(Op::Open, &self.path)?;
+        Ok(self.inner.reopen_direct()?.map(|inner| {
+            Box::new(FaultFile {
+                shared: Arc::clone(&self.shared),
+                path: self.path.clone(),
+                inner,
+            }) as Box<dyn File>
+        }))
+    }
+
+    fn identity(&self) -> io::Result<Option<(u64, u64)>> {
+        self.inner.identity()
+    }
 }
 
 impl FileSystem for FaultFs {

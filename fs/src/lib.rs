@@ -153,6 +153,35 @@ pub trait File: Send + Sync + fmt::Debug {
     /// [`sync_data`](Self::sync_data), and the file's metadata too.
     fn sync_all(&self) -> io::Result<()>;
 
+    /// Starts write-back of `len` bytes from `offset` without waiting for
+    /// it (`sync_file_range`): a hint that makes nothing durable. A file
+    /// system with no page cache does nothing.
+    fn start_writeback(&self, offset: u64, len: u64) -> io::Result<()> {
+        let _ = (offset, len);
+        Ok(())
+    }
+
+    /// Drops the clean cached pages of `len` bytes from `offset`
+    /// (`posix_fadvise(DONTNEED)`): a hint for data not read again soon.
+    fn drop_cached(&self, offset: u64, len: u64) -> io::Result<()> {
+        let _ = (offset, len);
+        Ok(())
+    }
+
+    /// The same file opened again, read-only, bypassing the page cache,
+    /// for one sequential scan; `Ok(None)` where there is no such thing
+    /// (the caller reads through this file).
+    fn reopen_direct(&self) -> io::Result<Option<Box<dyn File>>> {
+        Ok(None)
+    }
+
+    /// What identifies the file on its file system (device and inode),
+    /// where it has such a thing: a reader that opens a path again checks
+    /// that it is still the same file.
+    fn identity(&self) -> io::Result<Option<(u64, u64)>> {
+        Ok(None)
+    }
+
     /// Fills `buf` from `offset`; a file that ends first is an
     /// [`io::ErrorKind::UnexpectedEof`] error.
     fn read_exact_at(&self, mut buf: &mut [u8], mut offset: u64) -> io::Result<()> {
@@ -201,6 +230,10 @@ pub trait File: Send + Sync + fmt::Debug {
 ///
 /// Paths are as the caller gives them; an implementation does not make
 /// them relative to anything.
+///
+/// Every file operation of the engine is one call here or on a [`File`],
+/// so this is also where an I/O scheduler can see each call (and which
+/// class of work it serves) before it reaches the device.
 pub trait FileSystem: Send + Sync + fmt::Debug {
     /// Opens (or creates) the file at `path`.
     fn open(&self, path: &Path, options: &OpenOptions) -> io::Result<Box<dyn File>>;
@@ -233,6 +266,23 @@ pub trait FileSystem: Send + Sync + fmt::Debug {
 
     /// Bytes free for this process on the file system `path` is on.
     fn free_space(&self, path: &Path) -> io::Result<u64>;
+}
+
+/// Whether `e`, from an open with [`OpenOptions::direct`], says that the
+/// file system does not support direct I/O: the caller then goes through
+/// the page cache instead.
+pub fn direct_refused(e: &io::Error) -> bool {
+    writeback::direct::direct_refused(e)
+}
+
+impl writeback::direct::FileAt for dyn File {
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+        File::read_at(self, buf, offset)
+    }
+
+    fn write_all_at(&self, buf: &[u8], offset: u64) -> io::Result<()> {
+        File::write_all_at(self, buf, offset)
+    }
 }
 
 /// What a directory entry is ([`FileSystem::kind`]).

@@ -39,6 +39,25 @@ impl File for RealFile {
     fn sync_all(&self) -> io::Result<()> {
         self.0.sync_all()
     }
+
+    fn start_writeback(&self, offset: u64, len: u64) -> io::Result<()> {
+        writeback::start_writeback(&self.0, offset, len)
+    }
+
+    fn drop_cached(&self, offset: u64, len: u64) -> io::Result<()> {
+        writeback::drop_cached(&self.0, offset, len)
+    }
+
+    fn reopen_direct(&self) -> io::Result<Option<Box<dyn File>>> {
+        Ok(writeback::direct::reopen_direct_read(&self.0)?
+            .map(|f| Box::new(RealFile(f)) as Box<dyn File>))
+    }
+
+    fn identity(&self) -> io::Result<Option<(u64, u64)>> {
+        use std::os::unix::fs::MetadataExt;
+        let meta = self.0.metadata()?;
+        Ok(Some((meta.dev(), meta.ino())))
+    }
 }
 
 /// `O_DIRECT` on Linux; nothing elsewhere.
