@@ -51,6 +51,7 @@
 
 mod error;
 mod fault;
+mod handle;
 mod power;
 mod real;
 mod sync;
@@ -61,6 +62,7 @@ use std::path::{Path, PathBuf};
 
 pub use error::Error;
 pub use fault::{FaultError, FaultFs, FaultRule, Op};
+pub use handle::FsHandle;
 pub use power::{Crash, PowerLossFs, SECTOR};
 pub use real::RealFs;
 
