@@ -28,6 +28,8 @@ pub enum Op {
     SyncDir,
     /// A rename.
     Rename,
+    /// A hard link.
+    Link,
     /// Removing a file or a directory.
     Remove,
     /// Creating a directory (`create_dir`, `create_dir_all`).
@@ -38,7 +40,7 @@ pub enum Op {
 
 impl Op {
     /// Every kind, in order.
-    pub const ALL: [Op; 11] = [
+    pub const ALL: [Op; 12] = [
         Op::Open,
         Op::Create,
         Op::Read,
@@ -47,6 +49,7 @@ impl Op {
         Op::Sync,
         Op::SyncDir,
         Op::Rename,
+        Op::Link,
         Op::Remove,
         Op::CreateDir,
         Op::ReadDir,
@@ -363,6 +366,11 @@ impl FileSystem for FaultFs {
     fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
         self.shared.check(Op::Rename, from)?;
         self.shared.inner.rename(from, to)
+    }
+
+    fn hard_link(&self, from: &Path, to: &Path) -> io::Result<()> {
+        self.shared.check(Op::Link, to)?;
+        self.shared.inner.hard_link(from, to)
     }
 
     fn remove_file(&self, path: &Path) -> io::Result<()> {

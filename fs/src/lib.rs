@@ -250,6 +250,10 @@ pub trait FileSystem: Send + Sync + fmt::Debug {
     /// directories are synced.
     fn rename(&self, from: &Path, to: &Path) -> io::Result<()>;
 
+    /// Gives the file at `from` a second name, `to` (which must not
+    /// exist). Durable once `to`'s directory is synced.
+    fn hard_link(&self, from: &Path, to: &Path) -> io::Result<()>;
+
     /// Removes the file at `path`.
     fn remove_file(&self, path: &Path) -> io::Result<()>;
 
@@ -268,6 +272,42 @@ pub trait FileSystem: Send + Sync + fmt::Debug {
 
     /// Bytes free for this process on the file system `path` is on.
     fn free_space(&self, path: &Path) -> io::Result<u64>;
+
+    /// Creates `path` and every missing parent, durably: the parent of
+    /// each directory created is synced, so the new directories survive a
+    /// machine crash. Nothing is synced when `path` exists.
+    fn create_dir_all_durably(&self, path: &Path) -> io::Result<()> {
+        let mut missing = Vec::new();
+        let mut at = Some(path);
+        while let Some(p) = at {
+            if p.as_os_str().is_empty() || self.kind(p)?.is_some() {
+                break;
+            }
+            missing.push(p);
+            at = p.parent();
+        }
+        if missing.is_empty() {
+            return Ok(());
+        }
+        self.create_dir_all(path)?;
+        for created in missing.into_iter().rev() {
+            if let Some(parent) = created.parent().filter(|p| !p.as_os_str().is_empty()) {
+                self.sync_dir(parent)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The whole contents of the file at `path` (an open and its reads).
+    fn read(&self, path: &Path) -> io::Result<Vec<u8>> {
+        let file = self.open(path, &OpenOptions::read())?;
+        let len = usize::try_from(file.len()?).map_err(|_| {
+            io::Error::other(format!("{} is too large to read whole", path.display()))
+        })?;
+        let mut buf = vec![0; len];
+        file.read_exact_at(&mut buf, 0)?;
+        Ok(buf)
+    }
 }
 
 /// Whether `e`, from an open with [`OpenOptions::direct`], says that the

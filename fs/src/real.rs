@@ -98,6 +98,10 @@ impl FileSystem for RealFs {
         std::fs::rename(from, to)
     }
 
+    fn hard_link(&self, from: &Path, to: &Path) -> io::Result<()> {
+        std::fs::hard_link(from, to)
+    }
+
     fn remove_file(&self, path: &Path) -> io::Result<()> {
         std::fs::remove_file(path)
     }

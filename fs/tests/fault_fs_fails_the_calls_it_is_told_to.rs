@@ -100,6 +100,8 @@ fn every_kind_of_call_is_counted_and_can_fail() {
         disk.open(&base.join("d/f"), &OpenOptions::read())?;
         disk.sync_dir(&base.join("d"))?;
         disk.read_dir(&base.join("d"))?;
+        disk.hard_link(&base.join("d/f"), &base.join("d/h"))?;
+        disk.remove_file(&base.join("d/h"))?;
         disk.rename(&base.join("d/f"), &base.join("d/g"))?;
         disk.remove_file(&base.join("d/g"))?;
         disk.remove_dir(&base.join("d/e"))?;
