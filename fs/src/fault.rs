@@ -94,6 +94,8 @@ pub struct FaultRule {
     nth: Option<u64>,
     path_contains: Option<String>,
     error: FaultError,
+    /// Once matched, every later call of any kind fails too.
+    dies: bool,
 }
 
 impl FaultRule {
@@ -105,6 +107,19 @@ impl FaultRule {
             nth: Some(n),
             path_contains: None,
             error,
+            dies: false,
+        }
+    }
+
+    /// Fails the `n`th call of kind `op` and, from then on, every call of
+    /// every kind until the rules are cleared: a disk (or machine) that
+    /// died at that call. With a [`PowerLossFs`](crate::PowerLossFs)
+    /// underneath, crashing it afterwards gives what a machine crash at
+    /// that call leaves.
+    pub fn dies_at(op: Op, n: u64, error: FaultError) -> Self {
+        FaultRule {
+            dies: true,
+            ..FaultRule::nth(op, n, error)
         }
     }
 
@@ -115,6 +130,7 @@ impl FaultRule {
             nth: None,
             path_contains: None,
             error,
+            dies: false,
         }
     }
 
@@ -141,6 +157,8 @@ struct State {
     calls: [u64; Op::ALL.len()],
     rules: Vec<FaultRule>,
     injected: u64,
+    /// Set once a [`FaultRule::dies_at`] rule matched: every call fails.
+    dead: Option<FaultError>,
 }
 
 #[derive(Debug)]
@@ -157,11 +175,21 @@ impl Shared {
         let i = op.index();
         st.calls[i] += 1;
         let count = st.calls[i];
-        let error = st
+        let rule = st
             .rules
             .iter()
             .find(|r| r.matches(op, count, path))
-            .map(|r| r.error);
+            .map(|r| (r.error, r.dies));
+        let error = match (st.dead, rule) {
+            (Some(dead), _) => Some(dead),
+            (None, Some((error, dies))) => {
+                if dies {
+                    st.dead = Some(error);
+                }
+                Some(error)
+            }
+            (None, None) => None,
+        };
         if error.is_some() {
             st.injected += 1;
         }
@@ -236,7 +264,15 @@ impl FaultFs {
 
     /// Removes every rule: nothing fails from now on.
     pub fn clear_rules(&self) {
-        self.shared.state.lock().rules.clear();
+        let mut st = self.shared.state.lock();
+        st.rules.clear();
+        st.dead = None;
+    }
+
+    /// Whether a [`FaultRule::dies_at`] rule has fired (every call fails
+    /// until the rules are cleared).
+    pub fn is_dead(&self) -> bool {
+        self.shared.state.lock().dead.is_some()
     }
 
     /// Calls of kind `op` so far (failed ones included).
@@ -330,6 +366,10 @@ impl File for FaultFile {
                 inner,
             }) as Box<dyn File>
         }))
+    }
+
+    fn try_lock(&self) -> io::Result<bool> {
+        self.inner.try_lock()
     }
 
     fn identity(&self) -> io::Result<Option<(u64, u64)>> {

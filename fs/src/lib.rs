@@ -177,6 +177,14 @@ pub trait File: Send + Sync + fmt::Debug {
         Ok(None)
     }
 
+    /// Takes an exclusive advisory lock on the file (`flock`), held until
+    /// the file is closed: `Ok(false)` if another open file holds it, in
+    /// this process or another. A file system that lives in one process
+    /// has no other process to exclude and takes it at once.
+    fn try_lock(&self) -> io::Result<bool> {
+        Ok(true)
+    }
+
     /// What identifies the file on its file system (device and inode),
     /// where it has such a thing: a reader that opens a path again checks
     /// that it is still the same file.

@@ -53,6 +53,16 @@ impl File for RealFile {
             .map(|f| Box::new(RealFile(f)) as Box<dyn File>))
     }
 
+    fn try_lock(&self) -> io::Result<bool> {
+        // Through fs4's trait: std's inherent `try_lock` is newer than the
+        // workspace's rust-version.
+        match fs4::FileExt::try_lock(&self.0) {
+            Ok(()) => Ok(true),
+            Err(fs4::TryLockError::WouldBlock) => Ok(false),
+            Err(fs4::TryLockError::Error(e)) => Err(e),
+        }
+    }
+
     fn identity(&self) -> io::Result<Option<(u64, u64)>> {
         use std::os::unix::fs::MetadataExt;
         let meta = self.0.metadata()?;
