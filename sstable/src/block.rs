@@ -183,6 +183,13 @@ pub(crate) fn read_block(
     })
 }
 
+/// A failed read of `len` bytes at `offset` of the file of `origin`: the
+/// error names the file (the `path` of [`Error::Io`]) and the offset.
+fn read_error(origin: Origin<'_>, offset: u64, len: usize, e: std::io::Error) -> Error {
+    let e = std::io::Error::new(e.kind(), format!("{len} bytes at offset {offset}: {e}"));
+    io_err("read", origin.file)(e)
+}
+
 /// [`read_block`] for a sequential scan: the bytes come from `ahead`,
 /// which reads [`READ_AHEAD`] bytes of `src` at a time.
 pub(crate) fn read_block_ahead(
@@ -214,7 +221,7 @@ fn read_block_with(
             )
         })?;
     let mut header = [0u8; HEADER_LEN];
-    read(&mut header, offset).map_err(io_err("read", origin.file))?;
+    read(&mut header, offset).map_err(|e| read_error(origin, offset, HEADER_LEN, e))?;
     let flags = header[0];
     let stored = u32::from_le_bytes([header[1], header[2], header[3], header[4]]);
     let raw_len = u32::from_le_bytes([header[5], header[6], header[7], header[8]]);
@@ -234,7 +241,7 @@ fn read_block_with(
         ));
     }
     let mut body = vec![0u8; stored as usize + TRAILER_LEN];
-    read(&mut body, header_end).map_err(io_err("read", origin.file))?;
+    read(&mut body, header_end).map_err(|e| read_error(origin, header_end, body.len(), e))?;
     let (payload, crc_bytes) = body.split_at(stored as usize);
     let expected = u32::from_le_bytes([crc_bytes[0], crc_bytes[1], crc_bytes[2], crc_bytes[3]]);
     let actual = crate::crc::mask(crc32c::crc32c_append(crc32c::crc32c(&header), payload));

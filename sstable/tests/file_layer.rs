@@ -3,7 +3,8 @@
 //! written and read on an in-memory file system never touches the disk;
 //! one that survives a simulated machine crash after its commit reads
 //! back whole; and an injected failure of any single sync or rename of a
-//! commit fails the commit and leaves no file of it behind.
+//! commit fails the commit and leaves no file of it behind; a failed read
+//! is an error naming the file and the offset, never a wrong answer.
 
 mod common;
 
@@ -100,4 +101,29 @@ fn a_failed_sync_or_rename_of_a_commit_fails_it_and_leaves_nothing() {
         }
     }
     assert!(cases >= 10, "{cases} cases");
+}
+
+#[test]
+fn a_failed_read_names_the_file_and_the_offset() {
+    let disk = FaultFs::new(Arc::new(PowerLossFs::new()));
+    let fs = FsHandle::new(Arc::new(disk.clone()));
+    fs.create_dir_all(Path::new("/t")).unwrap();
+    let expected = fragments();
+    let generation = write_on(&fs, Path::new("/t"), &expected).unwrap();
+    let sst = Sstable::open_with("/t", generation, None, &fs).unwrap();
+    disk.add_rule(FaultRule::every(Op::Read, FaultError::Io).on_paths("Data.db"))
+        .unwrap();
+    let key = DecoratedKey::from_bytes("key0100").unwrap();
+    let err = sst.read_partition(&key).unwrap_err();
+    // The message and its causes.
+    let mut e = err.to_string();
+    let mut cause = std::error::Error::source(&err);
+    while let Some(c) = cause {
+        e = format!("{e}: {c}");
+        cause = c.source();
+    }
+    assert!(e.contains("sst-1-Data.db"), "{e}");
+    assert!(e.contains("at offset"), "{e}");
+    disk.clear_rules();
+    assert!(sst.read_partition(&key).unwrap().is_some());
 }
