@@ -306,7 +306,12 @@ impl FlushJob for FlushMemtable {
             Err(e) => return Err(self.sstable_error(e)),
         };
         let device = self.devices.for_path(&committed.dir);
-        let sstable = match Sstable::open_on(&committed.dir, committed.generation, device) {
+        let sstable = match Sstable::open_with(
+            &committed.dir,
+            committed.generation,
+            device,
+            &self.options.fs,
+        ) {
             Ok(s) => s,
             Err(e) => return Err(self.sstable_error(e)),
         };
