@@ -191,6 +191,29 @@ pub(crate) fn remove_unfinished_generation(
     }
 }
 
+/// Removes the committed sstable `generation` of `dir` on `fs`: its TOC
+/// first (then the directory is synced, so the sstable is no longer
+/// committed even after a machine crash), then every other file of the
+/// generation, then the directory is synced again. For a writer's owner
+/// that cannot use an sstable it just committed (it failed to open it) and
+/// must not leave it to be found at the next start. Missing files are
+/// fine.
+///
+/// # Errors
+/// [`Error::Io`] naming the file or directory that could not be removed
+/// or synced.
+pub fn remove_committed(fs: &FsHandle, dir: &Path, generation: u64) -> Result<(), Error> {
+    let fs: &dyn FileSystem = &**fs;
+    let toc = component_path(dir, generation, Component::Toc);
+    match fs.remove_file(&toc) {
+        Ok(()) => sync_dir(fs, dir)?,
+        Err(e) if e.kind() == ErrorKind::NotFound => {}
+        Err(e) => return Err(io_err("remove", &toc)(e)),
+    }
+    remove_unfinished_generation(fs, dir, generation)?;
+    sync_dir(fs, dir)
+}
+
 /// An sstable directory: the committed sstables in it, after removing the
 /// leftovers of writes that never committed.
 #[derive(Debug, Clone)]
