@@ -3,7 +3,9 @@
 //! `FaultFs` to count the file calls of each kind; then, for each kind and
 //! call number, it runs again with that one call failing (EIO), and the
 //! database is reopened on the files left behind. Over the in-memory file
-//! system every call of every kind is failed in turn (a few seconds); over
+//! system every call of every kind is failed in turn, and twenty writes
+//! (all with `REPLMEM_FAULT_SWEEP=full`) are also torn (half written) and
+//! refused for a full disk (ENOSPC) (well under a minute); over
 //! real files in a temporary directory three of each kind are (every one
 //! with `REPLMEM_FAULT_SWEEP=full`, a few minutes). After each: the open succeeds (no panic), every write acknowledged before
 //! the failure is readable, no deleted row returns, no row of the dropped
@@ -133,8 +135,28 @@ fn sweep(disk_kind: Disk, budget: Option<u64>) {
     for op in Op::ALL {
         let calls = counting.calls(op);
         let picked = sample(calls, budget.unwrap_or(calls), budget.is_none());
-        for &n in &picked {
-            let (_, case) = run(disk_kind, Some(FaultRule::nth(op, n, FaultError::Io)));
+        // Writes also fail torn (half written, then EIO) and for a full
+        // disk, where every call is cheap to fail.
+        let errors: &[FaultError] = match (disk_kind, op) {
+            (Disk::Memory, Op::Write) => {
+                &[FaultError::Io, FaultError::ShortWrite, FaultError::NoSpace]
+            }
+            _ => &[FaultError::Io],
+        };
+        // Torn and full-disk writes: twenty of each unless the sweep is
+        // full (the CI budget).
+        let full =
+            budget.is_none() && std::env::var("REPLMEM_FAULT_SWEEP").is_ok_and(|v| v == "full");
+        let extra = sample(calls, 20, full);
+        let cases_of_op: Vec<(u64, FaultError)> = errors
+            .iter()
+            .flat_map(|&e| {
+                let ns = if e == FaultError::Io { &picked } else { &extra };
+                ns.iter().map(move |&n| (n, e))
+            })
+            .collect();
+        for &(n, error) in &cases_of_op {
+            let (_, case) = run(disk_kind, Some(FaultRule::nth(op, n, error)));
             cases += 1;
             refused += usize::from(case.open_failed);
             absorbed += usize::from(case.errors.is_empty());
@@ -144,14 +166,15 @@ fn sweep(disk_kind: Disk, budget: Option<u64>) {
             missed += usize::from(case.injected == 0);
             if let Err(e) = case.verdict {
                 broken.push(format!(
-                    "{op:?} call {n} of {calls}: {e} (errors: {:?})",
+                    "{op:?} call {n} of {calls} ({error:?}): {e} (errors: {:?})",
                     case.errors
                 ));
             }
         }
         println!(
-            "{disk_kind:?} {op:?}: {calls} calls, {} failed in turn",
-            picked.len()
+            "{disk_kind:?} {op:?}: {calls} calls, {} failed in turn ({} cases)",
+            picked.len(),
+            cases_of_op.len()
         );
     }
     println!(
