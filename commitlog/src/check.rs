@@ -68,7 +68,17 @@ pub struct CheckReport {
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub fn check(dir: &Path) -> Result<CheckReport, Error> {
-    let segments = match replay::list_segments(dir) {
+    check_with(dir, &fs::FsHandle::real())
+}
+
+/// As [`check`], on the file system `fs` (the one the log is opened on,
+/// [`Config::fs`](crate::Config::fs)).
+///
+/// # Errors
+/// As [`check`].
+pub fn check_with(dir: &Path, fs: &fs::FsHandle) -> Result<CheckReport, Error> {
+    let fs: &dyn fs::FileSystem = &**fs;
+    let segments = match replay::list_segments(fs, dir) {
         Ok((segments, _)) => segments,
         Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
             return Ok(CheckReport::default());
@@ -76,6 +86,7 @@ pub fn check(dir: &Path) -> Result<CheckReport, Error> {
         Err(e) => return Err(e),
     };
     let Classified { scanned, .. } = replay::classify(
+        fs,
         dir,
         &segments,
         CorruptionPolicy::Stop,

@@ -113,6 +113,10 @@ pub struct Config {
     /// slow disk. Replay's reads are charged too. The drop side file (a
     /// few bytes per table drop, written under the drops lock) is not.
     pub device: Option<PlainArc<device::Device>>,
+    /// The file system the log's directory is on (default the real one):
+    /// every segment's creation, write, sync, rename and removal, the drop
+    /// side file and replay's reads go through it.
+    pub fs: fs::FsHandle,
 }
 
 /// What opening the log does with damage found by replay.
@@ -248,6 +252,7 @@ impl Default for Config {
             direct_io: DirectIo::Auto,
             periodic_ack: PeriodicAck::Buffered,
             device: None,
+            fs: fs::FsHandle::real(),
         }
     }
 }

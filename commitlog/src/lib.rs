@@ -151,7 +151,7 @@ mod replay;
 mod storage;
 mod sync;
 
-pub use crate::check::{CheckReport, check};
+pub use crate::check::{CheckReport, check, check_with};
 pub use crate::config::{
     Config, CorruptionPolicy, DirectIo, MAX_SEGMENT_SIZE, MIN_SEGMENT_SIZE, PeriodicAck,
     Preallocate, SyncMode,

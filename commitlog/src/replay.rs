@@ -68,6 +68,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
+use fs::FileSystem;
 use mutation::Mutation;
 
 use crate::config::CorruptionPolicy;
@@ -349,13 +350,14 @@ fn decode_mutation(body: &[u8]) -> Result<Mutation, String> {
 /// The segment files of `dir`, by id (other files are ignored), and the
 /// highest id in use, segments set aside as damaged included (so a new
 /// segment never takes the id, and later the name, of one of them).
-pub(crate) fn list_segments(dir: &Path) -> Result<(BTreeMap<u64, PathBuf>, u64), Error> {
+pub(crate) fn list_segments(
+    fs: &dyn FileSystem,
+    dir: &Path,
+) -> Result<(BTreeMap<u64, PathBuf>, u64), Error> {
     let mut out = BTreeMap::new();
     let mut max_id = 0;
-    let entries = std::fs::read_dir(dir).map_err(|e| Error::io(dir, e))?;
-    for entry in entries {
-        let entry = entry.map_err(|e| Error::io(dir, e))?;
-        let path = entry.path();
+    let entries = fs.read_dir(dir).map_err(|e| Error::io(dir, e))?;
+    for path in entries {
         if let Some(id) = format::parse_file_name(&path) {
             max_id = max_id.max(id);
             out.insert(id, path);
@@ -416,9 +418,9 @@ pub(crate) struct Replayed {
 }
 
 /// Reads the drop side file of `dir`, if there is one.
-fn read_drops_file(dir: &Path) -> Result<Option<(PathBuf, Vec<u8>)>, Error> {
+fn read_drops_file(fs: &dyn FileSystem, dir: &Path) -> Result<Option<(PathBuf, Vec<u8>)>, Error> {
     let path = dir.join(format::DROPS_FILE_NAME);
-    match std::fs::read(&path) {
+    match fs.read(&path) {
         Ok(bytes) => Ok(Some((path, bytes))),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
         Err(e) => Err(Error::io(path, e)),
@@ -482,20 +484,21 @@ pub(crate) enum Decode {
 /// I/O error or [`Error::UnsupportedVersion`] of a later one comes first);
 /// I/O errors; [`Error::UnsupportedVersion`].
 pub(crate) fn classify(
+    fs: &dyn FileSystem,
     dir: &Path,
     segments: &BTreeMap<u64, PathBuf>,
     policy: CorruptionPolicy,
     device: Option<&device::Device>,
     decode: Decode,
 ) -> Result<Classified, Error> {
-    let first = classify_once(dir, segments, policy, device, decode);
+    let first = classify_once(fs, dir, segments, policy, device, decode);
     if decode == Decode::InPass1
         || policy != CorruptionPolicy::Stop
         || !matches!(first, Err(Error::Corrupt { .. }))
     {
         return first;
     }
-    match classify_once(dir, segments, policy, device, Decode::InPass1) {
+    match classify_once(fs, dir, segments, policy, device, Decode::InPass1) {
         Err(e) => Err(e),
         // Decoding only adds damage; the files changed between the reads.
         Ok(_) => first,
@@ -504,6 +507,7 @@ pub(crate) fn classify(
 
 /// One pass 1, as [`classify`] describes.
 fn classify_once(
+    fs: &dyn FileSystem,
     dir: &Path,
     segments: &BTreeMap<u64, PathBuf>,
     policy: CorruptionPolicy,
@@ -516,7 +520,7 @@ fn classify_once(
         let e = drops.entry(table).or_insert(pos);
         *e = (*e).max(pos);
     };
-    if let Some((path, bytes)) = read_drops_file(dir)? {
+    if let Some((path, bytes)) = read_drops_file(fs, dir)? {
         match format::decode_drops(&bytes) {
             Ok(records) => {
                 for (table, pos) in records {
@@ -536,7 +540,7 @@ fn classify_once(
     }
     let mut scanned = Vec::with_capacity(segments.len());
     for (&id, path) in segments {
-        let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
+        let bytes = fs.read(path).map_err(|e| Error::io(path, e))?;
         // Charged as read (after the read: its length is known then; the
         // wait lands before the segment is used all the same).
         device::charge_read(device, bytes.len() as u64);
@@ -612,6 +616,7 @@ fn classify_once(
 /// checksums and does not decode: pass 1 does not decode, so replay fails
 /// at it, after handing over the entries before it (see the module docs).
 pub(crate) fn replay_segments(
+    fs: &dyn FileSystem,
     dir: &Path,
     segments: &BTreeMap<u64, PathBuf>,
     policy: CorruptionPolicy,
@@ -622,7 +627,7 @@ pub(crate) fn replay_segments(
         drops,
         drops_file_damage,
         scanned,
-    } = classify(dir, segments, policy, device, Decode::InPass2)?;
+    } = classify(fs, dir, segments, policy, device, Decode::InPass2)?;
     let mut report = ReplayReport {
         drops_file_damage,
         ..ReplayReport::default()
@@ -631,7 +636,7 @@ pub(crate) fn replay_segments(
     let mut summaries = BTreeMap::new();
     for s in scanned {
         let (id, path) = (s.id, &s.path);
-        let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
+        let bytes = fs.read(path).map_err(|e| Error::io(path, e))?;
         // Charged as read (after the read: its length is known then; the
         // wait lands before the segment is used all the same).
         device::charge_read(device, bytes.len() as u64);
@@ -755,6 +760,7 @@ pub fn replay(
     dir: &Path,
     f: impl FnMut(TableId, Mutation, ReplayPosition),
 ) -> Result<ReplayReport, Error> {
-    let (segments, _) = list_segments(dir)?;
-    replay_segments(dir, &segments, CorruptionPolicy::Skip, None, f).map(|r| r.report)
+    let fs = fs::RealFs;
+    let (segments, _) = list_segments(&fs, dir)?;
+    replay_segments(&fs, dir, &segments, CorruptionPolicy::Skip, None, f).map(|r| r.report)
 }

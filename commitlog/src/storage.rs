@@ -2,10 +2,10 @@
 //! in-memory store in unit tests and loom models (so the models run the
 //! real group-commit code without file I/O).
 
-use std::fs::{File, OpenOptions};
 use std::io;
-use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
+
+use fs::{File, FsHandle, OpenOptions};
 
 use writeback::direct::DirectWriter;
 
@@ -63,6 +63,8 @@ const DROP_LAG: u64 = 8 << 20;
 /// Segment files in a directory.
 #[derive(Debug)]
 pub(crate) struct DirStorage {
+    /// The file system the directory is on.
+    fs: FsHandle,
     dir: PathBuf,
     /// Segments are written with direct I/O where the file system allows
     /// ([`crate::Config::direct_io`]).
@@ -76,10 +78,11 @@ pub(crate) struct DirStorage {
 }
 
 impl DirStorage {
-    /// Segment files in `dir`, written with direct I/O if `direct` (and
-    /// the file system allows it).
-    pub(crate) fn new(dir: &Path, direct: bool) -> Self {
+    /// Segment files in `dir` on `fs`, written with direct I/O if
+    /// `direct` (and the file system allows it).
+    pub(crate) fn new(fs: FsHandle, dir: &Path, direct: bool) -> Self {
         Self {
+            fs,
             dir: dir.to_path_buf(),
             direct,
             staging: PlainArc::new(Mutex::new(Vec::new())),
@@ -90,10 +93,14 @@ impl DirStorage {
     /// writes if asked for and possible (the segment size is then a
     /// multiple of the alignment, so the zero padding of the last block
     /// never grows the file).
-    fn segment(&self, path: &Path, file: File, size: u32) -> io::Result<DiskSegment> {
+    fn segment(&self, path: &Path, file: Box<dyn File>, size: u32) -> io::Result<DiskSegment> {
         let aligned = (size as usize).is_multiple_of(writeback::direct::DIRECT_ALIGN);
         let direct = match self.direct && aligned {
-            true => writeback::direct::reopen_direct(path)?,
+            true => match self.fs.open(path, &OpenOptions::write().with_direct(true)) {
+                Ok(f) => Some(f),
+                Err(e) if fs::direct_refused(&e) => None,
+                Err(e) => return Err(e),
+            },
             false => None,
         };
         let staging = PlainArc::clone(&self.staging);
@@ -115,7 +122,7 @@ impl DirStorage {
 /// A segment file on disk.
 #[derive(Debug)]
 struct DiskSegment {
-    file: File,
+    file: Box<dyn File>,
     /// Set when `file` is open with `O_DIRECT`: the aligned writes. Only
     /// one cycle writes at a time, so the lock is never contended.
     direct: Option<Mutex<DirectWriter>>,
@@ -128,7 +135,7 @@ impl SegmentFile for DiskSegment {
         match &self.direct {
             Some(w) => w
                 .lock()
-                .write_at_with(&mut self.staging.lock(), &self.file, offset, buf),
+                .write_at_with(&mut self.staging.lock(), &*self.file, offset, buf),
             None => self.file.write_all_at(buf, offset),
         }
     }
@@ -142,7 +149,7 @@ impl SegmentFile for DiskSegment {
             // Nothing waits in the page cache.
             return Ok(());
         }
-        writeback::start_writeback(&self.file, offset, len)?;
+        self.file.start_writeback(offset, len)?;
         // The log never reads a segment back while it runs: the pages whose
         // write-back started `DROP_LAG` bytes ago leave the page cache (a
         // hint; pages still dirty or being written stay), so the log does
@@ -150,7 +157,7 @@ impl SegmentFile for DiskSegment {
         // just freed. Consecutive calls cover consecutive ranges, so every
         // page but the segment's last `DROP_LAG` bytes is offered.
         if let Some(from) = offset.checked_sub(DROP_LAG) {
-            let _ = writeback::drop_cached(&self.file, from, len);
+            let _ = self.file.drop_cached(from, len);
         }
         Ok(())
     }
@@ -158,10 +165,7 @@ impl SegmentFile for DiskSegment {
 
 impl Storage for DirStorage {
     fn create(&self, id: u64, size: u32) -> io::Result<Box<dyn SegmentFile>> {
-        let file = OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(self.path(id))?;
+        let file = self.fs.open(&self.path(id), &OpenOptions::create_new())?;
         // Sized up front: later writes never change the file size, and the
         // unwritten rest reads as zeros, which replay takes as "never
         // written".
@@ -171,11 +175,7 @@ impl Storage for DirStorage {
 
     fn create_reserve(&self, size: u32) -> io::Result<Box<dyn SegmentFile>> {
         let path = self.dir.join(format::RESERVE_FILE_NAME);
-        let file = OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .open(&path)?;
+        let file = self.fs.open(&path, &OpenOptions::create_truncate())?;
         let mut segment = self.segment(&path, file, size)?;
         // The zeros are staged apart from the segments' shared buffer: the
         // reserve thread fills while the flusher writes.
@@ -196,37 +196,42 @@ impl Storage for DirStorage {
     }
 
     fn install_reserve(&self, id: u64) -> io::Result<()> {
-        std::fs::rename(self.dir.join(format::RESERVE_FILE_NAME), self.path(id))
+        self.fs
+            .rename(&self.dir.join(format::RESERVE_FILE_NAME), &self.path(id))
     }
 
     fn remove_reserve(&self) -> io::Result<()> {
-        match std::fs::remove_file(self.dir.join(format::RESERVE_FILE_NAME)) {
+        match self
+            .fs
+            .remove_file(&self.dir.join(format::RESERVE_FILE_NAME))
+        {
             Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
             other => other,
         }
     }
 
     fn remove(&self, id: u64) -> io::Result<()> {
-        std::fs::remove_file(self.path(id))
+        self.fs.remove_file(&self.path(id))
     }
 
     fn quarantine(&self, id: u64) -> io::Result<()> {
         let from = self.path(id);
         let mut to = from.clone().into_os_string();
         to.push(".damaged");
-        std::fs::rename(from, to)
+        self.fs.rename(&from, Path::new(&to))
     }
 
     fn sync_dir(&self) -> io::Result<()> {
-        File::open(&self.dir)?.sync_all()
+        self.fs.sync_dir(&self.dir)
     }
 
     fn write_drops(&self, bytes: &[u8]) -> io::Result<()> {
         let tmp = self.dir.join(format::DROPS_TMP_FILE_NAME);
-        let file = File::create(&tmp)?;
+        let file = self.fs.open(&tmp, &OpenOptions::create_truncate())?;
         file.write_all_at(bytes, 0)?;
         file.sync_data()?;
-        std::fs::rename(&tmp, self.dir.join(format::DROPS_FILE_NAME))?;
+        self.fs
+            .rename(&tmp, &self.dir.join(format::DROPS_FILE_NAME))?;
         self.sync_dir()
     }
 
@@ -636,12 +641,14 @@ pub(crate) mod mem {
 mod dir_tests {
     use std::os::unix::fs::MetadataExt;
 
+    use fs::{FileSystem, FsHandle, OpenOptions};
+
     use super::{DirStorage, SegmentFile, Storage};
 
     #[test]
     fn the_reserve_is_allocated_and_named_at_install_and_a_plain_segment_is_sparse() {
         let dir = tempfile::tempdir().unwrap();
-        let storage = DirStorage::new(dir.path(), true);
+        let storage = DirStorage::new(FsHandle::real(), dir.path(), true);
         let size = 3 << 20;
         let reserve = storage.create_reserve(size).unwrap();
         storage.create(2, size).unwrap();
@@ -680,13 +687,9 @@ mod dir_tests {
         let mut contents = Vec::new();
         for direct in [true, false] {
             let dir = tempfile::tempdir().unwrap();
-            let storage = DirStorage::new(dir.path(), direct);
+            let storage = DirStorage::new(FsHandle::real(), dir.path(), direct);
             let path = storage.path(1);
-            let file = std::fs::OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .open(&path)
-                .unwrap();
+            let file = fs::RealFs.open(&path, &OpenOptions::create_new()).unwrap();
             file.set_len(u64::from(size)).unwrap();
             let segment = storage.segment(&path, file, size).unwrap();
             if direct && segment.direct.is_none() {
@@ -713,9 +716,11 @@ mod dir_tests {
     #[test]
     fn a_segment_size_off_the_alignment_is_written_buffered() {
         let dir = tempfile::tempdir().unwrap();
-        let storage = DirStorage::new(dir.path(), true);
+        let storage = DirStorage::new(FsHandle::real(), dir.path(), true);
         let path = storage.path(1);
-        let file = std::fs::File::create(&path).unwrap();
+        let file = fs::RealFs
+            .open(&path, &OpenOptions::create_truncate())
+            .unwrap();
         let segment = storage.segment(&path, file, 4096 * 3 + 512).unwrap();
         assert!(segment.direct.is_none());
     }

@@ -4,9 +4,9 @@
 //! that `SstableDirectory::open` removes.
 
 use std::collections::HashSet;
-use std::fs::{self, File};
-use std::io::Write;
 use std::path::{Path, PathBuf};
+
+use fs::{FileSystem, OpenOptions};
 
 use sstable::Component;
 
@@ -21,31 +21,40 @@ pub(crate) fn run_file_path(dir: &Path, generation: u64) -> PathBuf {
 }
 
 /// fsyncs a directory.
-pub(crate) fn sync_dir(dir: &Path) -> Result<()> {
-    File::open(dir)
-        .and_then(|d| d.sync_all())
-        .map_err(io_err("fsync directory", dir))
+pub(crate) fn sync_dir(fs: &dyn FileSystem, dir: &Path) -> Result<()> {
+    fs.sync_dir(dir).map_err(io_err("fsync directory", dir))
 }
 
 /// Writes (durably, through a temporary name) the run membership of
 /// `generation`. The caller fsyncs the directory.
-pub(crate) fn write_run_file(dir: &Path, generation: u64, run: RunMembership) -> Result<()> {
+pub(crate) fn write_run_file(
+    fs: &dyn FileSystem,
+    dir: &Path,
+    generation: u64,
+    run: RunMembership,
+) -> Result<()> {
     let path = run_file_path(dir, generation);
     let tmp = path.with_extension("txt.tmp");
     let body = format!("{} {}", run.run_id, run.order);
     let line = format!("{body} {:08x}\n", crc32c::crc32c(body.as_bytes()));
-    let mut f = File::create(&tmp).map_err(io_err("create", &tmp))?;
-    f.write_all(line.as_bytes())
+    let f = fs
+        .open(&tmp, &OpenOptions::create_truncate())
+        .map_err(io_err("create", &tmp))?;
+    f.write_all_at(line.as_bytes(), 0)
         .and_then(|()| f.sync_data())
         .map_err(io_err("write", &tmp))?;
-    fs::rename(&tmp, &path).map_err(io_err("rename", &tmp))
+    fs.rename(&tmp, &path).map_err(io_err("rename", &tmp))
 }
 
 /// Reads the run membership of `generation`, `None` when it has none.
-pub(crate) fn read_run_file(dir: &Path, generation: u64) -> Result<Option<RunMembership>> {
+pub(crate) fn read_run_file(
+    fs: &dyn FileSystem,
+    dir: &Path,
+    generation: u64,
+) -> Result<Option<RunMembership>> {
     let path = run_file_path(dir, generation);
-    let text = match fs::read_to_string(&path) {
-        Ok(t) => t,
+    let text = match fs.read(&path) {
+        Ok(t) => String::from_utf8_lossy(&t).into_owned(),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(io_err("read", &path)(e)),
     };
@@ -71,12 +80,16 @@ pub(crate) fn read_run_file(dir: &Path, generation: u64) -> Result<Option<RunMem
 }
 
 /// Removes run files (and their temporaries) of generations not in `live`.
-pub(crate) fn remove_orphan_run_files(dir: &Path, live: &HashSet<u64>) -> Result<()> {
+pub(crate) fn remove_orphan_run_files(
+    fs: &dyn FileSystem,
+    dir: &Path,
+    live: &HashSet<u64>,
+) -> Result<()> {
     let mut changed = false;
-    for entry in fs::read_dir(dir).map_err(io_err("read directory", dir))? {
-        let entry = entry.map_err(io_err("read directory", dir))?;
-        let name = entry.file_name();
-        let Some(name) = name.to_str() else { continue };
+    for entry in fs.read_dir(dir).map_err(io_err("read directory", dir))? {
+        let Some(name) = entry.file_name().and_then(|n| n.to_str()) else {
+            continue;
+        };
         let Some(rest) = name.strip_prefix(RUN_PREFIX) else {
             continue;
         };
@@ -87,13 +100,12 @@ pub(crate) fn remove_orphan_run_files(dir: &Path, live: &HashSet<u64>) -> Result
             continue;
         };
         if !live.contains(&generation) || name.ends_with(".tmp") {
-            let p = entry.path();
-            fs::remove_file(&p).map_err(io_err("remove", &p))?;
+            fs.remove_file(&entry).map_err(io_err("remove", &entry))?;
             changed = true;
         }
     }
     if changed {
-        sync_dir(dir)?;
+        sync_dir(fs, dir)?;
     }
     Ok(())
 }
@@ -101,19 +113,18 @@ pub(crate) fn remove_orphan_run_files(dir: &Path, live: &HashSet<u64>) -> Result
 /// Removes every file of `generation` (committed or not) and its run
 /// file: the TOC first, so that a crash halfway leaves an uncommitted
 /// generation. Missing files are fine.
-pub(crate) fn remove_generation(dir: &Path, generation: u64) -> Result<()> {
+pub(crate) fn remove_generation(fs: &dyn FileSystem, dir: &Path, generation: u64) -> Result<()> {
     let toc = sstable::component_path(dir, generation, Component::Toc);
-    remove_if_present(&toc)?;
+    remove_if_present(fs, &toc)?;
     let prefix = format!("sst-{generation}-");
-    for entry in fs::read_dir(dir).map_err(io_err("read directory", dir))? {
-        let entry = entry.map_err(io_err("read directory", dir))?;
-        let name = entry.file_name();
-        if name.to_str().is_some_and(|n| n.starts_with(&prefix)) {
-            remove_if_present(&entry.path())?;
+    for entry in fs.read_dir(dir).map_err(io_err("read directory", dir))? {
+        let name = entry.file_name().and_then(|n| n.to_str());
+        if name.is_some_and(|n| n.starts_with(&prefix)) {
+            remove_if_present(fs, &entry)?;
         }
     }
-    remove_if_present(&run_file_path(dir, generation))?;
-    sync_dir(dir)
+    remove_if_present(fs, &run_file_path(dir, generation))?;
+    sync_dir(fs, dir)
 }
 
 /// Gives the committed sstable `from` of `dir` the generation `to` (free
@@ -122,26 +133,31 @@ pub(crate) fn remove_generation(dir: &Path, generation: u64) -> Result<()> {
 /// `from`. A crash before the TOC's link leaves an uncommitted `to`, which
 /// opening removes; after it, both name the same files and the next open
 /// renumbers `from` again: the data is never in neither.
-pub(crate) fn renumber_generation(dir: &Path, from: u64, to: u64) -> Result<()> {
+pub(crate) fn renumber_generation(
+    fs: &dyn FileSystem,
+    dir: &Path,
+    from: u64,
+    to: u64,
+) -> Result<()> {
     let link = |c: Component| {
         let a = sstable::component_path(dir, from, c);
         let b = sstable::component_path(dir, to, c);
-        fs::hard_link(&a, &b).map_err(io_err("hard-link", &a))
+        fs.hard_link(&a, &b).map_err(io_err("hard-link", &a))
     };
     for c in Component::ALL.into_iter().filter(|c| *c != Component::Toc) {
         link(c)?;
     }
-    if let Some(run) = read_run_file(dir, from)? {
-        write_run_file(dir, to, run)?;
+    if let Some(run) = read_run_file(fs, dir, from)? {
+        write_run_file(fs, dir, to, run)?;
     }
-    sync_dir(dir)?;
+    sync_dir(fs, dir)?;
     link(Component::Toc)?;
-    sync_dir(dir)?;
-    remove_generation(dir, from)
+    sync_dir(fs, dir)?;
+    remove_generation(fs, dir, from)
 }
 
-fn remove_if_present(path: &Path) -> Result<()> {
-    match fs::remove_file(path) {
+fn remove_if_present(fs: &dyn FileSystem, path: &Path) -> Result<()> {
+    match fs.remove_file(path) {
         Ok(()) => Ok(()),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
         Err(e) => Err(io_err("remove", path)(e)),
@@ -170,15 +186,18 @@ mod tests {
             run_id: g,
             order: 0,
         };
-        write_run_file(dir.path(), g, run).unwrap();
-        renumber_generation(dir.path(), g, 40).unwrap();
+        write_run_file(&fs::RealFs, dir.path(), g, run).unwrap();
+        renumber_generation(&fs::RealFs, dir.path(), g, 40).unwrap();
         let listed = sstable::SstableDirectory::open(dir.path()).unwrap();
         assert_eq!(listed.generations(), [40]);
         let table = sstable::Sstable::open(dir.path(), 40).unwrap();
         table.verify().unwrap();
         assert_eq!(table.read_partition(&key).unwrap(), Some(m.fragments()));
-        assert_eq!(read_run_file(dir.path(), 40).unwrap(), Some(run));
-        assert_eq!(read_run_file(dir.path(), g).unwrap(), None);
+        assert_eq!(
+            read_run_file(&fs::RealFs, dir.path(), 40).unwrap(),
+            Some(run)
+        );
+        assert_eq!(read_run_file(&fs::RealFs, dir.path(), g).unwrap(), None);
     }
 
     #[test]
@@ -188,13 +207,16 @@ mod tests {
             run_id: 7,
             order: 3,
         };
-        write_run_file(dir.path(), 9, run).unwrap();
-        assert_eq!(read_run_file(dir.path(), 9).unwrap(), Some(run));
-        assert_eq!(read_run_file(dir.path(), 10).unwrap(), None);
-        fs::write(run_file_path(dir.path(), 9), "7 4 00000000\n").unwrap();
-        let err = read_run_file(dir.path(), 9).unwrap_err();
+        write_run_file(&fs::RealFs, dir.path(), 9, run).unwrap();
+        assert_eq!(
+            read_run_file(&fs::RealFs, dir.path(), 9).unwrap(),
+            Some(run)
+        );
+        assert_eq!(read_run_file(&fs::RealFs, dir.path(), 10).unwrap(), None);
+        std::fs::write(run_file_path(dir.path(), 9), "7 4 00000000\n").unwrap();
+        let err = read_run_file(&fs::RealFs, dir.path(), 9).unwrap_err();
         assert!(err.to_string().contains("checksum mismatch"), "{err}");
-        remove_orphan_run_files(dir.path(), &HashSet::new()).unwrap();
+        remove_orphan_run_files(&fs::RealFs, dir.path(), &HashSet::new()).unwrap();
         assert!(!run_file_path(dir.path(), 9).exists());
     }
 }

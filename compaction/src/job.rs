@@ -254,10 +254,11 @@ impl Job<'_> {
         let committed = writer.commit()?;
         self.step()?;
         // On the device the output was written to: the same directory.
-        let table = Sstable::open_on(
+        let table = Sstable::open_with(
             &self.dir,
             committed.generation,
             self.options.writer.device.clone(),
+            self.set.fs(),
         )?;
         let run = match self.fragment_size {
             Some(_) => {
@@ -267,8 +268,8 @@ impl Job<'_> {
                     run_id,
                     order: u32::try_from(order).unwrap_or(u32::MAX),
                 };
-                write_run_file(&self.dir, committed.generation, run)?;
-                sync_dir(&self.dir)?;
+                write_run_file(&**self.set.fs(), &self.dir, committed.generation, run)?;
+                sync_dir(&**self.set.fs(), &self.dir)?;
                 self.step()?;
                 Some(run)
             }
@@ -466,7 +467,7 @@ impl Job<'_> {
         drop(self.writer.take());
         for &g in &self.outputs {
             if !self.kept.contains(&g) {
-                remove_generation(&self.dir, g)?;
+                remove_generation(&**self.set.fs(), &self.dir, g)?;
             }
         }
         drop(std::mem::take(&mut self.inputs));
@@ -565,7 +566,7 @@ pub fn run_job(
         });
     }
     drop(snapshot);
-    let txn = Transaction::begin(&dir, &plan.inputs)?;
+    let txn = Transaction::begin(set.fs(), &dir, &plan.inputs)?;
     let bytes_read: u64 = inputs.iter().map(|i| i.size).sum();
     let mut job = Job {
         set,

@@ -105,7 +105,7 @@ pub use strategy::{
     Incremental, IncrementalOptions, JobPlan, NoCompaction, SizeTiered, SizeTieredOptions,
     Strategy, StrategyConfig,
 };
-pub use txn::{RecoveryReport, recover, recover_dirs};
+pub use txn::{RecoveryReport, recover, recover_dirs, recover_dirs_with};
 
 // The README's example runs as a doc test, so it cannot go stale.
 #[cfg(doctest)]

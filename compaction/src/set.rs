@@ -13,6 +13,7 @@ use std::collections::HashSet;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
+use fs::{FileSystem, FsHandle};
 use mutation::{DecoratedKey, Timestamp};
 use sstable::{Sstable, Writer, WriterOptions};
 
@@ -89,6 +90,8 @@ struct HandleInner {
     /// The directory to delete files from; `None` for an sstable opened
     /// from memory (loom models).
     dir: Option<PathBuf>,
+    /// The file system the files are on.
+    fs: FsHandle,
     obsolete: AtomicBool,
     counters: Arc<SetCounters>,
 }
@@ -99,7 +102,7 @@ impl Drop for HandleInner {
             return;
         }
         let ok = match &self.dir {
-            Some(dir) => remove_generation(dir, self.info.generation).is_ok(),
+            Some(dir) => remove_generation(&*self.fs, dir, self.info.generation).is_ok(),
             None => true,
         };
         if ok {
@@ -254,6 +257,8 @@ impl SetSnapshot {
 pub struct SstableSet {
     dir: Option<PathBuf>,
     other_dirs: Vec<PathBuf>,
+    /// The file system the set's directories are on.
+    fs: FsHandle,
     /// The lowest generation no writer of the set's directories has taken.
     next_generation: PlainAtomicU64,
     current: RwLock<Arc<Version>>,
@@ -277,6 +282,7 @@ impl SstableSet {
         SstableSet {
             dir,
             other_dirs: Vec::new(),
+            fs: FsHandle::real(),
             next_generation: PlainAtomicU64::new(1),
             current: RwLock::new(Arc::new(Version {
                 handles: Vec::new(),
@@ -342,6 +348,24 @@ impl SstableSet {
         other_dirs: &[PathBuf],
         device_of: impl Fn(&Path) -> Option<PlainArc<device::Device>>,
     ) -> Result<Self> {
+        Self::open_dirs_with(dir, other_dirs, device_of, &FsHandle::real())
+    }
+
+    /// [`open_dirs_on`](Self::open_dirs_on), on the file system `fs`:
+    /// recovery, listing, opening, renumbering, the writers of
+    /// [`create_writer`](Self::create_writer), jobs' transaction and run
+    /// files and the removal of replaced sstables all go through it.
+    ///
+    /// # Errors
+    /// As [`open_dirs`](Self::open_dirs).
+    pub fn open_dirs_with(
+        dir: impl AsRef<Path>,
+        other_dirs: &[PathBuf],
+        device_of: impl Fn(&Path) -> Option<PlainArc<device::Device>>,
+        fs: &FsHandle,
+    ) -> Result<Self> {
+        let handle = fs;
+        let fs: &dyn FileSystem = &**fs;
         let dir = dir.as_ref();
         let mut all: Vec<&Path> = vec![dir];
         for d in other_dirs {
@@ -349,12 +373,12 @@ impl SstableSet {
                 all.push(d.as_path());
             }
         }
-        crate::txn::recover_dirs(&all)?;
+        crate::txn::recover_dirs_with(&all, handle)?;
         let mut listed = Vec::with_capacity(all.len());
         for d in &all {
-            let found = sstable::SstableDirectory::open(d)?;
+            let found = sstable::SstableDirectory::open_with(d, handle)?;
             let generations: HashSet<u64> = found.generations().iter().copied().collect();
-            remove_orphan_run_files(d, &generations)?;
+            remove_orphan_run_files(fs, d, &generations)?;
             listed.push((*d, found.generations().to_vec()));
         }
         let mut next = listed
@@ -366,7 +390,7 @@ impl SstableSet {
         for (d, generations) in &mut listed {
             for generation in generations.iter_mut() {
                 if !seen.insert(*generation) {
-                    renumber_generation(d, *generation, next)?;
+                    renumber_generation(fs, d, *generation, next)?;
                     *generation = next;
                     seen.insert(next);
                     next = next.saturating_add(1);
@@ -374,14 +398,15 @@ impl SstableSet {
             }
         }
         let mut set = SstableSet::new(Some(dir.to_path_buf()));
+        set.fs = handle.clone();
         set.other_dirs = all[1..].iter().map(|d| d.to_path_buf()).collect();
         set.next_generation = PlainAtomicU64::new(next);
         let mut handles = Vec::new();
         for (d, generations) in &listed {
             let device = device_of(d);
             for &generation in generations {
-                let table = Sstable::open_on(d, generation, device.clone())?;
-                let run = read_run_file(d, generation)?;
+                let table = Sstable::open_with(d, generation, device.clone(), handle)?;
+                let run = read_run_file(fs, d, generation)?;
                 handles.push(set.make_handle(table, run));
             }
         }
@@ -401,6 +426,11 @@ impl SstableSet {
         &self.other_dirs
     }
 
+    /// The file system the set's directories are on.
+    pub fn fs(&self) -> &FsHandle {
+        &self.fs
+    }
+
     /// True when `dir` is one of the set's directories.
     pub fn spans(&self, dir: &Path) -> bool {
         self.dir.as_deref() == Some(dir) || self.other_dirs.iter().any(|d| d == dir)
@@ -415,7 +445,9 @@ impl SstableSet {
     /// # Errors
     /// [`Error::ForeignDirectory`] when `dir` is not one of the set's
     /// directories; the writer's errors.
-    pub fn create_writer(&self, dir: &Path, options: WriterOptions) -> Result<Writer> {
+    pub fn create_writer(&self, dir: &Path, mut options: WriterOptions) -> Result<Writer> {
+        // The set's sstables are all on its file system.
+        options.fs = self.fs.clone();
         if !self.spans(dir) {
             return Err(Error::ForeignDirectory {
                 dir: dir.to_path_buf(),
@@ -474,6 +506,7 @@ impl SstableSet {
                 table,
                 info,
                 dir,
+                fs: self.fs.clone(),
                 obsolete: AtomicBool::new(false),
                 counters: Arc::clone(&self.counters),
             }),

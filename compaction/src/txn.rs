@@ -30,9 +30,9 @@
 //! ignored; any other damage is an error and nothing is touched.
 
 use std::collections::BTreeSet;
-use std::fs::{self, File, OpenOptions};
-use std::io::Write;
 use std::path::{Path, PathBuf};
+
+use fs::{File, FileSystem, FsHandle, OpenOptions};
 
 use crate::error::{Error, Result, io_err};
 use crate::files::{remove_generation, sync_dir};
@@ -62,15 +62,18 @@ fn list(gens: &[u64]) -> String {
 /// An open transaction file, appended to as the job goes.
 #[derive(Debug)]
 pub(crate) struct Transaction {
+    fs: FsHandle,
     dir: PathBuf,
     path: PathBuf,
-    file: File,
+    file: Box<dyn File>,
+    /// The file's length: where the next record goes.
+    len: u64,
 }
 
 impl Transaction {
     /// Creates the file durably (temporary name, fdatasync, rename,
     /// directory fsync) with the inputs and `begin`.
-    pub(crate) fn begin(dir: &Path, inputs: &[u64]) -> Result<Self> {
+    pub(crate) fn begin(fs: &FsHandle, dir: &Path, inputs: &[u64]) -> Result<Self> {
         let first = inputs.iter().min().copied().unwrap_or(0);
         let mut text = line(HEADER);
         for g in inputs {
@@ -79,35 +82,41 @@ impl Transaction {
         text.push_str(&line("begin"));
         for n in 0u32.. {
             let path = dir.join(format!("{PREFIX}{first}-{n}{SUFFIX}"));
-            if path.exists() {
+            if fs.kind(&path).map_err(io_err("stat", &path))?.is_some() {
                 continue;
             }
             let tmp = path.with_extension("txn.tmp");
-            let mut f = File::create(&tmp).map_err(io_err("create", &tmp))?;
-            f.write_all(text.as_bytes())
+            let f = fs
+                .open(&tmp, &OpenOptions::create_truncate())
+                .map_err(io_err("create", &tmp))?;
+            f.write_all_at(text.as_bytes(), 0)
                 .and_then(|()| f.sync_data())
                 .map_err(io_err("write", &tmp))?;
             drop(f);
-            fs::rename(&tmp, &path).map_err(io_err("rename", &tmp))?;
-            sync_dir(dir)?;
-            let file = OpenOptions::new()
-                .append(true)
-                .open(&path)
+            fs.rename(&tmp, &path).map_err(io_err("rename", &tmp))?;
+            sync_dir(&**fs, dir)?;
+            let file = fs
+                .open(&path, &OpenOptions::write())
                 .map_err(io_err("open", &path))?;
             return Ok(Transaction {
+                fs: fs.clone(),
                 dir: dir.to_path_buf(),
                 path,
                 file,
+                len: text.len() as u64,
             });
         }
         unreachable!("u32 names run out only after four billion leftover files")
     }
 
     fn append(&mut self, body: &str) -> Result<()> {
+        let record = line(body);
         self.file
-            .write_all(line(body).as_bytes())
+            .write_all_at(record.as_bytes(), self.len)
             .and_then(|()| self.file.sync_data())
-            .map_err(io_err("append to", &self.path))
+            .map_err(io_err("append to", &self.path))?;
+        self.len += record.len() as u64;
+        Ok(())
     }
 
     /// Records an output generation before anything is written to it.
@@ -132,8 +141,10 @@ impl Transaction {
 
     /// Removes the file (the job is over and its released inputs are gone).
     pub(crate) fn remove(self) -> Result<()> {
-        fs::remove_file(&self.path).map_err(io_err("remove", &self.path))?;
-        sync_dir(&self.dir)
+        self.fs
+            .remove_file(&self.path)
+            .map_err(io_err("remove", &self.path))?;
+        sync_dir(&*self.fs, &self.dir)
     }
 }
 
@@ -239,45 +250,51 @@ pub struct RecoveryReport {
 /// Removes generation `g` from `own` or, unless `own_dir_only`, from the
 /// first of `others` that holds it (generations are unique across a
 /// set's directories).
-fn remove_input(own: &Path, others: &[&Path], own_dir_only: bool, g: u64) -> Result<()> {
-    let dir = if own_dir_only || present(own, g) {
+fn remove_input(
+    fs: &dyn FileSystem,
+    own: &Path,
+    others: &[&Path],
+    own_dir_only: bool,
+    g: u64,
+) -> Result<()> {
+    let dir = if own_dir_only || present(fs, own, g) {
         own
     } else {
         others
             .iter()
             .copied()
-            .find(|d| present(d, g))
+            .find(|d| present(fs, d, g))
             .unwrap_or(own)
     };
-    remove_generation(dir, g)
+    remove_generation(fs, dir, g)
 }
 
 /// True when any file of generation `g` (committed or not) is in `dir`.
-fn present(dir: &Path, g: u64) -> bool {
+fn present(fs: &dyn FileSystem, dir: &Path, g: u64) -> bool {
     let prefix = format!("sst-{g}-");
-    fs::read_dir(dir).is_ok_and(|entries| {
-        entries.flatten().any(|e| {
+    fs.read_dir(dir).is_ok_and(|entries| {
+        entries.iter().any(|e| {
             e.file_name()
-                .to_str()
+                .and_then(|n| n.to_str())
                 .is_some_and(|n| n.starts_with(&prefix))
         })
     })
 }
 
-fn transaction_files(dir: &Path) -> Result<(Vec<PathBuf>, Vec<PathBuf>)> {
+fn transaction_files(fs: &dyn FileSystem, dir: &Path) -> Result<(Vec<PathBuf>, Vec<PathBuf>)> {
     let mut logs = Vec::new();
     let mut temporaries = Vec::new();
-    for entry in fs::read_dir(dir).map_err(io_err("read directory", dir))? {
-        let entry = entry.map_err(io_err("read directory", dir))?;
-        let name = entry.file_name();
-        let Some(name) = name.to_str() else { continue };
+    for entry in fs.read_dir(dir).map_err(io_err("read directory", dir))? {
+        let Some(name) = entry.file_name().and_then(|n| n.to_str()) else {
+            continue;
+        };
         if !name.starts_with(PREFIX) {
             continue;
         }
         if name.ends_with(SUFFIX) {
-            logs.push(entry.path());
+            logs.push(entry);
         } else if name.ends_with(".txn.tmp") {
-            temporaries.push(entry.path());
+            temporaries.push(entry);
         }
     }
     logs.sort();
@@ -307,12 +324,22 @@ pub fn recover(dir: impl AsRef<Path>) -> Result<RecoveryReport> {
 /// # Errors
 /// As [`recover`]; a damaged file in any directory leaves all untouched.
 pub fn recover_dirs(dirs: &[&Path]) -> Result<RecoveryReport> {
+    recover_dirs_with(dirs, &FsHandle::real())
+}
+
+/// As [`recover_dirs`], on the file system `fs`.
+///
+/// # Errors
+/// As [`recover_dirs`].
+pub fn recover_dirs_with(dirs: &[&Path], fs: &FsHandle) -> Result<RecoveryReport> {
+    let fs: &dyn FileSystem = &**fs;
     let mut parsed = Vec::new();
     let mut temporaries = Vec::new();
     for &dir in dirs {
-        let (logs, tmps) = transaction_files(dir)?;
+        let (logs, tmps) = transaction_files(fs, dir)?;
         for path in logs {
-            let text = fs::read_to_string(&path).map_err(io_err("read", &path))?;
+            let bytes = fs.read(&path).map_err(io_err("read", &path))?;
+            let text = String::from_utf8_lossy(&bytes);
             let record = parse(&path, &text)?;
             parsed.push((dir, path, record));
         }
@@ -321,23 +348,23 @@ pub fn recover_dirs(dirs: &[&Path]) -> Result<RecoveryReport> {
     let mut report = RecoveryReport::default();
     for path in temporaries {
         // The job never started writing outputs.
-        fs::remove_file(&path).map_err(io_err("remove", &path))?;
+        fs.remove_file(&path).map_err(io_err("remove", &path))?;
     }
     for (dir, path, record) in parsed {
         let others: Vec<&Path> = dirs.iter().copied().filter(|d| *d != dir).collect();
         for &g in record.outputs.difference(&record.kept) {
-            remove_generation(dir, g)?;
+            remove_generation(fs, dir, g)?;
             report.removed_outputs.push(g);
         }
         for &g in &record.released {
-            remove_input(dir, &others, record.own_dir_only, g)?;
+            remove_input(fs, dir, &others, record.own_dir_only, g)?;
             report.removed_inputs.push(g);
         }
-        fs::remove_file(&path).map_err(io_err("remove", &path))?;
+        fs.remove_file(&path).map_err(io_err("remove", &path))?;
         report.transactions += 1;
     }
     for &dir in dirs {
-        sync_dir(dir)?;
+        sync_dir(fs, dir)?;
     }
     Ok(report)
 }
@@ -349,9 +376,10 @@ pub(crate) fn try_finish(
     txn: Transaction,
     released: &[(u64, PathBuf)],
 ) -> Result<Option<Transaction>> {
-    let gone = released
-        .iter()
-        .all(|(g, dir)| !sstable::component_path(dir, *g, sstable::Component::Toc).exists());
+    let gone = released.iter().all(|(g, dir)| {
+        let toc = sstable::component_path(dir, *g, sstable::Component::Toc);
+        matches!(txn.fs.kind(&toc), Ok(None))
+    });
     if gone {
         txn.remove()?;
         Ok(None)
@@ -367,12 +395,12 @@ mod tests {
     #[test]
     fn records_round_trip_and_a_torn_tail_is_ignored() {
         let dir = tempfile::tempdir().unwrap();
-        let mut t = Transaction::begin(dir.path(), &[3, 4]).unwrap();
+        let mut t = Transaction::begin(&FsHandle::real(), dir.path(), &[3, 4]).unwrap();
         t.output(5).unwrap();
         t.checkpoint(&[5], &[3]).unwrap();
         let path = t.path().to_path_buf();
         drop(t);
-        let mut text = fs::read_to_string(&path).unwrap();
+        let mut text = std::fs::read_to_string(&path).unwrap();
         let r = parse(&path, &text).unwrap();
         assert_eq!(r.inputs, BTreeSet::from([3, 4]));
         assert_eq!(r.kept, BTreeSet::from([5]));
@@ -397,7 +425,7 @@ mod tests {
     /// Writes an empty committed generation's TOC and Data files.
     fn fake_sstable(dir: &Path, g: u64) {
         for c in [sstable::Component::Data, sstable::Component::Toc] {
-            fs::write(sstable::component_path(dir, g, c), b"x").unwrap();
+            std::fs::write(sstable::component_path(dir, g, c), b"x").unwrap();
         }
     }
 
@@ -410,16 +438,19 @@ mod tests {
         fake_sstable(flush.path(), 3);
         fake_sstable(data.path(), 4);
         fake_sstable(data.path(), 5);
-        let mut t = Transaction::begin(data.path(), &[3, 4]).unwrap();
+        let mut t = Transaction::begin(&FsHandle::real(), data.path(), &[3, 4]).unwrap();
         t.output(5).unwrap();
         t.checkpoint(&[5], &[3, 4]).unwrap();
         drop(t);
         let report = recover_dirs(&[data.path(), flush.path()]).unwrap();
         assert_eq!(report.removed_inputs, vec![3, 4]);
-        assert!(!present(flush.path(), 3));
-        assert!(!present(data.path(), 4));
-        assert!(present(data.path(), 5));
-        assert_eq!(transaction_files(data.path()).unwrap().0.len(), 0);
+        assert!(!present(&fs::RealFs, flush.path(), 3));
+        assert!(!present(&fs::RealFs, data.path(), 4));
+        assert!(present(&fs::RealFs, data.path(), 5));
+        assert_eq!(
+            transaction_files(&fs::RealFs, data.path()).unwrap().0.len(),
+            0
+        );
 
         // A version 1 file in the flush directory (an in-place compaction
         // of before) names generations of that directory only, even when
@@ -430,10 +461,13 @@ mod tests {
         text.push_str(&line("input 7"));
         text.push_str(&line("begin"));
         text.push_str(&line("checkpoint keep - release 7"));
-        fs::write(flush.path().join("compaction-7-0.txn"), text).unwrap();
+        std::fs::write(flush.path().join("compaction-7-0.txn"), text).unwrap();
         recover_dirs(&[data.path(), flush.path()]).unwrap();
-        assert!(!present(flush.path(), 7));
-        assert!(present(data.path(), 7), "another directory's 7 is kept");
+        assert!(!present(&fs::RealFs, flush.path(), 7));
+        assert!(
+            present(&fs::RealFs, data.path(), 7),
+            "another directory's 7 is kept"
+        );
     }
 
     #[test]

@@ -26,6 +26,7 @@ pub struct SchedulerConfig {
     pub(crate) data_workers: usize,
     pub(crate) tail_workers: usize,
     pub(crate) directory_cooldown: Duration,
+    pub(crate) fs: fs::FsHandle,
 }
 
 impl SchedulerConfig {
@@ -44,7 +45,16 @@ impl SchedulerConfig {
             data_workers: DEFAULT_DATA_WORKERS,
             tail_workers: DEFAULT_TAIL_WORKERS,
             directory_cooldown: DEFAULT_DIRECTORY_COOLDOWN,
+            fs: fs::FsHandle::real(),
         }
+    }
+
+    /// Sets the file system the flush directories are on (default the
+    /// real one), through which they are checked at start.
+    #[must_use]
+    pub fn fs(mut self, fs: fs::FsHandle) -> Self {
+        self.fs = fs;
+        self
     }
 
     /// Sets the number of data workers: at most this many data phases run

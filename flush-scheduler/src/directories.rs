@@ -10,22 +10,32 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use fs::{EntryKind, FileSystem, OpenOptions};
+
 use crate::error::Error;
 use crate::metrics::DirectoryMetrics;
 use crate::sync::PlainArc;
 
 /// Checks that every directory exists, is a directory and accepts a new
 /// file (a probe file created with `create_new` and removed at once).
-pub(crate) fn validate(dirs: &[PathBuf]) -> Result<(), Error> {
+pub(crate) fn validate(fs: &dyn FileSystem, dirs: &[PathBuf]) -> Result<(), Error> {
     for path in dirs {
-        let meta = std::fs::metadata(path).map_err(|e| Error::DirectoryInaccessible {
+        let kind = fs.kind(path).and_then(|k| {
+            k.ok_or_else(|| {
+                std::io::Error::new(
+                    std::io::ErrorKind::NotFound,
+                    format!("{}: no such directory", path.display()),
+                )
+            })
+        });
+        let kind = kind.map_err(|e| Error::DirectoryInaccessible {
             path: path.clone(),
             source: PlainArc::new(e),
         })?;
-        if !meta.is_dir() {
+        if kind != EntryKind::Dir {
             return Err(Error::NotADirectory { path: path.clone() });
         }
-        probe_writable(path).map_err(|e| Error::DirectoryNotWritable {
+        probe_writable(fs, path).map_err(|e| Error::DirectoryNotWritable {
             path: path.clone(),
             source: PlainArc::new(e),
         })?;
@@ -39,20 +49,16 @@ const PROBE_ATTEMPTS: u32 = 16;
 
 /// Creates a fresh file in `dir` (never opening an existing one) and
 /// removes it: the directory accepts new files.
-fn probe_writable(dir: &Path) -> std::io::Result<()> {
+fn probe_writable(fs: &dyn FileSystem, dir: &Path) -> std::io::Result<()> {
     static NEXT: crate::sync::plain::AtomicU64 = crate::sync::plain::AtomicU64::new(0);
     let mut last = None;
     for _ in 0..PROBE_ATTEMPTS {
         let n = NEXT.fetch_add(1, crate::sync::plain::Ordering::Relaxed);
         let probe = dir.join(format!(".flush-scheduler-probe-{}-{n}", std::process::id()));
-        match std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&probe)
-        {
+        match fs.open(&probe, &OpenOptions::create_new()) {
             Ok(file) => {
                 drop(file);
-                return std::fs::remove_file(&probe);
+                return fs.remove_file(&probe);
             }
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => last = Some(e),
             Err(e) => return Err(e),
@@ -205,16 +211,16 @@ mod tests {
     fn validation_names_the_bad_directory() {
         let tmp = tempfile::tempdir().expect("tempdir");
         let missing = tmp.path().join("missing");
-        let err = validate(&[tmp.path().to_path_buf(), missing.clone()]).unwrap_err();
+        let err = validate(&fs::RealFs, &[tmp.path().to_path_buf(), missing.clone()]).unwrap_err();
         assert!(matches!(&err, Error::DirectoryInaccessible { path, .. } if *path == missing));
         assert!(err.to_string().contains("missing"));
         let file = tmp.path().join("file");
         std::fs::write(&file, b"x").expect("write");
         assert!(matches!(
-            validate(std::slice::from_ref(&file)),
+            validate(&fs::RealFs, std::slice::from_ref(&file)),
             Err(Error::NotADirectory { .. })
         ));
-        assert!(validate(&[tmp.path().to_path_buf()]).is_ok());
+        assert!(validate(&fs::RealFs, &[tmp.path().to_path_buf()]).is_ok());
     }
 
     #[test]
@@ -222,7 +228,7 @@ mod tests {
         let tmp = tempfile::tempdir().expect("tempdir");
         std::fs::write(tmp.path().join("keep"), b"x").expect("write");
         for _ in 0..3 {
-            validate(&[tmp.path().to_path_buf()]).expect("writable");
+            validate(&fs::RealFs, &[tmp.path().to_path_buf()]).expect("writable");
         }
         let names: Vec<_> = std::fs::read_dir(tmp.path())
             .expect("readable")

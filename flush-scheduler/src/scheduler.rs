@@ -133,7 +133,7 @@ impl FlushScheduler {
     /// exists, is a directory and is writable) and starts the workers.
     pub fn new(config: SchedulerConfig) -> Result<Self, Error> {
         config.validate_settings()?;
-        directories::validate(&config.flush_dirs)?;
+        directories::validate(&*config.fs, &config.flush_dirs)?;
         Self::start(config)
     }
 

@@ -28,6 +28,8 @@ pub enum Op {
     SyncDir,
     /// A rename.
     Rename,
+    /// A hard link.
+    Link,
     /// Removing a file or a directory.
     Remove,
     /// Creating a directory (`create_dir`, `create_dir_all`).
@@ -38,7 +40,7 @@ pub enum Op {
 
 impl Op {
     /// Every kind, in order.
-    pub const ALL: [Op; 11] = [
+    pub const ALL: [Op; 12] = [
         Op::Open,
         Op::Create,
         Op::Read,
@@ -47,6 +49,7 @@ impl Op {
         Op::Sync,
         Op::SyncDir,
         Op::Rename,
+        Op::Link,
         Op::Remove,
         Op::CreateDir,
         Op::ReadDir,
@@ -91,6 +94,8 @@ pub struct FaultRule {
     nth: Option<u64>,
     path_contains: Option<String>,
     error: FaultError,
+    /// Once matched, every later call of any kind fails too.
+    dies: bool,
 }
 
 impl FaultRule {
@@ -102,6 +107,19 @@ impl FaultRule {
             nth: Some(n),
             path_contains: None,
             error,
+            dies: false,
+        }
+    }
+
+    /// Fails the `n`th call of kind `op` and, from then on, every call of
+    /// every kind until the rules are cleared: a disk (or machine) that
+    /// died at that call. With a [`PowerLossFs`](crate::PowerLossFs)
+    /// underneath, crashing it afterwards gives what a machine crash at
+    /// that call leaves.
+    pub fn dies_at(op: Op, n: u64, error: FaultError) -> Self {
+        FaultRule {
+            dies: true,
+            ..FaultRule::nth(op, n, error)
         }
     }
 
@@ -112,6 +130,7 @@ impl FaultRule {
             nth: None,
             path_contains: None,
             error,
+            dies: false,
         }
     }
 
@@ -138,6 +157,8 @@ struct State {
     calls: [u64; Op::ALL.len()],
     rules: Vec<FaultRule>,
     injected: u64,
+    /// Set once a [`FaultRule::dies_at`] rule matched: every call fails.
+    dead: Option<FaultError>,
 }
 
 #[derive(Debug)]
@@ -154,11 +175,21 @@ impl Shared {
         let i = op.index();
         st.calls[i] += 1;
         let count = st.calls[i];
-        let error = st
+        let rule = st
             .rules
             .iter()
             .find(|r| r.matches(op, count, path))
-            .map(|r| r.error);
+            .map(|r| (r.error, r.dies));
+        let error = match (st.dead, rule) {
+            (Some(dead), _) => Some(dead),
+            (None, Some((error, dies))) => {
+                if dies {
+                    st.dead = Some(error);
+                }
+                Some(error)
+            }
+            (None, None) => None,
+        };
         if error.is_some() {
             st.injected += 1;
         }
@@ -233,7 +264,15 @@ impl FaultFs {
 
     /// Removes every rule: nothing fails from now on.
     pub fn clear_rules(&self) {
-        self.shared.state.lock().rules.clear();
+        let mut st = self.shared.state.lock();
+        st.rules.clear();
+        st.dead = None;
+    }
+
+    /// Whether a [`FaultRule::dies_at`] rule has fired (every call fails
+    /// until the rules are cleared).
+    pub fn is_dead(&self) -> bool {
+        self.shared.state.lock().dead.is_some()
     }
 
     /// Calls of kind `op` so far (failed ones included).
@@ -307,6 +346,35 @@ impl File for FaultFile {
         self.shared.check(Op::Sync, &self.path)?;
         self.inner.sync_all()
     }
+
+    // Hints pass through uncounted: failing one changes nothing a caller
+    // relies on.
+    fn start_writeback(&self, offset: u64, len: u64) -> io::Result<()> {
+        self.inner.start_writeback(offset, len)
+    }
+
+    fn drop_cached(&self, offset: u64, len: u64) -> io::Result<()> {
+        self.inner.drop_cached(offset, len)
+    }
+
+    fn reopen_direct(&self) -> io::Result<Option<Box<dyn File>>> {
+        self.shared.check(Op::Open, &self.path)?;
+        Ok(self.inner.reopen_direct()?.map(|inner| {
+            Box::new(FaultFile {
+                shared: Arc::clone(&self.shared),
+                path: self.path.clone(),
+                inner,
+            }) as Box<dyn File>
+        }))
+    }
+
+    fn try_lock(&self) -> io::Result<bool> {
+        self.inner.try_lock()
+    }
+
+    fn identity(&self) -> io::Result<Option<(u64, u64)>> {
+        self.inner.identity()
+    }
 }
 
 impl FileSystem for FaultFs {
@@ -338,6 +406,11 @@ impl FileSystem for FaultFs {
     fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
         self.shared.check(Op::Rename, from)?;
         self.shared.inner.rename(from, to)
+    }
+
+    fn hard_link(&self, from: &Path, to: &Path) -> io::Result<()> {
+        self.shared.check(Op::Link, to)?;
+        self.shared.inner.hard_link(from, to)
     }
 
     fn remove_file(&self, path: &Path) -> io::Result<()> {

@@ -51,6 +51,7 @@
 
 mod error;
 mod fault;
+mod handle;
 mod power;
 mod real;
 mod sync;
@@ -61,6 +62,7 @@ use std::path::{Path, PathBuf};
 
 pub use error::Error;
 pub use fault::{FaultError, FaultFs, FaultRule, Op};
+pub use handle::FsHandle;
 pub use power::{Crash, PowerLossFs, SECTOR};
 pub use real::RealFs;
 
@@ -153,6 +155,43 @@ pub trait File: Send + Sync + fmt::Debug {
     /// [`sync_data`](Self::sync_data), and the file's metadata too.
     fn sync_all(&self) -> io::Result<()>;
 
+    /// Starts write-back of `len` bytes from `offset` without waiting for
+    /// it (`sync_file_range`): a hint that makes nothing durable. A file
+    /// system with no page cache does nothing.
+    fn start_writeback(&self, offset: u64, len: u64) -> io::Result<()> {
+        let _ = (offset, len);
+        Ok(())
+    }
+
+    /// Drops the clean cached pages of `len` bytes from `offset`
+    /// (`posix_fadvise(DONTNEED)`): a hint for data not read again soon.
+    fn drop_cached(&self, offset: u64, len: u64) -> io::Result<()> {
+        let _ = (offset, len);
+        Ok(())
+    }
+
+    /// The same file opened again, read-only, bypassing the page cache,
+    /// for one sequential scan; `Ok(None)` where there is no such thing
+    /// (the caller reads through this file).
+    fn reopen_direct(&self) -> io::Result<Option<Box<dyn File>>> {
+        Ok(None)
+    }
+
+    /// Takes an exclusive advisory lock on the file (`flock`), held until
+    /// the file is closed: `Ok(false)` if another open file holds it, in
+    /// this process or another. A file system that lives in one process
+    /// has no other process to exclude and takes it at once.
+    fn try_lock(&self) -> io::Result<bool> {
+        Ok(true)
+    }
+
+    /// What identifies the file on its file system (device and inode),
+    /// where it has such a thing: a reader that opens a path again checks
+    /// that it is still the same file.
+    fn identity(&self) -> io::Result<Option<(u64, u64)>> {
+        Ok(None)
+    }
+
     /// Fills `buf` from `offset`; a file that ends first is an
     /// [`io::ErrorKind::UnexpectedEof`] error.
     fn read_exact_at(&self, mut buf: &mut [u8], mut offset: u64) -> io::Result<()> {
@@ -201,6 +240,10 @@ pub trait File: Send + Sync + fmt::Debug {
 ///
 /// Paths are as the caller gives them; an implementation does not make
 /// them relative to anything.
+///
+/// Every file operation of the engine is one call here or on a [`File`],
+/// so this is also where an I/O scheduler can see each call (and which
+/// class of work it serves) before it reaches the device.
 pub trait FileSystem: Send + Sync + fmt::Debug {
     /// Opens (or creates) the file at `path`.
     fn open(&self, path: &Path, options: &OpenOptions) -> io::Result<Box<dyn File>>;
@@ -214,6 +257,10 @@ pub trait FileSystem: Send + Sync + fmt::Debug {
     /// Renames `from` to `to`, replacing a file at `to`. Durable once both
     /// directories are synced.
     fn rename(&self, from: &Path, to: &Path) -> io::Result<()>;
+
+    /// Gives the file at `from` a second name, `to` (which must not
+    /// exist). Durable once `to`'s directory is synced.
+    fn hard_link(&self, from: &Path, to: &Path) -> io::Result<()>;
 
     /// Removes the file at `path`.
     fn remove_file(&self, path: &Path) -> io::Result<()>;
@@ -233,6 +280,59 @@ pub trait FileSystem: Send + Sync + fmt::Debug {
 
     /// Bytes free for this process on the file system `path` is on.
     fn free_space(&self, path: &Path) -> io::Result<u64>;
+
+    /// Creates `path` and every missing parent, durably: the parent of
+    /// each directory created is synced, so the new directories survive a
+    /// machine crash. Nothing is synced when `path` exists.
+    fn create_dir_all_durably(&self, path: &Path) -> io::Result<()> {
+        let mut missing = Vec::new();
+        let mut at = Some(path);
+        while let Some(p) = at {
+            if p.as_os_str().is_empty() || self.kind(p)?.is_some() {
+                break;
+            }
+            missing.push(p);
+            at = p.parent();
+        }
+        if missing.is_empty() {
+            return Ok(());
+        }
+        self.create_dir_all(path)?;
+        for created in missing.into_iter().rev() {
+            if let Some(parent) = created.parent().filter(|p| !p.as_os_str().is_empty()) {
+                self.sync_dir(parent)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The whole contents of the file at `path` (an open and its reads).
+    fn read(&self, path: &Path) -> io::Result<Vec<u8>> {
+        let file = self.open(path, &OpenOptions::read())?;
+        let len = usize::try_from(file.len()?).map_err(|_| {
+            io::Error::other(format!("{} is too large to read whole", path.display()))
+        })?;
+        let mut buf = vec![0; len];
+        file.read_exact_at(&mut buf, 0)?;
+        Ok(buf)
+    }
+}
+
+/// Whether `e`, from an open with [`OpenOptions::direct`], says that the
+/// file system does not support direct I/O: the caller then goes through
+/// the page cache instead.
+pub fn direct_refused(e: &io::Error) -> bool {
+    writeback::direct::direct_refused(e)
+}
+
+impl writeback::direct::FileAt for dyn File {
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+        File::read_at(self, buf, offset)
+    }
+
+    fn write_all_at(&self, buf: &[u8], offset: u64) -> io::Result<()> {
+        File::write_all_at(self, buf, offset)
+    }
 }
 
 /// What a directory entry is ([`FileSystem::kind`]).

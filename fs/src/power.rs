@@ -544,6 +544,30 @@ impl FileSystem for PowerLossFs {
         Ok(())
     }
 
+    fn hard_link(&self, from: &Path, to: &Path) -> io::Result<()> {
+        let mut st = self.state.lock();
+        let (from_dir, from_name) = st.parent(from)?;
+        let (to_dir, to_name) = st.parent(to)?;
+        let node = match st.dirs[&from_dir].entries.get(&from_name) {
+            Some(Node::File(f)) => Node::File(*f),
+            Some(Node::Dir(_)) => {
+                return Err(io::Error::new(
+                    io::ErrorKind::IsADirectory,
+                    format!("{}: is a directory", from.display()),
+                ));
+            }
+            None => return Err(not_found(from)),
+        };
+        if st.dirs[&to_dir].entries.contains_key(&to_name) {
+            return Err(io::Error::new(
+                io::ErrorKind::AlreadyExists,
+                format!("{}: already exists", to.display()),
+            ));
+        }
+        st.entries_mut(to_dir).insert(to_name, node);
+        Ok(())
+    }
+
     fn remove_file(&self, path: &Path) -> io::Result<()> {
         let mut st = self.state.lock();
         let (dir, name) = st.parent(path)?;

@@ -39,6 +39,35 @@ impl File for RealFile {
     fn sync_all(&self) -> io::Result<()> {
         self.0.sync_all()
     }
+
+    fn start_writeback(&self, offset: u64, len: u64) -> io::Result<()> {
+        writeback::start_writeback(&self.0, offset, len)
+    }
+
+    fn drop_cached(&self, offset: u64, len: u64) -> io::Result<()> {
+        writeback::drop_cached(&self.0, offset, len)
+    }
+
+    fn reopen_direct(&self) -> io::Result<Option<Box<dyn File>>> {
+        Ok(writeback::direct::reopen_direct_read(&self.0)?
+            .map(|f| Box::new(RealFile(f)) as Box<dyn File>))
+    }
+
+    fn try_lock(&self) -> io::Result<bool> {
+        // Through fs4's trait: std's inherent `try_lock` is newer than the
+        // workspace's rust-version.
+        match fs4::FileExt::try_lock(&self.0) {
+            Ok(()) => Ok(true),
+            Err(fs4::TryLockError::WouldBlock) => Ok(false),
+            Err(fs4::TryLockError::Error(e)) => Err(e),
+        }
+    }
+
+    fn identity(&self) -> io::Result<Option<(u64, u64)>> {
+        use std::os::unix::fs::MetadataExt;
+        let meta = self.0.metadata()?;
+        Ok(Some((meta.dev(), meta.ino())))
+    }
 }
 
 /// `O_DIRECT` on Linux; nothing elsewhere.
@@ -77,6 +106,10 @@ impl FileSystem for RealFs {
 
     fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
         std::fs::rename(from, to)
+    }
+
+    fn hard_link(&self, from: &Path, to: &Path) -> io::Result<()> {
+        std::fs::hard_link(from, to)
     }
 
     fn remove_file(&self, path: &Path) -> io::Result<()> {

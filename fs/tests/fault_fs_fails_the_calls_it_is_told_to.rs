@@ -100,6 +100,8 @@ fn every_kind_of_call_is_counted_and_can_fail() {
         disk.open(&base.join("d/f"), &OpenOptions::read())?;
         disk.sync_dir(&base.join("d"))?;
         disk.read_dir(&base.join("d"))?;
+        disk.hard_link(&base.join("d/f"), &base.join("d/h"))?;
+        disk.remove_file(&base.join("d/h"))?;
         disk.rename(&base.join("d/f"), &base.join("d/g"))?;
         disk.remove_file(&base.join("d/g"))?;
         disk.remove_dir(&base.join("d/e"))?;
@@ -140,4 +142,24 @@ fn rules_that_cannot_work_are_refused() {
         .unwrap();
     f.write_all_at(b"ok", 0).unwrap();
     assert_eq!(disk.injected(), 0);
+}
+
+#[test]
+fn a_disk_that_dies_fails_every_later_call_until_cleared() {
+    let disk = FaultFs::new(Arc::new(PowerLossFs::new()));
+    disk.add_rule(FaultRule::dies_at(Op::Sync, 2, FaultError::Io))
+        .unwrap();
+    let f = disk
+        .open(Path::new("/a"), &OpenOptions::create_new())
+        .unwrap();
+    f.write_all_at(b"one", 0).unwrap();
+    f.sync_data().unwrap();
+    assert!(!disk.is_dead());
+    f.sync_data().unwrap_err();
+    assert!(disk.is_dead());
+    f.write_all_at(b"two", 3).unwrap_err();
+    disk.read_dir(Path::new("/")).unwrap_err();
+    disk.clear_rules();
+    assert!(!disk.is_dead());
+    f.write_all_at(b"two", 3).unwrap();
 }

@@ -172,3 +172,47 @@ fn bad_calls_get_the_errors_a_real_file_system_gives() {
     let e = ro.read_exact_at(&mut [0; 4], 0).unwrap_err();
     assert_eq!(e.kind(), ErrorKind::UnexpectedEof);
 }
+
+#[test]
+fn a_hard_link_shares_the_file_and_lasts_once_its_directory_is_synced() {
+    let disk = PowerLossFs::new();
+    disk.create_dir_all(Path::new("/d")).unwrap();
+    disk.sync_dir(Path::new("/")).unwrap();
+    write(&disk, "/d/a", b"data", true);
+    disk.sync_dir(Path::new("/d")).unwrap();
+    disk.hard_link(Path::new("/d/a"), Path::new("/d/b"))
+        .unwrap();
+    assert_eq!(
+        disk.hard_link(Path::new("/d/a"), Path::new("/d/b"))
+            .unwrap_err()
+            .kind(),
+        ErrorKind::AlreadyExists
+    );
+    assert_eq!(read(&disk, "/d/b").as_deref(), Some(&b"data"[..]));
+    disk.crash(Crash::LoseUnsynced);
+    assert_eq!(read(&disk, "/d/b"), None, "the link was never synced");
+    disk.hard_link(Path::new("/d/a"), Path::new("/d/b"))
+        .unwrap();
+    disk.sync_dir(Path::new("/d")).unwrap();
+    disk.remove_file(Path::new("/d/a")).unwrap();
+    disk.sync_dir(Path::new("/d")).unwrap();
+    disk.crash(Crash::LoseUnsynced);
+    assert_eq!(read(&disk, "/d/a"), None);
+    assert_eq!(read(&disk, "/d/b").as_deref(), Some(&b"data"[..]));
+}
+
+#[test]
+fn directories_created_durably_survive_a_crash() {
+    let disk = PowerLossFs::new();
+    disk.create_dir_all(Path::new("/a/b")).unwrap();
+    disk.crash(Crash::LoseUnsynced);
+    assert_eq!(disk.kind(Path::new("/a")).unwrap(), None, "never synced");
+    disk.create_dir_all_durably(Path::new("/a/b/c")).unwrap();
+    // Existing: nothing to do.
+    disk.create_dir_all_durably(Path::new("/a/b")).unwrap();
+    disk.crash(Crash::LoseUnsynced);
+    assert_eq!(
+        disk.kind(Path::new("/a/b/c")).unwrap(),
+        Some(fs::EntryKind::Dir)
+    );
+}

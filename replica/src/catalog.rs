@@ -35,9 +35,10 @@
 //! a lost one from the tables' directory markers.
 
 use std::collections::BTreeMap;
-use std::fs::{self, File, OpenOptions};
-use std::io::{ErrorKind, Write};
+use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
+
+use fs::{FileSystem, FsHandle, OpenOptions};
 
 use commitlog::TableId;
 
@@ -250,6 +251,8 @@ impl TableSchema {
 /// ```
 #[derive(Debug)]
 pub struct Catalog {
+    /// The file system the catalog is on.
+    fs: FsHandle,
     path: PathBuf,
     state: State,
 }
@@ -269,10 +272,10 @@ fn tmp_path(path: &Path) -> PathBuf {
 }
 
 /// Removes the leftover temporary file of an interrupted change.
-fn remove_tmp(dir: &Path, path: &Path) -> Result<(), Error> {
+fn remove_tmp(fs: &dyn FileSystem, dir: &Path, path: &Path) -> Result<(), Error> {
     let tmp = tmp_path(path);
-    match fs::remove_file(&tmp) {
-        Ok(()) => sync_dir(dir),
+    match fs.remove_file(&tmp) {
+        Ok(()) => sync_dir(fs, dir),
         Err(e) if e.kind() == ErrorKind::NotFound => Ok(()),
         Err(e) => Err(io_err("remove", &tmp)(e)),
     }
@@ -288,9 +291,17 @@ impl Catalog {
     /// damaged (the detail names the line or the checksums);
     /// [`Error::Io`] if it cannot be read.
     pub fn load(dir: &Path) -> Result<Self, Error> {
+        Self::load_on(dir, &FsHandle::real())
+    }
+
+    /// As [`load`](Self::load), on the file system `fs`.
+    ///
+    /// # Errors
+    /// As [`load`](Self::load).
+    pub fn load_on(dir: &Path, fs: &FsHandle) -> Result<Self, Error> {
         let path = dir.join(CATALOG_FILE_NAME);
-        remove_tmp(dir, &path)?;
-        let bytes = match fs::read(&path) {
+        remove_tmp(&**fs, dir, &path)?;
+        let bytes = match fs.read(&path) {
             Ok(bytes) => bytes,
             Err(e) if e.kind() == ErrorKind::NotFound => {
                 return Err(Error::CatalogMissing { path, found: None });
@@ -301,7 +312,11 @@ impl Catalog {
             path: path.clone(),
             detail,
         })?;
-        Ok(Catalog { path, state })
+        Ok(Catalog {
+            fs: fs.clone(),
+            path,
+            state,
+        })
     }
 
     /// Creates and persists an empty catalog in the data directory `dir`.
@@ -310,24 +325,40 @@ impl Catalog {
     /// [`Error::CatalogExists`] if `dir` has one already (it is left as it
     /// is); [`Error::Io`] if it cannot be written.
     pub fn create(dir: &Path) -> Result<Self, Error> {
-        Self::create_with(dir, Vec::new())
+        Self::create_on(dir, &FsHandle::real())
+    }
+
+    /// As [`create`](Self::create), on the file system `fs`.
+    ///
+    /// # Errors
+    /// As [`create`](Self::create).
+    pub fn create_on(dir: &Path, fs: &FsHandle) -> Result<Self, Error> {
+        Self::create_with(fs, dir, Vec::new())
     }
 
     /// Creates and persists a catalog of `tables` (their generations kept;
     /// the next generation above them all).
-    pub(crate) fn create_with(dir: &Path, tables: Vec<TableSchema>) -> Result<Self, Error> {
+    pub(crate) fn create_with(
+        fs: &FsHandle,
+        dir: &Path,
+        tables: Vec<TableSchema>,
+    ) -> Result<Self, Error> {
         let path = dir.join(CATALOG_FILE_NAME);
-        match fs::symlink_metadata(&path) {
-            Ok(_) => return Err(Error::CatalogExists { path }),
-            Err(e) if e.kind() == ErrorKind::NotFound => {}
+        match fs.kind(&path) {
+            Ok(Some(_)) => return Err(Error::CatalogExists { path }),
+            Ok(None) => {}
             Err(e) => return Err(io_err("read", &path)(e)),
         }
-        remove_tmp(dir, &path)?;
+        remove_tmp(&**fs, dir, &path)?;
         let state = State {
             next_generation: tables.iter().map(|t| t.generation).max().unwrap_or(0) + 1,
             tables: tables.into_iter().map(|t| (t.name.clone(), t)).collect(),
         };
-        let catalog = Catalog { path, state };
+        let catalog = Catalog {
+            fs: fs.clone(),
+            path,
+            state,
+        };
         catalog.persist(&catalog.state)?;
         Ok(catalog)
     }
@@ -428,34 +459,34 @@ impl Catalog {
     fn persist(&self, state: &State) -> Result<(), Error> {
         let tmp = tmp_path(&self.path);
         let bytes = encode(state);
-        write_durably(&tmp, &self.path, &bytes)
+        write_durably(&*self.fs, &tmp, &self.path, &bytes)
     }
 }
 
 /// Writes `bytes` to `tmp`, fsyncs it, renames it to `path` and fsyncs the
 /// directory: `path` then holds either its old contents or `bytes`.
-pub(crate) fn write_durably(tmp: &Path, path: &Path, bytes: &[u8]) -> Result<(), Error> {
-    let mut file = OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .open(tmp)
+pub(crate) fn write_durably(
+    fs: &dyn FileSystem,
+    tmp: &Path,
+    path: &Path,
+    bytes: &[u8],
+) -> Result<(), Error> {
+    let file = fs
+        .open(tmp, &OpenOptions::create_truncate())
         .map_err(io_err("create", tmp))?;
-    file.write_all(bytes)
+    file.write_all_at(bytes, 0)
         .and_then(|()| file.sync_all())
         .map_err(io_err("write", tmp))?;
     drop(file);
-    fs::rename(tmp, path).map_err(io_err("rename", tmp))?;
+    fs.rename(tmp, path).map_err(io_err("rename", tmp))?;
     match path.parent() {
-        Some(dir) => sync_dir(dir),
+        Some(dir) => sync_dir(fs, dir),
         None => Ok(()),
     }
 }
 
-pub(crate) fn sync_dir(dir: &Path) -> Result<(), Error> {
-    File::open(dir)
-        .and_then(|d| d.sync_all())
-        .map_err(io_err("fsync directory", dir))
+pub(crate) fn sync_dir(fs: &dyn FileSystem, dir: &Path) -> Result<(), Error> {
+    fs.sync_dir(dir).map_err(io_err("fsync directory", dir))
 }
 
 /// `body` followed by its crc32c line.
@@ -559,7 +590,7 @@ mod tests {
         c.create_table(TableSchema::with_options("cold", options).unwrap())
             .unwrap();
         c.create_table(TableSchema::new("hot").unwrap()).unwrap();
-        let text = String::from_utf8_lossy(&fs::read(c.path()).unwrap()).into_owned();
+        let text = String::from_utf8_lossy(&std::fs::read(c.path()).unwrap()).into_owned();
         assert!(
             text.contains("table cold system=0 generation=1 cache=0"),
             "{text}"
@@ -609,7 +640,7 @@ mod tests {
         let mut c = Catalog::create(dir.path()).unwrap();
         c.create_table(TableSchema::new("kept").unwrap()).unwrap();
         let tmp = tmp_path(c.path());
-        fs::write(&tmp, b"half a catalog").unwrap();
+        std::fs::write(&tmp, b"half a catalog").unwrap();
         let c = Catalog::load(dir.path()).unwrap();
         assert_eq!(c.names().collect::<Vec<_>>(), ["kept"]);
         assert!(!tmp.exists());
@@ -621,7 +652,7 @@ mod tests {
         let mut c = Catalog::create(dir.path()).unwrap();
         c.create_table(TableSchema::new("a").unwrap()).unwrap();
         // A directory where the temporary file goes makes the write fail.
-        fs::create_dir(tmp_path(c.path())).unwrap();
+        std::fs::create_dir(tmp_path(c.path())).unwrap();
         let e = c.create_table(TableSchema::new("b").unwrap()).unwrap_err();
         assert!(matches!(e, Error::Io { op: "create", .. }), "{e}");
         let e = c.drop_table("a").unwrap_err();

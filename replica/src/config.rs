@@ -371,8 +371,16 @@ pub struct DatabaseConfig {
     pub system_dirty_memory_budget: usize,
     /// Options of every sstable a flush or compaction writes. The sstable
     /// crate checks them when a writer is created. Their `device` is set
-    /// by the database from [`devices`](Self::devices), per directory.
+    /// by the database from [`devices`](Self::devices), per directory, and
+    /// their `fs` from [`fs`](Self::fs).
     pub sstable_writer_options: sstable::WriterOptions,
+    /// The file system every directory of the database is on (default the
+    /// real one, [`fs::RealFs`]): the catalog, the table markers, the lock
+    /// files, the sstables, compaction's transaction and run files and
+    /// the commit log are all created, written, synced, renamed, listed
+    /// and removed through it. Tests put a [`fs::FaultFs`] (fail chosen
+    /// calls) or a [`fs::PowerLossFs`] (a machine crash) here.
+    pub fs: fs::FsHandle,
     /// The model of devices: which directory is on which modelled device,
     /// and each device's bandwidth, which every read and write there is
     /// charged to. Empty (the default): nothing is throttled. (It replaces
@@ -451,6 +459,7 @@ impl DatabaseConfig {
             flush_policy: FlushPolicy::default(),
             system_dirty_memory_budget: DEFAULT_SYSTEM_BUDGET,
             sstable_writer_options: sstable::WriterOptions::default(),
+            fs: fs::FsHandle::real(),
             devices: DeviceModel::default(),
             write_timeout: DEFAULT_WRITE_TIMEOUT,
             commitlog: CommitLogMode::default(),

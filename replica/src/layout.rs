@@ -35,10 +35,10 @@
 //! at `create_table`): an in-progress write looks exactly like a crashed
 //! one.
 
-use std::fs;
 use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
 
+use fs::{EntryKind, FsHandle};
 use sstable::SstableDirectory;
 
 use crate::catalog::{TableSchema, seal, sync_dir, unseal, validate_table_name, write_durably};
@@ -102,8 +102,16 @@ impl TableFiles {
 /// [`Error::Corrupt`] if the marker is damaged; [`Error::Io`] if it cannot
 /// be read.
 pub fn read_table_marker(dir: &Path) -> Result<Option<TableSchema>, Error> {
+    read_table_marker_on(&FsHandle::real(), dir)
+}
+
+/// As [`read_table_marker`], on the file system `fs`.
+pub(crate) fn read_table_marker_on(
+    fs: &FsHandle,
+    dir: &Path,
+) -> Result<Option<TableSchema>, Error> {
     let path = dir.join(TABLE_MARKER_FILE_NAME);
-    let bytes = match fs::read(&path) {
+    let bytes = match fs.read(&path) {
         Ok(bytes) => bytes,
         Err(e) if e.kind() == ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(io_err("read", &path)(e)),
@@ -126,9 +134,10 @@ pub fn read_table_marker(dir: &Path) -> Result<Option<TableSchema>, Error> {
 }
 
 /// Writes `schema`'s marker into `dir`, durably.
-fn write_table_marker(dir: &Path, schema: &TableSchema) -> Result<(), Error> {
+fn write_table_marker(fs: &FsHandle, dir: &Path, schema: &TableSchema) -> Result<(), Error> {
     let bytes = seal(format!("{MARKER_HEADER}\n{}\n", schema.to_line()));
     write_durably(
+        &**fs,
         &dir.join(MARKER_TMP_FILE_NAME),
         &dir.join(TABLE_MARKER_FILE_NAME),
         &bytes,
@@ -163,7 +172,16 @@ pub fn open_table_dirs<'a>(
     schema: &TableSchema,
     bases: impl IntoIterator<Item = &'a Path>,
 ) -> Result<TableFiles, Error> {
-    open_dirs(schema, bases, Unmarked::Adopt)
+    open_table_dirs_on(&FsHandle::real(), schema, bases)
+}
+
+/// As [`open_table_dirs`], on the file system `fs`.
+pub(crate) fn open_table_dirs_on<'a>(
+    fs: &FsHandle,
+    schema: &TableSchema,
+    bases: impl IntoIterator<Item = &'a Path>,
+) -> Result<TableFiles, Error> {
+    open_dirs(fs, schema, bases, Unmarked::Adopt)
 }
 
 /// As [`open_table_dirs`], for a table being created: a directory of its
@@ -173,13 +191,15 @@ pub fn open_table_dirs<'a>(
 /// # Errors
 /// As [`open_table_dirs`].
 pub(crate) fn create_table_dirs<'a>(
+    fs: &FsHandle,
     schema: &TableSchema,
     bases: impl IntoIterator<Item = &'a Path>,
 ) -> Result<TableFiles, Error> {
-    open_dirs(schema, bases, Unmarked::Refuse)
+    open_dirs(fs, schema, bases, Unmarked::Refuse)
 }
 
 fn open_dirs<'a>(
+    fs: &FsHandle,
     schema: &TableSchema,
     bases: impl IntoIterator<Item = &'a Path>,
     unmarked: Unmarked,
@@ -194,8 +214,8 @@ fn open_dirs<'a>(
     };
     for base in bases {
         let dir = table_dir(base, table);
-        prepare_dir(schema, base, &dir, unmarked)?;
-        let listed = SstableDirectory::open(&dir).map_err(|source| Error::Sstable {
+        prepare_dir(fs, schema, base, &dir, unmarked)?;
+        let listed = SstableDirectory::open_with(&dir, fs).map_err(|source| Error::Sstable {
             table: table.to_owned(),
             dir: dir.clone(),
             source,
@@ -215,6 +235,7 @@ fn open_dirs<'a>(
 
 /// Makes `dir` the marked directory of `schema`'s incarnation.
 fn prepare_dir(
+    fs: &FsHandle,
     schema: &TableSchema,
     base: &Path,
     dir: &Path,
@@ -225,30 +246,31 @@ fn prepare_dir(
         dir: dir.to_path_buf(),
         reason,
     };
-    match fs::symlink_metadata(dir) {
-        Err(e) if e.kind() == ErrorKind::NotFound => {
-            fs::create_dir(dir).map_err(io_err("create table directory", dir))?;
-            write_table_marker(dir, schema)?;
-            return sync_dir(base);
+    match fs.kind(dir) {
+        Ok(None) => {
+            fs.create_dir(dir)
+                .map_err(io_err("create table directory", dir))?;
+            write_table_marker(fs, dir, schema)?;
+            return sync_dir(&**fs, base);
         }
         Err(e) => return Err(io_err("create table directory", dir)(e)),
-        Ok(meta) if !meta.is_dir() => return Err(foreign("it is not a directory")),
-        Ok(_) => {}
+        Ok(Some(EntryKind::File)) => return Err(foreign("it is not a directory")),
+        Ok(Some(EntryKind::Dir)) => {}
     }
-    match read_table_marker(dir)? {
+    match read_table_marker_on(fs, dir)? {
         Some(m) if m.name() != schema.name() => Err(foreign("its marker names another table")),
         Some(m) if m.generation() == schema.generation() => Ok(()),
         Some(m) if m.generation() < schema.generation() => {
             // A dropped incarnation's directory whose removal was cut
             // short: its sstables must not join the new table.
-            remove_owned_files(dir)?;
-            write_table_marker(dir, schema)
+            remove_owned_files(fs, dir)?;
+            write_table_marker(fs, dir, schema)
         }
         Some(_) => Err(foreign(
             "its marker names a later incarnation of the table than the catalog does",
         )),
         None => match unmarked {
-            Unmarked::Adopt => write_table_marker(dir, schema),
+            Unmarked::Adopt => write_table_marker(fs, dir, schema),
             Unmarked::Refuse => Err(foreign(
                 "it exists without a replica.table marker, so this database did not create it",
             )),
@@ -258,51 +280,48 @@ fn prepare_dir(
 
 /// Removes the sstable files and the temporary marker in `dir` (not the
 /// marker itself), leaving every other file alone.
-fn remove_owned_files(dir: &Path) -> Result<(), Error> {
-    for entry in fs::read_dir(dir).map_err(io_err("read directory", dir))? {
-        let entry = entry.map_err(io_err("read directory", dir))?;
-        let name = entry.file_name();
-        let Some(name) = name.to_str() else { continue };
-        let is_file = entry
-            .file_type()
-            .map_err(io_err("read directory", dir))?
-            .is_file();
+fn remove_owned_files(fs: &FsHandle, dir: &Path) -> Result<(), Error> {
+    for path in fs.read_dir(dir).map_err(io_err("read directory", dir))? {
+        let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
+            continue;
+        };
+        let is_file =
+            fs.kind(&path).map_err(io_err("read directory", dir))? == Some(EntryKind::File);
         let owned = sstable::is_sstable_file_name(name)
             || crate::database::sstables::is_compaction_file_name(name)
             || name == MARKER_TMP_FILE_NAME;
         if is_file && owned {
-            let path = entry.path();
-            match fs::remove_file(&path) {
+            match fs.remove_file(&path) {
                 Ok(()) => {}
                 Err(e) if e.kind() == ErrorKind::NotFound => {}
                 Err(e) => return Err(io_err("remove", &path)(e)),
             }
         }
     }
-    sync_dir(dir)
+    sync_dir(&**fs, dir)
 }
 
 /// Removes a table directory the database owns: its sstable files, then
 /// its marker (last, so an interrupted removal is finished at the next
 /// open), then the directory itself if nothing foreign is left in it.
-fn remove_owned_dir(dir: &Path) -> Result<(), Error> {
-    remove_owned_files(dir)?;
+fn remove_owned_dir(fs: &FsHandle, dir: &Path) -> Result<(), Error> {
+    remove_owned_files(fs, dir)?;
     let marker = dir.join(TABLE_MARKER_FILE_NAME);
-    match fs::remove_file(&marker) {
+    match fs.remove_file(&marker) {
         Ok(()) => {}
         Err(e) if e.kind() == ErrorKind::NotFound => {}
         Err(e) => return Err(io_err("remove", &marker)(e)),
     }
-    match fs::remove_dir(dir) {
+    match fs.remove_dir(dir) {
         Ok(()) => {}
         // Files that are not the database's stay, and so does their
         // directory.
-        Err(e) if e.kind() == ErrorKind::DirectoryNotEmpty => return sync_dir(dir),
+        Err(e) if e.kind() == ErrorKind::DirectoryNotEmpty => return sync_dir(&**fs, dir),
         Err(e) if e.kind() == ErrorKind::NotFound => {}
         Err(e) => return Err(io_err("remove table directory", dir)(e)),
     }
     match dir.parent() {
-        Some(base) => sync_dir(base),
+        Some(base) => sync_dir(&**fs, base),
         None => Ok(()),
     }
 }
@@ -321,19 +340,28 @@ pub fn remove_table_dirs<'a>(
     schema: &TableSchema,
     bases: impl IntoIterator<Item = &'a Path>,
 ) -> Result<(), Error> {
+    remove_table_dirs_on(&FsHandle::real(), schema, bases)
+}
+
+/// As [`remove_table_dirs`], on the file system `fs`.
+pub(crate) fn remove_table_dirs_on<'a>(
+    fs: &FsHandle,
+    schema: &TableSchema,
+    bases: impl IntoIterator<Item = &'a Path>,
+) -> Result<(), Error> {
     validate_table_name(schema.name())?;
     for base in bases {
         let dir = table_dir(base, schema.name());
-        if !dir.is_dir() {
+        if !matches!(fs.kind(&dir), Ok(Some(EntryKind::Dir))) {
             continue;
         }
         // A damaged marker is not proof of ownership: left alone.
-        let owned = read_table_marker(&dir)
+        let owned = read_table_marker_on(fs, &dir)
             .ok()
             .flatten()
             .is_some_and(|m| m.name() == schema.name() && m.generation() == schema.generation());
         if owned {
-            remove_owned_dir(&dir)?;
+            remove_owned_dir(fs, &dir)?;
         }
     }
     Ok(())
@@ -345,21 +373,22 @@ type MarkerRead = Result<Option<TableSchema>, Error>;
 /// The subdirectories of `bases` named like a table, with their markers
 /// (`None` for an unmarked one; damaged markers are errors).
 fn table_named_dirs<'a>(
+    fs: &FsHandle,
     bases: impl IntoIterator<Item = &'a Path>,
 ) -> Result<Vec<(PathBuf, MarkerRead)>, Error> {
     let mut found = Vec::new();
     for base in bases {
-        for entry in fs::read_dir(base).map_err(io_err("read directory", base))? {
-            let entry = entry.map_err(io_err("read directory", base))?;
-            let is_dir = entry
-                .file_type()
-                .map_err(io_err("read directory", base))?
-                .is_dir();
-            let name = entry.file_name();
-            let Some(name) = name.to_str() else { continue };
-            if is_dir && validate_table_name(name).is_ok() {
-                let path = entry.path();
-                let marker = read_table_marker(&path);
+        for path in fs.read_dir(base).map_err(io_err("read directory", base))? {
+            let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
+                continue;
+            };
+            if validate_table_name(name).is_err() {
+                continue;
+            }
+            let is_dir =
+                fs.kind(&path).map_err(io_err("read directory", base))? == Some(EntryKind::Dir);
+            if is_dir {
+                let marker = read_table_marker_on(fs, &path);
                 found.push((path, marker));
             }
         }
@@ -380,7 +409,16 @@ pub fn orphan_table_dirs<'a>(
     bases: impl IntoIterator<Item = &'a Path>,
     is_known: impl Fn(&str) -> bool,
 ) -> Result<Vec<PathBuf>, Error> {
-    Ok(table_named_dirs(bases)?
+    orphan_table_dirs_on(&FsHandle::real(), bases, is_known)
+}
+
+/// As [`orphan_table_dirs`], on the file system `fs`.
+pub(crate) fn orphan_table_dirs_on<'a>(
+    fs: &FsHandle,
+    bases: impl IntoIterator<Item = &'a Path>,
+    is_known: impl Fn(&str) -> bool,
+) -> Result<Vec<PathBuf>, Error> {
+    Ok(table_named_dirs(fs, bases)?
         .into_iter()
         .filter_map(|(path, marker)| {
             let schema = marker.ok().flatten()?;
@@ -396,8 +434,8 @@ pub fn orphan_table_dirs<'a>(
 ///
 /// # Errors
 /// [`Error::Io`] if a file or directory cannot be removed.
-pub(crate) fn remove_orphan_table_dir(dir: &Path) -> Result<(), Error> {
-    remove_owned_dir(dir)
+pub(crate) fn remove_orphan_table_dir(fs: &FsHandle, dir: &Path) -> Result<(), Error> {
+    remove_owned_dir(fs, dir)
 }
 
 /// The first table data found in `bases` or in the commit-log directory
@@ -408,17 +446,18 @@ pub(crate) fn remove_orphan_table_dir(dir: &Path) -> Result<(), Error> {
 /// # Errors
 /// [`Error::Io`] if a directory cannot be listed.
 pub(crate) fn find_table_data<'a>(
+    fs: &FsHandle,
     bases: impl IntoIterator<Item = &'a Path>,
     commitlog_dir: &Path,
 ) -> Result<Option<PathBuf>, Error> {
-    for (dir, marker) in table_named_dirs(bases)? {
-        if !matches!(marker, Ok(None)) || has_sstable_file(&dir)? {
+    for (dir, marker) in table_named_dirs(fs, bases)? {
+        if !matches!(marker, Ok(None)) || has_sstable_file(fs, &dir)? {
             return Ok(Some(dir));
         }
     }
-    match fs::read_dir(commitlog_dir) {
-        Ok(mut entries) => {
-            if entries.next().is_some() {
+    match fs.read_dir(commitlog_dir) {
+        Ok(entries) => {
+            if !entries.is_empty() {
                 return Ok(Some(commitlog_dir.to_path_buf()));
             }
             Ok(None)
@@ -428,12 +467,11 @@ pub(crate) fn find_table_data<'a>(
     }
 }
 
-fn has_sstable_file(dir: &Path) -> Result<bool, Error> {
-    for entry in fs::read_dir(dir).map_err(io_err("read directory", dir))? {
-        let entry = entry.map_err(io_err("read directory", dir))?;
+fn has_sstable_file(fs: &FsHandle, dir: &Path) -> Result<bool, Error> {
+    for entry in fs.read_dir(dir).map_err(io_err("read directory", dir))? {
         if entry
             .file_name()
-            .to_str()
+            .and_then(|n| n.to_str())
             .is_some_and(sstable::is_sstable_file_name)
         {
             return Ok(true);
@@ -453,11 +491,12 @@ fn has_sstable_file(dir: &Path) -> Result<bool, Error> {
 /// [`Error::Corrupt`] for a damaged marker (the operator decides);
 /// [`Error::Io`] if a directory cannot be listed.
 pub(crate) fn tables_in_dirs<'a>(
+    fs: &FsHandle,
     bases: impl IntoIterator<Item = &'a Path>,
 ) -> Result<Vec<TableSchema>, Error> {
     let mut marked: std::collections::BTreeMap<String, TableSchema> = Default::default();
     let mut unmarked = Vec::new();
-    for (dir, marker) in table_named_dirs(bases)? {
+    for (dir, marker) in table_named_dirs(fs, bases)? {
         let named = dir
             .file_name()
             .and_then(|n| n.to_str())
@@ -474,7 +513,7 @@ pub(crate) fn tables_in_dirs<'a>(
             }
             Some(_) => {}
             None => {
-                if has_sstable_file(&dir)? {
+                if has_sstable_file(fs, &dir)? {
                     unmarked.push(named);
                 }
             }
@@ -493,6 +532,8 @@ pub(crate) fn tables_in_dirs<'a>(
 mod tests {
     use mutation::{Cell, DecoratedKey, Mutation, Timestamp};
     use sstable::{CommitStep, Writer, WriterOptions};
+
+    use std::fs;
 
     use super::*;
 
@@ -606,14 +647,14 @@ mod tests {
         remove_table_dirs(&schema("gone", 2), bases).unwrap();
         remove_table_dirs(&schema("gone", 2), bases).unwrap(); // already gone: fine
         assert!(!data.path().join("gone").exists());
-        remove_orphan_table_dir(&data.path().join("mixed")).unwrap();
+        remove_orphan_table_dir(&FsHandle::real(), &data.path().join("mixed")).unwrap();
         assert_eq!(names(&data.path().join("mixed")), ["notes.txt"]);
         assert!(orphan_table_dirs(bases, is_known).unwrap().is_empty());
         assert!(data.path().join("keep").is_dir());
         assert_eq!(names(&data.path().join("photos")), ["sst-1-Data.db"]);
         // Only the table data counts: photos/ has an sstable-like file.
         let log = data.path().join("log");
-        let found = find_table_data(bases, &log).unwrap();
+        let found = find_table_data(&FsHandle::real(), bases, &log).unwrap();
         assert_eq!(found, Some(data.path().join("keep")));
     }
 
@@ -623,7 +664,7 @@ mod tests {
         let bases = [data.path()];
         let dir = data.path().join("old");
         fs::create_dir(&dir).unwrap();
-        let e = create_table_dirs(&schema("old", 1), bases).unwrap_err();
+        let e = create_table_dirs(&FsHandle::real(), &schema("old", 1), bases).unwrap_err();
         assert!(
             matches!(e, Error::ForeignTableDirectory { .. })
                 && e.to_string().contains("without a replica.table marker"),

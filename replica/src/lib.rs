@@ -147,6 +147,36 @@
 //! table's rows never return, not even into a table created again under
 //! its name, and not even if the log's drop record were lost.
 //!
+//! # Faults of the disk
+//!
+//! Every file operation goes through [`DatabaseConfig::fs`] (the real file
+//! system by default): tests put a disk under the whole database that
+//! fails chosen calls (`fs::FaultFs`) or loses what was not synced at a
+//! simulated machine crash (`fs::PowerLossFs`). The outcomes:
+//!
+//! * a commit-log write or sync error stops the log: that write and every
+//!   later one fail naming the cause, no fsync is retried on the same
+//!   file, and every write acknowledged before is replayed at the next
+//!   open (writes resume only after a restart);
+//! * a flush I/O error fails the flush naming the file and removes its
+//!   files (a committed sstable that then cannot be opened too: left
+//!   behind, it came back at the next open, after compaction had purged
+//!   the tombstones shadowing its rows); the memtable stays, and the
+//!   dirty-memory manager retries with a doubling back-off;
+//! * a compaction I/O error abandons the job: outputs not checkpointed are
+//!   removed, inputs stay, and a failed check runs again after a back-off;
+//! * a read error on an sstable fails the read, naming the file and (in
+//!   its cause) the offset;
+//! * a refused open changes nothing on disk, the lock files included;
+//! * after a machine crash every write acknowledged in batch mode is
+//!   replayed, no committed sstable is missing or torn, and no dropped
+//!   table's rows return;
+//! * a full disk is, for now, the I/O error of the call that hit it.
+//!
+//! The sweeps in `tests/fault_sweep.rs` (each file call failed in turn)
+//! and `tests/power_loss_sweep.rs` (a crash at each sync point) show it;
+//! the crate's README has the table and the case counts.
+//!
 //! # Ownership: what open removes
 //!
 //! [`Database::open`] removes only what the database created and can

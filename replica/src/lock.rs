@@ -4,8 +4,9 @@
 //! other's files.
 //!
 //! The lock is an advisory exclusive `flock` (`LockFileEx` on Windows) on
-//! `<dir>/replica.lock`, taken through the `fs4` crate: std's
-//! `File::try_lock` needs Rust 1.89, above the workspace's rust-version.
+//! `<dir>/replica.lock`, taken through the file layer ([`fs::File::try_lock`],
+//! the `fs4` crate on real files: std's `File::try_lock` needs Rust 1.89,
+//! above the workspace's rust-version).
 //! `flock` locks belong to the open file, not the process, so a second
 //! open in the same process conflicts too; the kernel drops the lock when
 //! the holder exits, so a crash never leaves a directory locked. The file
@@ -13,11 +14,9 @@
 //! takes its locks tentatively: if it is refused, each lock file gets its
 //! previous contents back, so a refused open leaves no trace.
 
-use std::fs::{File, OpenOptions};
-use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
-use fs4::{FileExt, TryLockError};
+use fs::{File, FsHandle, OpenOptions};
 
 use crate::error::{Error, io_err};
 
@@ -30,7 +29,7 @@ pub struct DirectoryLock {
     dir: PathBuf,
     path: PathBuf,
     // Held open for the lock's life: closing it releases the lock.
-    file: File,
+    file: Box<dyn File>,
     /// Until [`confirm`](Self::confirm)ed: what the lock file held before
     /// (`None`: no file), put back on drop ([`acquire_all_tentatively`](Self::acquire_all_tentatively)).
     before: Option<Option<Vec<u8>>>,
@@ -45,44 +44,55 @@ impl DirectoryLock {
     /// the lock file cannot be created or written (for example a directory
     /// that is missing or not writable).
     pub fn acquire(dir: &Path) -> Result<Self, Error> {
-        let mut lock = Self::take(dir)?;
+        Self::acquire_with(dir, &FsHandle::real())
+    }
+
+    /// As [`acquire`](Self::acquire), on the file system `fs`.
+    ///
+    /// # Errors
+    /// As [`acquire`](Self::acquire).
+    pub fn acquire_with(dir: &Path, fs: &FsHandle) -> Result<Self, Error> {
+        let mut lock = Self::take(fs, dir)?;
         lock.confirm();
         Ok(lock)
     }
 
     /// Locks `dir` and writes this process's id into the lock file,
     /// remembering what the file held before (unconfirmed).
-    fn take(dir: &Path) -> Result<Self, Error> {
+    fn take(fs: &FsHandle, dir: &Path) -> Result<Self, Error> {
         let path = dir.join(LOCK_FILE_NAME);
-        let existed = path.exists();
-        let mut file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(&path)
+        let existed = fs
+            .kind(&path)
+            .map_err(io_err("create lock file", &path))?
+            .is_some();
+        let file = fs
+            .open(
+                &path,
+                &OpenOptions {
+                    create: true,
+                    ..OpenOptions::write()
+                },
+            )
             .map_err(io_err("create lock file", &path))?;
-        // Called through the trait: std's inherent `try_lock` is newer
-        // than the workspace's rust-version.
-        match FileExt::try_lock(&file) {
-            Ok(()) => {}
-            Err(TryLockError::WouldBlock) => {
-                let mut holder = String::new();
-                // Best effort: the holder may be rewriting it right now.
-                let _ = file.read_to_string(&mut holder);
-                let holder = holder.trim();
-                return Err(Error::DirectoryLocked {
-                    dir: dir.to_path_buf(),
-                    lock_file: path.clone(),
-                    holder: (!holder.is_empty()).then(|| holder.to_owned()),
-                });
-            }
-            Err(TryLockError::Error(e)) => return Err(io_err("lock", &path)(e)),
+        let contents = |file: &dyn File| -> std::io::Result<Vec<u8>> {
+            let mut buf = vec![0; usize::try_from(file.len()?).unwrap_or(0)];
+            file.read_exact_at(&mut buf, 0)?;
+            Ok(buf)
+        };
+        if !file.try_lock().map_err(io_err("lock", &path))? {
+            // Best effort: the holder may be rewriting it right now.
+            let holder = contents(&*file).unwrap_or_default();
+            let holder = String::from_utf8_lossy(&holder);
+            let holder = holder.trim();
+            return Err(Error::DirectoryLocked {
+                dir: dir.to_path_buf(),
+                lock_file: path.clone(),
+                holder: (!holder.is_empty()).then(|| holder.to_owned()),
+            });
         }
         let mut previous = Vec::new();
         if existed {
-            file.read_to_end(&mut previous)
-                .map_err(io_err("read lock file", &path))?;
+            previous = contents(&*file).map_err(io_err("read lock file", &path))?;
         }
         let lock = DirectoryLock {
             dir: dir.to_path_buf(),
@@ -105,9 +115,12 @@ impl DirectoryLock {
     /// # Errors
     /// As [`acquire_all`](Self::acquire_all).
     pub(crate) fn acquire_all_tentatively<'a>(
+        fs: &FsHandle,
         dirs: impl IntoIterator<Item = &'a Path>,
     ) -> Result<Vec<DirectoryLock>, Error> {
-        dirs.into_iter().map(DirectoryLock::take).collect()
+        dirs.into_iter()
+            .map(|d| DirectoryLock::take(fs, d))
+            .collect()
     }
 
     /// Keeps the lock file as this lock wrote it (the holder's pid) when
@@ -118,10 +131,9 @@ impl DirectoryLock {
 
     /// Replaces the lock file's contents with `bytes`, synced.
     fn write(&self, bytes: &[u8]) -> Result<(), Error> {
-        let mut file = &self.file;
+        let file = &self.file;
         file.set_len(0)
-            .and_then(|()| file.seek(SeekFrom::Start(0)))
-            .and_then(|_| file.write_all(bytes))
+            .and_then(|()| file.write_all_at(bytes, 0))
             .and_then(|()| file.sync_data())
             .map_err(io_err("write lock file", &self.path))
     }
@@ -186,12 +198,13 @@ mod tests {
     fn an_unconfirmed_lock_puts_the_lock_file_back_and_a_confirmed_one_keeps_the_pid() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join(LOCK_FILE_NAME);
-        drop(DirectoryLock::acquire_all_tentatively([dir.path()]).unwrap());
+        drop(DirectoryLock::acquire_all_tentatively(&FsHandle::real(), [dir.path()]).unwrap());
         assert_eq!(std::fs::read(&path).unwrap(), b"", "created, left empty");
         std::fs::write(&path, b"4242\n").unwrap();
-        drop(DirectoryLock::acquire_all_tentatively([dir.path()]).unwrap());
+        drop(DirectoryLock::acquire_all_tentatively(&FsHandle::real(), [dir.path()]).unwrap());
         assert_eq!(std::fs::read(&path).unwrap(), b"4242\n", "put back");
-        let mut locks = DirectoryLock::acquire_all_tentatively([dir.path()]).unwrap();
+        let mut locks =
+            DirectoryLock::acquire_all_tentatively(&FsHandle::real(), [dir.path()]).unwrap();
         locks.iter_mut().for_each(DirectoryLock::confirm);
         drop(locks);
         let pid = format!("{}\n", std::process::id());

@@ -183,6 +183,13 @@ pub(crate) fn read_block(
     })
 }
 
+/// A failed read of `len` bytes at `offset` of the file of `origin`: the
+/// error names the file (the `path` of [`Error::Io`]) and the offset.
+fn read_error(origin: Origin<'_>, offset: u64, len: usize, e: std::io::Error) -> Error {
+    let e = std::io::Error::new(e.kind(), format!("{len} bytes at offset {offset}: {e}"));
+    io_err("read", origin.file)(e)
+}
+
 /// [`read_block`] for a sequential scan: the bytes come from `ahead`,
 /// which reads [`READ_AHEAD`] bytes of `src` at a time.
 pub(crate) fn read_block_ahead(
@@ -214,7 +221,7 @@ fn read_block_with(
             )
         })?;
     let mut header = [0u8; HEADER_LEN];
-    read(&mut header, offset).map_err(io_err("read", origin.file))?;
+    read(&mut header, offset).map_err(|e| read_error(origin, offset, HEADER_LEN, e))?;
     let flags = header[0];
     let stored = u32::from_le_bytes([header[1], header[2], header[3], header[4]]);
     let raw_len = u32::from_le_bytes([header[5], header[6], header[7], header[8]]);
@@ -234,7 +241,7 @@ fn read_block_with(
         ));
     }
     let mut body = vec![0u8; stored as usize + TRAILER_LEN];
-    read(&mut body, header_end).map_err(io_err("read", origin.file))?;
+    read(&mut body, header_end).map_err(|e| read_error(origin, header_end, body.len(), e))?;
     let (payload, crc_bytes) = body.split_at(stored as usize);
     let expected = u32::from_le_bytes([crc_bytes[0], crc_bytes[1], crc_bytes[2], crc_bytes[3]]);
     let actual = crate::crc::mask(crc32c::crc32c_append(crc32c::crc32c(&header), payload));
@@ -295,7 +302,7 @@ fn read_block_with(
 /// A component file being written: buffered, tracking its length.
 #[derive(Debug)]
 pub(crate) struct ComponentFile {
-    out: std::io::BufWriter<std::fs::File>,
+    out: std::io::BufWriter<Appender>,
     path: std::path::PathBuf,
     len: u64,
     /// Incremental write-back of what reached the file.
@@ -309,18 +316,17 @@ impl ComponentFile {
     /// bytes, starting write-back every `bytes_per_sync` bytes (0: never),
     /// charging what it writes to `device`.
     pub(crate) fn create(
+        fs: &dyn fs::FileSystem,
         path: &Path,
         buffer: usize,
         bytes_per_sync: u64,
         device: Option<Arc<device::Device>>,
     ) -> Result<Self, Error> {
-        let file = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(path)
+        let file = fs
+            .open(path, &fs::OpenOptions::create_new())
             .map_err(io_err("create", path))?;
         Ok(ComponentFile {
-            out: std::io::BufWriter::with_capacity(buffer, file),
+            out: std::io::BufWriter::with_capacity(buffer, Appender { file, at: 0 }),
             path: path.to_path_buf(),
             len: 0,
             writeback: writeback::WriteBack::new(bytes_per_sync),
@@ -338,8 +344,9 @@ impl ComponentFile {
         self.len += bytes.len() as u64;
         // What left the buffer is in the file.
         let in_file = self.len - self.out.buffer().len() as u64;
+        let file = &self.out.get_ref().file;
         self.writeback
-            .after_write(self.out.get_ref(), in_file)
+            .after_write_with(in_file, |at, len| file.start_writeback(at, len))
             .map_err(io_err("sync_file_range", &self.path))
     }
 
@@ -356,7 +363,28 @@ impl ComponentFile {
             path: path.clone(),
             source: e.into_error(),
         })?;
-        file.sync_data().map_err(io_err("fdatasync", &path))
+        file.file.sync_data().map_err(io_err("fdatasync", &path))
+    }
+}
+
+/// A file written front to back, as [`std::io::Write`] (under the
+/// component's buffer).
+#[derive(Debug)]
+struct Appender {
+    file: Box<dyn fs::File>,
+    /// Bytes written so far: where the next write goes.
+    at: u64,
+}
+
+impl Write for Appender {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let n = self.file.write_at(buf, self.at)?;
+        self.at += n as u64;
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
     }
 }
 
@@ -573,7 +601,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("Data.db");
         std::fs::write(&path, &out).unwrap();
-        let src = crate::storage::FileSource::open(&path, None).unwrap();
+        let src = crate::storage::FileSource::open(&fs::FsHandle::real(), &path, None).unwrap();
         let mut ahead = ReadAhead::default();
         let mut at = PREAMBLE_LEN;
         for raw in &raws {
@@ -590,7 +618,7 @@ mod tests {
         }
         // A cut file: the block running past the end is refused.
         std::fs::write(&path, &out[..out.len() - 10]).unwrap();
-        let src = crate::storage::FileSource::open(&path, None).unwrap();
+        let src = crate::storage::FileSource::open(&fs::FsHandle::real(), &path, None).unwrap();
         let err = scan_to_error(&src, origin);
         assert!(err.contains("runs past the end"), "{err}");
     }

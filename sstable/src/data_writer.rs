@@ -5,9 +5,9 @@
 //! from the block checksums ([`crate::crc::combine`]), so every byte is
 //! hashed once.
 
-use std::fs::{File, OpenOptions};
-use std::io::Write;
 use std::path::{Path, PathBuf};
+
+use fs::{File, OpenOptions};
 
 use crate::block::{HEADER_LEN, TRAILER_LEN};
 use crate::error::{Error, io_err};
@@ -19,7 +19,7 @@ use writeback::direct::DirectWriter;
 /// Streaming writer of checksummed Data blocks.
 #[derive(Debug)]
 pub(crate) struct DataWriter {
-    file: File,
+    file: Box<dyn File>,
     path: PathBuf,
     /// Staged bytes: finished blocks, then the open block's reserved header
     /// and its raw payload so far.
@@ -66,18 +66,22 @@ impl DataWriter {
             ..
         } = *options;
         let device = options.device.clone();
-        let mut file = OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(path)
+        let fs = &options.fs;
+        let mut file = fs
+            .open(path, &OpenOptions::create_new())
             .map_err(io_err("create", path))?;
         let mut direct = None;
-        if direct_io
-            && let Some(f) =
-                writeback::direct::reopen_direct(path).map_err(io_err("open O_DIRECT", path))?
-        {
-            file = f;
-            direct = Some(DirectWriter::new());
+        if direct_io {
+            // Opened again with O_DIRECT once created, so that a file
+            // system refusing direct I/O never leaves a half-made file.
+            match fs.open(path, &OpenOptions::write().with_direct(true)) {
+                Ok(f) => {
+                    file = f;
+                    direct = Some(DirectWriter::new());
+                }
+                Err(e) if fs::direct_refused(&e) => {}
+                Err(e) => return Err(io_err("open O_DIRECT", path)(e)),
+            }
         }
         let mut out = Vec::with_capacity(io_buffer + 2 * block_size + HEADER_LEN + TRAILER_LEN);
         out.extend_from_slice(preamble);
@@ -171,8 +175,8 @@ impl DataWriter {
     fn write_out(&mut self) -> Result<(), Error> {
         device::charge_write(self.device.as_deref(), self.out.len() as u64);
         match &mut self.direct {
-            Some(w) => w.write_at(&self.file, self.flushed, &self.out),
-            None => self.file.write_all(&self.out),
+            Some(w) => w.write_at(&*self.file, self.flushed, &self.out),
+            None => self.file.write_all_at(&self.out, self.flushed),
         }
         .map_err(io_err("write", &self.path))?;
         self.flushed += self.out.len() as u64;
@@ -181,8 +185,9 @@ impl DataWriter {
             // Nothing waits in the page cache.
             return Ok(());
         }
+        let file = &self.file;
         self.writeback
-            .after_write(&self.file, self.flushed)
+            .after_write_with(self.flushed, |at, len| file.start_writeback(at, len))
             .map_err(io_err("sync_file_range", &self.path))
     }
 

@@ -10,9 +10,10 @@
 //! exactly when its `TOC.txt` does.
 
 use std::collections::BTreeMap;
-use std::fs::{self, File, OpenOptions};
 use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
+
+use fs::{FileSystem, FsHandle, OpenOptions};
 
 use crate::error::{Component, Error, io_err};
 
@@ -95,12 +96,12 @@ pub fn parse_component_path(path: &Path) -> Result<(u64, Component), Error> {
 }
 
 /// Every sstable file in `dir`, grouped by generation.
-fn scan(dir: &Path) -> Result<BTreeMap<u64, Vec<(String, FileKind)>>, Error> {
+fn scan(fs: &dyn FileSystem, dir: &Path) -> Result<BTreeMap<u64, Vec<(String, FileKind)>>, Error> {
     let mut by_generation: BTreeMap<u64, Vec<(String, FileKind)>> = BTreeMap::new();
-    for entry in fs::read_dir(dir).map_err(io_err("read directory", dir))? {
-        let entry = entry.map_err(io_err("read directory", dir))?;
-        let name = entry.file_name();
-        let Some(name) = name.to_str() else { continue };
+    for entry in fs.read_dir(dir).map_err(io_err("read directory", dir))? {
+        let Some(name) = entry.file_name().and_then(|n| n.to_str()) else {
+            continue;
+        };
         if let Some((generation, kind)) = parse_name(name) {
             by_generation
                 .entry(generation)
@@ -112,10 +113,8 @@ fn scan(dir: &Path) -> Result<BTreeMap<u64, Vec<(String, FileKind)>>, Error> {
 }
 
 /// fsyncs a directory so renames and creations in it are durable.
-pub(crate) fn sync_dir(dir: &Path) -> Result<(), Error> {
-    File::open(dir)
-        .and_then(|d| d.sync_all())
-        .map_err(io_err("fsync directory", dir))
+pub(crate) fn sync_dir(fs: &dyn FileSystem, dir: &Path) -> Result<(), Error> {
+    fs.sync_dir(dir).map_err(io_err("fsync directory", dir))
 }
 
 /// Reserves a fresh generation in `dir` by exclusively creating its
@@ -127,8 +126,12 @@ pub(crate) fn sync_dir(dir: &Path) -> Result<(), Error> {
 /// on. A writer that committed `N` renamed its marker to the TOC, so after
 /// winning the marker we also check that no TOC of `N` exists: at every
 /// moment after a writer reserves `N`, either its marker or its TOC exists.
-pub(crate) fn reserve_generation(dir: &Path, floor: u64) -> Result<(u64, PathBuf), Error> {
-    let mut candidate = scan(dir)?
+pub(crate) fn reserve_generation(
+    fs: &dyn FileSystem,
+    dir: &Path,
+    floor: u64,
+) -> Result<(u64, PathBuf), Error> {
+    let mut candidate = scan(fs, dir)?
         .keys()
         .next_back()
         .map_or(1, |g| g.saturating_add(1))
@@ -142,14 +145,11 @@ pub(crate) fn reserve_generation(dir: &Path, floor: u64) -> Result<(u64, PathBuf
             });
         }
         let marker = temporary_toc_path(dir, candidate);
-        match OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&marker)
-        {
+        match fs.open(&marker, &OpenOptions::create_new()) {
             Ok(_) => {
-                if component_path(dir, candidate, Component::Toc).exists() {
-                    fs::remove_file(&marker).map_err(io_err("remove", &marker))?;
+                let toc = component_path(dir, candidate, Component::Toc);
+                if fs.kind(&toc).map_err(io_err("stat", &toc))?.is_some() {
+                    fs.remove_file(&marker).map_err(io_err("remove", &marker))?;
                 } else {
                     return Ok((candidate, marker));
                 }
@@ -163,7 +163,11 @@ pub(crate) fn reserve_generation(dir: &Path, floor: u64) -> Result<(u64, PathBuf
 
 /// Removes every file of generation `generation` except its TOC, then the TOC
 /// marker last; used by abort and by leftover cleanup.
-pub(crate) fn remove_unfinished_generation(dir: &Path, generation: u64) -> Result<(), Error> {
+pub(crate) fn remove_unfinished_generation(
+    fs: &dyn FileSystem,
+    dir: &Path,
+    generation: u64,
+) -> Result<(), Error> {
     for component in Component::ALL {
         for path in [
             temp_path(dir, generation, component),
@@ -172,7 +176,7 @@ pub(crate) fn remove_unfinished_generation(dir: &Path, generation: u64) -> Resul
             if component == Component::Toc && path == component_path(dir, generation, component) {
                 continue;
             }
-            match fs::remove_file(&path) {
+            match fs.remove_file(&path) {
                 Ok(()) => {}
                 Err(e) if e.kind() == ErrorKind::NotFound => {}
                 Err(e) => return Err(io_err("remove", &path)(e)),
@@ -180,11 +184,34 @@ pub(crate) fn remove_unfinished_generation(dir: &Path, generation: u64) -> Resul
         }
     }
     let marker = temporary_toc_path(dir, generation);
-    match fs::remove_file(&marker) {
+    match fs.remove_file(&marker) {
         Ok(()) => Ok(()),
         Err(e) if e.kind() == ErrorKind::NotFound => Ok(()),
         Err(e) => Err(io_err("remove", &marker)(e)),
     }
+}
+
+/// Removes the committed sstable `generation` of `dir` on `fs`: its TOC
+/// first (then the directory is synced, so the sstable is no longer
+/// committed even after a machine crash), then every other file of the
+/// generation, then the directory is synced again. For a writer's owner
+/// that cannot use an sstable it just committed (it failed to open it) and
+/// must not leave it to be found at the next start. Missing files are
+/// fine.
+///
+/// # Errors
+/// [`Error::Io`] naming the file or directory that could not be removed
+/// or synced.
+pub fn remove_committed(fs: &FsHandle, dir: &Path, generation: u64) -> Result<(), Error> {
+    let fs: &dyn FileSystem = &**fs;
+    let toc = component_path(dir, generation, Component::Toc);
+    match fs.remove_file(&toc) {
+        Ok(()) => sync_dir(fs, dir)?,
+        Err(e) if e.kind() == ErrorKind::NotFound => {}
+        Err(e) => return Err(io_err("remove", &toc)(e)),
+    }
+    remove_unfinished_generation(fs, dir, generation)?;
+    sync_dir(fs, dir)
 }
 
 /// An sstable directory: the committed sstables in it, after removing the
@@ -205,11 +232,17 @@ impl SstableDirectory {
     /// Call this when no writer is active in the directory (at startup):
     /// an in-progress write looks exactly like a crashed one.
     pub fn open(path: impl AsRef<Path>) -> Result<Self, Error> {
+        Self::open_with(path, &FsHandle::real())
+    }
+
+    /// As [`open`](Self::open), on the file system `fs`.
+    pub fn open_with(path: impl AsRef<Path>, fs: &FsHandle) -> Result<Self, Error> {
+        let fs: &dyn FileSystem = &**fs;
         let path = path.as_ref().to_path_buf();
         let mut generations = Vec::new();
         let mut removed = Vec::new();
         let mut changed = false;
-        for (generation, files) in scan(&path)? {
+        for (generation, files) in scan(fs, &path)? {
             let committed = files
                 .iter()
                 .any(|(_, k)| *k == FileKind::Committed(Component::Toc));
@@ -217,19 +250,19 @@ impl SstableDirectory {
                 for (name, kind) in &files {
                     if matches!(kind, FileKind::Temporary | FileKind::TemporaryToc) {
                         let p = path.join(name);
-                        fs::remove_file(&p).map_err(io_err("remove", &p))?;
+                        fs.remove_file(&p).map_err(io_err("remove", &p))?;
                         changed = true;
                     }
                 }
                 generations.push(generation);
             } else {
-                remove_unfinished_generation(&path, generation)?;
+                remove_unfinished_generation(fs, &path, generation)?;
                 removed.push(generation);
                 changed = true;
             }
         }
         if changed {
-            sync_dir(&path)?;
+            sync_dir(fs, &path)?;
         }
         Ok(SstableDirectory {
             path,
@@ -256,7 +289,13 @@ impl SstableDirectory {
 
 #[cfg(test)]
 mod tests {
+    use std::fs::File;
+
     use super::*;
+
+    fn reserve(dir: &Path, floor: u64) -> u64 {
+        reserve_generation(&fs::RealFs, dir, floor).unwrap().0
+    }
 
     #[test]
     fn names_parse() {
@@ -287,15 +326,15 @@ mod tests {
     #[test]
     fn reservations_never_collide_with_markers_or_tocs() {
         let dir = tempfile::tempdir().unwrap();
-        let (a, _) = reserve_generation(dir.path(), 1).unwrap();
-        let (b, _) = reserve_generation(dir.path(), 1).unwrap();
+        let a = reserve(dir.path(), 1);
+        let b = reserve(dir.path(), 1);
         assert_eq!((a, b), (1, 2));
         // A committed TOC at 3 without any marker: next is 4.
         File::create(component_path(dir.path(), 3, Component::Toc)).unwrap();
-        assert_eq!(reserve_generation(dir.path(), 1).unwrap().0, 4);
+        assert_eq!(reserve(dir.path(), 1), 4);
         // A floor above what is present wins; below it, the directory does.
-        assert_eq!(reserve_generation(dir.path(), 10).unwrap().0, 10);
-        assert_eq!(reserve_generation(dir.path(), 2).unwrap().0, 11);
+        assert_eq!(reserve(dir.path(), 10), 10);
+        assert_eq!(reserve(dir.path(), 2), 11);
     }
 
     #[test]
@@ -313,7 +352,7 @@ mod tests {
         let s = SstableDirectory::open(d).unwrap();
         assert_eq!(s.generations(), &[1]);
         assert_eq!(s.removed_leftovers(), &[2]);
-        let mut names: Vec<String> = fs::read_dir(d)
+        let mut names: Vec<String> = std::fs::read_dir(d)
             .unwrap()
             .map(|e| e.unwrap().file_name().into_string().unwrap())
             .collect();

@@ -19,10 +19,10 @@
 //! per full scan in progress (its direct-I/O descriptor, see `storage.rs`).
 
 use std::collections::{BTreeMap, HashMap};
-use std::fs::File;
 use std::io;
-use std::os::unix::fs::MetadataExt;
 use std::path::Path;
+
+use fs::{File, FsHandle, OpenOptions};
 
 use crate::error::Error;
 use crate::sync::{Arc, AtomicU64, LazyLock, Mutex, MutexGuard, Ordering, PoisonError};
@@ -43,14 +43,14 @@ struct State {
     capacity: usize,
     /// Open files by the id of the [`FileSource`] they belong to, with the
     /// tick of their last use.
-    files: HashMap<u64, (Arc<File>, u64)>,
+    files: HashMap<u64, (Arc<dyn File>, u64)>,
     /// Recency order: last-use tick to id, oldest first.
     order: BTreeMap<u64, u64>,
     tick: u64,
 }
 
 impl State {
-    fn touch(&mut self, id: u64) -> Option<Arc<File>> {
+    fn touch(&mut self, id: u64) -> Option<Arc<dyn File>> {
         let tick = self.tick;
         let (file, last) = self.files.get_mut(&id)?;
         self.order.remove(last);
@@ -137,15 +137,16 @@ pub fn open_files() -> usize {
 /// Opens `path` for reading; when the process (or system) is out of
 /// descriptors, closes the older half of the cached files and tries once
 /// more.
-fn open_file(path: &Path) -> io::Result<File> {
-    match File::open(path) {
+fn open_file(fs: &FsHandle, path: &Path) -> io::Result<Arc<dyn File>> {
+    let open = || fs.open(path, &OpenOptions::read()).map(Arc::from);
+    match open() {
         Err(e) if matches!(e.raw_os_error(), Some(EMFILE | ENFILE)) => {
             {
                 let mut state = cache();
                 let keep = state.files.len() / 2;
                 state.shrink_to(keep);
             }
-            File::open(path)
+            open()
         }
         other => other,
     }
@@ -157,25 +158,26 @@ fn open_file(path: &Path) -> io::Result<File> {
 #[derive(Debug)]
 pub(crate) struct CachedFile {
     id: u64,
+    /// The file system the file is on, to open it again.
+    fs: FsHandle,
     path: std::path::PathBuf,
     len: u64,
-    dev: u64,
-    ino: u64,
+    /// Its device and inode, where the file system has them.
+    identity: Option<(u64, u64)>,
 }
 
 impl CachedFile {
-    /// Opens `path`, records its length and identity, and puts it in the
-    /// cache. Errors are those of `open` and `fstat`, unchanged (the caller
-    /// names the path).
-    pub(crate) fn open(path: &Path) -> io::Result<CachedFile> {
-        let file = open_file(path)?;
-        let meta = file.metadata()?;
+    /// Opens `path` on `fs`, records its length and identity, and puts it
+    /// in the cache. Errors are those of `open` and `fstat`, unchanged (the
+    /// caller names the path).
+    pub(crate) fn open(fs: &FsHandle, path: &Path) -> io::Result<CachedFile> {
+        let file = open_file(fs, path)?;
         let cached = CachedFile {
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
+            fs: fs.clone(),
             path: path.to_path_buf(),
-            len: meta.len(),
-            dev: meta.dev(),
-            ino: meta.ino(),
+            len: file.len()?,
+            identity: file.identity()?,
         };
         cached.insert(file);
         Ok(cached)
@@ -188,14 +190,13 @@ impl CachedFile {
 
     /// Inserts `file` as the most recently used entry, or returns the one
     /// another thread inserted first.
-    fn insert(&self, file: File) -> Arc<File> {
+    fn insert(&self, file: Arc<dyn File>) -> Arc<dyn File> {
         let mut state = cache();
         if let Some(existing) = state.touch(self.id) {
             return existing;
         }
         let capacity = state.capacity;
         state.shrink_to(capacity - 1);
-        let file = Arc::new(file);
         let tick = state.tick;
         state.tick += 1;
         state.files.insert(self.id, (Arc::clone(&file), tick));
@@ -207,7 +208,7 @@ impl CachedFile {
     /// A file that cannot be re-opened, or that is no longer the file that
     /// was opened (another inode, another length), is an error naming the
     /// path: never stale or foreign bytes.
-    pub(crate) fn file(&self) -> io::Result<Arc<File>> {
+    pub(crate) fn file(&self) -> io::Result<Arc<dyn File>> {
         if let Some(file) = cache().touch(self.id) {
             return Ok(file);
         }
@@ -220,16 +221,19 @@ impl CachedFile {
                 ),
             )
         };
-        let file = open_file(&self.path).map_err(reopen_err)?;
-        let meta = file.metadata().map_err(reopen_err)?;
-        if (meta.dev(), meta.ino(), meta.len()) != (self.dev, self.ino, self.len) {
+        let file = open_file(&self.fs, &self.path).map_err(reopen_err)?;
+        let len = file.len().map_err(reopen_err)?;
+        let identity = file.identity().map_err(reopen_err)?;
+        if (identity, len) != (self.identity, self.len) {
+            let inode =
+                |id: Option<(u64, u64)>| id.map_or("none".to_owned(), |(_, i)| i.to_string());
             return Err(io::Error::other(format!(
                 "{} was replaced since the sstable was opened (now {} bytes, inode {}; was {} bytes, inode {})",
                 self.path.display(),
-                meta.len(),
-                meta.ino(),
+                len,
+                inode(identity),
                 self.len,
-                self.ino
+                inode(self.identity)
             )));
         }
         Ok(self.insert(file))
@@ -255,7 +259,11 @@ mod tests {
             order: BTreeMap::new(),
             tick: 0,
         };
-        let file = Arc::new(File::open("Cargo.toml").unwrap());
+        let file: Arc<dyn File> = Arc::from(
+            FsHandle::real()
+                .open(Path::new("Cargo.toml"), &OpenOptions::read())
+                .unwrap(),
+        );
         for id in 0..n {
             s.files.insert(id, (Arc::clone(&file), s.tick));
             s.order.insert(s.tick, id);

@@ -120,7 +120,9 @@ mod writer;
 /// ([`WriterOptions::device`], [`Sstable::open_on`]). Re-exported, as is
 /// `mutation`, so that one dependency line is enough.
 pub use device;
-pub use directory::{SstableDirectory, component_path, is_sstable_file_name, parse_component_path};
+pub use directory::{
+    SstableDirectory, component_path, is_sstable_file_name, parse_component_path, remove_committed,
+};
 pub use error::{Component, Error, Result};
 pub use file_cache::{DEFAULT_MAX_OPEN_FILES, max_open_files, open_files, set_max_open_files};
 /// The data model an sstable stores: mutations, keys, ranges and fragment

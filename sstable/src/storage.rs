@@ -2,8 +2,9 @@
 //! reads) or bytes in memory (tests and the fuzz target).
 
 use std::io;
-use std::os::unix::fs::FileExt;
 use std::path::Path;
+
+use fs::FsHandle;
 
 use crate::file_cache::CachedFile;
 use crate::sync::{Arc, AtomicBool, Ordering};
@@ -49,7 +50,7 @@ pub fn direct_scans() -> bool {
 /// to the device as the cached file's are.
 #[derive(Debug)]
 pub(crate) struct DirectSource {
-    reader: writeback::direct::DirectReader,
+    reader: writeback::direct::DirectReader<Box<dyn fs::File>>,
     device: Option<Arc<device::Device>>,
 }
 
@@ -80,10 +81,14 @@ pub(crate) struct FileSource {
 }
 
 impl FileSource {
-    /// Opens `path` (through the cache) and records its length; reads
-    /// will be charged to `device`.
-    pub(crate) fn open(path: &Path, device: Option<Arc<device::Device>>) -> io::Result<Self> {
-        CachedFile::open(path).map(|file| FileSource { file, device })
+    /// Opens `path` on `fs` (through the cache) and records its length;
+    /// reads will be charged to `device`.
+    pub(crate) fn open(
+        fs: &FsHandle,
+        path: &Path,
+        device: Option<Arc<device::Device>>,
+    ) -> io::Result<Self> {
+        CachedFile::open(fs, path).map(|file| FileSource { file, device })
     }
 }
 
@@ -99,7 +104,7 @@ impl Source for FileSource {
         // The clone keeps the file open for this read even if the cache
         // closes it meanwhile; no lock is held during the read.
         let file = self.file.file()?;
-        FileExt::read_exact_at(&*file, buf, offset)
+        file.read_exact_at(buf, offset)
     }
 
     fn open_direct(&self) -> Option<DirectSource> {
@@ -107,7 +112,7 @@ impl Source for FileSource {
             return None;
         }
         let file = self.file.file().ok()?;
-        let reader = writeback::direct::DirectReader::reopen(&file).ok()??;
+        let reader = writeback::direct::DirectReader::new(file.reopen_direct().ok()??);
         Some(DirectSource {
             reader,
             device: self.device.clone(),

@@ -2,7 +2,6 @@
 //! through buffered I/O, and commits every component atomically.
 
 use std::fmt;
-use std::fs;
 use std::path::{Path, PathBuf};
 
 use mutation::{DecoratedKey, Fragment, FragmentReader};
@@ -99,6 +98,9 @@ pub struct WriterOptions {
     /// Data and Index buffers as they go to their files, the small
     /// components and the TOC at commit.
     pub device: Option<Arc<device::Device>>,
+    /// The file system the sstable is written on (default the real one):
+    /// every create, write, sync, rename and removal goes through it.
+    pub fs: fs::FsHandle,
     /// Fault injection for crash-safety tests: stop the commit right after
     /// this step and return [`Error::InjectedCrash`], leaving the files
     /// exactly as a process crash at that point would (no cleanup). Only
@@ -119,6 +121,7 @@ impl Default for WriterOptions {
             bytes_per_sync: 1 << 20,
             direct_io: true,
             device: None,
+            fs: fs::FsHandle::real(),
             #[cfg(feature = "testing")]
             crash_after: None,
         }
@@ -254,7 +257,8 @@ impl Writer {
     ) -> Result<Self, Error> {
         options.validate()?;
         let dir = dir.as_ref().to_path_buf();
-        let (generation, _marker) = reserve_generation(&dir, floor)?;
+        let fs = options.fs.clone();
+        let (generation, _marker) = reserve_generation(&*fs, &dir, floor)?;
         let opened = (|| {
             let data = DataWriter::create(
                 &temp_path(&dir, generation, Component::Data),
@@ -262,6 +266,7 @@ impl Writer {
                 &preamble(DATA_MAGIC),
             )?;
             let mut index = ComponentFile::create(
+                &*fs,
                 &temp_path(&dir, generation, Component::Index),
                 options.io_buffer,
                 options.bytes_per_sync,
@@ -273,7 +278,7 @@ impl Writer {
         let (data, index) = match opened {
             Ok(v) => v,
             Err(e) => {
-                let _ = remove_unfinished_generation(&dir, generation);
+                let _ = remove_unfinished_generation(&*fs, &dir, generation);
                 return Err(e);
             }
         };
@@ -514,8 +519,9 @@ impl Writer {
                     // after it failed, un-commit first: the TOC goes before
                     // the components it names.
                     let toc = component_path(&self.dir, self.generation, Component::Toc);
-                    let _ = fs::remove_file(&toc);
-                    let _ = remove_unfinished_generation(&self.dir, self.generation);
+                    let fs = &*self.options.fs;
+                    let _ = fs.remove_file(&toc);
+                    let _ = remove_unfinished_generation(fs, &self.dir, self.generation);
                 }
                 Err(e)
             }
@@ -547,6 +553,7 @@ impl Writer {
         }
         let dir = self.dir.clone();
         let generation = self.generation;
+        let fs = self.options.fs.clone();
         let small = [
             (
                 Component::Summary,
@@ -565,6 +572,7 @@ impl Writer {
         for (component, bytes) in &small {
             // Written whole and synced at once: no write-back on the way.
             let mut f = ComponentFile::create(
+                &*fs,
                 &temp_path(&dir, generation, *component),
                 4096,
                 0,
@@ -580,30 +588,35 @@ impl Writer {
                 continue;
             }
             let from = temp_path(&dir, generation, component);
-            fs::rename(&from, component_path(&dir, generation, component))
+            fs.rename(&from, &component_path(&dir, generation, component))
                 .map_err(io_err("rename", &from))?;
         }
-        sync_dir(&dir)?;
+        sync_dir(&*fs, &dir)?;
         self.crash_point(CommitStep::ComponentsRenamed)?;
 
         let marker = crate::directory::temporary_toc_path(&dir, generation);
         {
-            let file = fs::OpenOptions::new()
-                .write(true)
-                .truncate(true)
-                .open(&marker)
+            let file = fs
+                .open(
+                    &marker,
+                    &fs::OpenOptions {
+                        truncate: true,
+                        ..fs::OpenOptions::write()
+                    },
+                )
                 .map_err(io_err("open", &marker))?;
             let toc = encode_toc();
             device::charge_write(self.options.device.as_deref(), toc.len() as u64);
-            std::io::Write::write_all(&mut &file, toc.as_bytes())
+            file.write_all_at(toc.as_bytes(), 0)
                 .map_err(io_err("write", &marker))?;
             file.sync_data().map_err(io_err("fdatasync", &marker))?;
         }
         self.crash_point(CommitStep::TocWritten)?;
 
         let toc = component_path(&dir, generation, Component::Toc);
-        fs::rename(&marker, &toc).map_err(io_err("rename", &marker))?;
-        sync_dir(&dir)?;
+        fs.rename(&marker, &toc)
+            .map_err(io_err("rename", &marker))?;
+        sync_dir(&*fs, &dir)?;
         self.crash_point(CommitStep::Committed)?;
         Ok(self.tracker.stats.clone())
     }
@@ -614,7 +627,7 @@ impl Writer {
         self.finished = true;
         self.data = None;
         self.index = None;
-        remove_unfinished_generation(&self.dir, self.generation)
+        remove_unfinished_generation(&*self.options.fs, &self.dir, self.generation)
     }
 }
 
@@ -623,7 +636,7 @@ impl Drop for Writer {
         if !self.finished {
             self.data = None;
             self.index = None;
-            let _ = remove_unfinished_generation(&self.dir, self.generation);
+            let _ = remove_unfinished_generation(&*self.options.fs, &self.dir, self.generation);
         }
     }
 }

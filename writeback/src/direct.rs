@@ -37,6 +37,44 @@ use std::path::Path;
 /// the page size (a multiple of every 512-byte-sector device's).
 pub const DIRECT_ALIGN: usize = 4096;
 
+/// Positional reads and writes: what direct I/O needs of a file. The
+/// writers and readers here take any file that has them (a
+/// [`std::fs::File`], or a file of a file layer above the system's).
+pub trait FileAt {
+    /// Reads into `buf` from `offset`; returns how many bytes were read (0
+    /// at the end of the file).
+    ///
+    /// # Errors
+    /// The file's.
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize>;
+
+    /// Writes all of `buf` at `offset`.
+    ///
+    /// # Errors
+    /// The file's.
+    fn write_all_at(&self, buf: &[u8], offset: u64) -> io::Result<()>;
+}
+
+impl FileAt for File {
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+        FileExt::read_at(self, buf, offset)
+    }
+
+    fn write_all_at(&self, buf: &[u8], offset: u64) -> io::Result<()> {
+        FileExt::write_all_at(self, buf, offset)
+    }
+}
+
+impl<T: FileAt + ?Sized> FileAt for Box<T> {
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+        (**self).read_at(buf, offset)
+    }
+
+    fn write_all_at(&self, buf: &[u8], offset: u64) -> io::Result<()> {
+        (**self).write_all_at(buf, offset)
+    }
+}
+
 /// Opens `path` again for writing with `O_DIRECT`, for a file just created
 /// (so that a file system refusing direct I/O never leaves a half-made
 /// file behind). `Ok(None)` where the file system does not support direct
@@ -121,7 +159,12 @@ impl DirectWriter {
     /// # Errors
     /// The system's error of the read (see the type's docs) or the write;
     /// after one, the next write re-reads the block it starts in.
-    pub fn write_at(&mut self, file: &File, offset: u64, buf: &[u8]) -> io::Result<()> {
+    pub fn write_at<F: FileAt + ?Sized>(
+        &mut self,
+        file: &F,
+        offset: u64,
+        buf: &[u8],
+    ) -> io::Result<()> {
         let mut staging = std::mem::take(&mut self.staging);
         let written = self.write_at_with(&mut staging, file, offset, buf);
         self.staging = staging;
@@ -135,10 +178,10 @@ impl DirectWriter {
     ///
     /// # Errors
     /// As [`write_at`](Self::write_at).
-    pub fn write_at_with(
+    pub fn write_at_with<F: FileAt + ?Sized>(
         &mut self,
         staging: &mut Vec<u8>,
-        file: &File,
+        file: &F,
         offset: u64,
         buf: &[u8],
     ) -> io::Result<()> {
@@ -183,10 +226,10 @@ impl DirectWriter {
 
     /// Reads the first `len` bytes of the block at `start` into `tail`;
     /// bytes past the file's end read as zeros.
-    fn read_block_head(
+    fn read_block_head<F: FileAt + ?Sized>(
         &mut self,
         staging: &mut Vec<u8>,
-        file: &File,
+        file: &F,
         start: u64,
         len: usize,
     ) -> io::Result<()> {
@@ -207,8 +250,8 @@ impl DirectWriter {
 /// with the aligned buffer its reads land in. The bytes of its last read
 /// stay there ([`last`](Self::last)) until the next one.
 #[derive(Debug)]
-pub struct DirectReader {
-    file: File,
+pub struct DirectReader<F = File> {
+    file: F,
     staging: Vec<u8>,
     /// Where the last read's bytes are in `staging`.
     last: std::ops::Range<usize>,
@@ -224,41 +267,18 @@ impl DirectReader {
     /// # Errors
     /// Failures other than those, from `open` or `fstat`.
     pub fn reopen(file: &File) -> io::Result<Option<DirectReader>> {
-        #[cfg(target_os = "linux")]
-        {
-            use std::os::fd::AsRawFd;
-            use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
-            let path = format!("/proc/self/fd/{}", file.as_raw_fd());
-            let direct = match OpenOptions::new()
-                .read(true)
-                .custom_flags(libc::O_DIRECT)
-                .open(&path)
-            {
-                Ok(f) => f,
-                Err(e)
-                    if matches!(
-                        e.raw_os_error(),
-                        Some(libc::EINVAL | libc::EOPNOTSUPP | libc::ENOENT)
-                    ) =>
-                {
-                    return Ok(None);
-                }
-                Err(e) => return Err(e),
-            };
-            let (a, b) = (file.metadata()?, direct.metadata()?);
-            if (a.dev(), a.ino()) != (b.dev(), b.ino()) {
-                return Ok(None);
-            }
-            Ok(Some(DirectReader {
-                file: direct,
-                staging: Vec::new(),
-                last: 0..0,
-            }))
-        }
-        #[cfg(not(target_os = "linux"))]
-        {
-            let _ = file;
-            Ok(None)
+        Ok(reopen_direct_read(file)?.map(DirectReader::new))
+    }
+}
+
+impl<F: FileAt> DirectReader<F> {
+    /// A reader of `file`, already open for direct reads (or not: the same
+    /// aligned reads work buffered).
+    pub fn new(file: F) -> Self {
+        DirectReader {
+            file,
+            staging: Vec::new(),
+            last: 0..0,
         }
     }
 
@@ -292,11 +312,69 @@ impl DirectReader {
     }
 }
 
+/// Opens `file` again, read-only, with `O_DIRECT`, through
+/// `/proc/self/fd`, so it is the same file even if its name was removed or
+/// replaced meanwhile (checked: same device and inode). `Ok(None)` where
+/// direct I/O is not available: not Linux, no `/proc`, or a file system
+/// that refuses `O_DIRECT`.
+///
+/// # Errors
+/// Failures other than those, from `open` or `fstat`.
+pub fn reopen_direct_read(file: &File) -> io::Result<Option<File>> {
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::fd::AsRawFd;
+        use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+        let path = format!("/proc/self/fd/{}", file.as_raw_fd());
+        let direct = match OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_DIRECT)
+            .open(&path)
+        {
+            Ok(f) => f,
+            Err(e)
+                if matches!(
+                    e.raw_os_error(),
+                    Some(libc::EINVAL | libc::EOPNOTSUPP | libc::ENOENT)
+                ) =>
+            {
+                return Ok(None);
+            }
+            Err(e) => return Err(e),
+        };
+        let (a, b) = (file.metadata()?, direct.metadata()?);
+        if (a.dev(), a.ino()) != (b.dev(), b.ino()) {
+            return Ok(None);
+        }
+        Ok(Some(direct))
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = file;
+        Ok(None)
+    }
+}
+
+/// Whether `e`, from an open with `O_DIRECT`, says the file system does not
+/// support direct I/O (Linux's `EINVAL` or `EOPNOTSUPP`): the caller then
+/// reads or writes through the page cache instead.
+pub fn direct_refused(e: &io::Error) -> bool {
+    #[cfg(target_os = "linux")]
+    {
+        matches!(e.raw_os_error(), Some(libc::EINVAL | libc::EOPNOTSUPP))
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = e;
+        false
+    }
+}
+
 /// Fills `buf` (whole blocks, aligned) from `at` of `file` as far as the
 /// file goes; returns how many bytes were read. A read that ends off a
 /// block boundary is the end of the file (a direct read cannot go on from
 /// there).
-fn read_blocks(file: &File, buf: &mut [u8], at: u64) -> io::Result<usize> {
+fn read_blocks<F: FileAt + ?Sized>(file: &F, buf: &mut [u8], at: u64) -> io::Result<usize> {
     let mut got = 0;
     while got < buf.len() {
         match file.read_at(&mut buf[got..], at + got as u64) {

@@ -168,11 +168,25 @@ impl WriteBack {
     /// # Errors
     /// [`start_writeback`]'s.
     pub fn after_write(&mut self, file: &File, written: u64) -> io::Result<()> {
+        self.after_write_with(written, |offset, len| start_writeback(file, offset, len))
+    }
+
+    /// As [`after_write`](Self::after_write), for a file that is not a
+    /// [`std::fs::File`]: `start(offset, len)` starts the write-back of
+    /// that range.
+    ///
+    /// # Errors
+    /// `start`'s.
+    pub fn after_write_with(
+        &mut self,
+        written: u64,
+        start: impl FnOnce(u64, u64) -> io::Result<()>,
+    ) -> io::Result<()> {
         let pending = written.saturating_sub(self.started);
         if self.every == 0 || pending < self.every {
             return Ok(());
         }
-        start_writeback(file, self.started, pending)?;
+        start(self.started, pending)?;
         self.started = written;
         self.requests += 1;
         Ok(())

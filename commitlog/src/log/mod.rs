@@ -370,13 +370,18 @@ impl CommitLog {
         on_entry: impl FnMut(TableId, Mutation, ReplayPosition),
     ) -> Result<(CommitLog, ReplayReport), Error> {
         config.validate()?;
-        std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
-        let (files, max_id) = replay::list_segments(dir)?;
+        let fs = config.fs.clone();
+        // Durably: a directory whose creation a crash undoes takes every
+        // acknowledged entry with it.
+        fs.create_dir_all_durably(dir)
+            .map_err(|e| Error::io(dir, e))?;
+        let (files, max_id) = replay::list_segments(&*fs, dir)?;
         let replay::Replayed {
             report,
             summaries,
             drops,
         } = replay::replay_segments(
+            &*fs,
             dir,
             &files,
             config.on_corruption,
@@ -414,7 +419,7 @@ impl CommitLog {
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
         let floor = max_id.max(now_ms.saturating_sub(1));
-        let storage = Box::new(DirStorage::new(dir, config.uses_direct_io()));
+        let storage = Box::new(DirStorage::new(fs, dir, config.uses_direct_io()));
         let log = Self::with_storage(storage, config, segments, floor)?;
         *log.shared.drops.lock() = drops;
         Ok((log, report))

@@ -317,9 +317,25 @@ impl FlushJob for FlushMemtable {
             Err(e) => return Err(self.sstable_error(e)),
         };
         let device = self.devices.for_path(&committed.dir);
-        let sstable = match Sstable::open_on(&committed.dir, committed.generation, device) {
+        let sstable = match Sstable::open_with(
+            &committed.dir,
+            committed.generation,
+            device,
+            &self.options.fs,
+        ) {
             Ok(s) => s,
-            Err(e) => return Err(self.sstable_error(e)),
+            Err(e) => {
+                // Committed but not in the set: removed, or the next start
+                // would find it, and by then compaction may have purged
+                // the tombstones that shadow its rows (a deleted row would
+                // return). The memtable stays and is flushed again.
+                let _ = sstable::remove_committed(
+                    &self.options.fs,
+                    &committed.dir,
+                    committed.generation,
+                );
+                return Err(self.sstable_error(e));
+            }
         };
         // Readable (and seen by compaction) from now on, before the
         // memtable leaves the list.

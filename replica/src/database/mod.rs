@@ -29,7 +29,7 @@ use crate::catalog::{Catalog, TableSchema};
 use crate::config::DatabaseConfig;
 use crate::devices::Devices;
 use crate::error::Error;
-use crate::layout::{create_table_dirs, remove_table_dirs};
+use crate::layout::{create_table_dirs, remove_table_dirs_on};
 use crate::lock::DirectoryLock;
 use crate::sync::{Arc, Mutex};
 
@@ -213,13 +213,13 @@ impl Database {
         let _pass = self.enter("create_table")?;
         let mut catalog = self.catalog.lock();
         let schema = catalog.create_table(schema)?;
-        let loaded = create_table_dirs(&schema, self.config.all_dirs())
+        let loaded = create_table_dirs(&self.config.fs, &schema, self.config.all_dirs())
             .and_then(|_| self.load_table(schema.clone()));
         if let Err(e) = loaded {
             // Leave nothing behind: the catalog forgets the table again,
             // and only the directories it marked as its own go.
             let _ = catalog.drop_table(schema.name());
-            let _ = remove_table_dirs(&schema, self.config.all_dirs());
+            let _ = remove_table_dirs_on(&self.config.fs, &schema, self.config.all_dirs());
             return Err(e);
         }
         Ok(())
@@ -267,7 +267,7 @@ impl Database {
                 .map_err(|source| Error::CommitLog { source }),
             None => Ok(()),
         };
-        remove_table_dirs(&table.schema, self.config.all_dirs())?;
+        remove_table_dirs_on(&self.config.fs, &table.schema, self.config.all_dirs())?;
         logged
     }
 

@@ -5,7 +5,6 @@
 //! replayed.
 
 use std::collections::HashMap;
-use std::fs;
 
 use commitlog::{CommitLog, ReplayPosition, SyncMode, TableId};
 use dirty_memory::{DirtyMemoryConfig, DirtyMemoryManager};
@@ -21,7 +20,8 @@ use crate::config::{CommitLogMode, DatabaseConfig};
 use crate::devices::Devices;
 use crate::error::{Error, io_err};
 use crate::layout::{
-    find_table_data, open_table_dirs, orphan_table_dirs, remove_orphan_table_dir, tables_in_dirs,
+    find_table_data, open_table_dirs_on, orphan_table_dirs_on, remove_orphan_table_dir,
+    tables_in_dirs,
 };
 use crate::lock::DirectoryLock;
 use crate::sync::{Arc, Mutex, OnceLock, Weak};
@@ -50,24 +50,30 @@ impl Database {
     /// damage and [`DatabaseConfig::commitlog_on_corruption`] is `Stop`
     /// (the default; nothing on disk is changed then). With `Skip`, damage
     /// is skipped and reported in [`replay_report`](Self::replay_report).
-    pub fn open(config: DatabaseConfig) -> Result<Database, Error> {
+    pub fn open(mut config: DatabaseConfig) -> Result<Database, Error> {
         config.validate()?;
+        // Every sstable is written on the database's file system.
+        config.sstable_writer_options.fs = config.fs.clone();
+        let fs = config.fs.clone();
         for dir in config.all_dirs() {
-            fs::create_dir_all(dir).map_err(io_err("create directory", dir))?;
+            fs.create_dir_all_durably(dir)
+                .map_err(io_err("create directory", dir))?;
         }
         // Tentative: a refused open puts the lock files back as they were.
-        let locks = DirectoryLock::acquire_all_tentatively(config.all_dirs())?;
+        let locks = DirectoryLock::acquire_all_tentatively(&fs, config.all_dirs())?;
         // A log the policy refuses refuses the open before anything is
         // removed (leftovers, orphans): read-only, the replay reads it again.
         if config.commitlog != CommitLogMode::Off
             && config.commitlog_on_corruption == crate::CorruptionPolicy::Stop
         {
-            commitlog::check(&config.commitlog_dir())
+            commitlog::check_with(&config.commitlog_dir(), &fs)
                 .map_err(|source| Error::CommitLog { source })?;
         }
         let catalog = open_catalog(&config)?;
-        for orphan in orphan_table_dirs(config.all_dirs(), |name| catalog.get(name).is_ok())? {
-            remove_orphan_table_dir(&orphan)?;
+        for orphan in
+            orphan_table_dirs_on(&fs, config.all_dirs(), |name| catalog.get(name).is_ok())?
+        {
+            remove_orphan_table_dir(&fs, &orphan)?;
         }
         // Real dirty memory is held to the budgets by admission; the pool
         // leaves room above them so an admitted write never runs dry. The
@@ -103,7 +109,8 @@ impl Database {
         let scheduler = Started(Some(Arc::new(
             FlushScheduler::new(
                 SchedulerConfig::new(config.effective_flush_dirs().iter().cloned())
-                    .data_workers(data_writers + 1),
+                    .data_workers(data_writers + 1)
+                    .fs(fs.clone()),
             )
             .map_err(|e| start_error("flush scheduler")(e.to_string()))?,
         )));
@@ -184,6 +191,7 @@ impl Database {
         log_config.periodic_ack = self.config.commitlog_periodic_ack;
         let dir = self.config.commitlog_dir();
         log_config.device = self.devices.for_path(&dir);
+        log_config.fs = self.config.fs.clone();
         let tables: HashMap<TableId, Arc<Table>> =
             self.tables.all().into_iter().map(|t| (t.id, t)).collect();
         let mut replayed: HashMap<TableId, ReplayPosition> = HashMap::new();
@@ -306,9 +314,10 @@ impl Database {
     /// directory cannot be read or the catalog written.
     pub fn rebuild_catalog(config: &DatabaseConfig) -> Result<Vec<TableSchema>, Error> {
         config.validate()?;
-        let mut locks = DirectoryLock::acquire_all_tentatively(config.all_dirs())?;
-        let tables = tables_in_dirs(config.all_dirs())?;
-        let catalog = Catalog::create_with(&config.data_dirs[0], tables)?;
+        let fs = &config.fs;
+        let mut locks = DirectoryLock::acquire_all_tentatively(fs, config.all_dirs())?;
+        let tables = tables_in_dirs(fs, config.all_dirs())?;
+        let catalog = Catalog::create_with(fs, &config.data_dirs[0], tables)?;
         locks.iter_mut().for_each(DirectoryLock::confirm);
         Ok(catalog.tables().cloned().collect())
     }
@@ -316,9 +325,10 @@ impl Database {
     /// Opens the files of the table `schema` names and adds it.
     pub(super) fn load_table(&self, schema: TableSchema) -> Result<Arc<Table>, Error> {
         let name = schema.name().to_owned();
-        let files = open_table_dirs(&schema, self.config.all_dirs())?;
+        let files = open_table_dirs_on(&self.config.fs, &schema, self.config.all_dirs())?;
         // The sets recover half-done compactions and open the sstables.
         let sets = sstables::open_sets(
+            &self.config.fs,
             &name,
             files.dirs(),
             self.config.data_dirs.len(),
@@ -393,15 +403,16 @@ impl Database {
 /// empty one if it is missing and no directory holds table data.
 fn open_catalog(config: &DatabaseConfig) -> Result<Catalog, Error> {
     let dir = &config.data_dirs[0];
-    match Catalog::load(dir) {
+    let fs = &config.fs;
+    match Catalog::load_on(dir, fs) {
         Err(Error::CatalogMissing { path, .. }) => {
             let commitlog = dir.join(COMMITLOG_DIR_NAME);
-            match find_table_data(config.all_dirs(), &commitlog)? {
+            match find_table_data(fs, config.all_dirs(), &commitlog)? {
                 Some(found) => Err(Error::CatalogMissing {
                     path,
                     found: Some(found),
                 }),
-                None => Catalog::create(dir),
+                None => Catalog::create_on(dir, fs),
             }
         }
         other => other,

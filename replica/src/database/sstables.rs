@@ -597,6 +597,7 @@ impl PinnedSstables {
 /// [`Error::Compaction`] naming the table for a damaged transaction file
 /// or an sstable that does not open.
 pub(crate) fn open_sets(
+    fs: &fs::FsHandle,
     table: &str,
     dirs: &[PathBuf],
     data_dirs: usize,
@@ -609,7 +610,7 @@ pub(crate) fn open_sets(
         .enumerate()
         .map(|(i, dir)| {
             let others = if i == 0 { flush_only } else { &[] };
-            SstableSet::open_dirs_on(dir, others, |d| devices.for_path(d)).map_err(|source| {
+            SstableSet::open_dirs_with(dir, others, |d| devices.for_path(d), fs).map_err(|source| {
                 Error::Compaction {
                     table: table.to_owned(),
                     source,

@@ -40,9 +40,20 @@ impl Sstable {
         generation: u64,
         device: Option<Arc<device::Device>>,
     ) -> Result<Self, Error> {
+        Self::open_with(dir, generation, device, &fs::FsHandle::real())
+    }
+
+    /// As [`open_on`](Self::open_on), on the file system `fs`: the files
+    /// are opened (and opened again by the cache of open files) through it.
+    pub fn open_with(
+        dir: impl AsRef<Path>,
+        generation: u64,
+        device: Option<Arc<device::Device>>,
+        fs: &fs::FsHandle,
+    ) -> Result<Self, Error> {
         let dir = dir.as_ref();
         let toc = component_path(dir, generation, Component::Toc);
-        if !toc.exists() {
+        if fs.kind(&toc).map_err(io_err("stat", &toc))?.is_none() {
             return Err(Error::NotFound {
                 dir: dir.to_path_buf(),
                 generation,
@@ -52,7 +63,7 @@ impl Sstable {
         let mut sources: Vec<Arc<dyn Source>> = Vec::new();
         for c in Component::ALL {
             let path = component_path(dir, generation, c);
-            let source = match FileSource::open(&path, device.clone()) {
+            let source = match FileSource::open(fs, &path, device.clone()) {
                 Ok(s) => s,
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                     return Err(Error::MissingComponent {
