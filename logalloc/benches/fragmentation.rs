@@ -22,7 +22,9 @@
 //! `--repeat 3` runs each allocator three times, interleaved, and keeps
 //! the fastest run of each, which steadies throughput on a shared machine;
 //! `--relaxed 5` adds a non-default run at live/0.9 with the compaction
-//! threshold lowered from 15% to 5%, to show what the default rule costs).
+//! threshold lowered from 15% to 5%, to show what the default rule costs;
+//! `--object-headers` gives every logalloc object a size header, the layout
+//! of pools larger than their handle-table entries can describe).
 
 use std::hint::black_box;
 use std::process::Command;
@@ -257,13 +259,16 @@ fn child(w: &Workload, allocator: &str, cap: usize) {
         let (fraction, threshold) = spec.split_once('/').unwrap_or((spec, "15"));
         let fraction: f64 = fraction.parse().expect("fraction");
         let segment = segment_size(w);
-        let pool = SegmentPool::new(
-            PoolConfig::default()
-                .with_segment_size(segment)
-                .with_memory_limit((cap as f64 / fraction) as usize)
-                .with_compaction_min_free_percent(threshold.parse().expect("threshold")),
-        )
-        .expect("pool");
+        let config = PoolConfig::default()
+            .with_segment_size(segment)
+            .with_memory_limit((cap as f64 / fraction) as usize)
+            .with_compaction_min_free_percent(threshold.parse().expect("threshold"));
+        let config = if std::env::args().any(|a| a == "--object-headers") {
+            config.with_object_headers()
+        } else {
+            config
+        };
+        let pool = SegmentPool::new(config).expect("pool");
         let mut region = Region::new(&pool);
         let mut live = Vec::with_capacity(max_objects(w, cap));
         let dummy = logalloc::Handle::from_raw(1 << 63).expect("well-formed raw handle");
@@ -369,6 +374,10 @@ fn main() {
     // `--relaxed 5` adds a non-default run at live/0.9 with the compaction
     // threshold lowered to 5% (informational: the default is 15%).
     let relaxed = value("--relaxed").map(|percent| format!("0.9/{percent}"));
+    // `--object-headers`: logalloc keeps every object's size in a header in
+    // front of it, the layout of pools too large for sizes in the
+    // handle-table entries (more than about 8 GiB of 128 KiB segments).
+    let headers = args.iter().any(|a| a == "--object-headers");
     let exe = std::env::current_exe().expect("current_exe");
     println!(
         "live cap {:.0} MiB (scale {scale}); footprint = bytes / live object bytes; \
@@ -400,6 +409,7 @@ fn main() {
         let run_child = |allocator: &str| {
             let output = Command::new(&exe)
                 .args(["--child", w.name, allocator, "--scale", &scale.to_string()])
+                .args(headers.then_some("--object-headers"))
                 .output()
                 .expect("run child");
             let stdout = String::from_utf8_lossy(&output.stdout).to_string();

@@ -9,7 +9,9 @@
 //! Prints ns per get and the ratio to the slice.
 //!
 //! `cargo bench -p replmem-logalloc --bench get [-- --quick]` (`--quick`: 1,000
-//! objects, one pass, to check that it runs).
+//! objects, one pass, to check that it runs; `--object-headers`: sizes in
+//! object headers, the layout of pools too large for sizes in the
+//! handle-table entries).
 
 use std::hint::black_box;
 use std::time::Instant;
@@ -22,7 +24,14 @@ use rand::seq::SliceRandom;
 fn main() {
     let quick = std::env::args().any(|a| a == "--quick");
     let (objects, passes) = if quick { (1_000, 1) } else { (100_000, 20) };
-    let pool = SegmentPool::new(PoolConfig::default().with_memory_limit(256 << 20)).expect("pool");
+    let config = PoolConfig::default().with_memory_limit(256 << 20);
+    let headers = std::env::args().any(|a| a == "--object-headers");
+    let config = if headers {
+        config.with_object_headers()
+    } else {
+        config
+    };
+    let pool = SegmentPool::new(config).expect("pool");
     let mut region = Region::new(&pool);
     let mut slice = Vec::with_capacity(objects);
     let mut handles = Vec::with_capacity(objects);
@@ -63,7 +72,12 @@ fn main() {
             .map(|&i| u64::from(reader.get(handles[i]).expect("get")[0]))
             .sum()
     });
-    println!("get: {objects} objects x {passes} passes, random order");
+    let layout = if headers {
+        ", sizes in object headers"
+    } else {
+        ""
+    };
+    println!("get: {objects} objects x {passes} passes, random order{layout}");
     println!("  slice index        {base:8.2} ns/get  1.00x");
     println!("  Region::get        {get:8.2} ns/get  {:.2}x", get / base);
     println!(

@@ -18,6 +18,9 @@ const MIN_GENERATION_BITS: u32 = 12;
 pub(crate) const MAX_GENERATION_BITS: u32 = 16;
 /// Bits of a handle-table entry that hold log2(alignment).
 pub(crate) const ALIGN_BITS: u32 = 4;
+/// Bits of a live handle-table entry available to its fields: bit 63 marks
+/// the entry live.
+const ENTRY_BITS: u32 = 63;
 
 /// Configuration of a [`SegmentPool`](crate::SegmentPool).
 ///
@@ -74,6 +77,11 @@ pub struct PoolConfig {
     /// limit being headroom) prefaults that use and leaves the headroom
     /// untouched.
     pub prefault_bytes: Option<usize>,
+    /// Store every object's size in a header in front of it even when the
+    /// handle-table entry has room for it (see [`Geometry`]); set only by
+    /// `with_object_headers` (feature `testing`), to test and measure the
+    /// large-pool layout with small pools.
+    pub(crate) object_headers: bool,
 }
 
 impl Default for PoolConfig {
@@ -86,6 +94,7 @@ impl Default for PoolConfig {
             compaction_min_free_percent: 15,
             prefault: false,
             prefault_bytes: None,
+            object_headers: false,
         }
     }
 }
@@ -133,6 +142,16 @@ impl PoolConfig {
         self
     }
 
+    /// Stores every object's size in a header in front of the object, as a
+    /// pool too large for sizes in its handle-table entries does, whatever
+    /// the limit: for tests and measurements of that layout with small
+    /// pools. Only with the `testing` feature.
+    #[cfg(feature = "testing")]
+    pub fn with_object_headers(mut self) -> Self {
+        self.object_headers = true;
+        self
+    }
+
     /// The largest object a region of this configuration accepts: 10% of a segment.
     pub fn max_object_size(&self) -> usize {
         self.segment_size / 10
@@ -147,10 +166,20 @@ fn bits_for(value: usize) -> u32 {
 /// The validated geometry of a pool and the packing of handle-table entries.
 ///
 /// A live entry is one `u64`: bit 63 set, then `generation | alignment class
-/// | segment | offset | size` from high to low bits. The widths depend on the
-/// segment size and the number of segments; whatever remains, capped at
-/// [`MAX_GENERATION_BITS`], is the generation (any bits left above it stay
-/// zero).
+/// | segment | offset | size` from high to low bits, with the offset at byte
+/// granularity. The widths depend on the segment size and the number of
+/// segments; whatever remains, capped at [`MAX_GENERATION_BITS`], is the
+/// generation (any bits left above it stay zero).
+///
+/// When that would leave fewer than [`MIN_GENERATION_BITS`] (more than
+/// about 8 GiB of 128 KiB segments), the size leaves the entry (`size_bits`
+/// is 0) and goes into an *object header*: the `header_bytes` (2, or 4 when
+/// the largest object does not fit in 16 bits) in front of each object hold
+/// its size, little-endian, and the entry's offset names the object's first
+/// byte, after its header. With 128 KiB segments that frees 14 bits: a pool
+/// of 1 TiB (2^23 segments) keeps 16 generation bits, and the limit is
+/// 2^30 segments (128 TiB). Pools that fit without headers keep the entry
+/// layout they always had, and their objects have no header.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Geometry {
     pub(crate) segment_size: usize,
@@ -160,7 +189,10 @@ pub(crate) struct Geometry {
     pub(crate) compaction_min_free_percent: usize,
     pub(crate) bulk_shift: u32,
     pub(crate) max_object_size: usize,
+    /// Bits of the entry that hold the object's size (0: in its header).
     pub(crate) size_bits: u32,
+    /// Bytes of the header in front of every object (0: size in the entry).
+    pub(crate) header_bytes: u32,
     pub(crate) offset_bits: u32,
     pub(crate) segment_bits: u32,
     pub(crate) generation_bits: u32,
@@ -196,18 +228,35 @@ impl Geometry {
         }
         let segment_shift = size.trailing_zeros();
         let max_object_size = config.max_object_size();
-        let size_bits = bits_for(max_object_size);
         let offset_bits = segment_shift;
         let segment_bits = bits_for(max_segments - 1).max(1);
-        let used = size_bits + offset_bits + segment_bits + ALIGN_BITS;
-        let generation_bits = 63u32.saturating_sub(used).min(MAX_GENERATION_BITS);
+        let place_bits = offset_bits + segment_bits + ALIGN_BITS;
+        let generations = |size_bits: u32| {
+            ENTRY_BITS
+                .saturating_sub(place_bits + size_bits)
+                .min(MAX_GENERATION_BITS)
+        };
+        let inline_size_bits = bits_for(max_object_size);
+        let (size_bits, header_bytes) =
+            if !config.object_headers && generations(inline_size_bits) >= MIN_GENERATION_BITS {
+                (inline_size_bits, 0)
+            } else if max_object_size <= usize::from(u16::MAX) {
+                (0, 2)
+            } else {
+                (0, 4)
+            };
+        let generation_bits = generations(size_bits);
         if generation_bits < MIN_GENERATION_BITS || max_segments > u32::MAX as usize {
+            // The most segments whose index leaves the minimum generation
+            // bits next to offset and alignment (sizes in headers).
+            let index_bits = ENTRY_BITS - MIN_GENERATION_BITS - ALIGN_BITS - offset_bits;
+            let addressable = (1u64 << index_bits).min(u64::from(u32::MAX)) as usize;
             return Err(Error::MemoryLimitTooLarge {
                 limit: config.memory_limit,
                 segment_size: size,
                 segments: max_segments,
-                generation_bits,
-                min_generation_bits: MIN_GENERATION_BITS,
+                max_segments: addressable,
+                max_limit: addressable.saturating_mul(size),
             });
         }
         Ok(Geometry {
@@ -219,6 +268,7 @@ impl Geometry {
             bulk_shift: config.bulk_segments.trailing_zeros(),
             max_object_size,
             size_bits,
+            header_bytes,
             offset_bits,
             segment_bits,
             generation_bits,
@@ -280,6 +330,98 @@ mod tests {
             .with_memory_limit(1 << 62);
         let e = Geometry::new(&huge).unwrap_err();
         assert!(matches!(e, Error::MemoryLimitTooLarge { .. }), "{e}");
-        assert!(e.to_string().contains("generation bits"));
+        assert!(e.to_string().contains("use a smaller memory limit"), "{e}");
+    }
+
+    /// The bits of a live entry a geometry uses, LIVE bit included.
+    fn entry_bits(g: &Geometry) -> u32 {
+        1 + g.generation_bits + ALIGN_BITS + g.segment_bits + g.offset_bits + g.size_bits
+    }
+
+    #[test]
+    fn a_tebibyte_of_default_segments_keeps_sixteen_generation_bits() {
+        let g = Geometry::new(&PoolConfig::default().with_memory_limit(1 << 40)).unwrap();
+        assert_eq!(g.max_segments, 1 << 23);
+        assert_eq!(g.memory_limit(), 1 << 40);
+        assert_eq!(
+            (g.segment_bits, g.offset_bits, g.size_bits, g.header_bytes),
+            (23, 17, 0, 2),
+            "sizes move into 2-byte headers: {g:?}"
+        );
+        assert_eq!(g.generation_bits, MAX_GENERATION_BITS);
+        assert_eq!(entry_bits(&g), 61, "one word, three bits to spare");
+        // The limit of issue 39's report (131,232 segments) now fits.
+        let g = Geometry::new(&PoolConfig::default().with_memory_limit(17_200_840_704)).unwrap();
+        assert_eq!((g.header_bytes, g.generation_bits), (2, 16), "{g:?}");
+    }
+
+    #[test]
+    fn pools_that_fit_keep_sizes_in_entries() {
+        // 8 GiB of 128 KiB segments is the largest pool with sizes in the
+        // entries (12 generation bits); one segment more moves them out.
+        let fits = PoolConfig::default().with_memory_limit(8 << 30);
+        let g = Geometry::new(&fits).unwrap();
+        assert_eq!(
+            (g.header_bytes, g.size_bits, g.generation_bits),
+            (0, 14, 12)
+        );
+        assert_eq!(entry_bits(&g), 64);
+        let over = fits.with_memory_limit((8 << 30) + (128 << 10));
+        let g = Geometry::new(&over).unwrap();
+        assert_eq!((g.header_bytes, g.size_bits, g.generation_bits), (2, 0, 16));
+        // The default pool, unchanged; and the test hook forcing headers.
+        let g = Geometry::new(&PoolConfig::default()).unwrap();
+        assert_eq!((g.header_bytes, g.generation_bits), (0, 15));
+        let forced = PoolConfig {
+            object_headers: true,
+            ..PoolConfig::default()
+        };
+        let g = Geometry::new(&forced).unwrap();
+        assert_eq!((g.header_bytes, g.size_bits, g.generation_bits), (2, 0, 16));
+    }
+
+    #[test]
+    fn the_largest_pools_per_segment_size() {
+        // 128 KiB segments: 2^30 segments (128 TiB) keep 12 generation
+        // bits; one more segment is refused, naming the limit.
+        let most = PoolConfig::default().with_memory_limit(1 << 47);
+        let g = Geometry::new(&most).unwrap();
+        assert_eq!((g.segment_bits, g.generation_bits), (30, 12));
+        assert_eq!(entry_bits(&g), 64);
+        let e = Geometry::new(&most.with_memory_limit((1 << 47) + (128 << 10))).unwrap_err();
+        assert_eq!(
+            e,
+            Error::MemoryLimitTooLarge {
+                limit: (1 << 47) + (128 << 10),
+                segment_size: 128 << 10,
+                segments: (1 << 30) + 1,
+                max_segments: 1 << 30,
+                max_limit: 1 << 47,
+            }
+        );
+        let message = e.to_string();
+        assert!(
+            message.contains("at most") || message.contains("more than"),
+            "{e}"
+        );
+        assert!(!message.contains("larger segments"), "{e}");
+        // 64 MiB segments: objects up to 6.4 MiB need 4-byte headers.
+        let big = PoolConfig::default()
+            .with_segment_size(MAX_SEGMENT_SIZE)
+            .with_memory_limit(1 << 40);
+        let g = Geometry::new(&big).unwrap();
+        assert_eq!(
+            (g.header_bytes, g.segment_bits, g.generation_bits),
+            (4, 14, 16)
+        );
+        // 4 KiB segments: the segment index (a u32) is the limit.
+        let small = PoolConfig::default()
+            .with_segment_size(MIN_SEGMENT_SIZE)
+            .with_memory_limit(1 << 44);
+        let e = Geometry::new(&small).unwrap_err();
+        assert!(
+            matches!(e, Error::MemoryLimitTooLarge { max_segments, .. } if max_segments == u32::MAX as usize),
+            "{e}"
+        );
     }
 }

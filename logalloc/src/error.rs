@@ -37,12 +37,12 @@ pub enum Error {
         min_segments: usize,
     },
 
-    /// The memory limit has so many segments that handles could not carry a
-    /// useful generation number.
+    /// The memory limit has more segments than a handle-table entry can
+    /// address while keeping a useful generation number (at least 12 bits).
     #[error(
-        "memory limit of {limit} bytes is {segments} segments of {segment_size} bytes, which \
-         leaves {generation_bits} generation bits in a handle (at least {min_generation_bits} \
-         needed); use larger segments or a smaller limit"
+        "memory limit of {limit} bytes is {segments} segments of {segment_size} bytes, more than \
+         the {max_segments} segments ({max_limit} bytes) a pool of {segment_size}-byte segments \
+         can address; use a smaller memory limit"
     )]
     MemoryLimitTooLarge {
         /// The requested memory limit.
@@ -51,10 +51,10 @@ pub enum Error {
         segment_size: usize,
         /// How many segments the limit is.
         segments: usize,
-        /// Generation bits that would be left.
-        generation_bits: u32,
-        /// Generation bits required.
-        min_generation_bits: u32,
+        /// The most segments of this size a pool can have.
+        max_segments: usize,
+        /// The largest memory limit with this segment size, in bytes.
+        max_limit: usize,
     },
 
     /// The bulk allocation count is zero or not a power of two.

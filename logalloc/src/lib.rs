@@ -45,6 +45,13 @@
 //! live objects without walking the segment, and lets it prefetch their
 //! table entries. So an object of `n` bytes costs `n` bytes of segment (plus
 //! alignment padding), 8 bytes of table and 4 bytes of slot list.
+//! That packing fits pools up to 8 GiB of 128 KiB segments (2^16 segments,
+//! 12 generation bits). A larger pool (up to 2^30 segments, 128 TiB, with
+//! 128 KiB segments) keeps the entry one word by moving the size out of it:
+//! each object is preceded by a 2-byte header holding its size (4 bytes
+//! when segments exceed 512 KiB, as objects may then exceed 64 KiB), which
+//! `get` reads next to the object and `free` and compaction read too; its
+//! entries keep 16 generation bits. Smaller pools have no headers.
 //! The table is split in parts of 65,536 entries, each with a pool-unique
 //! tag that forms the top of the slot number. Merge adopts the other
 //! region's parts whole, so its handles keep resolving with no entry

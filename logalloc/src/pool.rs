@@ -87,8 +87,10 @@ impl SegmentPool {
     ///
     /// Fails if the configuration is invalid: segment size not a power of
     /// two in 4 KiB..=64 MiB, a limit that does not hold the reserve plus one
-    /// segment, or so many segments that handles would keep fewer than 12
-    /// generation bits.
+    /// segment, or more segments than handles can address with 12
+    /// generation bits (2^30 segments, 128 TiB, with 128 KiB segments). A
+    /// pool of more than about 8 GiB of 128 KiB segments keeps each object's
+    /// size in a 2-byte header in front of it (see the crate documentation).
     pub fn new(config: PoolConfig) -> Result<PlainArc<SegmentPool>, Error> {
         let geometry = Geometry::new(&config)?;
         let memory = SegmentMemory::new(&geometry);
@@ -370,7 +372,7 @@ impl SegmentPool {
         let mut owned = 0;
         for region in regions {
             let inner = region.inner.read();
-            inner.check()?;
+            inner.check(&self.memory)?;
             for segment in inner.segment_indices() {
                 if std::mem::replace(&mut owner[segment as usize], true) {
                     return Err(format!("segment {segment} is free or owned twice"));

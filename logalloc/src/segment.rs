@@ -7,6 +7,10 @@
 //! address is published once, under the pool lock, before any of its
 //! segments is handed out, and stays valid until the pool is dropped.
 //!
+//! In a pool whose handle-table entries have no size field
+//! ([`Geometry::header_bytes`] != 0), the bytes in front of every object
+//! hold its size (little-endian); [`SegmentMemory::object`] reads it.
+//!
 //! Memory is zeroed when it comes from the system and only ever overwritten
 //! with initialised bytes afterwards, so every byte of every segment is
 //! always initialised.
@@ -26,6 +30,7 @@ use std::ptr;
 
 use crate::config::Geometry;
 use crate::sync::{AtomicPtr, Ordering};
+use crate::table::{Location, SIZE_IN_HEADER};
 
 /// The address space of one pool: a table of lazily allocated chunks.
 #[derive(Debug)]
@@ -33,6 +38,9 @@ pub(crate) struct SegmentMemory {
     segment_shift: u32,
     bulk_shift: u32,
     max_segments: usize,
+    /// Bytes of the size header in front of every object (0: sizes are in
+    /// the handle-table entries).
+    header_bytes: u32,
     chunks: Box<[AtomicPtr<u8>]>,
 }
 
@@ -44,6 +52,7 @@ impl SegmentMemory {
             segment_shift: geometry.segment_shift,
             bulk_shift: geometry.bulk_shift,
             max_segments: geometry.max_segments,
+            header_bytes: geometry.header_bytes,
             chunks: (0..chunks)
                 .map(|_| AtomicPtr::new(ptr::null_mut()))
                 .collect(),
@@ -136,7 +145,10 @@ impl SegmentMemory {
     /// exclusive) while the returned slice lives; `offset + len` is at most
     /// the segment size (checked in debug builds only); and nothing writes
     /// these bytes meanwhile.
-    #[inline]
+    ///
+    /// Only the tests read raw ranges: the region reads objects through
+    /// [`object`](Self::object), which knows where their sizes are.
+    #[cfg(test)]
     pub(crate) unsafe fn bytes(&self, segment: u32, offset: usize, len: usize) -> &[u8] {
         self.check(segment, offset, len);
         // SAFETY: the caller guarantees that the chunk is allocated and
@@ -152,9 +164,11 @@ impl SegmentMemory {
     ///
     /// # Safety
     ///
-    /// As for [`bytes`](Self::bytes), with the region locked exclusively and
-    /// no other reference to these bytes existing while the returned slice
-    /// lives.
+    /// `segment` was handed out by this pool (so its chunk is allocated) and
+    /// is owned by the caller's region, which stays locked exclusively while
+    /// the returned slice lives; `offset + len` is at most the segment size
+    /// (checked in debug builds only); and no other reference to these bytes
+    /// exists while the returned slice lives.
     #[inline]
     #[expect(
         clippy::mut_from_ref,
@@ -162,8 +176,126 @@ impl SegmentMemory {
     )]
     pub(crate) unsafe fn bytes_mut(&self, segment: u32, offset: usize, len: usize) -> &mut [u8] {
         self.check(segment, offset, len);
-        // SAFETY: as in `bytes`, plus exclusivity guaranteed by the caller.
+        // SAFETY: the caller guarantees that the chunk is allocated and
+        // `offset + len <= segment size`, so the range lies inside one
+        // allocation (`segment_ptr` is the segment's first byte); every byte
+        // of a chunk is initialised (zeroed, then only overwritten with
+        // initialised bytes); the memory lives as long as `self`; the caller
+        // guarantees exclusivity while the slice lives.
         unsafe { std::slice::from_raw_parts_mut(self.segment_ptr(segment).add(offset), len) }
+    }
+
+    /// The size of the live object at `at`: `at.size` if entries hold
+    /// sizes, else (`at.size` is [`SIZE_IN_HEADER`]) the object's header.
+    ///
+    /// # Safety
+    ///
+    /// `at` is the location of a live object of the caller's region (its
+    /// segment was handed out by this pool and its header, if any, was
+    /// written by the allocation), which stays locked (shared or exclusive)
+    /// for the call, so nothing writes the header meanwhile.
+    #[inline]
+    pub(crate) unsafe fn object_size(&self, at: Location) -> u32 {
+        if at.size != SIZE_IN_HEADER {
+            return at.size;
+        }
+        self.check(at.segment, at.offset as usize, 0);
+        // SAFETY: the caller guarantees a live object of a locked region, so
+        // its chunk is allocated and `offset` is inside its segment.
+        let start = unsafe { self.segment_ptr(at.segment).add(at.offset as usize) };
+        // SAFETY: as above: the header of a live object, not being written.
+        unsafe { self.header_before(start) }
+    }
+
+    /// The size held in the header that ends at `start`.
+    ///
+    /// # Safety
+    ///
+    /// `header_bytes` is not 0 and `start` is the first byte of a live
+    /// object (of a locked region) in this pool's memory, whose header
+    /// nothing writes meanwhile.
+    #[inline]
+    unsafe fn header_before(&self, start: *const u8) -> u32 {
+        let header = self.header_bytes as usize;
+        debug_assert_ne!(header, 0);
+        // SAFETY: `place` and compaction put every object at least `header`
+        // bytes into its segment and write its header in the `header` bytes
+        // before it (the pool's geometry makes `header` 2 or 4), so the read
+        // is inside the segment's chunk; every byte is initialised and the
+        // caller guarantees no writer. Unaligned reads: headers have no
+        // alignment.
+        unsafe {
+            let at = start.sub(header);
+            if header == 2 {
+                u32::from(u16::from_le(ptr::read_unaligned(at.cast::<u16>())))
+            } else {
+                u32::from_le(ptr::read_unaligned(at.cast::<u32>()))
+            }
+        }
+    }
+
+    /// The bytes of the live object at `at` (its size from the entry or
+    /// from its header, as for [`object_size`](Self::object_size)).
+    ///
+    /// # Safety
+    ///
+    /// As for [`object_size`](Self::object_size), with the region staying
+    /// locked while the slice lives and nothing writing the object
+    /// meanwhile.
+    #[inline]
+    pub(crate) unsafe fn object(&self, at: Location) -> &[u8] {
+        // SAFETY: the caller's guarantee (see `# Safety`).
+        let (start, size) = unsafe { self.object_start(at) };
+        // SAFETY: the caller guarantees a live object of a locked region, so
+        // `start` is its first byte in an allocated chunk and it ends within
+        // its segment (`place` and compaction check); every byte is
+        // initialised, the memory lives as long as `self`, and the caller
+        // guarantees no writer while the slice lives.
+        unsafe { std::slice::from_raw_parts(start, size) }
+    }
+
+    /// The bytes of the live object at `at`, mutably.
+    ///
+    /// # Safety
+    ///
+    /// As for [`object`](Self::object) and [`bytes_mut`](Self::bytes_mut):
+    /// the region is locked exclusively and no other reference to the
+    /// object exists while the returned slice lives.
+    #[inline]
+    #[expect(
+        clippy::mut_from_ref,
+        reason = "segment memory is shared raw memory; exclusivity is the caller's contract"
+    )]
+    pub(crate) unsafe fn object_mut(&self, at: Location) -> &mut [u8] {
+        // SAFETY: the caller's guarantee (see `# Safety`).
+        let (start, size) = unsafe { self.object_start(at) };
+        // SAFETY: as in `object`, plus exclusivity guaranteed by the caller.
+        unsafe { std::slice::from_raw_parts_mut(start, size) }
+    }
+
+    /// The first byte and the size of the object at `at`, with one segment
+    /// lookup for both.
+    ///
+    /// # Safety
+    ///
+    /// As for [`object_size`](Self::object_size).
+    #[inline]
+    unsafe fn object_start(&self, at: Location) -> (*mut u8, usize) {
+        // SAFETY: the caller guarantees a live object, so its chunk is
+        // allocated and `offset` is inside its segment.
+        let start = unsafe { self.segment_ptr(at.segment).add(at.offset as usize) };
+        // A compare of a value in a register: pools with sizes in their
+        // entries (every pool up to 8 GiB of 128 KiB segments) load nothing
+        // more than before.
+        let size = if at.size == SIZE_IN_HEADER {
+            // SAFETY: the caller guarantees that `at` is a live object of
+            // a locked region of this pool, so `start` is its first byte.
+            unsafe { self.header_before(start) }
+        } else {
+            at.size
+        };
+        self.check(at.segment, at.offset as usize, size as usize);
+        (start, size as usize)
     }
 
     /// The pair of segments compaction moves objects between, from

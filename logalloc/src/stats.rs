@@ -5,8 +5,9 @@ use std::time::Duration;
 /// A snapshot of one region's memory use and activity.
 ///
 /// Byte counts are exact, not estimates: `total_bytes` is whole segments,
-/// `used_bytes` the bytes those segments spend on live objects (their sizes;
-/// a zero-size object takes one byte), and `table_bytes` the heap memory of
+/// `used_bytes` the bytes those segments spend on live objects (their sizes,
+/// a zero-size object counting one byte, plus their size headers in pools
+/// that have them), and `table_bytes` the heap memory of
 /// the handle table and the segments' slot lists, which live outside the
 /// segments.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

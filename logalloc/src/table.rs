@@ -16,8 +16,10 @@
 //! its part's epoch next to the generation, and resolution compares both.
 //!
 //! A live entry packs `generation | alignment class | segment | offset | size`
-//! (widths from [`Geometry`]); a free entry holds the next free index of its
-//! part and the generation the next object in that slot will get.
+//! (widths from [`Geometry`]; in a pool too large for that, the size is in
+//! a header in front of the object and the entry has no size field); a free
+//! entry holds the next free index of its part and the generation the next
+//! object in that slot will get.
 
 use std::fmt;
 use std::num::NonZeroU64;
@@ -125,10 +127,17 @@ impl fmt::Debug for Handle {
 pub(crate) struct Location {
     pub(crate) segment: u32,
     pub(crate) offset: u32,
+    /// The size as the entry holds it, or [`SIZE_IN_HEADER`] from a table
+    /// whose sizes are in object headers (`Geometry::header_bytes` != 0):
+    /// `SegmentMemory::object_size` reads the header then.
     pub(crate) size: u32,
     /// The requested alignment.
     pub(crate) align: u32,
 }
+
+/// [`Location::size`] of an object whose size is in its header (no object
+/// is that large: sizes are at most 6.4 MiB).
+pub(crate) const SIZE_IN_HEADER: u32 = u32::MAX;
 
 /// Packs and unpacks entries for one pool geometry.
 #[derive(Debug, Clone, Copy)]
@@ -165,17 +174,29 @@ impl Codec {
 
     #[inline]
     fn live(&self, generation: u32, at: Location) -> u64 {
+        debug_assert!(
+            self.fits(at.segment, at.offset),
+            "{at:?} overflows its fields"
+        );
         LIVE | (u64::from(generation) << self.generation_shift)
             | (u64::from(at.align.trailing_zeros()) << self.align_shift)
             | (u64::from(at.segment) << self.segment_shift)
             | (u64::from(at.offset) << self.offset_shift)
-            | u64::from(at.size)
+            | (u64::from(at.size) & self.size_mask)
     }
 
     #[inline]
     fn location(&self, entry: u64) -> Location {
+        // A table without size bits (sizes in headers) says so in `size`,
+        // decided from the mask already in a register: `get` needs no
+        // other load to know where the size is.
+        let size = if self.size_mask == 0 {
+            SIZE_IN_HEADER
+        } else {
+            (entry & self.size_mask) as u32
+        };
         Location {
-            size: (entry & self.size_mask) as u32,
+            size,
             offset: ((entry >> self.offset_shift) & self.offset_mask) as u32,
             segment: ((entry >> self.segment_shift) & self.segment_mask) as u32,
             align: 1 << ((entry >> self.align_shift) & ((1 << ALIGN_BITS) - 1)),
@@ -187,11 +208,22 @@ impl Codec {
     #[inline]
     pub(crate) fn relocated(&self, entry: u64, segment: u32, offset: u32) -> u64 {
         debug_assert!(entry & LIVE != 0);
+        debug_assert!(
+            self.fits(segment, offset),
+            "{segment}:{offset} overflows its fields"
+        );
         let place =
             (self.segment_mask << self.segment_shift) | (self.offset_mask << self.offset_shift);
         (entry & !place)
             | (u64::from(segment) << self.segment_shift)
             | (u64::from(offset) << self.offset_shift)
+    }
+
+    /// Whether `segment` and `offset` fit their fields (an offset is below
+    /// the segment size): a wider value would spill into the next field.
+    #[inline]
+    fn fits(&self, segment: u32, offset: u32) -> bool {
+        u64::from(segment) <= self.segment_mask && u64::from(offset) <= self.offset_mask
     }
 
     #[inline]
@@ -706,6 +738,117 @@ mod tests {
         assert_eq!(merged.lookup(h_old), Ok(at));
         assert_eq!(merged.lookup(h_merged), Ok(at));
         merged.check().unwrap();
+    }
+
+    /// The geometry of a 1 TiB pool of 128 KiB segments.
+    fn tebibyte() -> Geometry {
+        Geometry::new(&PoolConfig::default().with_memory_limit(1 << 40)).unwrap()
+    }
+
+    #[test]
+    fn tebibyte_entries_round_trip_at_the_extremes() {
+        let geometry = tebibyte();
+        assert_eq!(geometry.header_bytes, 2);
+        let codec = Codec::new(&geometry);
+        let top = (1u32 << geometry.generation_bits) - 1;
+        for (segment, offset, align, generation) in [
+            ((1 << 23) - 1, (128 << 10) - 1, 1, top),
+            ((1 << 23) - 1, (128 << 10) - 4096, 4096, 0),
+            (0, 0, 1, top),
+            (0, 2, 2, 1),
+        ] {
+            // No size field: sizes are in the objects' headers.
+            let at = Location {
+                segment,
+                offset,
+                size: SIZE_IN_HEADER,
+                align,
+            };
+            let entry = codec.live(generation, at);
+            assert_ne!(entry & LIVE, 0);
+            assert_eq!(codec.location(entry), at);
+            assert_eq!(codec.live_generation(entry), generation);
+            let moved = codec.relocated(entry, segment ^ 1, offset & !1);
+            let expected = Location {
+                segment: segment ^ 1,
+                offset: offset & !1,
+                ..at
+            };
+            assert_eq!(codec.location(moved), expected);
+            assert_eq!(codec.live_generation(moved), generation);
+        }
+        // A size handed to the codec is not stored: it cannot spill into
+        // the other fields.
+        let at = Location {
+            segment: 5,
+            offset: 7,
+            size: 13107,
+            align: 1,
+        };
+        assert_eq!(
+            codec.location(codec.live(3, at)),
+            Location {
+                size: SIZE_IN_HEADER,
+                ..at
+            }
+        );
+        // Through a table, with the handle's stamp.
+        let mut t = HandleTable::new(&geometry);
+        t.prepare(|| Some(((MAX_TAGS - 1) as u16, u32::MAX)))
+            .unwrap();
+        let last = Location {
+            segment: (1 << 23) - 1,
+            offset: (128 << 10) - 13107,
+            size: SIZE_IN_HEADER,
+            align: 1,
+        };
+        let h = t.insert(last);
+        assert_eq!(t.lookup(h), Ok(last));
+        assert_eq!(t.remove(h), Ok(last));
+        assert_eq!(t.lookup(h), Err(Error::StaleHandle { handle: h }));
+        t.check().unwrap();
+    }
+
+    /// Frees and reallocates one slot `2^generation-bits` times: the stale
+    /// handle is detected every time but the last, when the generation has
+    /// wrapped to its value again (the documented residual case).
+    fn generation_wraps_after_two_to_the_bits_reuses(geometry: &Geometry) {
+        let mut t = HandleTable::new(geometry);
+        t.prepare(|| Some((1, 9))).unwrap();
+        let at = Location {
+            segment: 3,
+            offset: 64,
+            size: if geometry.header_bytes == 0 {
+                24
+            } else {
+                SIZE_IN_HEADER
+            },
+            align: 8,
+        };
+        let first = t.insert(at);
+        let mut current = first;
+        let reuses = 1u32 << geometry.generation_bits;
+        for reuse in 1..=reuses {
+            assert_eq!(t.remove(current), Ok(at));
+            current = t.insert(at);
+            assert_eq!(current.slot(), first.slot(), "the freed slot is reused");
+            if reuse < reuses {
+                assert_eq!(t.lookup(first), Err(Error::StaleHandle { handle: first }));
+            }
+        }
+        assert_eq!(current, first, "generation wrapped after {reuses} reuses");
+        assert_eq!(t.lookup(first), Ok(at));
+        t.check().unwrap();
+    }
+
+    #[test]
+    fn stale_handles_are_detected_until_the_generation_wraps() {
+        let default = Geometry::new(&PoolConfig::default()).unwrap();
+        assert_eq!(default.generation_bits, 15);
+        generation_wraps_after_two_to_the_bits_reuses(&default);
+        let large = tebibyte();
+        assert_eq!(large.generation_bits, 16);
+        generation_wraps_after_two_to_the_bits_reuses(&large);
     }
 
     #[test]

@@ -852,7 +852,8 @@ impl StressOptions {
     }
 
     /// Checks every option: the load ([`workload`](Self::workload)), the
-    /// stop condition, the soft-limit ratio, and the bandwidth limit.
+    /// stop condition, the soft-limit ratio, the budget (its minimum, and
+    /// a memory pool that fits the machine), and the bandwidth limit.
     ///
     /// # Errors
     /// [`Error::InvalidOption`] naming the first option out of range.
@@ -876,6 +877,7 @@ impl StressOptions {
                 format!("at least {} bytes", replica::MIN_DATABASE_BUDGET),
             ));
         }
+        self.check_memory_pool()?;
         if self.sstable_bytes_per_sync > 0 && self.sstable_bytes_per_sync < 4096 {
             return Err(invalid(
                 "--sstable-bytes-per-sync",
@@ -891,6 +893,32 @@ impl StressOptions {
             ));
         }
         self.check_devices()
+    }
+
+    /// Refuses a memory pool larger than the machine's memory (or this
+    /// process's cgroup limit) before the run starts, naming `--budget`:
+    /// the database's own check (`DatabaseConfig::validate`, which names
+    /// both figures and the pool's parts) on a configuration with this
+    /// run's budget and cache, so the refusal comes before anything runs
+    /// rather than at open. Other fields are the defaults, which the
+    /// database checks again with the run's directories at open.
+    fn check_memory_pool(&self) -> Result<(), Error> {
+        let mut config = replica::DatabaseConfig::new("replica-stress");
+        config.dirty_memory_budget =
+            usize::try_from(self.budget_or_machine()).unwrap_or(usize::MAX);
+        config.cache_size = self.cache()?;
+        match config.validate() {
+            Err(replica::Error::InvalidOption {
+                name: "dirty_memory_budget",
+                value,
+                expected,
+            }) => Err(Error::InvalidOption {
+                name: "--budget",
+                value,
+                expected,
+            }),
+            _ => Ok(()),
+        }
     }
 
     /// Every modelled device: the `--device`s, and the `flush` device of

@@ -159,3 +159,62 @@ fn output_files_are_checked_before_the_load_starts() {
     assert_eq!(code, Some(1), "{err}");
     assert!(!json.exists(), "the check removed the file it created");
 }
+
+/// The memory the database compares its pool with: the machine's, or the
+/// cgroup's limit if lower (as `replica`'s `DatabaseConfig::validate` reads
+/// it), in bytes.
+fn memory_limit() -> u64 {
+    let meminfo = std::fs::read_to_string("/proc/meminfo").expect("Linux has /proc/meminfo");
+    let line = meminfo
+        .lines()
+        .find(|l| l.starts_with("MemTotal:"))
+        .expect("MemTotal");
+    let total = line
+        .split_whitespace()
+        .nth(1)
+        .unwrap()
+        .parse::<u64>()
+        .unwrap()
+        * 1024;
+    [
+        "/sys/fs/cgroup/memory.max",
+        "/sys/fs/cgroup/memory/memory.limit_in_bytes",
+    ]
+    .into_iter()
+    .find_map(|p| std::fs::read_to_string(p).ok()?.trim().parse::<u64>().ok())
+    .map_or(total, |cgroup| cgroup.min(total))
+}
+
+/// A budget whose memory pool (the budget, the cache's share and
+/// headroom, more than twice the budget) exceeds the machine: refused
+/// with exit 2 before anything runs or any memory is taken, naming
+/// `--budget`, the machine's figure, the pool's and its parts.
+#[test]
+fn a_budget_larger_than_the_machine_is_refused_before_the_run() {
+    let tmp = tempfile::tempdir().unwrap();
+    let limit = memory_limit();
+    // A whole number of MiB above the limit: the pool is larger still.
+    let budget = format!("--budget={}MiB", (limit >> 20) + 1);
+    let args: Vec<&str> = QUICK
+        .iter()
+        .copied()
+        .filter(|a| !a.starts_with("--budget"))
+        .chain([budget.as_str()])
+        .collect();
+    let (code, out, err) = run(tmp.path(), &args);
+    assert_eq!(code, Some(2), "{out}\n{err}");
+    for part in [
+        "invalid --budget",
+        "expected a memory pool within the",
+        &format!("{} MiB of", limit >> 20),
+        "= dirty budget",
+        "+ row cache share",
+        "lower the budget or the cache size",
+    ] {
+        assert!(err.contains(part), "{part:?} missing from: {err}");
+    }
+    assert!(!out.contains("Running"), "nothing ran: {out}");
+    // A budget well within the machine still runs.
+    let (code, out, err) = run(tmp.path(), QUICK);
+    assert_eq!(code, Some(0), "{out}\n{err}");
+}

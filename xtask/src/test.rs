@@ -7,8 +7,9 @@ use crate::{deps, examples, metadata, package, readmes, runner};
 
 /// The logalloc tests that run under valgrind memcheck: the unit tests, a
 /// smoke test of every unsafe path, the property model (few cases), the
-/// segment-edge cases, a listener that panics mid-compaction, and the
-/// batch reader/writer and chunked strings.
+/// segment-edge cases, a listener that panics mid-compaction, the
+/// batch reader/writer and chunked strings, and a 1 TiB pool (sizes in
+/// object headers).
 const VALGRIND_PACKAGE: &str = "replmem-logalloc";
 const VALGRIND_TARGETS: &[&str] = &[
     "--lib",
@@ -22,6 +23,8 @@ const VALGRIND_TARGETS: &[&str] = &[
     "panicking_listener_leaves_objects_intact",
     "--test",
     "reader_writer_and_managed_bytes",
+    "--test",
+    "tebibyte_pool_is_lazy_and_keeps_handles",
 ];
 
 /// What the steps counted, for the summary line.

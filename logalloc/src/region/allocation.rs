@@ -3,8 +3,9 @@
 //! its occupancy crosses the bucket's floor). When the active segment is
 //! full, allocation goes on in `find_room_slow` (see `reclaim.rs`).
 
-use super::inner::{RegionInner, record_len};
+use super::inner::{NOT_MAPPED, RegionInner, placement, record_len};
 use crate::pool::SegmentPool;
+use crate::segment::SegmentMemory;
 use crate::table::Location;
 use crate::{Error, Handle};
 
@@ -19,12 +20,12 @@ impl RegionInner {
         let segment_size = self.segment_size as u32;
         let position = self.segment_map[segment as usize] as usize;
         let info = &mut self.segments[position];
-        let offset = (info.end + align - 1) & !(align - 1);
-        let record = record_len(size);
-        if offset + record > segment_size {
+        let (offset, end) = placement(info.end, size, align, self.header);
+        if end > segment_size {
             return None;
         }
-        info.end = offset + record;
+        let record = record_len(size, self.header);
+        info.end = end;
         info.used += record;
         self.used += record as usize;
         Some((
@@ -75,13 +76,22 @@ impl RegionInner {
             }
         };
         let handle = self.table.insert(at);
-        // SAFETY: `find_room` reserved these bytes (`place` checked
-        // `offset + size <= segment size`) in a segment the exclusively
-        // locked region owns; no reference to them exists yet.
-        init(unsafe {
-            pool.memory()
-                .bytes_mut(at.segment, at.offset as usize, size as usize)
-        });
+        let header = self.header as usize;
+        // SAFETY: `find_room` reserved these bytes, the object and its
+        // header in front of it (`place` checked that the record ends
+        // within the segment, and put the object at least `header` bytes
+        // in), in a segment the exclusively locked region owns; no
+        // reference to them exists yet.
+        let record = unsafe {
+            pool.memory().bytes_mut(
+                at.segment,
+                at.offset as usize - header,
+                header + size as usize,
+            )
+        };
+        let (size_header, object) = record.split_at_mut(header);
+        size_header.copy_from_slice(&size.to_le_bytes()[..header]);
+        init(object);
         // `place` counted the record as used; list its slot for compaction.
         let slots = &mut self.segments[position].slots;
         let capacity = slots.capacity();
@@ -102,9 +112,12 @@ impl RegionInner {
     #[inline]
     pub(super) fn free(&mut self, pool: &SegmentPool, handle: Handle) -> Result<u32, Error> {
         let at = self.table.remove(handle)?;
-        let record = record_len(at.size);
+        // SAFETY: `at` was a live entry of this exclusively locked region
+        // (just freed in the table, but its bytes are untouched).
+        let size = unsafe { pool.memory().object_size(at) };
+        let record = record_len(size, self.header);
         self.used -= record as usize;
-        self.object_bytes -= at.size as usize;
+        self.object_bytes -= size as usize;
         let segment_size = self.segment_size;
         let active = self.active == Some(at.segment);
         let position = self.segment_map[at.segment as usize] as usize;
@@ -135,7 +148,35 @@ impl RegionInner {
                 }
             }
         }
-        Ok(at.size)
+        Ok(size)
+    }
+}
+
+impl RegionInner {
+    /// Every live object as (slot, location with its size), for the
+    /// invariant checker. `memory` must be the memory of this region's pool.
+    /// A size in a header is read only where the entry points into a
+    /// segment this region owns, with room for the header in front: a
+    /// corrupt entry keeps [`SIZE_IN_HEADER`](crate::table::SIZE_IN_HEADER)
+    /// for the checker to report, instead of a read outside the region.
+    pub(super) fn live_objects<'a>(
+        &'a self,
+        memory: &'a SegmentMemory,
+    ) -> impl Iterator<Item = (u32, Location)> + 'a {
+        self.table.live_entries().map(move |(slot, mut at)| {
+            let owned = self
+                .segment_map
+                .get(at.segment as usize)
+                .is_some_and(|&position| position != NOT_MAPPED);
+            if owned && at.offset >= self.header {
+                // SAFETY: a live entry of this region, which stays locked
+                // while `self` is borrowed (`RegionInner` lives behind the
+                // lock), in a segment it owns of its pool's memory, with
+                // its header inside the segment.
+                at.size = unsafe { memory.object_size(at) };
+            }
+            (slot, at)
+        })
     }
 }
 
@@ -182,6 +223,86 @@ mod tests {
         assert_eq!(&*region.get(h).unwrap(), &[0, 0]);
         assert!(region.get(empty).unwrap().is_empty());
         region.check_invariants().unwrap();
+    }
+
+    #[test]
+    fn headers_hold_sizes_in_front_of_objects() {
+        let config = crate::PoolConfig {
+            object_headers: true,
+            ..crate::PoolConfig::default()
+        }
+        .with_segment_size(4096)
+        .with_memory_limit(8 * 4096)
+        .with_bulk_segments(4);
+        let pool = crate::SegmentPool::new(config).unwrap();
+        let mut region = Region::new(&pool);
+        let a = region.alloc_bytes(&[1; 5]).unwrap();
+        let h = region.alloc(2, 2).unwrap();
+        let empty = region.alloc(0, 1).unwrap();
+        let aligned = region.alloc_bytes(&[3; 300]).unwrap();
+        let stats = region.stats();
+        // 2 + 5, 2 + 2 (the header fits in the padding before the aligned
+        // object: 7 -> header at 8, object at 10), 2 + 1 (an empty object
+        // takes a byte, as without headers), 2 + 300.
+        assert_eq!(stats.used_bytes, 7 + 4 + 3 + 302);
+        assert_eq!(stats.object_bytes, 5 + 2 + 300);
+        assert_eq!(&*region.get(a).unwrap(), &[1; 5]);
+        assert_eq!(&*region.get(h).unwrap(), &[0, 0]);
+        assert!(region.get(empty).unwrap().is_empty());
+        assert_eq!(&*region.get(aligned).unwrap(), &[3; 300][..]);
+        region.get_mut(h).unwrap().copy_from_slice(&[9, 8]);
+        region.full_compaction().unwrap();
+        assert_eq!(&*region.get(h).unwrap(), &[9, 8]);
+        assert_eq!(&*region.get(aligned).unwrap(), &[3; 300][..]);
+        region.free(aligned).unwrap();
+        assert_eq!(region.stats().used_bytes, 7 + 4 + 3);
+        region.check_invariants().unwrap();
+        pool.check_invariants().unwrap();
+    }
+
+    /// An empty object whose header fits in the last bytes of the active
+    /// segment must still start inside the segment: the entry's offset
+    /// field holds offsets below the segment size only, and an offset equal
+    /// to it spilled into the segment field (segment 0 read as segment 1).
+    #[test]
+    fn an_empty_object_never_starts_at_its_segments_end() {
+        let config = crate::PoolConfig {
+            object_headers: true,
+            ..crate::PoolConfig::default()
+        }
+        .with_segment_size(4096)
+        .with_memory_limit(8 * 4096)
+        .with_bulk_segments(4);
+        let pool = crate::SegmentPool::new(config).unwrap();
+        let mut region = Region::new(&pool);
+        // Ten records of 2 + 407 bytes end at 4090, one of 2 + 2 at 4094:
+        // the 2-byte header of an empty object aligned to 16 fits in the
+        // segment's last two bytes, and its first byte would be at 4096.
+        let filler: Vec<_> = (0..10)
+            .map(|_| region.alloc_bytes(&[1; 407]).unwrap())
+            .collect();
+        let last = region.alloc_bytes(&[2; 2]).unwrap();
+        assert_eq!(region.stats().used_bytes, 4094);
+        assert_eq!(region.stats().segments, 1);
+        let empty = region.alloc(0, 16).unwrap();
+        region.check_invariants().unwrap();
+        assert!(region.get(empty).unwrap().is_empty());
+        assert_eq!(
+            region.stats().segments,
+            2,
+            "the empty object opened a new segment"
+        );
+        // It moves in compaction and frees like any other object.
+        region.full_compaction().unwrap();
+        assert!(region.get(empty).unwrap().is_empty());
+        region.free(empty).unwrap();
+        assert!(region.get(empty).is_err());
+        for h in filler {
+            assert_eq!(&*region.get(h).unwrap(), &[1; 407][..]);
+        }
+        assert_eq!(&*region.get(last).unwrap(), &[2; 2]);
+        region.check_invariants().unwrap();
+        pool.check_invariants().unwrap();
     }
 
     #[test]

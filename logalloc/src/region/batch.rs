@@ -27,10 +27,7 @@ fn object_bytes<'a>(
     // `&mut` methods, other regions' reclaim) can move, overwrite or free
     // the bytes while the slice lives; a `RegionWriter` hands out this slice
     // only through `&self`, which excludes its own `&mut` methods.
-    Ok(unsafe {
-        pool.memory()
-            .bytes(at.segment, at.offset as usize, at.size as usize)
-    })
+    Ok(unsafe { pool.memory().object(at) })
 }
 
 /// Shared access to many objects of a region under one acquisition of its
@@ -131,12 +128,7 @@ impl RegionWriter<'_> {
         // region owns, with the lock held exclusively by `self.guard` for as
         // long as the returned slice borrows `self` mutably, so no other
         // reference into the region's segments exists.
-        Ok(unsafe {
-            self.region
-                .pool
-                .memory()
-                .bytes_mut(at.segment, at.offset as usize, at.size as usize)
-        })
+        Ok(unsafe { self.region.pool.memory().object_mut(at) })
     }
 
     /// Stores `data` as a [`ManagedBytes`] string: one object if it fits the

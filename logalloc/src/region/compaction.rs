@@ -3,9 +3,10 @@
 //! compaction of the sparsest segments, full compaction, and the forced
 //! compaction that reclaim falls back to.
 
-use super::inner::{RegionInner, record_len};
+use super::inner::{RegionInner, placement, record_len};
 use crate::Error;
 use crate::pool::{Purpose, SegmentPool};
+use crate::segment::SegmentMemory;
 use crate::table::Location;
 
 /// Forced compaction runs only while the closed segments hold at least this
@@ -41,6 +42,7 @@ impl RegionInner {
         self.slot_bytes -= slots.capacity() * size_of::<u32>();
         let codec = self.table.codec();
         let segment_size = self.segment_size as u32;
+        let header = self.header;
         let mut moved = 0usize;
         let mut i = 0;
         let mut stopped = false;
@@ -69,12 +71,15 @@ impl RegionInner {
             i = self
                 .table
                 .visit_live_in_segment(&slots, i, segment, |slot, entry, from| {
-                    let offset = (end + from.align - 1) & !(from.align - 1);
-                    let record = record_len(from.size);
-                    if offset + record > segment_size {
+                    // SAFETY: `from` is a live entry of this exclusively
+                    // locked region, in `segment`, which it owns.
+                    let size = unsafe { memory.object_size(from) };
+                    let (offset, record_end) = placement(end, size, from.align, header);
+                    if record_end > segment_size {
                         return false;
                     }
-                    debug_assert!(from.offset + from.size <= segment_size);
+                    let record = record_len(size, header);
+                    debug_assert!(from.offset + size <= segment_size);
                     // SAFETY: `pair` joins two different segments (the one
                     // being compacted left the histogram above and is never
                     // active; the target is the active one, opened fresh from
@@ -82,15 +87,19 @@ impl RegionInner {
                     // region, so nothing borrows their bytes (every
                     // `ObjectRef`/`ObjectMut`/`Evictor` slice holds this
                     // lock, and the lock is not re-entrant). The source range
-                    // is a live object, inside its segment; the target range
-                    // ends at `offset + record <= segment_size` (checked
-                    // above).
+                    // is a live object and its header, inside its segment;
+                    // the target range, the same length, ends at
+                    // `record_end <= segment_size` (checked above).
                     unsafe {
-                        pair.copy(from.offset as usize, offset as usize, from.size as usize);
+                        pair.copy(
+                            (from.offset - header) as usize,
+                            (offset - header) as usize,
+                            record as usize,
+                        );
                     }
                     *entry = codec.relocated(*entry, destination, offset);
                     destination_slots.push(slot);
-                    end = offset + record;
+                    end = record_end;
                     added += record;
                     true
                 });
@@ -142,22 +151,24 @@ impl RegionInner {
     /// afterwards (the active segment's new bump pointer). Places them, in
     /// compaction order, after the active segment's end as `place` would. A
     /// slot listed twice is counted twice, which can only overestimate both.
-    fn move_plan(&self, segment: u32) -> (usize, u32) {
+    fn move_plan(&self, memory: &SegmentMemory, segment: u32) -> (usize, u32) {
         let segment_size = self.segment_size as u32;
         let after = |end: u32, at: &Location| {
-            let offset = (end + at.align - 1) & !(at.align - 1);
-            let end = offset + record_len(at.size);
+            let (_, end) = placement(end, at.size, at.align, self.header);
             (end <= segment_size).then_some(end)
         };
         let mut end = self.active.map(|active| self.info(active).end);
         let mut needed = 0;
         for &slot in &self.info(segment).slots {
-            let Some(from) = self.table.live_location(slot) else {
+            let Some(mut from) = self.table.live_location(slot) else {
                 continue;
             };
             if from.segment != segment {
                 continue;
             }
+            // SAFETY: `from` is a live entry of this region (locked: `self`
+            // is behind its lock), in `segment`, which it owns.
+            from.size = unsafe { memory.object_size(from) };
             end = match end.and_then(|end| after(end, &from)) {
                 Some(end) => Some(end),
                 None => {
@@ -200,7 +211,7 @@ impl RegionInner {
             return None;
         }
         let segment = self.histogram.sparsest()?;
-        let (needed, end_after) = self.move_plan(segment);
+        let (needed, end_after) = self.move_plan(pool.memory(), segment);
         if needed > 1 || needed > pool.available_for_compaction() {
             return None;
         }

@@ -17,11 +17,25 @@ use crate::{RegionId, RegionListener};
 /// A `segment_map` entry for a pool segment this region does not own.
 pub(super) const NOT_MAPPED: u32 = u32::MAX;
 
-/// Bytes of segment an object of `size` bytes takes: its size, but at least
-/// one byte so that every object has its own place.
+/// Bytes of segment an object of `size` bytes takes with a `header`-byte
+/// size header in front of it (0 without one): its header and its size, the
+/// size counted as at least one byte. So every object has its own place,
+/// and its first byte lies inside its segment: the entry's offset field
+/// holds offsets below the segment size only.
 #[inline]
-pub(super) fn record_len(size: u32) -> u32 {
-    size.max(1)
+pub(super) fn record_len(size: u32, header: u32) -> u32 {
+    header + size.max(1)
+}
+
+/// Where an object of `size` bytes aligned to `align`, with a `header`-byte
+/// header in front of it, goes in a segment whose bump pointer is at `end`:
+/// `(offset of its first byte, end of its record)`. Its header takes the
+/// `header` bytes before `offset` (in the alignment padding if there is
+/// room).
+#[inline]
+pub(super) fn placement(end: u32, size: u32, align: u32, header: u32) -> (u32, u32) {
+    let offset = (end + header + align - 1) & !(align - 1);
+    (offset, offset - header + record_len(size, header))
 }
 
 /// Per-segment bookkeeping of the owning region.
@@ -48,6 +62,9 @@ pub(crate) struct RegionInner {
     /// Dropped or merged into another region: owns nothing any more.
     pub(super) dead: bool,
     pub(super) segment_size: usize,
+    /// Bytes of the size header in front of every object (0: sizes are in
+    /// the table's entries); see `Geometry::header_bytes`.
+    pub(super) header: u32,
     /// Compact a closed segment only with at least this percentage free.
     pub(super) min_free_percent: usize,
     pub(super) table: HandleTable,
@@ -95,6 +112,7 @@ impl RegionInner {
             id,
             dead: false,
             segment_size: geometry.segment_size,
+            header: geometry.header_bytes,
             min_free_percent: geometry.compaction_min_free_percent,
             table: HandleTable::new(geometry),
             segment_map: Vec::new(),

@@ -2,6 +2,7 @@
 //! its handle table (for tests and debugging).
 
 use super::inner::{NOT_MAPPED, RegionInner, record_len};
+use crate::segment::SegmentMemory;
 
 impl RegionInner {
     /// Heap bytes of the segments' slot lists, recounted (`slot_bytes` is
@@ -14,7 +15,7 @@ impl RegionInner {
     }
 
     /// Recounts everything from the segments and the table.
-    pub(crate) fn check(&self) -> Result<(), String> {
+    pub(crate) fn check(&self, memory: &SegmentMemory) -> Result<(), String> {
         self.table.check()?;
         if self.slot_bytes != self.recount_slot_bytes() {
             return Err(format!(
@@ -53,7 +54,8 @@ impl RegionInner {
         // Every live object, grouped by segment: it must lie below its
         // segment's end, overlap no other object and be on its slot list.
         let mut objects: Vec<Vec<(u32, u32, u32)>> = vec![Vec::new(); self.segments.len()];
-        for (slot, at) in self.table.live_entries() {
+        let mut object_bytes = 0usize;
+        for (slot, at) in self.live_objects(memory) {
             let position = self
                 .segment_map
                 .get(at.segment as usize)
@@ -63,7 +65,13 @@ impl RegionInner {
             if at.offset % at.align != 0 {
                 return Err(format!("slot {slot:#x} is misaligned: {at:?}"));
             }
-            objects[position as usize].push((at.offset, record_len(at.size), slot));
+            if at.offset < self.header {
+                return Err(format!("slot {slot:#x} has no room for its header: {at:?}"));
+            }
+            object_bytes += at.size as usize;
+            // The record starts at the object's header.
+            let start = at.offset - self.header;
+            objects[position as usize].push((start, record_len(at.size, self.header), slot));
         }
         let (mut used, mut closed_free, mut live) = (0usize, 0usize, 0usize);
         for (info, objects) in self.segments.iter().zip(&mut objects) {
@@ -129,11 +137,6 @@ impl RegionInner {
                 self.histogram.len()
             ));
         }
-        let object_bytes: usize = self
-            .table
-            .live_entries()
-            .map(|(_, at)| at.size as usize)
-            .sum();
         if used != self.used
             || closed_free != self.closed_free
             || object_bytes != self.object_bytes

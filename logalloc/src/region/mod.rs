@@ -5,8 +5,11 @@
 //!
 //! Segments hold nothing but object bytes, each object at the next offset
 //! that satisfies its alignment (at least one byte each, so every object has
-//! a distinct place). Where an object is, its size, alignment and
-//! generation live in its handle-table entry.
+//! a distinct place and starts inside its segment). Where an object is, its
+//! size, alignment and generation live in its handle-table entry; in a pool
+//! too large for sizes in the entries, the size is in a 2- or 4-byte header
+//! just in front of the object instead (`Geometry::header_bytes`), which
+//! `get`, `free` and compaction read.
 //!
 //! Each segment also has a *slot list*: the handle-table slots of the
 //! objects appended to it, in order. Compaction walks that list rather than
@@ -14,8 +17,9 @@
 //! live object to move; anything else (a freed object, or a slot that was
 //! freed and reused elsewhere) is skipped. Because the slots are known up
 //! front, compaction can prefetch their scattered table entries, and `free`
-//! never touches segment memory. The list costs 4 bytes per object appended,
-//! counted with the handle table; it is dropped when the segment is emptied.
+//! touches segment memory only to read a size header. The list costs 4
+//! bytes per object appended, counted with the handle table; it is dropped
+//! when the segment is emptied.
 //!
 //! # Locking
 //!
@@ -288,11 +292,7 @@ impl Region {
         // stays read-locked while `bytes` is reachable: writers (the owner's
         // `&mut` methods, other regions' reclaim) are excluded, and the
         // segment memory lives as long as the pool, which `self` keeps alive.
-        let bytes = unsafe {
-            self.pool
-                .memory()
-                .bytes(at.segment, at.offset as usize, at.size as usize)
-        };
+        let bytes = unsafe { self.pool.memory().object(at) };
         Ok(ObjectRef {
             _guard: guard,
             bytes,
@@ -306,11 +306,7 @@ impl Region {
         // SAFETY: as in `get`, with the lock held exclusively by the guard
         // that moves into the returned value and `&mut self` ruling out any
         // other reference into this region's segments.
-        let bytes = unsafe {
-            self.pool
-                .memory()
-                .bytes_mut(at.segment, at.offset as usize, at.size as usize)
-        };
+        let bytes = unsafe { self.pool.memory().object_mut(at) };
         Ok(ObjectMut {
             _guard: guard,
             bytes,
@@ -417,7 +413,7 @@ impl Region {
     /// checks the histogram, the segment map and the table's free lists.
     /// Linear in the region's size: for tests and debugging.
     pub fn check_invariants(&self) -> Result<(), String> {
-        self.shared.inner.read().check()
+        self.shared.inner.read().check(self.pool.memory())
     }
 
     /// Takes the region's lock in shared mode once, for many

@@ -6,7 +6,7 @@
 use std::fmt;
 use std::time::{Duration, Instant};
 
-use super::inner::{RegionInner, record_len};
+use super::inner::{RegionInner, placement};
 use crate::pool::{Purpose, SegmentPool};
 use crate::stats::RegionStats;
 use crate::sync::Ordering;
@@ -121,12 +121,8 @@ impl Evictor<'_> {
         // run and `&self` prevents `free` while the slice lives; `at` is a
         // live entry, so its bytes are in a segment this region owns, with
         // `offset + size <= segment size` (only `place` and compaction write
-        // entries, and both check the segment's end).
-        Ok(unsafe {
-            self.pool
-                .memory()
-                .bytes(at.segment, at.offset as usize, at.size as usize)
-        })
+        // entries, and both check the segment's end), its header in front.
+        Ok(unsafe { self.pool.memory().object(at) })
     }
 
     /// The region's current statistics.
@@ -241,8 +237,8 @@ impl RegionInner {
     /// active segment as it stands.
     fn fits(&self, size: u32, align: u32) -> bool {
         self.active.is_some_and(|active| {
-            let offset = (self.info(active).end + align - 1) & !(align - 1);
-            offset + record_len(size) <= self.segment_size as u32
+            let (_, end) = placement(self.info(active).end, size, align, self.header);
+            end <= self.segment_size as u32
         })
     }
 

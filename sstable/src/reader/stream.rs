@@ -5,12 +5,12 @@ use std::fmt;
 use std::ops::Bound;
 
 use mutation::{
-    ClusteringRange, DecoratedKey, Fragment, FragmentReader, PartitionRange, RingPosition,
+    ClusteringRange, DecoratedKey, Fragment, FragmentReader, PartitionRange, Position, RingPosition,
 };
 
 use super::{DataCursor, Sstable};
 use crate::error::{Component, Error};
-use crate::index::IndexEntry;
+use crate::index::{ClusteringBlock, IndexEntry};
 use crate::slice::Slicer;
 
 impl Sstable {
@@ -69,6 +69,13 @@ pub struct SstableReader {
     /// The partition (and its Data block) the Index said the cursor was
     /// moved to: the next partition start must be that one.
     expect: Option<(DecoratedKey, u64)>,
+    /// For a sliced read of a large partition: the last clustering block
+    /// of the partition `position_at` moved to that starts at or before
+    /// the slice, to jump to once its start (and static row) passed.
+    seek: Option<ClusteringBlock>,
+    /// `seek`, armed when that partition started: taken at its first
+    /// fragment after the static row.
+    jump: Option<ClusteringBlock>,
     out: std::collections::VecDeque<Fragment>,
     scratch: Vec<Fragment>,
     done: bool,
@@ -94,6 +101,8 @@ impl SstableReader {
             skipping: false,
             last_started: None,
             expect: None,
+            seek: None,
+            jump: None,
             out: std::collections::VecDeque::new(),
             scratch: Vec::new(),
             done: false,
@@ -104,6 +113,21 @@ impl SstableReader {
     fn position_at(&mut self, entry: &IndexEntry) -> Result<(), Error> {
         self.cursor = DataCursor::at(&self.table.inner, entry.data_block, entry.in_block)?;
         self.expect = Some((entry.key.clone(), entry.data_block));
+        // The same rule as `read_slice`: the last block starting at or
+        // before the slice's start (a block starting with the static row
+        // or the partition end is no place to jump to).
+        self.seek = self.slice.as_ref().and_then(|s| {
+            entry
+                .cblocks
+                .iter()
+                .rfind(|c| {
+                    c.first <= *s.start()
+                        && c.first != Position::AfterAll
+                        && c.first != Position::BeforeAll
+                })
+                .cloned()
+        });
+        self.jump = None;
         self.in_partition = false;
         self.skipping = false;
         self.out.clear();
@@ -138,14 +162,20 @@ impl SstableReader {
                             format!("partition {key} starts before the previous one ended"),
                         ));
                     }
-                    if let Some((expected, block)) = self.expect.take()
-                        && *key != expected
+                    let positioned = self.expect.take();
+                    if let Some((expected, block)) = &positioned
+                        && key != expected
                     {
                         return Err(inner.origin(Component::Index).corrupt(
-                            block,
+                            *block,
                             format!("index entry for {expected} points at partition {key} in Data"),
                         ));
                     }
+                    self.jump = if positioned.is_some() {
+                        self.seek.take()
+                    } else {
+                        None
+                    };
                     if self.range.is_after(key) {
                         self.done = true;
                         continue;
@@ -180,10 +210,39 @@ impl SstableReader {
                 }
                 continue;
             }
+            // A sliced read of a large partition jumps past the blocks
+            // before its slice at its first clustering fragment, after the
+            // partition start and static row passed (as `read_slice`
+            // does); a partition that ends first drops the jump.
+            if matches!(f, Fragment::PartitionEnd) {
+                self.jump = None;
+            }
+            if self.jump.is_some()
+                && let Some(position) = f.position()
+                && let Some(c) = self.jump.take()
+                && position < c.first
+            {
+                self.cursor = DataCursor::at(inner, c.block, 0)?;
+                if let Some(s) = &mut self.slice {
+                    s.reset(c.active);
+                }
+                continue;
+            }
+            let single = single_key(&self.range);
             match &mut self.slice {
                 None => return Ok(Some(f)),
                 Some(s) => {
                     if s.finished() && !matches!(f, Fragment::PartitionEnd) {
+                        if single {
+                            // Past the slice of the range's one partition:
+                            // end it without reading the rest (as
+                            // `read_slice` does).
+                            self.scratch.clear();
+                            s.feed(Fragment::PartitionEnd, &mut self.scratch);
+                            self.out.extend(self.scratch.drain(..));
+                            self.in_partition = false;
+                            self.done = true;
+                        }
                         continue;
                     }
                     self.scratch.clear();
@@ -193,6 +252,14 @@ impl SstableReader {
             }
         }
     }
+}
+
+/// Whether `range` holds exactly one partition key.
+fn single_key(range: &PartitionRange) -> bool {
+    matches!(
+        (range.start(), range.end()),
+        (Bound::Included(RingPosition::Key(a)), Bound::Included(RingPosition::Key(b))) if a == b
+    )
 }
 
 impl FragmentReader for SstableReader {
