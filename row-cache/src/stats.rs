@@ -127,7 +127,8 @@ impl CacheStats {
     }
 }
 
-/// What one [`RowCache::update_from`](crate::RowCache::update_from) did.
+/// What one [`RowCache::update_from`](crate::RowCache::update_from) or
+/// [`RowCache::update_by_merge`](crate::RowCache::update_by_merge) did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct UpdateStats {
@@ -145,4 +146,10 @@ pub struct UpdateStats {
     pub invalidated: usize,
     /// Bytes written into the cache's region.
     pub bytes_copied: usize,
+    /// Of the inserted partitions, those adopted where they lay by
+    /// [`RowCache::update_by_merge`](crate::RowCache::update_by_merge):
+    /// their objects changed owner, no byte was written.
+    pub adopted: usize,
+    /// The bytes of the adopted partitions' objects.
+    pub bytes_adopted: usize,
 }
