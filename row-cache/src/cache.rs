@@ -716,6 +716,7 @@ impl RowCache {
             stats.invalidated as u64,
         );
         Counters::add(&shared.counters.update_bytes, stats.bytes_copied as u64);
+        Counters::add(&shared.counters.update_adopted, stats.adopted as u64);
         if let Some((key, e)) = failure {
             let doomed =
                 shared
