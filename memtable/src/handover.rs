@@ -20,8 +20,9 @@
 
 use std::fmt;
 
+use bytes::Bytes;
 use logalloc::{Handle, ManagedBytes, Region, RegionReader, RegionWriter, SegmentPool};
-use mutation::{ClusteringKey, ClusteringRange, DecoratedKey, Mutation, Token};
+use mutation::{Bound, ClusteringKey, ClusteringRange, DecoratedKey, Mutation, Token};
 use region_group::{ReclaimConfig, RegionGroup, SizeTrackedRegion};
 
 use crate::Error;
@@ -164,6 +165,37 @@ impl HandedPartition {
             }
         }
         let skip = self.prefix_tail as usize + 1;
+        if matches!(
+            (slice.start(), slice.end()),
+            (Bound::Unbounded, Bound::Unbounded)
+        ) {
+            // Every row: their keys and values copied once into one
+            // buffer, which the decoded keys and values share (a fragment
+            // must own its bytes; one allocation holds them all).
+            let mut buf = Vec::with_capacity(self.bytes);
+            for row in self.rows.iter() {
+                row.with_bytes(view, |stored, value| {
+                    let ck = stored
+                        .get(skip..)
+                        .ok_or_else(|| corrupt("row key shorter than its prefix"))?;
+                    buf.extend_from_slice(ck);
+                    buf.extend_from_slice(value);
+                    Ok(())
+                })?;
+            }
+            let shared = Bytes::from(buf);
+            let mut start = 0;
+            for row in self.rows.iter() {
+                // Each row's key (less its partition prefix), then value.
+                let mid = start + row.key_len as usize - skip;
+                let end = start + row.kv.len() - skip;
+                let ck = ClusteringKey::new(shared.slice(start..mid))?;
+                let row = codec::decode_row_shared(&shared.slice(mid..end))?;
+                builder = builder.row(ck, row);
+                start = end;
+            }
+            return Ok(builder.build()?);
+        }
         for row in self.rows.iter() {
             let decoded = row.with_bytes(view, |stored, value| {
                 let ck = ClusteringKey::new(
