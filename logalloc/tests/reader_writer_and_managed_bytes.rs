@@ -194,3 +194,30 @@ fn freeing_managed_twice_is_refused() {
     assert!(region.writer().free_managed(m).is_err());
     assert_eq!(region.stats().objects, 0);
 }
+
+#[test]
+fn managed_handles_name_every_object_of_a_string_after_a_merge() {
+    let pool = pool();
+    let max = pool.max_object_size();
+    let mut from = Region::new(&pool);
+    let small = from.writer().alloc_managed(b"short").unwrap();
+    let chunked = from
+        .writer()
+        .alloc_managed(&vec![3u8; 2 * max + 5])
+        .unwrap();
+    let mut into = Region::new(&pool);
+    into.merge(from).unwrap();
+    let w = into.writer();
+    assert_eq!(w.managed_handles(small).unwrap(), vec![small.head()]);
+    let handles = w.managed_handles(chunked).unwrap();
+    assert_eq!(handles.len(), 4, "the index and three chunks");
+    assert_eq!(handles[0], chunked.head());
+    drop(w);
+    assert_eq!(into.stats().objects, 5);
+    // Freed one by one by the new owner, they leave nothing behind.
+    for h in handles.into_iter().chain([small.head()]) {
+        into.free(h).unwrap();
+    }
+    assert_eq!(into.stats().objects, 0);
+    into.check_invariants().unwrap();
+}

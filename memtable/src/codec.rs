@@ -51,6 +51,14 @@ pub(crate) fn decode_row(bytes: &[u8]) -> Result<Row, Error> {
     Ok(row)
 }
 
+/// Decodes a row whose values are slices of `bytes` (no copy).
+pub(crate) fn decode_row_shared(bytes: &bytes::Bytes) -> Result<Row, Error> {
+    let mut r = Reader::new_shared(bytes);
+    let row = codec::get_row::<Region>(&mut r).map_err(corrupt)?;
+    r.expect_end("a row").map_err(corrupt)?;
+    Ok(row)
+}
+
 /// What a partition header holds: everything but the clustering rows.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub(crate) struct Header {

@@ -184,6 +184,15 @@
 //! [`Memtable::detach_from_region_group`] takes the region out of the
 //! group.
 //!
+//! [`Memtable::hand_over`] gives a sealed memtable's data to another region
+//! of the pool (the row cache's) without copying it: it frees the index,
+//! and hands the region (to be merged, [`logalloc::Region::merge`]) and
+//! the list of every partition's entry strings ([`handover`]) to the
+//! receiver, which reads them where they lie and frees them when it drops
+//! them. It runs only when no reader of the memtable is open (readers are
+//! counted as they are made, under the memtable's lock, and as they let go:
+//! one atomic increment and decrement per reader, nothing per row).
+//!
 //! # For the `replica` crate
 //!
 //! The replica composes memtables with dirty-memory and sstables; this is
@@ -210,6 +219,7 @@
 
 mod codec;
 mod error;
+pub mod handover;
 mod key;
 #[cfg(all(test, loom))]
 mod loom_tests;

@@ -207,3 +207,60 @@ fn loom_delete_against_streaming_read_without_the_recheck_is_stale() {
 fn loom_delete_against_whole_read_without_the_recheck_is_stale() {
     delete_against_read(true, false);
 }
+
+/// A hand-over racing a reader being made: either the reader was counted
+/// first (the hand-over declines, and the reader reads everything), or the
+/// hand-over went first (the reader finds nothing: the receiver has it,
+/// and reads it back whole from the region it merged in). Never a reader
+/// left on a region that was given away.
+#[test]
+fn loom_hand_over_against_a_reader_being_made() {
+    loom::model(|| {
+        let pool = SegmentPool::new(
+            PoolConfig::default()
+                .with_segment_size(4 << 10)
+                .with_memory_limit(64 << 10)
+                .with_bulk_segments(1),
+        )
+        .expect("pool");
+        let group = RegionGroup::new("loom", ReclaimConfig::default());
+        let mt = Memtable::new(&group, &pool).expect("memtable");
+        let m = row("p", "a", "v", 1);
+        mt.apply(&m).expect("apply");
+        mt.seal();
+        let reader = {
+            let mt = mt.clone();
+            thread::spawn(move || {
+                mt.make_reader_opt(PartitionRange::full(), ClusteringRange::full())
+                    .expect("reader")
+                    .map(|mut r| to_mutations(&mut r).expect("valid stream"))
+            })
+        };
+        let mut into = logalloc::Region::new(&pool);
+        let handed = mt
+            .hand_over(&pool, |handed| {
+                let (region, parts) = handed.into_parts();
+                into.merge(region).expect("same pool");
+                let view = into.reader();
+                parts
+                    .iter()
+                    .map(|p| p.read(&view, &ClusteringRange::full()).expect("reads"))
+                    .collect::<Vec<_>>()
+            })
+            .expect("hand-over");
+        let seen = reader.join().expect("reader");
+        match (&handed, &seen) {
+            // The reader went first and finished before the hand-over.
+            (Some(got), Some(read)) => {
+                assert_eq!(got, &[m.clone()]);
+                assert_eq!(read, &[m.clone()]);
+            }
+            (Some(got), None) => assert_eq!(got, &[m.clone()]),
+            (None, Some(read)) => {
+                assert_eq!(read, &[m.clone()]);
+                assert!(!mt.is_handed_over());
+            }
+            (None, None) => panic!("the data went nowhere"),
+        }
+    });
+}

@@ -13,6 +13,7 @@ use region_group::{RegionGroup, SizeTrackedRegion};
 use crate::Error;
 use crate::codec::{self, Header};
 use crate::key::{self, SearchKey, Suffix};
+use crate::sync::atomic::AtomicUsize;
 use crate::sync::{Arc, RwLock};
 use crate::tree::{Cursor, Entry, Tree, Undo, View};
 
@@ -83,8 +84,10 @@ pub(crate) struct State {
     /// remove rows a reader inside that partition has not reached yet
     /// (see `MemtableReader`'s header check).
     pub(crate) deletions: u64,
-    sealed: bool,
-    detached: bool,
+    pub(crate) sealed: bool,
+    pub(crate) detached: bool,
+    /// Set by `hand_over`: the data went to another region.
+    pub(crate) handed_over: bool,
     pub(crate) replacement: Option<Arc<dyn ReplacementSource>>,
     counters: Counters,
     /// The undo log, reused by every apply (its buffers stay allocated).
@@ -142,6 +145,9 @@ impl State {
 pub struct Memtable {
     pub(crate) state: RwLock<State>,
     id: RegionId,
+    /// Readers that still hold the memtable (counted when made, under the
+    /// state lock, so a hand-over sees every one).
+    pub(crate) open_readers: AtomicUsize,
 }
 
 impl fmt::Debug for Memtable {
@@ -224,6 +230,7 @@ impl Memtable {
                 deletions: 0,
                 sealed: false,
                 detached: false,
+                handed_over: false,
                 replacement: None,
                 counters: Counters::default(),
                 undo: Undo::default(),
@@ -231,6 +238,7 @@ impl Memtable {
                 freed_since_compaction: 0,
             }),
             id,
+            open_readers: AtomicUsize::new(0),
         }))
     }
 

@@ -15,6 +15,7 @@ use crate::codec;
 use crate::key::{self, SearchKey, Suffix};
 use crate::memtable::{Memtable, State};
 use crate::sync::Arc;
+use crate::sync::atomic::Ordering as AtomicOrdering;
 use crate::tree::{Cursor, Entry, View};
 
 /// Where the next step continues.
@@ -176,6 +177,12 @@ pub struct MemtableReader {
     without_header_recheck: bool,
 }
 
+impl Drop for MemtableReader {
+    fn drop(&mut self) {
+        self.release();
+    }
+}
+
 impl fmt::Debug for MemtableReader {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("MemtableReader")
@@ -278,20 +285,22 @@ impl Memtable {
         slice: ClusteringRange,
     ) -> Result<Option<MemtableReader>, Error> {
         let mut cursor = Cursor::new();
-        let version = {
-            let state = self.state.read();
-            if state.tree.root.is_none() {
-                // Nothing applied (a memtable just put in place): no
-                // index to look at.
-                return Ok(None);
-            }
-            let view = state.region.reader();
-            if !first_in_range(&state, &view, &range, &mut cursor)? {
-                return Ok(None);
-            }
-            state.version
-        };
+        let state = self.state.read();
+        if state.tree.root.is_none() {
+            // Nothing applied (a memtable just put in place), or handed
+            // over: no index to look at.
+            return Ok(None);
+        }
+        let view = state.region.reader();
+        if !first_in_range(&state, &view, &range, &mut cursor)? {
+            return Ok(None);
+        }
+        let version = state.version;
+        drop(view);
+        // Made (and counted as open) under the lock, so a hand-over sees
+        // it (see `Memtable::hand_over`).
         let mut reader = MemtableReader::new(Some(self.clone()), range, slice, true, None);
+        drop(state);
         // The descent just made is where the reader starts (unless an
         // apply changes the index first).
         reader.cursor = cursor;
@@ -322,6 +331,7 @@ impl Memtable {
         range: PartitionRange,
         slice: ClusteringRange,
     ) -> MemtableReader {
+        let _counted_under_the_lock = self.state.read();
         MemtableReader::new(Some(self.clone()), range, slice, true, None)
     }
 
@@ -337,6 +347,7 @@ impl Memtable {
         self: &Arc<Self>,
         on_progress: impl FnMut(usize) + Send + 'static,
     ) -> MemtableReader {
+        let _counted_under_the_lock = self.state.read();
         MemtableReader::new(
             Some(self.clone()),
             PartitionRange::full(),
@@ -355,6 +366,9 @@ impl MemtableReader {
         hand_off: bool,
         progress: Option<Progress>,
     ) -> MemtableReader {
+        if let Some(m) = &memtable {
+            m.open_readers.fetch_add(1, AtomicOrdering::SeqCst);
+        }
         MemtableReader {
             finished: memtable.is_none(),
             memtable,
@@ -373,6 +387,13 @@ impl MemtableReader {
             reported: 0,
             #[cfg(all(test, loom))]
             without_header_recheck: false,
+        }
+    }
+
+    /// Lets go of the memtable (no longer counted as open).
+    fn release(&mut self) {
+        if let Some(m) = self.memtable.take() {
+            m.open_readers.fetch_sub(1, AtomicOrdering::SeqCst);
         }
     }
 
@@ -477,7 +498,7 @@ impl MemtableReader {
             };
             let rest = PartitionRange::new(start, self.range.end().clone())?;
             self.replacement = Some(source.make_reader(rest, self.slice.clone())?);
-            self.memtable = None;
+            self.release();
             return Ok(());
         }
         let view = state.region.reader();

@@ -591,6 +591,35 @@ impl Tree {
         }
     }
 
+    /// Every object of the index itself (nodes, and the separators the
+    /// internal nodes own), not the entries' strings: what a hand-over
+    /// frees before the entries change hands.
+    pub(crate) fn index_objects(
+        &self,
+        view: &impl View,
+    ) -> Result<(Vec<Handle>, Vec<ManagedBytes>), Error> {
+        let (mut nodes, mut seps) = (Vec::new(), Vec::new());
+        let Some(root) = self.root else {
+            return Ok((nodes, seps));
+        };
+        let mut level = vec![root];
+        for depth in 0..=self.height {
+            let mut below = Vec::new();
+            for &node in &level {
+                if depth < self.height {
+                    let Node::Internal { children, seps: s } = self.read_node(view, node)? else {
+                        return Err(corrupt("a leaf above the leaf level"));
+                    };
+                    below.extend(children);
+                    seps.extend(s.into_iter().map(|(m, _)| m));
+                }
+            }
+            nodes.append(&mut level);
+            level = below;
+        }
+        Ok((nodes, seps))
+    }
+
     fn read_node(&self, view: &impl View, handle: Handle) -> Result<Node, Error> {
         self.decode(view.get(handle)?)
     }

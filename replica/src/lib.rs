@@ -104,9 +104,12 @@
 //! A flush with a cache commits in three steps: (1) the sstable joins the
 //! table's list while the memtable stays (a reader sees the rows in both,
 //! and the merging reader reconciles the duplicate; never in neither);
-//! (2) the cache takes the memtable's data (`RowCache::update_from`,
-//! merging into cached partitions, inserting where it knows the ring; a
-//! failure invalidates what it missed and does not fail the flush), with
+//! (2) the cache takes the memtable's data (`RowCache::update_by_merge`:
+//! the memtable's region merged into the cache's, its partitions adopted
+//! where they lie where the cache knows the ring, reconciled with cached
+//! partitions, freed elsewhere; `RowCache::update_from`, a copy of its
+//! stream, while a reader of the memtable is open; a failure invalidates
+//! what it missed and does not fail the flush), with
 //! the memtable out of the dirty-memory group but its bytes pinned against
 //! the real limit and released as the update passes its partitions
 //! (ScyllaDB #1942: a cache update falling behind flushes holds the

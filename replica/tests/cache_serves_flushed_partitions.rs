@@ -46,6 +46,10 @@ fn flushed_partitions_are_served_from_the_cache() {
         .clone()
         .expect("the table has a cache");
     assert_eq!(cache.updated_partitions, 100, "{cache:?}");
+    assert_eq!(
+        cache.adopted_partitions, 100,
+        "adopted where they lay, by a region merge: {cache:?}"
+    );
     assert_eq!(cache.partitions, 100, "{cache:?}");
     assert!(
         cache.bytes > 0 && cache.region_bytes >= cache.bytes,

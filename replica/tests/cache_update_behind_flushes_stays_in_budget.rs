@@ -92,6 +92,10 @@ fn a_held_cache_update_keeps_its_memtable_accounted_and_memory_in_budget() {
     assert_eq!(m.tables[0].memtables, 1);
     let cache = m.tables[0].cache.clone().unwrap();
     assert_eq!(cache.update_failures, 0, "{cache:?}");
+    assert!(
+        cache.adopted_partitions > 0,
+        "the updates went by region merge: {cache:?}"
+    );
     for i in (0..WRITES).step_by(13) {
         let want = write(i);
         let got = db.get("t", want.key(), ClusteringRange::full()).unwrap();

@@ -9,13 +9,19 @@
 //!   `make_reader_opt` (no reader) against always building, boxing (as a
 //!   table's list of sources holds it) and draining a reader;
 //! * `update_at_flush`: `update_from` of a flushed batch into a continuous
-//!   cache (the copy this crate makes instead of a region merge) against
+//!   cache (the copy, when a reader of the memtable is open) and
+//!   `update_by_merge` (the memtable's region merged in, its partitions
+//!   adopted where they lie) against
 //!   the flush's own cost on the same batch: `flush_sstable` writes and
 //!   commits it as an sstable (the `sstable` crate's writer, its fsyncs
 //!   included, in a temporary directory under the target directory, on
 //!   the same disk as a data directory would be), `flush_encode` only
 //!   encodes and checksums it. `update_from / flush_sstable` is what the
-//!   copy adds to a flush.
+//!   copy adds to a flush, `update_by_merge / flush_sstable` what the
+//!   merge adds;
+//! * `point_reads/cache_adopted`: the warm hit of a partition adopted by
+//!   a merge (read where it lies), beside `cache_opt` (a partition the
+//!   cache stored itself, copied out and decoded).
 //!
 //! Allocations per read are counted by a counting global allocator and
 //! printed once per benchmark (`allocs/op`), outside the timed loops.
@@ -89,8 +95,40 @@ fn setup() -> (Arc<MemorySource>, RowCache, Vec<DecoratedKey>) {
     (source, cache, keys)
 }
 
+/// The same working set brought in by a flush: a memtable of the batch,
+/// merged into a new table's (continuous) cache, every partition adopted
+/// where it lies.
+fn setup_adopted() -> RowCache {
+    let pool = SegmentPool::new(PoolConfig::default().with_memory_limit(64 << 20)).unwrap();
+    let source = Arc::new(MemorySource::new());
+    let batch: Vec<Mutation> = (0..PARTITIONS).map(partition).collect();
+    let memtable = sealed(&pool, &batch);
+    for m in &batch {
+        source.apply(m);
+    }
+    let cache = RowCache::new(&pool, source, CacheConfig::default().with_continuous(true)).unwrap();
+    let stats = cache
+        .update_by_merge(&memtable, &mut || {})
+        .unwrap()
+        .expect("no reader of the memtable");
+    assert_eq!(stats.adopted, PARTITIONS);
+    cache
+}
+
+/// A sealed memtable of `pool` holding `batch`.
+fn sealed(pool: &Arc<SegmentPool>, batch: &[Mutation]) -> Arc<memtable::Memtable> {
+    let group = region_group::RegionGroup::new("memtables", region_group::ReclaimConfig::default());
+    let memtable = memtable::Memtable::new(&group, pool).unwrap();
+    for m in batch {
+        memtable.apply(m).unwrap();
+    }
+    memtable.seal();
+    memtable
+}
+
 fn point_reads(c: &mut Criterion) {
     let (source, cache, keys) = setup();
+    let adopted = setup_adopted();
     let ranges: Vec<PartitionRange> = keys
         .iter()
         .cloned()
@@ -105,6 +143,14 @@ fn point_reads(c: &mut Criterion) {
         let r = ranges[i * 7 % ranges.len()].clone();
         black_box(
             cache
+                .make_reader_opt(r, full.clone())
+                .map(|mut r| drain(&mut r)),
+        );
+    });
+    allocs_per_op("point_reads/cache_adopted", 1000, |i| {
+        let r = ranges[i * 7 % ranges.len()].clone();
+        black_box(
+            adopted
                 .make_reader_opt(r, full.clone())
                 .map(|mut r| drain(&mut r)),
         );
@@ -128,6 +174,16 @@ fn point_reads(c: &mut Criterion) {
         b.iter(|| {
             i = (i + 7) % ranges.len();
             cache
+                .make_reader_opt(ranges[i].clone(), full.clone())
+                .map(|mut r| drain(&mut r))
+        })
+    });
+    // The same hit of a partition adopted by a flush's region merge
+    // (read where it lies, in the memtable's layout).
+    g.bench_function("cache_adopted", |b| {
+        b.iter(|| {
+            i = (i + 7) % ranges.len();
+            adopted
                 .make_reader_opt(ranges[i].clone(), full.clone())
                 .map(|mut r| drain(&mut r))
         })
@@ -209,6 +265,27 @@ fn update_at_flush(c: &mut Criterion) {
                 cache
                     .update_from(&mut from_mutations(batch.clone()))
                     .unwrap()
+            },
+            BatchSize::LargeInput,
+        )
+    });
+    // The update by region merge: the same batch in a sealed memtable of
+    // the cache's pool (built outside the timing, as the flush built it),
+    // merged in and adopted.
+    g.bench_function("update_by_merge", |b| {
+        b.iter_batched(
+            || {
+                let pool =
+                    SegmentPool::new(PoolConfig::default().with_memory_limit(64 << 20)).unwrap();
+                let source = Arc::new(MemorySource::new());
+                let config = CacheConfig::default().with_continuous(true);
+                let cache = RowCache::new(&pool, source, config).unwrap();
+                let memtable = sealed(&pool, &batch);
+                (pool, cache, memtable)
+            },
+            |(pool, cache, memtable)| {
+                let stats = cache.update_by_merge(&memtable, &mut || {}).unwrap();
+                (pool, cache, memtable, stats)
             },
             BatchSize::LargeInput,
         )

@@ -4,6 +4,8 @@
 use std::fmt;
 
 use logalloc::{Eviction, Handle, Region, RegionId, RegionListener, SegmentPool};
+use memtable::Memtable;
+use memtable::handover::HandedPartition;
 use mutation::{ClusteringRange, DecoratedKey, FragmentReader, Mutation, PartitionRange};
 
 use crate::Error;
@@ -394,6 +396,19 @@ impl Shared {
         pieces: &[Piece],
         slice: &ClusteringRange,
     ) -> Result<Option<Mutation>, Error> {
+        if let Some(p) = stored::adopted(pieces) {
+            // Read where it lies, under the region's read lock.
+            let region = self.tracker.region.read();
+            return match p.read(&region.reader(), slice) {
+                Ok(m) => Ok(Some(m)),
+                // An object is gone: evicted since the lookup.
+                Err(memtable::Error::Region(_)) => Ok(None),
+                Err(source) => Err(Error::AdoptedCorrupt {
+                    key: key.to_string(),
+                    source,
+                }),
+            };
+        }
         let bytes = {
             let region = self.tracker.region.read();
             let reader = region.reader();
@@ -611,6 +626,142 @@ impl RowCache {
         }
         shared.tracker.shrink_to_budget();
         Ok(stats)
+    }
+
+    /// Brings a flushed memtable's data into the cache by a region merge,
+    /// as ScyllaDB's `row_cache::update` does: the memtable hands its
+    /// region over ([`Memtable::hand_over`]), the cache's region absorbs it
+    /// ([`logalloc::Region::merge`]: no object moves), and each flushed
+    /// partition is then, in ring order:
+    ///
+    /// - **adopted where it lies** if the cache does not hold it and its
+    ///   key is in a continuous range: its entry strings become the cache
+    ///   entry (read in place from then on), nothing is written;
+    /// - **reconciled** with the cached entry if the cache holds it (the
+    ///   flushed partition is read where it lies and merged into the entry
+    ///   as [`update_from`](Self::update_from) merges, which writes the
+    ///   merged entry; then the flushed objects are freed);
+    /// - **freed** otherwise, its range left discontinuous.
+    ///
+    /// `on_partition` is called after each partition (for the caller to
+    /// release the memtable's pinned dirty memory as the update passes, as
+    /// ScyllaDB #1942 wants). Call it when `update_from` would be called:
+    /// after the memtable's sstable is committed to the underlying source.
+    /// The population phase advances before any partition is taken, as for
+    /// `update_from`.
+    ///
+    /// Returns `Ok(None)`, having done nothing, when the memtable cannot be
+    /// handed over now (not sealed, a reader of it open, another pool:
+    /// see [`Memtable::hand_over`]); the caller then calls `update_from`
+    /// with the memtable's stream.
+    ///
+    /// The partitions are taken while the memtable's lock is held (see
+    /// [`Memtable::hand_over`]): a read that opens a memtable reader
+    /// meanwhile waits, then finds the data in the cache.
+    ///
+    /// # Errors
+    /// [`Error::HandOver`] if the memtable's index does not decode (the
+    /// memtable keeps its data; the cache invalidates the whole ring);
+    /// [`Error::Corrupt`] or [`Error::AdoptedCorrupt`] if a partition to
+    /// reconcile does not decode (everything from it on is invalidated).
+    pub fn update_by_merge(
+        &self,
+        memtable: &Memtable,
+        on_partition: &mut dyn FnMut(),
+    ) -> Result<Option<UpdateStats>, Error> {
+        let shared = &*self.shared;
+        let c = shared.id;
+        let _serial = shared.updating.lock();
+        let pool = PlainArc::clone(shared.tracker.region.read().pool());
+        let handed = memtable.hand_over(&pool, |handed| {
+            shared.index().lock().cache_mut(c).phase += 1;
+            let (region, partitions) = handed.into_parts();
+            // The same pool (checked by `hand_over`): cannot fail.
+            let merged = shared.tracker.region.write().merge(region);
+            let mut stats = UpdateStats::default();
+            let mut failure: Option<(DecoratedKey, Error)> = None;
+            for p in partitions {
+                stats.partitions += 1;
+                if merged.is_err() || failure.is_some() {
+                    // Nothing of it may stand in the cache (with the merge
+                    // failed, its objects went with the region).
+                    if merged.is_ok() {
+                        shared.tracker.free(p.handles().collect());
+                    }
+                    stats.invalidated += 1;
+                    let doomed = shared.index().lock().invalidate_key(c, p.key());
+                    shared.tracker.free(doomed);
+                } else {
+                    let key = p.key().clone();
+                    if let Err(e) = self.adopt_one(p, &mut stats) {
+                        failure = Some((key, e));
+                    }
+                }
+                on_partition();
+            }
+            (stats, failure)
+        });
+        let (stats, failure) = match handed {
+            Ok(Some(done)) => done,
+            Ok(None) => return Ok(None),
+            Err(e) => {
+                self.invalidate(&PartitionRange::full());
+                return Err(Error::HandOver(e));
+            }
+        };
+        Counters::add(&shared.counters.update_merged, stats.merged as u64);
+        Counters::add(&shared.counters.update_inserted, stats.inserted as u64);
+        Counters::add(
+            &shared.counters.update_invalidated,
+            stats.invalidated as u64,
+        );
+        Counters::add(&shared.counters.update_bytes, stats.bytes_copied as u64);
+        Counters::add(&shared.counters.update_adopted, stats.adopted as u64);
+        if let Some((key, e)) = failure {
+            let doomed =
+                shared
+                    .index()
+                    .lock()
+                    .invalidate_range(c, Point::Key(key, BEFORE), Point::Max);
+            shared.tracker.free(doomed);
+            return Err(e);
+        }
+        shared.tracker.shrink_to_budget();
+        Ok(Some(stats))
+    }
+
+    /// Takes one handed-over partition, whose objects the cache's region
+    /// now holds (see [`update_by_merge`](Self::update_by_merge)).
+    fn adopt_one(&self, p: HandedPartition, stats: &mut UpdateStats) -> Result<(), Error> {
+        let shared = &*self.shared;
+        let c = shared.id;
+        let mut idx = shared.index().lock();
+        if idx.find(c, p.key()).is_none() {
+            if idx.cache(c).continuity.contains_key(p.key()) {
+                stats.inserted += 1;
+                stats.adopted += 1;
+                stats.bytes_adopted += p.bytes();
+                let key = p.key().clone();
+                idx.insert(c, key, stored::adopt(p), ClusteringRange::full());
+            } else {
+                drop(idx);
+                stats.skipped += 1;
+                shared.tracker.free(p.handles().collect());
+            }
+            return Ok(());
+        }
+        drop(idx);
+        // Held: reconcile the flushed partition with the entry.
+        let read = {
+            let region = shared.tracker.region.read();
+            p.read(&region.reader(), &ClusteringRange::full())
+        };
+        shared.tracker.free(p.handles().collect());
+        let m = read.map_err(|source| Error::AdoptedCorrupt {
+            key: p.key().to_string(),
+            source,
+        })?;
+        self.update_one(m, stats)
     }
 
     /// Brings one flushed partition in. The entry may change under it

@@ -61,6 +61,21 @@ pub enum Error {
         #[source]
         source: mutation::Error,
     },
+    /// A flushed memtable's index did not decode as it was handed over (a
+    /// bug); the memtable kept its data, and the cache invalidated the
+    /// whole ring.
+    #[error("the flushed memtable could not be handed over to the cache")]
+    HandOver(#[source] memtable::Error),
+    /// A partition adopted from a flushed memtable no longer decodes (a
+    /// bug, reported rather than answered with wrong data).
+    #[error("adopted partition {key} does not decode")]
+    AdoptedCorrupt {
+        /// The partition, rendered.
+        key: String,
+        /// The memtable layout's decoder's error.
+        #[source]
+        source: memtable::Error,
+    },
 }
 
 impl From<Error> for mutation::Error {

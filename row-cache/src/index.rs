@@ -280,7 +280,7 @@ impl Index {
         let covered =
             ClusteringRange::from_positions(&e.covered.start_position(), &Position::Before(first))
                 .ok()?;
-        let freed = last.data.handles().to_vec();
+        let freed = last.data.handles();
         let cut = last.len;
         e.len -= cut;
         e.pieces = rest.to_vec().into();
@@ -433,7 +433,7 @@ impl Index {
         Ok(self
             .entries
             .iter()
-            .map(|(_, e)| stored::handles(&e.pieces).len())
+            .map(|(_, e)| stored::handle_count(&e.pieces))
             .sum())
     }
 }

@@ -110,24 +110,33 @@
 //! good (ScyllaDB's population-phase race). A population that lost the race
 //! costs only the copy; the update brings the new data itself.
 //!
-//! # Update at flush: copied, not merged
+//! # Update at flush: merged, or copied
 //!
-//! ScyllaDB merges the flushed memtable's region into the cache's and
-//! relinks its partitions. That needs one tree and node format for both;
-//! ours differ: the memtable keeps a B+tree of region objects keyed by
-//! composite byte strings, private to its crate, with no continuity or LRU
-//! data, and the cache keeps per-partition entries with continuity and LRU
-//! links on the heap. Sharing would mean extracting the memtable's tree
-//! into a crate both use and teaching it per-entry continuity and eviction,
-//! a change to the memtable's hot path that this crate's first version does
-//! not take. So [`RowCache::update_from`] copies: it reads the memtable's
-//! stream partition by partition and encodes each one into the cache's
-//! region (merged with the cached entry where there is one). The cost is
-//! one encode per flushed partition, plus a decode and re-encode of each
-//! cached partition it merges into; the `row_cache` bench measures it
-//! against the flush's own cost on the same batch (`update_from` against
-//! `flush_sstable`, which writes and commits it as an sstable, and against
-//! `flush_encode`, the encoding alone).
+//! [`RowCache::update_by_merge`] is ScyllaDB's `row_cache::update`: the
+//! flushed memtable hands its region over (`memtable::Memtable::hand_over`,
+//! which frees the memtable's index first), the cache's region absorbs it
+//! ([`logalloc::Region::merge`]: segments change owner, no object moves),
+//! and each flushed partition is *adopted* where it lies when the cache
+//! does not hold it and its key is in a continuous range: its entry
+//! strings, in the memtable's layout (`memtable::handover`), become the
+//! cache entry, read in place on a hit and freed object by object on
+//! eviction; nothing is written to the region. A partition the cache holds
+//! is reconciled with the cached entry (read where it lies, merged, the
+//! merged entry written as `update_from` writes it; the flushed objects
+//! freed); a partition outside a continuous range is freed. It falls back
+//! to nothing (`Ok(None)`) while a reader of the memtable is open, and the
+//! caller then copies with [`RowCache::update_from`], which reads the
+//! memtable's stream partition by partition and encodes each one into the
+//! cache's region (merged with the cached entry where there is one). The
+//! `row_cache` bench measures the copy against the flush's own cost on the
+//! same batch (`update_from` against `flush_sstable`, which writes and
+//! commits it as an sstable, and against `flush_encode`, the encoding
+//! alone).
+//!
+//! **The index of an adopted partition** stays on the heap, as every
+//! entry's does: its key, 16 bytes per row and 8 per chunk of a chunked
+//! string (`HandedPartition::heap_bytes`), counted in the entry's length,
+//! so the tracker's budget bounds it with the region bytes.
 //!
 //! **Dirty memory (ScyllaDB #1942).** While `update_from` runs, the
 //! memtable's memory must stay held against the dirty-memory limit: the

@@ -1,7 +1,8 @@
 //! Loom models of the cache's races, run on the real code (the locks come
 //! from the `sync` facade): population racing an update at flush,
 //! eviction racing a reader, and one table's population evicting another
-//! table's partition (one tracker) while that partition is being read.
+//! table's partition (one tracker) while that partition is being read;
+//! and the same races with the update by region merge (adopted partitions).
 
 use logalloc::{PoolConfig, SegmentPool};
 use loom::thread;
@@ -266,5 +267,100 @@ fn loom_another_tables_population_evicts_a_partition_being_read() {
         // Each table still reads its own data.
         assert_eq!(read_key(&cache_a, &a), [a]);
         assert_eq!(read_key(&cache_b, &b), [b]);
+    });
+}
+
+/// A sealed memtable of `pool` holding `m`, as a flush leaves it.
+fn sealed(pool: &PlainArc<SegmentPool>, m: &Mutation) -> PlainArc<memtable::Memtable> {
+    let group = region_group::RegionGroup::new("memtables", region_group::ReclaimConfig::default());
+    let memtable = memtable::Memtable::new(&group, pool).unwrap();
+    memtable.apply(m).unwrap();
+    memtable.seal();
+    memtable
+}
+
+#[test]
+fn loom_population_racing_an_update_by_merge_never_hides_the_flush() {
+    builder().check(|| {
+        let old = write("old", 1);
+        let new = write("new", 2);
+        let pool = pool();
+        let source = PlainArc::new(Source(Mutex::new(Some(old.clone()))));
+        let cache = Arc::new(RowCache::new(&pool, source.clone(), CacheConfig::default()).unwrap());
+        let memtable = sealed(&pool, &new);
+        let reader = {
+            let cache = Arc::clone(&cache);
+            thread::spawn(move || read(&cache))
+        };
+        // The flush: commit the sstable, then merge the memtable in.
+        *source.0.lock() = Some(old.clone().merge(new.clone()).unwrap());
+        let stats = cache
+            .update_by_merge(&memtable, &mut || {})
+            .unwrap()
+            .expect("no reader of the memtable");
+        let seen = reader.join().unwrap();
+        let merged = old.merge(new).unwrap();
+        assert!(
+            seen == [write("old", 1)] || seen == [merged.clone()],
+            "{seen:?}"
+        );
+        // Reconciled with what the population brought, or freed (the key
+        // is not in a continuous range): never adopted over stale data.
+        assert_eq!(stats.adopted, 0);
+        assert_eq!(read(&cache), [merged]);
+        cache.check_invariants().unwrap();
+    });
+}
+
+#[test]
+fn loom_a_read_across_an_update_by_merge_sees_the_partition_once_or_not_yet() {
+    builder().check(|| {
+        let new = write("new", 2);
+        let pool = pool();
+        // A new table: the ring is continuous, the flushed partition is
+        // adopted where it lies.
+        let source = PlainArc::new(Source(Mutex::new(None)));
+        let config = CacheConfig::default().with_continuous(true);
+        let cache = Arc::new(RowCache::new(&pool, source.clone(), config).unwrap());
+        let memtable = sealed(&pool, &new);
+        let reader = {
+            let cache = Arc::clone(&cache);
+            thread::spawn(move || read(&cache))
+        };
+        *source.0.lock() = Some(new.clone());
+        let stats = cache
+            .update_by_merge(&memtable, &mut || {})
+            .unwrap()
+            .expect("no reader of the memtable");
+        assert_eq!(stats.adopted, 1);
+        let seen = reader.join().unwrap();
+        assert!(seen.is_empty() || seen == [new.clone()], "{seen:?}");
+        assert_eq!(read(&cache), [new]);
+        cache.check_invariants().unwrap();
+    });
+}
+
+#[test]
+fn loom_eviction_racing_a_reader_of_an_adopted_partition_reads_through() {
+    builder().check(|| {
+        let m = write("v", 1);
+        let pool = pool();
+        let source = PlainArc::new(Source(Mutex::new(Some(m.clone()))));
+        let config = CacheConfig::default().with_continuous(true);
+        let cache = Arc::new(RowCache::new(&pool, source, config).unwrap());
+        let memtable = sealed(&pool, &m);
+        let stats = cache
+            .update_by_merge(&memtable, &mut || {})
+            .unwrap()
+            .expect("no reader of the memtable");
+        assert_eq!(stats.adopted, 1);
+        let reader = {
+            let cache = Arc::clone(&cache);
+            thread::spawn(move || read(&cache))
+        };
+        assert!(cache.evict(1) <= 1);
+        assert_eq!(reader.join().unwrap(), [m.clone()]);
+        assert_eq!(read(&cache), [m]);
+        cache.check_invariants().unwrap();
     });
 }

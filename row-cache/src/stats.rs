@@ -16,6 +16,7 @@ pub(crate) struct Counters {
     pub(crate) update_inserted: AtomicU64,
     pub(crate) update_invalidated: AtomicU64,
     pub(crate) update_bytes: AtomicU64,
+    pub(crate) update_adopted: AtomicU64,
 }
 
 impl Counters {
@@ -36,6 +37,7 @@ impl Counters {
             update_inserted: get(&self.update_inserted),
             update_invalidated: get(&self.update_invalidated),
             update_bytes: get(&self.update_bytes),
+            update_adopted: get(&self.update_adopted),
             partitions: sizes.partitions,
             stored_bytes: sizes.stored_bytes,
             continuous_ranges: sizes.continuous_ranges,
@@ -84,6 +86,10 @@ pub struct CacheStats {
     pub update_invalidated: u64,
     /// Bytes copied into the cache by updates at flush.
     pub update_bytes: u64,
+    /// Of the inserted partitions, those adopted where they lay by
+    /// [`RowCache::update_by_merge`](crate::RowCache::update_by_merge)
+    /// (their bytes are not in `update_bytes`: none were written).
+    pub update_adopted: u64,
     /// This cache's partitions now.
     pub partitions: usize,
     /// Bytes of this cache's encoded partitions now (its part of what the
@@ -127,7 +133,8 @@ impl CacheStats {
     }
 }
 
-/// What one [`RowCache::update_from`](crate::RowCache::update_from) did.
+/// What one [`RowCache::update_from`](crate::RowCache::update_from) or
+/// [`RowCache::update_by_merge`](crate::RowCache::update_by_merge) did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct UpdateStats {
@@ -145,4 +152,10 @@ pub struct UpdateStats {
     pub invalidated: usize,
     /// Bytes written into the cache's region.
     pub bytes_copied: usize,
+    /// Of the inserted partitions, those adopted where they lay by
+    /// [`RowCache::update_by_merge`](crate::RowCache::update_by_merge):
+    /// their objects changed owner, no byte was written.
+    pub adopted: usize,
+    /// The bytes of the adopted partitions' objects.
+    pub bytes_adopted: usize,
 }

@@ -9,6 +9,7 @@
 
 use bytes::Bytes;
 use logalloc::{Error as AllocError, Handle, Region, RegionReader};
+use memtable::handover::HandedPartition;
 use mutation::{ClusteringKey, ClusteringRange, Mutation, Position, Row};
 
 use crate::sync::PlainArc;
@@ -19,13 +20,26 @@ use crate::sync::PlainArc;
 pub(crate) enum Data {
     One(Handle),
     Many(Box<[Handle]>),
+    /// A flushed memtable's partition adopted where it lies (its entry
+    /// strings, in the memtable's layout, now objects of the cache's
+    /// region): the only piece of its entry.
+    Adopted(PlainArc<HandedPartition>),
 }
 
 impl Data {
-    pub(crate) fn handles(&self) -> &[Handle] {
+    pub(crate) fn handles(&self) -> Vec<Handle> {
         match self {
-            Data::One(h) => std::slice::from_ref(h),
-            Data::Many(hs) => hs,
+            Data::One(h) => vec![*h],
+            Data::Many(hs) => hs.to_vec(),
+            Data::Adopted(p) => p.handles().collect(),
+        }
+    }
+
+    fn handle_count(&self) -> usize {
+        match self {
+            Data::One(_) => 1,
+            Data::Many(hs) => hs.len(),
+            Data::Adopted(p) => p.handles().count(),
         }
     }
 
@@ -51,11 +65,18 @@ impl Data {
         Ok(Data::Many(handles.into_boxed_slice()))
     }
 
-    /// Copies the bytes out; `None` if an object is gone.
+    /// Copies the bytes out; `None` if an object is gone (or the piece is
+    /// adopted: those are read in place, see [`adopted`]).
     fn copy_out(&self, reader: &RegionReader<'_>, len: usize, out: &mut Vec<u8>) -> Option<()> {
         out.reserve(len);
-        for h in self.handles() {
-            out.extend_from_slice(reader.get(*h).ok()?);
+        match self {
+            Data::One(h) => out.extend_from_slice(reader.get(*h).ok()?),
+            Data::Many(hs) => {
+                for h in hs {
+                    out.extend_from_slice(reader.get(*h).ok()?);
+                }
+            }
+            Data::Adopted(_) => return None,
         }
         Some(())
     }
@@ -77,10 +98,37 @@ pub(crate) type Pieces = PlainArc<[Piece]>;
 
 /// Every object handle of `pieces`.
 pub(crate) fn handles(pieces: &[Piece]) -> Vec<Handle> {
-    pieces
-        .iter()
-        .flat_map(|p| p.data.handles().iter().copied())
-        .collect()
+    pieces.iter().flat_map(|p| p.data.handles()).collect()
+}
+
+/// How many objects `pieces` hold.
+pub(crate) fn handle_count(pieces: &[Piece]) -> usize {
+    pieces.iter().map(|p| p.data.handle_count()).sum()
+}
+
+/// Pieces of one adopted partition: what it costs the budget is its
+/// strings in the region and its description on the heap (see
+/// [`HandedPartition::heap_bytes`]).
+pub(crate) fn adopt(p: HandedPartition) -> Pieces {
+    let len = p.bytes() + p.heap_bytes();
+    PlainArc::from([Piece {
+        first: None,
+        data: Data::Adopted(PlainArc::new(p)),
+        len,
+    }])
+}
+
+/// The adopted partition `pieces` is, if it is one.
+pub(crate) fn adopted(pieces: &[Piece]) -> Option<&HandedPartition> {
+    match pieces {
+        [
+            Piece {
+                data: Data::Adopted(p),
+                ..
+            },
+        ] => Some(p),
+        _ => None,
+    }
 }
 
 /// Total encoded length.

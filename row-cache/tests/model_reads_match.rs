@@ -1,5 +1,6 @@
 //! Any sequence of flushes (writes and deletes reaching the source, then
-//! the cache through `update_from`), forced evictions, invalidations and
+//! the cache through `update_from`, or through a memtable merged into the
+//! cache's region by `update_by_merge`), forced evictions, invalidations and
 //! clears, interleaved with single-partition reads, slices and range scans,
 //! reads back equal to a model (a `BTreeMap` of mutations reconciled by
 //! the mutation crate), streamed and whole (`next_mutation`).
@@ -81,13 +82,21 @@ proptest! {
         ops in prop::collection::vec(arb_op(), 1..40),
         piece_bytes in prop_oneof![Just(1usize), Just(60), Just(row_cache::DEFAULT_PIECE_BYTES)],
         tight_budget in any::<bool>(),
+        by_merge in any::<bool>(),
     ) {
         let mut config = row_cache::CacheConfig::default().with_piece_bytes(piece_bytes);
         if tight_budget {
             // One segment: the budget evicts on most populations.
             config = config.with_max_bytes(64 << 10);
         }
-        let (_pool, source, cache) = common::setup_with(8 << 20, config);
+        let (pool, source, cache) = common::setup_with(8 << 20, config);
+        let flush = |batch: &[Mutation]| {
+            if by_merge {
+                common::flush_by_merge(&pool, &cache, &source, batch);
+            } else {
+                common::flush(&cache, &source, batch);
+            }
+        };
         let mut model: BTreeMap<DecoratedKey, Mutation> = BTreeMap::new();
         for op in ops {
             match op {
@@ -100,7 +109,7 @@ proptest! {
                         };
                         model.insert(m.key().clone(), merged);
                     }
-                    common::flush(&cache, &source, &batch);
+                    flush(&batch);
                 }
                 Op::Delete(key, t) => {
                     let m = Mutation::builder(key.clone())
@@ -112,7 +121,7 @@ proptest! {
                         None => m.clone(),
                     };
                     model.insert(key, merged);
-                    common::flush(&cache, &source, &[m]);
+                    flush(&[m]);
                 }
                 Op::Evict(n) => {
                     cache.evict(n);

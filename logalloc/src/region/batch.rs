@@ -205,6 +205,22 @@ impl RegionWriter<'_> {
         ManagedRef::resolve(bytes, self.max_object_size(), |h| self.get(h))
     }
 
+    /// Every object of a [`ManagedBytes`] string: its head, then its
+    /// chunks if it is chunked. For a string whose objects change hands
+    /// by [`merge`](Region::merge) and are freed one by one by their new
+    /// owner (freeing them all frees the string, as
+    /// [`free_managed`](Self::free_managed) does).
+    ///
+    /// # Errors
+    /// A stale or foreign head, or a malformed chunk index.
+    pub fn managed_handles(&self, bytes: ManagedBytes) -> Result<Vec<Handle>, Error> {
+        let mut out = vec![bytes.head()];
+        if bytes.is_chunked(self.max_object_size()) {
+            out.extend(ManagedRef::index_handles(self.get(bytes.head())?)?);
+        }
+        Ok(out)
+    }
+
     /// A snapshot of the region's statistics.
     pub fn stats(&self) -> RegionStats {
         self.guard.stats()

@@ -21,24 +21,43 @@ impl Table {
     pub(crate) fn update_cache(&self, memtable: &TableMemtable, pin: Option<RealPin>) {
         let Some(cache) = &self.cache else { return };
         let partitions = memtable.memtable().stats().partitions;
+        #[cfg(feature = "testing")]
+        let on_release = {
+            let mut first = true;
+            move || {
+                if std::mem::take(&mut first) {
+                    self.hooks
+                        .fire(crate::hooks::HookPoint::CacheUpdateReleasedMemory);
+                }
+            }
+        };
+        #[cfg(not(feature = "testing"))]
+        let on_release = || {};
+        // By a region merge (the memtable's partitions adopted where they
+        // lie) unless a reader of the memtable is open; then by its stream.
+        let mut release = PinRelease::new(pin, partitions, on_release);
+        match cache.update_by_merge(memtable.memtable(), &mut || release.passed()) {
+            Ok(Some(_)) => return,
+            Ok(None) => {}
+            Err(_) => {
+                // What it missed is invalidated already; the flush stands.
+                cache.invalidate(&PartitionRange::full());
+                self.counters
+                    .cache_update_failures
+                    .fetch_add(1, Ordering::Relaxed);
+                return;
+            }
+        }
         let updated = memtable
             .memtable()
             .make_reader(PartitionRange::full(), ClusteringRange::full())
             .map_err(|e| e.to_string())
             .and_then(|reader| {
-                #[cfg(feature = "testing")]
-                let on_release = {
-                    let mut first = true;
-                    move || {
-                        if std::mem::take(&mut first) {
-                            self.hooks
-                                .fire(crate::hooks::HookPoint::CacheUpdateReleasedMemory);
-                        }
-                    }
+                let mut reader = Unpinning {
+                    inner: reader,
+                    release,
+                    started: false,
                 };
-                #[cfg(not(feature = "testing"))]
-                let on_release = || {};
-                let mut reader = Unpinning::new(reader, pin, partitions, on_release);
                 cache.update_from(&mut reader).map_err(|e| e.to_string())
             });
         if updated.is_err() {
@@ -54,51 +73,70 @@ impl Table {
     }
 }
 
-/// A reader of a flushed memtable that releases the memtable's real-dirty
-/// pin as its partitions go by: an equal share per partition (when the
-/// next one starts, so once the cache took it), in steps of
-/// a sixteenth of the pin up to [`Unpinning::MAX_STEP`], so a memtable of
+/// The release of a flushed memtable's real-dirty pin as the cache update
+/// passes its partitions: an equal share per partition, in steps of a
+/// sixteenth of the pin up to [`PinRelease::MAX_STEP`], so a memtable of
 /// small partitions does not take the group's lock for each, and a small
-/// one still releases in steps. The rest goes with the pin when the reader
-/// is dropped. `on_release` runs after each step.
-struct Unpinning<R, F> {
-    inner: R,
+/// one still releases in steps. The rest goes with the pin when this is
+/// dropped. `on_release` runs after each step.
+struct PinRelease<F> {
     pin: Option<RealPin>,
     per_partition: usize,
     step: usize,
     owed: usize,
-    /// A partition was started (its share is owed when the next starts).
-    started: bool,
     on_release: F,
 }
 
-impl<R, F: FnMut()> Unpinning<R, F> {
+impl<F: FnMut()> PinRelease<F> {
     /// The largest step, in bytes.
     const MAX_STEP: usize = 1 << 20;
 
-    fn new(inner: R, pin: Option<RealPin>, partitions: usize, on_release: F) -> Self {
+    fn new(pin: Option<RealPin>, partitions: usize, on_release: F) -> Self {
         let bytes = pin.as_ref().map_or(0, RealPin::bytes);
-        Unpinning {
-            inner,
+        PinRelease {
             pin,
             per_partition: bytes / partitions.max(1),
             step: (bytes / 16).clamp(1, Self::MAX_STEP),
             owed: 0,
-            started: false,
             on_release,
+        }
+    }
+
+    /// One more partition is in the cache.
+    fn passed(&mut self) {
+        let Some(pin) = &mut self.pin else { return };
+        self.owed += self.per_partition;
+        if self.owed >= self.step {
+            pin.release(std::mem::take(&mut self.owed));
+            (self.on_release)();
+        }
+    }
+}
+
+/// A reader of a flushed memtable that releases the memtable's real-dirty
+/// pin ([`PinRelease`]) as its partitions go by: a partition's share when
+/// the next one starts (so once the cache took it).
+struct Unpinning<R, F> {
+    inner: R,
+    release: PinRelease<F>,
+    /// A partition was started (its share is owed when the next starts).
+    started: bool,
+}
+
+impl<R, F: FnMut()> Unpinning<R, F> {
+    #[cfg(all(test, not(loom)))]
+    fn new(inner: R, pin: Option<RealPin>, partitions: usize, on_release: F) -> Self {
+        Unpinning {
+            inner,
+            release: PinRelease::new(pin, partitions, on_release),
+            started: false,
         }
     }
 
     /// A partition starts: the one before it has passed.
     fn partition_starts(&mut self) {
-        let Some(pin) = &mut self.pin else { return };
-        if !std::mem::replace(&mut self.started, true) {
-            return;
-        }
-        self.owed += self.per_partition;
-        if self.owed >= self.step {
-            pin.release(std::mem::take(&mut self.owed));
-            (self.on_release)();
+        if std::mem::replace(&mut self.started, true) {
+            self.release.passed();
         }
     }
 }

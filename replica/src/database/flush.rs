@@ -197,6 +197,7 @@ impl FlushTarget<FlushSubject> for FlushRouter {
             committed: None,
             permanent: false,
             cached: false,
+            flushed_bytes: None,
         };
         // After shutdown the job comes back; dropping it drops the `Flush`,
         // which fails the flush and keeps the memtable.
@@ -239,6 +240,9 @@ struct FlushMemtable {
     /// `publish` put the memtable's data into the row cache (the memtable
     /// left its region group for it).
     cached: bool,
+    /// The memtable's footprint when `publish` began (a cache update by
+    /// merge takes its region).
+    flushed_bytes: Option<usize>,
 }
 
 impl FlushMemtable {
@@ -377,6 +381,9 @@ impl FlushJob for FlushMemtable {
         // for the whole update (170-820 ms a flush on the README's run).
         let pin = self.flush.group().pin_on_leave(self.flush.region()).ok();
         self.memtable.detach_from_region_group();
+        // The update may take the memtable's region (a merge): its size is
+        // taken first.
+        self.flushed_bytes = Some(self.memtable.stats().region.footprint_bytes());
         table.update_cache(&self.memtable, pin);
         self.cached = true;
         Ok(())
@@ -391,11 +398,13 @@ impl FlushJob for FlushMemtable {
             committed,
             permanent,
             cached,
+            flushed_bytes,
             ..
         } = *self;
         match outcome {
             Ok(()) => {
-                let size = memtable.stats().region.footprint_bytes();
+                let size =
+                    flushed_bytes.unwrap_or_else(|| memtable.stats().region.footprint_bytes());
                 // The sstable is in the table's set already (`write_tail`),
                 // and, with a cache, the cache holds the memtable's data
                 // (`publish`): the memtable leaves its list now.

@@ -24,6 +24,9 @@ pub struct CacheMetrics {
     pub evictions: u64,
     /// Flushed partitions merged into cached ones or inserted.
     pub updated_partitions: u64,
+    /// Of those, partitions inserted by adopting the flushed memtable's
+    /// objects where they lay (the update by region merge): nothing copied.
+    pub adopted_partitions: u64,
     /// Cache updates at flush that failed (the cache dropped what it
     /// missed; the flush itself succeeded).
     pub update_failures: u64,
@@ -46,6 +49,7 @@ impl CacheMetrics {
             populations: s.populations,
             evictions: s.evictions,
             updated_partitions: s.update_merged + s.update_inserted,
+            adopted_partitions: s.update_adopted,
             update_failures,
             bytes: s.stored_bytes as u64,
             region_bytes: s.region.footprint_bytes() as u64,
@@ -74,6 +78,7 @@ impl CacheMetrics {
             populations: self.populations + other.populations,
             evictions: self.evictions + other.evictions,
             updated_partitions: self.updated_partitions + other.updated_partitions,
+            adopted_partitions: self.adopted_partitions + other.adopted_partitions,
             update_failures: self.update_failures + other.update_failures,
             bytes: self.bytes + other.bytes,
             region_bytes: self.region_bytes + other.region_bytes,

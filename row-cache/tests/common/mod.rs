@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use logalloc::{PoolConfig, SegmentPool};
 use mutation::{ClusteringRange, FragmentReader, Mutation, PartitionRange, to_mutations};
-use row_cache::{CacheConfig, RowCache};
+use row_cache::{CacheConfig, RowCache, UpdateStats};
 
 pub use source::MemorySource;
 
@@ -64,4 +64,36 @@ pub fn flush(cache: &RowCache, source: &MemorySource, batch: &[Mutation]) {
     }
     let mut flushed = mutation::from_mutations(batch.to_vec());
     cache.update_from(&mut flushed).expect("update");
+}
+
+/// A memtable in `pool` (in a region group of its own) holding `batch`,
+/// sealed, as a flush leaves it.
+pub fn sealed_memtable(pool: &Arc<SegmentPool>, batch: &[Mutation]) -> Arc<memtable::Memtable> {
+    let group = region_group::RegionGroup::new("memtables", region_group::ReclaimConfig::default());
+    let memtable = memtable::Memtable::new(&group, pool).expect("memtable");
+    for m in batch {
+        memtable.apply(m).expect("apply");
+    }
+    memtable.seal();
+    memtable
+}
+
+/// [`flush`] by a region merge: the batch is written to a memtable of the
+/// cache's pool, the source sees it (the sstable is committed), then the
+/// memtable's region is merged into the cache's
+/// (`RowCache::update_by_merge`).
+pub fn flush_by_merge(
+    pool: &Arc<SegmentPool>,
+    cache: &RowCache,
+    source: &MemorySource,
+    batch: &[Mutation],
+) -> UpdateStats {
+    let memtable = sealed_memtable(pool, batch);
+    for m in batch {
+        source.apply(m);
+    }
+    cache
+        .update_by_merge(&memtable, &mut || {})
+        .expect("update")
+        .expect("no reader of the memtable is open")
 }
