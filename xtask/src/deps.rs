@@ -11,7 +11,12 @@ use crate::metadata::{DepKind, Package};
 pub(crate) const ALLOWED_DEPENDENCIES: &[(&str, &[&str])] = &[
     // The facade: parking_lot normally, loom under cfg(loom).
     ("replmem-sync", &["parking_lot", "loom"]),
-    ("replmem-fs", &["replmem-sync", "thiserror", "fs4"]),
+    // The file layer: direct I/O and write-back through writeback, the
+    // lock and free space through fs4.
+    (
+        "replmem-fs",
+        &["replmem-sync", "thiserror", "fs4", "replmem-writeback"],
+    ),
     // Tests' and benches' support (not published): the facade's std atomics.
     ("test-support", &["replmem-sync"]),
     ("replmem-logalloc", &["replmem-sync", "thiserror", "slab"]),
@@ -39,11 +44,13 @@ pub(crate) const ALLOWED_DEPENDENCIES: &[(&str, &[&str])] = &[
         ],
     ),
     // The row cache: partitions in a logalloc region, an LRU in a slab;
-    // bytes for the shared buffer a hit decodes from.
+    // bytes for the shared buffer a hit decodes from; the memtable's
+    // hand-over, whose partitions it adopts by region merge at a flush.
     (
         "replmem-row-cache",
         &[
             "bytes",
+            "replmem-memtable",
             "replmem-logalloc",
             "replmem-mutation",
             "replmem-sync",
@@ -62,13 +69,19 @@ pub(crate) const ALLOWED_DEPENDENCIES: &[(&str, &[&str])] = &[
             "lz4_flex",
             "replmem-writeback",
             "replmem-device",
+            // Every file operation goes through the file layer.
+            "replmem-fs",
         ],
     ),
     (
         "replmem-dirty-memory",
         &["replmem-region-group", "replmem-sync", "thiserror"],
     ),
-    ("replmem-flush-scheduler", &["replmem-sync", "thiserror"]),
+    // The file layer: the flush directories' check.
+    (
+        "replmem-flush-scheduler",
+        &["replmem-sync", "thiserror", "replmem-fs"],
+    ),
     // sync_file_range (Linux only): no safe wrapper in rustix or nix.
     ("replmem-writeback", &["libc"]),
     ("replmem-device", &["replmem-sync", "thiserror"]),
@@ -87,6 +100,7 @@ pub(crate) const ALLOWED_DEPENDENCIES: &[(&str, &[&str])] = &[
             "crc32c",
             "replmem-writeback",
             "replmem-device",
+            "replmem-fs",
         ],
     ),
     (
@@ -95,6 +109,7 @@ pub(crate) const ALLOWED_DEPENDENCIES: &[(&str, &[&str])] = &[
             "replmem-mutation",
             "replmem-sstable",
             "replmem-device",
+            "replmem-fs",
             "replmem-sync",
             "thiserror",
             "crc32c",
@@ -119,8 +134,8 @@ pub(crate) const ALLOWED_DEPENDENCIES: &[(&str, &[&str])] = &[
             "thiserror",
             "bytes",
             "crc32c",
-            // The directory lock (flock): std's File::try_lock needs 1.89.
-            "fs4",
+            // Every file operation, the directory lock included.
+            "replmem-fs",
         ],
     ),
     // The load generator: its own crate on the database's public API, so
