@@ -1,0 +1,141 @@
+//! What one point read of a settled sstable costs its reader, counted
+//! (never timed): file reads (the file layer's `FaultFs` counts every
+//! positional read), bytes read (charged to a device), and heap
+//! allocations (a counting global allocator), per `read_partition` of a
+//! partition the sstable holds, once the sstable has served one read of
+//! every partition (a warm reader, as a replica's long-lived sstables are).
+//!
+//! Two shapes, the ones issue 35 profiles: partitions of one 8 KiB row and
+//! of 8 rows of 1 KiB, values incompressible. The counts are printed
+//! (`cargo test -p replmem-sstable --test point_read_costs -- --nocapture`)
+//! and pinned.
+//!
+//! One test in this binary: the allocation counter is process-wide.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use fs::{FaultFs, FsHandle, Op, RealFs};
+use mutation::{Cell, DecoratedKey, Fragment, FragmentReader, Mutation, Timestamp};
+use sstable::{Sstable, Writer, WriterOptions};
+
+#[global_allocator]
+static GLOBAL: test_support::CountingAllocator = test_support::CountingAllocator;
+
+/// Partitions in each sstable: several Index blocks and many Data blocks.
+const PARTITIONS: u32 = 600;
+
+/// Bytes that do not compress (xorshift).
+fn noise(seed: u64, len: usize) -> Vec<u8> {
+    let mut x = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+    (0..len)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect()
+}
+
+fn key(i: u32) -> DecoratedKey {
+    DecoratedKey::from_bytes(format!("user{i:08}")).unwrap()
+}
+
+/// The partitions of one shape: `rows` rows of `row_bytes` each.
+fn mutations(rows: u32, row_bytes: usize) -> Vec<Mutation> {
+    (0..PARTITIONS)
+        .map(|i| {
+            let mut b = Mutation::builder(key(i));
+            for r in 0..rows {
+                b = b.cell(
+                    format!("c{r}"),
+                    0,
+                    Cell::live(
+                        noise(u64::from(i) * 8 + u64::from(r), row_bytes),
+                        Timestamp::from_micros(1),
+                    ),
+                );
+            }
+            b.build().unwrap()
+        })
+        .collect()
+}
+
+/// Per point read, averaged over one read of every partition.
+#[derive(Debug)]
+struct Costs {
+    reads: f64,
+    bytes: f64,
+    allocations: f64,
+    data_blocks: f64,
+}
+
+/// Writes the shape on a counting file system, opens it, reads every
+/// partition once to warm the reader, then counts a second pass.
+fn measure(dir: &Path, rows: u32, row_bytes: usize) -> Costs {
+    let fault = FaultFs::new(Arc::new(RealFs));
+    let fs = FsHandle::new(Arc::new(fault.clone()));
+    let mut ms = mutations(rows, row_bytes);
+    ms.sort_by(|a, b| a.key().cmp(b.key()));
+    let expected: Vec<Vec<Fragment>> = ms
+        .iter()
+        .map(|m| {
+            let mut r = mutation::from_mutations(vec![m.clone()]);
+            let mut out = Vec::new();
+            while let Some(f) = r.next().unwrap() {
+                out.push(f);
+            }
+            out
+        })
+        .collect();
+    let mut options = WriterOptions::default();
+    options.fs = fs.clone();
+    let mut w = Writer::create(dir, options).unwrap();
+    for f in expected.iter().flatten() {
+        w.write(f).unwrap();
+    }
+    let generation = w.commit().unwrap().generation;
+    let device = device::Device::new("counting", 1 << 40).unwrap();
+    let sst = Sstable::open_with(dir, generation, Some(Arc::clone(&device)), &fs).unwrap();
+    for (m, want) in ms.iter().zip(&expected) {
+        assert_eq!(sst.read_partition(m.key()).unwrap().as_ref(), Some(want));
+    }
+    let reads = fault.calls(Op::Read);
+    let bytes = device.stats().bytes_read;
+    let blocks = sst.data_blocks_read();
+    let allocations = test_support::allocations();
+    for m in &ms {
+        let got = sst.read_partition(m.key()).unwrap();
+        assert!(got.is_some());
+    }
+    let allocations = test_support::allocations() - allocations;
+    let n = f64::from(PARTITIONS);
+    // Every answer of the measured pass is checked after it.
+    for (m, want) in ms.iter().zip(&expected) {
+        assert_eq!(sst.read_partition(m.key()).unwrap().as_ref(), Some(want));
+    }
+    let costs = Costs {
+        reads: (fault.calls(Op::Read) - reads) as f64 / 2.0 / n,
+        bytes: (device.stats().bytes_read - bytes) as f64 / 2.0 / n,
+        allocations: allocations as f64 / n,
+        data_blocks: (sst.data_blocks_read() - blocks) as f64 / 2.0 / n,
+    };
+    println!(
+        "{rows} x {row_bytes} B: {:.2} reads, {:.0} bytes, {:.1} allocations, {:.2} Data blocks per point read",
+        costs.reads, costs.bytes, costs.allocations, costs.data_blocks
+    );
+    costs
+}
+
+#[test]
+fn a_warm_point_read_costs_one_read_per_data_block() {
+    for (rows, row_bytes) in [(1, 8 << 10), (8, 1 << 10)] {
+        let dir = tempfile::tempdir().unwrap();
+        let c = measure(dir.path(), rows, row_bytes);
+        // Today: the Index block and each Data block are two reads each
+        // (the 9-byte header, then the rest).
+        assert_eq!(c.reads, 2.0 + 2.0 * c.data_blocks, "{c:?}");
+        assert!(c.data_blocks >= 1.0 && c.data_blocks <= 2.0, "{c:?}");
+    }
+}
