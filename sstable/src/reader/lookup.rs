@@ -6,7 +6,7 @@ use std::ops::Bound;
 use mutation::{ClusteringRange, DecoratedKey, Fragment, PartitionRange, Position, RingPosition};
 
 use super::{DataCursor, Sstable};
-use crate::block::{HEADER_LEN, read_block};
+use crate::block::HEADER_LEN;
 use crate::decoder::{Decoder, Origin};
 use crate::error::{Component, Error};
 use crate::index::{IndexEntry, decode_entry, decode_rest, peek_key, skip_rest};
@@ -24,7 +24,7 @@ impl Sstable {
         };
         let offset = self.inner.summary.entries[i].index_offset;
         let origin = self.inner.origin(Component::Index);
-        let block = read_block(self.inner.source(Component::Index), offset, origin)?;
+        let block = self.inner.read_index_block(i)?;
         let mut d = Decoder::new(&block.raw, offset + HEADER_LEN as u64, origin);
         while !d.is_empty() {
             let (t, k) = peek_key(&mut d)?;
@@ -42,8 +42,8 @@ impl Sstable {
         let entries = &self.inner.summary.entries;
         let n = entries.partition_point(|e| before_start(range.start(), e.token, &e.key));
         let origin = self.inner.origin(Component::Index);
-        for e in &entries[n.saturating_sub(1)..] {
-            let block = read_block(self.inner.source(Component::Index), e.index_offset, origin)?;
+        for (i, e) in entries.iter().enumerate().skip(n.saturating_sub(1)) {
+            let block = self.inner.read_index_block(i)?;
             let mut d = Decoder::new(&block.raw, e.index_offset + HEADER_LEN as u64, origin);
             while !d.is_empty() {
                 let (t, k) = peek_key(&mut d)?;

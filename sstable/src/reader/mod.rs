@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 
 use mutation::DecoratedKey;
 
-use crate::block::read_block;
+use crate::block::read_block_sized;
 use crate::bloom::BloomFilter;
 use crate::decoder::Origin;
 use crate::error::{Component, Error, io_err};
@@ -47,6 +47,21 @@ pub(crate) struct Inner {
     pub(crate) first: Option<DecoratedKey>,
     pub(crate) last: Option<DecoratedKey>,
     pub(crate) data_blocks_read: AtomicU64,
+    /// Bytes the first read of a Data block asks for
+    /// ([`data_block_guess`]): most blocks are read whole in one.
+    pub(crate) data_block_guess: usize,
+}
+
+/// The first read of a point read's Data block: the sstable's average
+/// block (header, payload and crc) and an eighth more, so blocks cut at
+/// the same `block_size` from fragments of similar sizes are read in one
+/// positional read; a longer one costs a second read of the rest. At
+/// least 4 KiB, at most 1 MiB.
+pub(crate) fn data_block_guess(stats: &Statistics) -> usize {
+    let blocks = stats.data_blocks.max(1);
+    let average = stats.data_size.saturating_sub(crate::block::PREAMBLE_LEN) / blocks;
+    let guess = average.saturating_add(average / 8);
+    usize::try_from(guess.clamp(4 << 10, 1 << 20)).unwrap_or(1 << 20)
 }
 
 fn slot(c: Component) -> usize {
@@ -96,10 +111,28 @@ impl Inner {
 
     fn read_data_block(&self, offset: u64) -> Result<crate::block::Block, Error> {
         self.data_blocks_read.fetch_add(1, Ordering::Relaxed);
-        read_block(
+        read_block_sized(
             self.source(Component::Data),
             offset,
             self.origin(Component::Data),
+            self.data_block_guess,
+        )
+    }
+
+    /// Reads the Index block of Summary entry `i`, whose length the next
+    /// entry's offset (or the end of the Index) tells: one positional read.
+    pub(crate) fn read_index_block(&self, i: usize) -> Result<crate::block::Block, Error> {
+        let entries = &self.summary.entries;
+        let offset = entries[i].index_offset;
+        let end = entries
+            .get(i + 1)
+            .map_or(self.summary.index_size, |e| e.index_offset);
+        let len = usize::try_from(end.saturating_sub(offset)).unwrap_or(usize::MAX);
+        read_block_sized(
+            self.source(Component::Index),
+            offset,
+            self.origin(Component::Index),
+            len,
         )
     }
 

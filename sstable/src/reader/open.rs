@@ -127,6 +127,7 @@ impl Sstable {
             first: None,
             last: None,
             data_blocks_read: AtomicU64::new(0),
+            data_block_guess: 0,
         };
         let read_all = |inner: &Inner, c: Component| -> Result<Vec<u8>, Error> {
             let src = inner.source(c);
@@ -248,6 +249,7 @@ impl Sstable {
         }
         inner.first = first;
         inner.last = last;
+        inner.data_block_guess = super::data_block_guess(&stats);
         inner.stats = stats;
         inner.summary = summary;
         inner.filter = filter;
