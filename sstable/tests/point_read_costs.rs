@@ -3,7 +3,8 @@
 //! positional read), bytes read (charged to a device), and heap
 //! allocations (a counting global allocator), per `read_partition` of a
 //! partition the sstable holds, once the sstable has served one read of
-//! every partition (a warm reader, as a replica's long-lived sstables are).
+//! every partition (a warm reader, as a replica's long-lived sstables are),
+//! with the process's cache of Index blocks on and off.
 //!
 //! Two shapes, the ones issue 35 profiles: partitions of one 8 KiB row and
 //! of 8 rows of 1 KiB, values incompressible. The counts are printed
@@ -72,8 +73,10 @@ struct Costs {
 }
 
 /// Writes the shape on a counting file system, opens it, reads every
-/// partition once to warm the reader, then counts a second pass.
-fn measure(dir: &Path, rows: u32, row_bytes: usize) -> Costs {
+/// partition once to warm the reader, then counts a second pass, with
+/// `index_cache` bytes of budget for Index blocks.
+fn measure(dir: &Path, rows: u32, row_bytes: usize, index_cache: u64) -> Costs {
+    sstable::set_index_cache_budget(index_cache);
     let fault = FaultFs::new(Arc::new(RealFs));
     let fs = FsHandle::new(Arc::new(fault.clone()));
     let mut ms = mutations(rows, row_bytes);
@@ -121,9 +124,31 @@ fn measure(dir: &Path, rows: u32, row_bytes: usize) -> Costs {
         allocations: allocations as f64 / n,
         data_blocks: (sst.data_blocks_read() - blocks) as f64 / 2.0 / n,
     };
+    let held = sstable::index_cache_bytes();
+    if index_cache > 0 {
+        // The whole Index is held, and counted: the blocks' payloads and
+        // entry offsets.
+        let index_size = sst.statistics().index_size;
+        assert!(
+            held >= index_size / 2 && held <= 3 * index_size,
+            "{held} for {index_size}"
+        );
+    } else {
+        assert_eq!(held, 0);
+    }
+    drop(sst);
+    assert_eq!(
+        sstable::index_cache_bytes(),
+        0,
+        "closing gives the bytes back"
+    );
     println!(
-        "{rows} x {row_bytes} B: {:.2} reads, {:.0} bytes, {:.1} allocations, {:.2} Data blocks per point read",
-        costs.reads, costs.bytes, costs.allocations, costs.data_blocks
+        "{rows} x {row_bytes} B, index cache {}: {:.2} reads, {:.0} bytes, {:.1} allocations, {:.2} Data blocks per point read",
+        if index_cache > 0 { "on" } else { "off" },
+        costs.reads,
+        costs.bytes,
+        costs.allocations,
+        costs.data_blocks
     );
     costs
 }
@@ -131,12 +156,22 @@ fn measure(dir: &Path, rows: u32, row_bytes: usize) -> Costs {
 #[test]
 fn a_warm_point_read_costs_one_read_per_data_block() {
     for (rows, row_bytes) in [(1, 8 << 10), (8, 1 << 10)] {
+        // Without the cache: one positional read for the Index block (the
+        // Summary tells its length) and one per Data block (the first read
+        // takes the sstable's average block and an eighth more).
         let dir = tempfile::tempdir().unwrap();
-        let c = measure(dir.path(), rows, row_bytes);
-        // One positional read for the Index block (the Summary tells its
-        // length) and one per Data block (the first read takes the
-        // sstable's average block and an eighth more).
+        let c = measure(dir.path(), rows, row_bytes, 0);
         assert_eq!(c.reads, 1.0 + c.data_blocks, "{c:?}");
+        assert!(c.data_blocks >= 1.0 && c.data_blocks <= 2.0, "{c:?}");
+        // With it, a warm read reads its Data blocks only.
+        let dir = tempfile::tempdir().unwrap();
+        let c = measure(
+            dir.path(),
+            rows,
+            row_bytes,
+            sstable::DEFAULT_INDEX_CACHE_BUDGET,
+        );
+        assert_eq!(c.reads, c.data_blocks, "{c:?}");
         assert!(c.data_blocks >= 1.0 && c.data_blocks <= 2.0, "{c:?}");
     }
 }

@@ -17,6 +17,7 @@ use crate::block::read_block_sized;
 use crate::bloom::BloomFilter;
 use crate::decoder::Origin;
 use crate::error::{Component, Error, io_err};
+use crate::index_cache::{BlockRef, IndexBlock, IndexCache};
 use crate::statistics::Statistics;
 use crate::storage::{MemSource, ReleasedSource, Source};
 use crate::summary::Summary;
@@ -50,6 +51,8 @@ pub(crate) struct Inner {
     /// Bytes the first read of a Data block asks for
     /// ([`data_block_guess`]): most blocks are read whole in one.
     pub(crate) data_block_guess: usize,
+    /// The Index blocks read so far, kept (`index_cache`).
+    pub(crate) index_cache: IndexCache,
 }
 
 /// The first read of a point read's Data block: the sstable's average
@@ -119,21 +122,21 @@ impl Inner {
         )
     }
 
-    /// Reads the Index block of Summary entry `i`, whose length the next
-    /// entry's offset (or the end of the Index) tells: one positional read.
-    pub(crate) fn read_index_block(&self, i: usize) -> Result<crate::block::Block, Error> {
-        let entries = &self.summary.entries;
-        let offset = entries[i].index_offset;
-        let end = entries
-            .get(i + 1)
-            .map_or(self.summary.index_size, |e| e.index_offset);
-        let len = usize::try_from(end.saturating_sub(offset)).unwrap_or(usize::MAX);
-        read_block_sized(
-            self.source(Component::Index),
-            offset,
-            self.origin(Component::Index),
-            len,
-        )
+    /// The Index block of Summary entry `i`: from the cache, or read
+    /// (in one positional read: the next entry's offset, or the end of the
+    /// Index, tells its length), walked, and kept if the budget allows.
+    pub(crate) fn index_block(&self, i: usize) -> Result<BlockRef<'_>, Error> {
+        self.index_cache.get_or_load(i, || {
+            let entries = &self.summary.entries;
+            let offset = entries[i].index_offset;
+            let end = entries
+                .get(i + 1)
+                .map_or(self.summary.index_size, |e| e.index_offset);
+            let len = usize::try_from(end.saturating_sub(offset)).unwrap_or(usize::MAX);
+            let origin = self.origin(Component::Index);
+            let block = read_block_sized(self.source(Component::Index), offset, origin, len)?;
+            IndexBlock::new(block.raw, offset + crate::block::HEADER_LEN as u64, origin)
+        })
     }
 
     /// [`read_data_block`](Self::read_data_block) for a sequential scan,
