@@ -16,7 +16,9 @@ use std::cmp::Ordering as KeyOrder;
 
 use crate::decoder::{Decoder, Origin};
 use crate::error::Error;
-use crate::index::{IndexEntry, decode_rest, peek_key, skip_rest};
+use mutation::DecoratedKey;
+
+use crate::index::{IndexEntry, decode_rest, decode_rest_of, peek_key, skip_rest};
 use crate::sync::{AtomicU64, OnceLock, Ordering};
 
 /// Bytes of Index blocks the whole process keeps in memory when
@@ -107,22 +109,22 @@ impl IndexBlock {
         Ok(d)
     }
 
-    /// The entry of `(token, key)`, if the block holds it.
+    /// The entry of `key`, if the block holds it.
     pub(crate) fn find(
         &self,
-        token: i64,
-        key: &[u8],
+        key: &DecoratedKey,
         origin: Origin<'_>,
     ) -> Result<Option<IndexEntry>, Error> {
+        let (token, bytes) = (key.token().value(), key.key().as_bytes());
         let (mut lo, mut hi) = (0, self.starts.len());
         while lo < hi {
             let mid = lo + (hi - lo) / 2;
             let mut d = self.at(mid, origin)?;
             let (t, k) = peek_key(&mut d)?;
-            match (t, k).cmp(&(token, key)) {
+            match (t, k).cmp(&(token, bytes)) {
                 KeyOrder::Less => lo = mid + 1,
                 KeyOrder::Greater => hi = mid,
-                KeyOrder::Equal => return decode_rest(&mut d, t, k).map(Some),
+                KeyOrder::Equal => return decode_rest_of(&mut d, key).map(Some),
             }
         }
         Ok(None)
@@ -225,7 +227,6 @@ impl Drop for IndexCache {
 mod tests {
     use super::*;
     use crate::error::Component;
-    use mutation::DecoratedKey;
 
     fn entries(n: u32) -> Vec<IndexEntry> {
         let mut v: Vec<IndexEntry> = (0..n)
@@ -258,16 +259,15 @@ mod tests {
             let block = IndexBlock::new(raw.clone(), 17, origin).unwrap();
             for (i, e) in es.iter().enumerate() {
                 let (t, k) = (e.key.token().value(), e.key.key().as_bytes());
-                assert_eq!(block.find(t, k, origin).unwrap().as_ref(), Some(e));
-                // Just after this key: absent.
-                let mut after = k.to_vec();
-                after.push(0);
-                assert_eq!(block.find(t, &after, origin).unwrap(), None);
+                assert_eq!(block.find(&e.key, origin).unwrap().as_ref(), Some(e));
+                // A key of other bytes: absent.
+                let mut other = k.to_vec();
+                other.push(b'x');
+                let other = DecoratedKey::from_bytes(other).unwrap();
+                assert_eq!(block.find(&other, origin).unwrap(), None);
                 let first = block.first_not(origin, |bt, bk| (bt, bk) < (t, k)).unwrap();
                 assert_eq!(first.as_ref(), Some(&es[i]));
             }
-            assert_eq!(block.find(i64::MIN, b"", origin).unwrap(), None);
-            assert_eq!(block.find(i64::MAX, b"z", origin).unwrap(), None);
             if n > 1 {
                 let mut swapped = Vec::new();
                 es[1].encode(&mut swapped);

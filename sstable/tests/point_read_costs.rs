@@ -175,5 +175,11 @@ fn a_warm_point_read_costs_one_read_per_data_block() {
         // next one: one read per point read.
         assert_eq!(c.reads, c.data_blocks, "{c:?}");
         assert_eq!(c.data_blocks, 1.0, "{c:?}");
+        // The block's buffer, the partition start's key, the vector of
+        // fragments as it grows, and four per row decoded (its clustering
+        // key, cells, value...): the index entry takes a clone of the key
+        // asked for, and nothing is allocated to find it.
+        let most = 5.0 + 4.0 * f64::from(rows);
+        assert!(c.allocations <= most, "{c:?}, at most {most}");
     }
 }

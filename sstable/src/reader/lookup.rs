@@ -22,11 +22,7 @@ impl Sstable {
             return Ok(None);
         };
         let block = self.inner.index_block(i)?;
-        block.find(
-            token,
-            key.key().as_bytes(),
-            self.inner.origin(Component::Index),
-        )
+        block.find(key, self.inner.origin(Component::Index))
     }
 
     /// The first index entry not before the start of `range`, if any.
