@@ -13,7 +13,7 @@ use std::path::Path;
 
 use crate::decoder::Origin;
 use crate::error::{Error, io_err};
-use crate::storage::{DirectSource, Source};
+use crate::storage::{DirectSource, SequentialSource, Source};
 use crate::sync::Arc;
 
 /// Bytes of every component's preamble: the 4-byte magic, then the 4-byte
@@ -105,8 +105,21 @@ enum Direct {
     #[default]
     Untried,
     Open(DirectSource),
-    /// None to be had: through the page cache.
+    /// Through the page cache, on a descriptor of the scan's own, which
+    /// keeps the kernel's sequential read-ahead (the shared descriptors
+    /// serve point reads and are advised random reads).
+    Sequential(SequentialSource),
+    /// None to be had: through the page cache, on the shared descriptor.
     Off,
+}
+
+impl Direct {
+    /// Through the page cache: on a descriptor of its own if `src` gives
+    /// one.
+    fn buffered(src: &dyn Source) -> Self {
+        src.open_sequential()
+            .map_or(Direct::Off, Direct::Sequential)
+    }
 }
 
 impl ReadAhead {
@@ -146,19 +159,28 @@ impl ReadAhead {
     fn fill(&mut self, src: &dyn Source, offset: u64, want: usize) -> std::io::Result<()> {
         self.start = offset;
         if matches!(self.direct, Direct::Untried) {
-            self.direct = src.open_direct().map_or(Direct::Off, Direct::Open);
+            self.direct = match src.open_direct() {
+                Some(d) => Direct::Open(d),
+                None => Direct::buffered(src),
+            };
         }
         if let Direct::Open(d) = &mut self.direct {
             match d.read(offset, want) {
                 Ok(()) => return Ok(()),
                 // The file system refused the alignment: read through the
                 // page cache from now on.
-                Err(e) if e.kind() == std::io::ErrorKind::InvalidInput => self.direct = Direct::Off,
+                Err(e) if e.kind() == std::io::ErrorKind::InvalidInput => {
+                    self.direct = Direct::buffered(src);
+                }
                 Err(e) => return Err(e),
             }
         }
         self.bytes.resize(want, 0);
-        if let Err(e) = src.read_exact_at(&mut self.bytes, offset) {
+        let read = match &self.direct {
+            Direct::Sequential(own) => own.read_exact_at(&mut self.bytes, offset),
+            _ => src.read_exact_at(&mut self.bytes, offset),
+        };
+        if let Err(e) = read {
             self.bytes.clear();
             return Err(e);
         }

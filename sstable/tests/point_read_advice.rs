@@ -1,6 +1,7 @@
 //! The descriptors an open sstable reads its blocks through are advised
 //! random reads (no kernel read-ahead for point reads), and a scan's own
-//! direct-I/O descriptor is not.
+//! descriptor (direct, or through the page cache when direct scans are
+//! off) is not.
 
 use std::io;
 use std::path::{Path, PathBuf};
@@ -14,6 +15,7 @@ use sstable::{Component, Sstable, Writer, WriterOptions};
 /// direct reads.
 #[derive(Debug, Default)]
 struct Log {
+    opened: Vec<PathBuf>,
     advised: Vec<PathBuf>,
     direct: Vec<PathBuf>,
     direct_advised: usize,
@@ -78,6 +80,7 @@ impl File for RecFile {
 
 impl FileSystem for Recording {
     fn open(&self, path: &Path, options: &OpenOptions) -> io::Result<Box<dyn File>> {
+        self.0.lock().unwrap().opened.push(path.to_path_buf());
         Ok(Box::new(RecFile {
             inner: RealFs.open(path, options)?,
             path: path.to_path_buf(),
@@ -163,15 +166,36 @@ fn point_read_descriptors_are_advised_random_and_scan_descriptors_are_not() {
             );
         }
     }
-    let mut scan = sst.scan();
-    let mut n = 0;
-    while scan.next().unwrap().is_some() {
-        n += 1;
+    let count = |paths: &[PathBuf]| {
+        let data = sst.component_path(Component::Data);
+        paths.iter().filter(|p| *p == data).count()
+    };
+    let scan_all = || {
+        let mut scan = sst.scan();
+        let mut n = 0;
+        while scan.next().unwrap().is_some() {
+            n += 1;
+        }
+        assert!(n >= 3 * ms.len());
+    };
+    scan_all();
+    {
+        let log = rec.0.lock().unwrap();
+        assert_eq!(log.direct_advised, 0, "{log:?}");
+        if log.direct.is_empty() {
+            eprintln!("no direct I/O here: the scan read through the page cache");
+        }
     }
-    assert!(n >= 3 * ms.len());
+    // Direct scans off: the scan opens Data again, through the page cache,
+    // and does not advise that descriptor.
+    let (opened, advised) = {
+        let log = rec.0.lock().unwrap();
+        (count(&log.opened), count(&log.advised))
+    };
+    sstable::set_direct_scans(false);
+    scan_all();
+    sstable::set_direct_scans(true);
     let log = rec.0.lock().unwrap();
-    assert_eq!(log.direct_advised, 0, "{log:?}");
-    if log.direct.is_empty() {
-        eprintln!("no direct I/O here: the scan read through its 1 MiB windows");
-    }
+    assert_eq!(count(&log.opened), opened + 1, "{log:?}");
+    assert_eq!(count(&log.advised), advised, "{log:?}");
 }
