@@ -357,6 +357,10 @@ impl File for FaultFile {
         self.inner.drop_cached(offset, len)
     }
 
+    fn advise_random(&self) -> io::Result<()> {
+        self.inner.advise_random()
+    }
+
     fn reopen_direct(&self) -> io::Result<Option<Box<dyn File>>> {
         self.shared.check(Op::Open, &self.path)?;
         Ok(self.inner.reopen_direct()?.map(|inner| {

@@ -170,6 +170,15 @@ pub trait File: Send + Sync + fmt::Debug {
         Ok(())
     }
 
+    /// Tells the file system that this open file is read at random
+    /// offsets (`posix_fadvise(POSIX_FADV_RANDOM)` on real files): no
+    /// read-ahead for its reads. For a descriptor that serves point reads;
+    /// a scan reads through another one. A file system with no page cache
+    /// does nothing.
+    fn advise_random(&self) -> io::Result<()> {
+        Ok(())
+    }
+
     /// The same file opened again, read-only, bypassing the page cache,
     /// for one sequential scan; `Ok(None)` where there is no such thing
     /// (the caller reads through this file).

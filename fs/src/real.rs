@@ -48,6 +48,10 @@ impl File for RealFile {
         writeback::drop_cached(&self.0, offset, len)
     }
 
+    fn advise_random(&self) -> io::Result<()> {
+        writeback::advise_random(&self.0)
+    }
+
     fn reopen_direct(&self) -> io::Result<Option<Box<dyn File>>> {
         Ok(writeback::direct::reopen_direct_read(&self.0)?
             .map(|f| Box::new(RealFile(f)) as Box<dyn File>))

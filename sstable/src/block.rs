@@ -13,7 +13,7 @@ use std::path::Path;
 
 use crate::decoder::Origin;
 use crate::error::{Error, io_err};
-use crate::storage::{DirectSource, Source};
+use crate::storage::{DirectSource, SequentialSource, Source};
 use crate::sync::Arc;
 
 /// Bytes of every component's preamble: the 4-byte magic, then the 4-byte
@@ -105,8 +105,21 @@ enum Direct {
     #[default]
     Untried,
     Open(DirectSource),
-    /// None to be had: through the page cache.
+    /// Through the page cache, on a descriptor of the scan's own, which
+    /// keeps the kernel's sequential read-ahead (the shared descriptors
+    /// serve point reads and are advised random reads).
+    Sequential(SequentialSource),
+    /// None to be had: through the page cache, on the shared descriptor.
     Off,
+}
+
+impl Direct {
+    /// Through the page cache: on a descriptor of its own if `src` gives
+    /// one.
+    fn buffered(src: &dyn Source) -> Self {
+        src.open_sequential()
+            .map_or(Direct::Off, Direct::Sequential)
+    }
 }
 
 impl ReadAhead {
@@ -146,19 +159,28 @@ impl ReadAhead {
     fn fill(&mut self, src: &dyn Source, offset: u64, want: usize) -> std::io::Result<()> {
         self.start = offset;
         if matches!(self.direct, Direct::Untried) {
-            self.direct = src.open_direct().map_or(Direct::Off, Direct::Open);
+            self.direct = match src.open_direct() {
+                Some(d) => Direct::Open(d),
+                None => Direct::buffered(src),
+            };
         }
         if let Direct::Open(d) = &mut self.direct {
             match d.read(offset, want) {
                 Ok(()) => return Ok(()),
                 // The file system refused the alignment: read through the
                 // page cache from now on.
-                Err(e) if e.kind() == std::io::ErrorKind::InvalidInput => self.direct = Direct::Off,
+                Err(e) if e.kind() == std::io::ErrorKind::InvalidInput => {
+                    self.direct = Direct::buffered(src);
+                }
                 Err(e) => return Err(e),
             }
         }
         self.bytes.resize(want, 0);
-        if let Err(e) = src.read_exact_at(&mut self.bytes, offset) {
+        let read = match &self.direct {
+            Direct::Sequential(own) => own.read_exact_at(&mut self.bytes, offset),
+            _ => src.read_exact_at(&mut self.bytes, offset),
+        };
+        if let Err(e) = read {
             self.bytes.clear();
             return Err(e);
         }
@@ -172,13 +194,29 @@ impl ReadAhead {
     }
 }
 
-/// Reads, checks and decompresses the block at `offset`.
+/// Reads, checks and decompresses the block at `offset`, in two reads: its
+/// header, then the rest (where nothing tells the block's length).
 pub(crate) fn read_block(
     src: &dyn Source,
     offset: u64,
     origin: Origin<'_>,
 ) -> Result<Block, Error> {
-    read_block_with(src.len(), offset, origin, &mut |buf, at| {
+    read_block_sized(src, offset, origin, HEADER_LEN)
+}
+
+/// [`read_block`] whose first read takes `first` bytes from `offset` (at
+/// least the header, at most the rest of the file): a caller that knows
+/// the block's length (an Index block, from the Summary) or a good guess
+/// at it (a Data block, from the sstable's average) reads the whole block
+/// in one positional read; a block longer than the guess costs one more
+/// read, of the bytes the first did not get.
+pub(crate) fn read_block_sized(
+    src: &dyn Source,
+    offset: u64,
+    origin: Origin<'_>,
+    first: usize,
+) -> Result<Block, Error> {
+    read_block_with(src.len(), offset, origin, first, &mut |buf, at| {
         src.read_exact_at(buf, at)
     })
 }
@@ -198,17 +236,20 @@ pub(crate) fn read_block_ahead(
     origin: Origin<'_>,
     ahead: &mut ReadAhead,
 ) -> Result<Block, Error> {
-    read_block_with(src.len(), offset, origin, &mut |buf, at| {
+    read_block_with(src.len(), offset, origin, HEADER_LEN, &mut |buf, at| {
         ahead.read(src, buf, at)
     })
 }
 
 /// Reads, checks and decompresses the block at `offset` of a file of `len`
-/// bytes, whose bytes `read` fills in.
+/// bytes, whose bytes `read` fills in: first `first` bytes (clamped to the
+/// header and the end of the file), then whatever of the block they did
+/// not hold.
 fn read_block_with(
     len: u64,
     offset: u64,
     origin: Origin<'_>,
+    first: usize,
     read: &mut dyn FnMut(&mut [u8], u64) -> std::io::Result<()>,
 ) -> Result<Block, Error> {
     let header_end = offset
@@ -220,8 +261,12 @@ fn read_block_with(
                 format!("block header at offset {offset} runs past the end of the {len}-byte file"),
             )
         })?;
+    let rest = usize::try_from(len - offset).unwrap_or(usize::MAX);
+    let first = first.clamp(HEADER_LEN, rest);
+    let mut buf = vec![0u8; first];
+    read(&mut buf, offset).map_err(|e| read_error(origin, offset, first, e))?;
     let mut header = [0u8; HEADER_LEN];
-    read(&mut header, offset).map_err(|e| read_error(origin, offset, HEADER_LEN, e))?;
+    header.copy_from_slice(&buf[..HEADER_LEN]);
     let flags = header[0];
     let stored = u32::from_le_bytes([header[1], header[2], header[3], header[4]]);
     let raw_len = u32::from_le_bytes([header[5], header[6], header[7], header[8]]);
@@ -240,11 +285,20 @@ fn read_block_with(
             format!("block of {stored} bytes at offset {offset} runs past the end of the {len}-byte file"),
         ));
     }
-    let mut body = vec![0u8; stored as usize + TRAILER_LEN];
-    read(&mut body, header_end).map_err(|e| read_error(origin, header_end, body.len(), e))?;
-    let (payload, crc_bytes) = body.split_at(stored as usize);
+    let total = HEADER_LEN + stored as usize + TRAILER_LEN;
+    if total > buf.len() {
+        let have = buf.len();
+        buf.resize(total, 0);
+        let at = offset + have as u64;
+        read(&mut buf[have..], at).map_err(|e| read_error(origin, at, total - have, e))?;
+    } else {
+        buf.truncate(total);
+    }
+    let payload_end = HEADER_LEN + stored as usize;
+    let crc_bytes = &buf[payload_end..];
     let expected = u32::from_le_bytes([crc_bytes[0], crc_bytes[1], crc_bytes[2], crc_bytes[3]]);
-    let actual = crate::crc::mask(crc32c::crc32c_append(crc32c::crc32c(&header), payload));
+    // The crc32c of the header and the payload, which lie together in `buf`.
+    let actual = crate::crc::mask(crc32c::crc32c(&buf[..payload_end]));
     if expected != actual {
         return Err(origin.corrupt(
             offset,
@@ -261,8 +315,11 @@ fn read_block_with(
                     format!("raw block claims {raw_len} bytes but stores {stored}"),
                 ));
             }
-            body.truncate(stored as usize);
-            body
+            // The payload moves to the front of the buffer it was read
+            // into: no second allocation.
+            buf.copy_within(HEADER_LEN..payload_end, 0);
+            buf.truncate(stored as usize);
+            buf
         }
         FLAG_LZ4 => {
             // Each LZ4 byte expands to at most 255 bytes (a match-length
@@ -278,6 +335,7 @@ fn read_block_with(
                     ),
                 ));
             }
+            let payload = &buf[HEADER_LEN..payload_end];
             let mut raw = vec![0u8; raw_len as usize];
             match lz4_flex::block::decompress_into(payload, &mut raw) {
                 Ok(n) if n == raw_len as usize => raw,
@@ -621,6 +679,46 @@ mod tests {
         let src = crate::storage::FileSource::open(&fs::FsHandle::real(), &path, None).unwrap();
         let err = scan_to_error(&src, origin);
         assert!(err.contains("runs past the end"), "{err}");
+    }
+
+    /// A sized read takes a block in one positional read when the guess
+    /// covers it and in two (the rest only) when it does not, decodes the
+    /// same bytes either way, and finds the same damage as a plain read.
+    #[test]
+    fn a_sized_read_takes_a_block_in_one_read_when_the_guess_covers_it() {
+        let p = PathBuf::from("t");
+        let origin = Origin {
+            file: &p,
+            component: Component::Data,
+        };
+        let (out, raws) = encoded_blocks(6, |i| (3000 + 500 * i as usize, i % 2 == 0));
+        let mut at = PREAMBLE_LEN;
+        for raw in &raws {
+            let whole = read_block(&MemSource(out.clone()), at, origin).unwrap();
+            assert_eq!(&whole.raw, raw);
+            let len = (whole.next - at) as usize;
+            for (guess, reads) in [(len, 1), (len + 4096, 1), (len - 1, 2), (HEADER_LEN, 2)] {
+                let src = Counting(MemSource(out.clone()), Default::default());
+                let b = read_block_sized(&src, at, origin, guess).unwrap();
+                assert_eq!((&b.raw, b.next), (raw, whole.next), "guess {guess}");
+                assert_eq!(src.1.load(std::sync::atomic::Ordering::Relaxed), reads);
+            }
+            // Damage anywhere in the block: the same error as a plain read.
+            for i in [0, 3, HEADER_LEN + 7, len - 1] {
+                let mut bad = out.clone();
+                bad[at as usize + i] ^= 0x21;
+                let plain = read_block(&MemSource(bad.clone()), at, origin).map(|b| b.raw);
+                for guess in [len, len + 100, len / 2] {
+                    let sized =
+                        read_block_sized(&MemSource(bad.clone()), at, origin, guess).map(|b| b.raw);
+                    match (&plain, &sized) {
+                        (Err(a), Err(b)) => assert_eq!(a.to_string(), b.to_string()),
+                        other => panic!("byte {i}, guess {guess}: {other:?}"),
+                    }
+                }
+            }
+            at = whole.next;
+        }
     }
 
     /// A block with a valid checksum whose header claims far more raw bytes

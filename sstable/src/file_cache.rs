@@ -16,7 +16,8 @@
 //! the same file at once. An evicted file whose read is in flight is closed
 //! when that read drops its clone; the descriptors open at any instant are
 //! therefore at most the capacity plus one per read in progress, plus one
-//! per full scan in progress (its direct-I/O descriptor, see `storage.rs`).
+//! per full scan in progress (its own descriptor, direct or through the
+//! page cache, see `storage.rs`).
 
 use std::collections::{BTreeMap, HashMap};
 use std::io;
@@ -137,8 +138,20 @@ pub fn open_files() -> usize {
 /// Opens `path` for reading; when the process (or system) is out of
 /// descriptors, closes the older half of the cached files and tries once
 /// more.
+///
+/// The descriptor is advised random reads (`posix_fadvise(RANDOM)`): it
+/// serves point reads of single blocks, for which the kernel's read-ahead
+/// had read three times the bytes asked (and, on files written with direct
+/// I/O, fetched them from the device). A scan reads through a descriptor
+/// of its own (`Source::open_direct`, or `Source::open_sequential` where
+/// direct reads are off), which keeps the kernel's read-ahead.
 fn open_file(fs: &FsHandle, path: &Path) -> io::Result<Arc<dyn File>> {
-    let open = || fs.open(path, &OpenOptions::read()).map(Arc::from);
+    let open = || {
+        let file = fs.open(path, &OpenOptions::read())?;
+        // A hint: a file that does not take it is read as before.
+        let _ = file.advise_random();
+        Ok::<_, io::Error>(Arc::from(file))
+    };
     match open() {
         Err(e) if matches!(e.raw_os_error(), Some(EMFILE | ENFILE)) => {
             {
@@ -202,6 +215,20 @@ impl CachedFile {
         state.files.insert(self.id, (Arc::clone(&file), tick));
         state.order.insert(tick, self.id);
         file
+    }
+
+    /// The file opened again, outside the cache and without the
+    /// random-read advice, for one sequential scan: an error unless it is
+    /// still the file that was opened (same identity and length).
+    pub(crate) fn open_again(&self) -> io::Result<Box<dyn File>> {
+        let file = self.fs.open(&self.path, &OpenOptions::read())?;
+        if (file.identity()?, file.len()?) != (self.identity, self.len) {
+            return Err(io::Error::other(format!(
+                "{} was replaced since the sstable was opened",
+                self.path.display()
+            )));
+        }
+        Ok(file)
     }
 
     /// The open file: from the cache, or opened again (outside the lock).

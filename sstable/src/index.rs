@@ -78,6 +78,20 @@ pub(crate) fn decode_rest(
             key.token().value()
         )));
     }
+    decode_positions(d, key)
+}
+
+/// [`decode_rest`] of the entry whose token and key bytes [`peek_key`]
+/// found equal to `key`'s: the entry takes a clone of `key` instead of a
+/// copy of its bytes hashed again (the token it stores is `key`'s, which
+/// hashes to it).
+pub(crate) fn decode_rest_of(d: &mut Decoder<'_>, key: &DecoratedKey) -> Result<IndexEntry, Error> {
+    decode_positions(d, key.clone())
+}
+
+/// The rest of an entry after its key: its Data position, size and
+/// clustering blocks.
+fn decode_positions(d: &mut Decoder<'_>, key: DecoratedKey) -> Result<IndexEntry, Error> {
     let data_block = d.uvarint("data block offset")?;
     let in_block = d.uvarint("offset in data block")?;
     let size = d.uvarint("partition size")?;

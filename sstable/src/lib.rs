@@ -105,6 +105,7 @@ mod directory;
 mod error;
 mod file_cache;
 mod index;
+mod index_cache;
 mod reader;
 mod slice;
 mod statistics;
@@ -125,6 +126,9 @@ pub use directory::{
 };
 pub use error::{Component, Error, Result};
 pub use file_cache::{DEFAULT_MAX_OPEN_FILES, max_open_files, open_files, set_max_open_files};
+pub use index_cache::{
+    DEFAULT_INDEX_CACHE_BUDGET, index_cache_budget, index_cache_bytes, set_index_cache_budget,
+};
 /// The data model an sstable stores: mutations, keys, ranges and fragment
 /// streams.
 pub use mutation;

@@ -21,6 +21,31 @@ pub(crate) trait Source: Send + Sync + std::fmt::Debug {
     fn open_direct(&self) -> Option<DirectSource> {
         None
     }
+    /// A reader of the same bytes through the page cache on a descriptor
+    /// of its own, for a sequential scan that does not read directly: the
+    /// kernel reads ahead of it, which it does not for the shared
+    /// descriptors of point reads. `None` where there is none (in memory,
+    /// or the file cannot be opened again as the same file).
+    fn open_sequential(&self) -> Option<SequentialSource> {
+        None
+    }
+}
+
+/// A component file opened a second time, through the page cache, for one
+/// sequential scan ([`Source::open_sequential`]): each read is charged to
+/// the device as the cached file's are.
+#[derive(Debug)]
+pub(crate) struct SequentialSource {
+    file: Box<dyn fs::File>,
+    device: Option<Arc<device::Device>>,
+}
+
+impl SequentialSource {
+    /// Fills `buf` from `offset`; short reads are errors.
+    pub(crate) fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
+        device::charge_read(self.device.as_deref(), buf.len() as u64);
+        self.file.read_exact_at(buf, offset)
+    }
 }
 
 /// Whether full scans read with direct I/O ([`set_direct_scans`]).
@@ -115,6 +140,13 @@ impl Source for FileSource {
         let reader = writeback::direct::DirectReader::new(file.reopen_direct().ok()??);
         Some(DirectSource {
             reader,
+            device: self.device.clone(),
+        })
+    }
+
+    fn open_sequential(&self) -> Option<SequentialSource> {
+        Some(SequentialSource {
+            file: self.file.open_again().ok()?,
             device: self.device.clone(),
         })
     }

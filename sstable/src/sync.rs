@@ -16,6 +16,8 @@
 //! * an open sstable (`Arc` of its immutable parts and sources) has no
 //!   protocol between threads for loom to explore, and is opened outside
 //!   models as often as inside other crates' ones;
+//! * an open sstable's cache of Index blocks (`index_cache`) fills each
+//!   slot once (`OnceLock`) and counts bytes against a static budget;
 //! * the id counter is a static, and the blocks-read counter orders
 //!   nothing between threads; so is the direct-scans setting, a flag read
 //!   once per scan.
@@ -25,5 +27,5 @@
 //! leak).
 
 pub(crate) use ::sync::plain::{
-    Arc, AtomicBool, AtomicU64, LazyLock, Mutex, MutexGuard, Ordering, PoisonError,
+    Arc, AtomicBool, AtomicU64, LazyLock, Mutex, MutexGuard, OnceLock, Ordering, PoisonError,
 };

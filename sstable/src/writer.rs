@@ -420,13 +420,17 @@ impl Writer {
     }
 
     /// Encodes `fragment` into the open Data block, closing it first when it
-    /// is full, and records it.
+    /// is full, and records it. A partition end (one byte) never opens a
+    /// block: it stays with the fragment before it, so a point read of a
+    /// partition that fills its block reads that block only, not the next
+    /// one for the end alone.
     fn append(&mut self, fragment: &Fragment) -> Result<(), Error> {
         let limit = MAX_BLOCK as usize;
-        if self
-            .data
-            .as_ref()
-            .is_some_and(|d| d.block_len() >= self.options.block_size)
+        if !matches!(fragment, Fragment::PartitionEnd)
+            && self
+                .data
+                .as_ref()
+                .is_some_and(|d| d.block_len() >= self.options.block_size)
         {
             self.flush_block()?;
         }
@@ -458,6 +462,18 @@ impl Writer {
             len as u64,
         );
         self.raw_total += len as u64;
+        if matches!(fragment, Fragment::PartitionEnd)
+            && self
+                .data
+                .as_ref()
+                .is_some_and(|d| d.block_len() >= self.options.block_size)
+        {
+            // Full with its partition's end: closed now, as the next
+            // fragment would have closed it, so `bytes_written` counts it
+            // before the next partition starts (compaction cuts its
+            // outputs there).
+            self.flush_block()?;
+        }
         if let Some(entry) = entry {
             if self.index_block_first.is_none() {
                 self.index_block_first = Some(entry.key.clone());

@@ -14,8 +14,9 @@
 //! fdatasync is still what durability rests on. Elsewhere it does nothing.
 //!
 //! Neither rustix (1.1.6) nor nix (0.32) wraps `sync_file_range`, so the
-//! call goes through `libc`, in one of this crate's two unsafe blocks; the
-//! other is [`drop_cached`]'s `posix_fadvise` (the same shape). With
+//! call goes through `libc`, in one of this crate's three unsafe blocks; the
+//! others are the `posix_fadvise` calls of [`drop_cached`] and
+//! [`advise_random`] (the same shape). With
 //! logalloc's, they are the workspace's only unsafe code outside the
 //! counting allocators of its tests and benchmarks.
 //!
@@ -136,6 +137,42 @@ pub fn drop_cached(file: &File, offset: u64, len: u64) -> io::Result<()> {
 /// None here.
 #[cfg(not(target_os = "linux"))]
 pub fn drop_cached(_file: &File, _offset: u64, _len: u64) -> io::Result<()> {
+    Ok(())
+}
+
+/// Tells the kernel that `file` (this open descriptor) is read at random
+/// offsets (`posix_fadvise(POSIX_FADV_RANDOM)`): its reads bring in the
+/// pages they ask for and no read-ahead. For descriptors that serve point
+/// reads of a few KiB, where read-ahead would read (and, on files written
+/// with direct I/O, fetch from the device) pages nobody asked for. A hint:
+/// a file that does not take it counts as done. Elsewhere a no-op.
+///
+/// # Errors
+/// The system's error.
+#[cfg(target_os = "linux")]
+#[allow(
+    unsafe_code,
+    reason = "posix_fadvise through libc, as drop_cached: the call takes an \
+              open descriptor and integers and touches no memory of ours"
+)]
+pub fn advise_random(file: &File) -> io::Result<()> {
+    use std::os::fd::AsRawFd;
+    // SAFETY: posix_fadvise takes a file descriptor, two integers and a
+    // valid advice constant and reads or writes no memory of this process;
+    // the descriptor is borrowed from `file`, so it stays open for the call.
+    let rc = unsafe { libc::posix_fadvise(file.as_raw_fd(), 0, 0, libc::POSIX_FADV_RANDOM) };
+    match rc {
+        0 | libc::ESPIPE | libc::EINVAL => Ok(()),
+        e => Err(io::Error::from_raw_os_error(e)),
+    }
+}
+
+/// Advises random reads: a no-op on this system.
+///
+/// # Errors
+/// None here.
+#[cfg(not(target_os = "linux"))]
+pub fn advise_random(_file: &File) -> io::Result<()> {
     Ok(())
 }
 

@@ -1,15 +1,14 @@
 //! Point lookups and clustering slices: the filter, the Summary and one
-//! Index block find a partition; its Data blocks are read from there.
+//! Index block (kept in memory once read, `index_cache`) find a partition; its Data blocks are read from there.
 
 use std::ops::Bound;
 
 use mutation::{ClusteringRange, DecoratedKey, Fragment, PartitionRange, Position, RingPosition};
 
 use super::{DataCursor, Sstable};
-use crate::block::{HEADER_LEN, read_block};
 use crate::decoder::{Decoder, Origin};
 use crate::error::{Component, Error};
-use crate::index::{IndexEntry, decode_entry, decode_rest, peek_key, skip_rest};
+use crate::index::{IndexEntry, decode_entry};
 use crate::slice::Slicer;
 
 impl Sstable {
@@ -22,19 +21,8 @@ impl Sstable {
         let Some(i) = self.inner.summary.locate(token, key.key().as_bytes()) else {
             return Ok(None);
         };
-        let offset = self.inner.summary.entries[i].index_offset;
-        let origin = self.inner.origin(Component::Index);
-        let block = read_block(self.inner.source(Component::Index), offset, origin)?;
-        let mut d = Decoder::new(&block.raw, offset + HEADER_LEN as u64, origin);
-        while !d.is_empty() {
-            let (t, k) = peek_key(&mut d)?;
-            match (t, k).cmp(&(token, key.key().as_bytes())) {
-                std::cmp::Ordering::Less => skip_rest(&mut d)?,
-                std::cmp::Ordering::Equal => return decode_rest(&mut d, t, k).map(Some),
-                std::cmp::Ordering::Greater => return Ok(None),
-            }
-        }
-        Ok(None)
+        let block = self.inner.index_block(i)?;
+        block.find(key, self.inner.origin(Component::Index))
     }
 
     /// The first index entry not before the start of `range`, if any.
@@ -42,16 +30,12 @@ impl Sstable {
         let entries = &self.inner.summary.entries;
         let n = entries.partition_point(|e| before_start(range.start(), e.token, &e.key));
         let origin = self.inner.origin(Component::Index);
-        for e in &entries[n.saturating_sub(1)..] {
-            let block = read_block(self.inner.source(Component::Index), e.index_offset, origin)?;
-            let mut d = Decoder::new(&block.raw, e.index_offset + HEADER_LEN as u64, origin);
-            while !d.is_empty() {
-                let (t, k) = peek_key(&mut d)?;
-                if before_start(range.start(), t, k) {
-                    skip_rest(&mut d)?;
-                } else {
-                    return decode_rest(&mut d, t, k).map(Some);
-                }
+        for i in n.saturating_sub(1)..entries.len() {
+            let block = self.inner.index_block(i)?;
+            if let Some(entry) =
+                block.first_not(origin, |t, k| before_start(range.start(), t, k))?
+            {
+                return Ok(Some(entry));
             }
         }
         Ok(None)

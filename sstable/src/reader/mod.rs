@@ -13,10 +13,11 @@ use std::path::{Path, PathBuf};
 
 use mutation::DecoratedKey;
 
-use crate::block::read_block;
+use crate::block::read_block_sized;
 use crate::bloom::BloomFilter;
 use crate::decoder::Origin;
 use crate::error::{Component, Error, io_err};
+use crate::index_cache::{BlockRef, IndexBlock, IndexCache};
 use crate::statistics::Statistics;
 use crate::storage::{MemSource, ReleasedSource, Source};
 use crate::summary::Summary;
@@ -47,6 +48,23 @@ pub(crate) struct Inner {
     pub(crate) first: Option<DecoratedKey>,
     pub(crate) last: Option<DecoratedKey>,
     pub(crate) data_blocks_read: AtomicU64,
+    /// Bytes the first read of a Data block asks for
+    /// ([`data_block_guess`]): most blocks are read whole in one.
+    pub(crate) data_block_guess: usize,
+    /// The Index blocks read so far, kept (`index_cache`).
+    pub(crate) index_cache: IndexCache,
+}
+
+/// The first read of a point read's Data block: the sstable's average
+/// block (header, payload and crc) and an eighth more, so blocks cut at
+/// the same `block_size` from fragments of similar sizes are read in one
+/// positional read; a longer one costs a second read of the rest. At
+/// least 4 KiB, at most 1 MiB.
+pub(crate) fn data_block_guess(stats: &Statistics) -> usize {
+    let blocks = stats.data_blocks.max(1);
+    let average = stats.data_size.saturating_sub(crate::block::PREAMBLE_LEN) / blocks;
+    let guess = average.saturating_add(average / 8);
+    usize::try_from(guess.clamp(4 << 10, 1 << 20)).unwrap_or(1 << 20)
 }
 
 fn slot(c: Component) -> usize {
@@ -96,11 +114,29 @@ impl Inner {
 
     fn read_data_block(&self, offset: u64) -> Result<crate::block::Block, Error> {
         self.data_blocks_read.fetch_add(1, Ordering::Relaxed);
-        read_block(
+        read_block_sized(
             self.source(Component::Data),
             offset,
             self.origin(Component::Data),
+            self.data_block_guess,
         )
+    }
+
+    /// The Index block of Summary entry `i`: from the cache, or read
+    /// (in one positional read: the next entry's offset, or the end of the
+    /// Index, tells its length), walked, and kept if the budget allows.
+    pub(crate) fn index_block(&self, i: usize) -> Result<BlockRef<'_>, Error> {
+        self.index_cache.get_or_load(i, || {
+            let entries = &self.summary.entries;
+            let offset = entries[i].index_offset;
+            let end = entries
+                .get(i + 1)
+                .map_or(self.summary.index_size, |e| e.index_offset);
+            let len = usize::try_from(end.saturating_sub(offset)).unwrap_or(usize::MAX);
+            let origin = self.origin(Component::Index);
+            let block = read_block_sized(self.source(Component::Index), offset, origin, len)?;
+            IndexBlock::new(block.raw, offset + crate::block::HEADER_LEN as u64, origin)
+        })
     }
 
     /// [`read_data_block`](Self::read_data_block) for a sequential scan,

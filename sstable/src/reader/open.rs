@@ -13,6 +13,7 @@ use crate::block::{
 use crate::bloom::BloomFilter;
 use crate::directory::{component_path, parse_component_path};
 use crate::error::{Component, Error, io_err};
+use crate::index_cache::IndexCache;
 use crate::statistics::Statistics;
 use crate::storage::{FileSource, MemSource, Source};
 use crate::summary::Summary;
@@ -127,6 +128,8 @@ impl Sstable {
             first: None,
             last: None,
             data_blocks_read: AtomicU64::new(0),
+            data_block_guess: 0,
+            index_cache: IndexCache::default(),
         };
         let read_all = |inner: &Inner, c: Component| -> Result<Vec<u8>, Error> {
             let src = inner.source(c);
@@ -248,6 +251,8 @@ impl Sstable {
         }
         inner.first = first;
         inner.last = last;
+        inner.data_block_guess = super::data_block_guess(&stats);
+        inner.index_cache = IndexCache::new(summary.entries.len());
         inner.stats = stats;
         inner.summary = summary;
         inner.filter = filter;
