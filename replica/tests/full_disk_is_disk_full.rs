@@ -108,6 +108,33 @@ fn a_flush_into_a_full_data_directory_is_disk_full_naming_it() {
 }
 
 #[test]
+fn a_flush_that_hit_a_full_disk_is_retried_by_itself_once_space_returns() {
+    let (disk, fs, dir, db) = open();
+    let mut acked = Acked::default();
+    for i in 0..10 {
+        put(&db, &mut acked, i).unwrap();
+    }
+    disk.add_rule(FaultRule::every(Op::Write, FaultError::NoSpace).on_paths("sst-"))
+        .unwrap();
+    assert!(db.flush("t").unwrap_err().is_disk_full());
+    assert_eq!(db.metrics().sstables(), 0);
+    // Space returns; nobody asks for a flush again: the dirty-memory
+    // manager's back-off retries (100 ms doubling to 10 s) bring it in.
+    disk.clear_rules();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while db.metrics().sstables() == 0 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the failed flush was not retried within 60 s of space returning"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    put(&db, &mut acked, 10).unwrap();
+    db.close().unwrap();
+    check(&fs, dir, &acked).unwrap();
+}
+
+#[test]
 fn a_compaction_into_a_full_data_directory_is_disk_full_naming_it() {
     let (disk, fs, dir, db) = open();
     let mut acked = Acked::default();
