@@ -17,8 +17,14 @@ use replica::{Database, Error, TableSchema};
 use sweep::{Acked, check, config};
 
 fn put(db: &Database, acked: &mut Acked, i: usize) -> Result<(), Error> {
+    put_sized(db, acked, i, 0)
+}
+
+/// Writes row `i` of `t` with a value padded by `pad` bytes.
+fn put_sized(db: &Database, acked: &mut Acked, i: usize, pad: usize) -> Result<(), Error> {
     let r = (format!("k{}", i % 4), format!("r{i:03}"));
-    let value = format!("v{i}").into_bytes();
+    let mut value = format!("v{i}").into_bytes();
+    value.resize(value.len() + pad, b'.');
     let m = Mutation::builder(DecoratedKey::from_bytes(r.0.clone()).unwrap())
         .cell(
             r.1.clone(),
@@ -161,4 +167,99 @@ fn a_compaction_into_a_full_data_directory_is_disk_full_naming_it() {
     db.compact("t").unwrap();
     db.close().unwrap();
     check(&fs, dir, &acked).unwrap();
+}
+
+/// A small tmpfs mounted for a test, unmounted (and its mount point
+/// removed, with the temporary directory) when dropped.
+struct Tmpfs {
+    dir: tempfile::TempDir,
+}
+
+impl Tmpfs {
+    /// Mounts a `size` tmpfs, or `None` (with the reason) where mount is
+    /// refused (not root, no mount namespace).
+    fn mount(size: &str) -> Result<Tmpfs, String> {
+        let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
+        let out = std::process::Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+            .arg(dir.path())
+            .output()
+            .map_err(|e| format!("cannot run mount: {e}"))?;
+        if !out.status.success() {
+            return Err(String::from_utf8_lossy(&out.stderr).trim().to_owned());
+        }
+        Ok(Tmpfs { dir })
+    }
+
+    fn path(&self) -> &Path {
+        self.dir.path()
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount")
+            .arg(self.dir.path())
+            .status();
+    }
+}
+
+#[test]
+fn a_full_tmpfs_under_the_log_is_disk_full_and_loses_nothing_acknowledged() {
+    let tmpfs = match Tmpfs::mount("64m") {
+        Ok(t) => t,
+        Err(why) => {
+            eprintln!("skipped: a tmpfs cannot be mounted here ({why})");
+            return;
+        }
+    };
+    let dir = tmpfs.path().join("db");
+    let fs = FsHandle::real();
+    let c = config(&dir, fs.clone());
+    let log_dir = c.commitlog_dir();
+    let db = Database::open(c).unwrap();
+    db.create_table(TableSchema::new("t").unwrap()).unwrap();
+    let mut acked = Acked::default();
+    for i in 0..20 {
+        put_sized(&db, &mut acked, i, 1000).unwrap();
+    }
+    // Fill the file system.
+    let filler = tmpfs.path().join("filler");
+    {
+        use std::io::Write;
+        let mut f = std::fs::File::create(&filler).unwrap();
+        let chunk = vec![1u8; 1 << 20];
+        loop {
+            match f.write_all(&chunk) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::StorageFull => break,
+                Err(e) => panic!("filling the tmpfs: {e}"),
+            }
+        }
+        // What is left of the last chunk, a page at a time.
+        while f.write_all(&chunk[..4096]).is_ok() {}
+    }
+    let mut failed = None;
+    for i in 20..2_000 {
+        if let Err(e) = put_sized(&db, &mut acked, i, 1000) {
+            failed = Some(e);
+            break;
+        }
+    }
+    let e = failed.expect("the full tmpfs stopped the writes");
+    match &e {
+        Error::DiskFull {
+            dir: named, what, ..
+        } => {
+            assert_eq!(named, &log_dir, "{e}");
+            assert_eq!(what, "commit log");
+        }
+        other => panic!("{other}"),
+    }
+    // Space returns; the process reopens the database (resume without a
+    // reopen is not built yet) and finds every acknowledged write.
+    std::fs::remove_file(&filler).unwrap();
+    let _ = db.close();
+    drop(db);
+    check(&fs, &dir, &acked).unwrap();
 }
