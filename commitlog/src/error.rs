@@ -72,6 +72,21 @@ pub enum Error {
     /// cannot be retried safely).
     #[error("commit log failed earlier and accepts no more writes")]
     Failed(#[source] PlainArc<std::io::Error>),
+    /// The disk holding the log is full (a write, sync or segment creation
+    /// failed with `ENOSPC`, [`std::io::ErrorKind::StorageFull`]). Like
+    /// [`Error::Failed`], the log accepts no more writes after it; every
+    /// entry acknowledged before it is durable.
+    #[error(
+        "commit log directory {} is full (no space left on device); the log accepts no more writes",
+        dir.display()
+    )]
+    DiskFull {
+        /// The log's directory.
+        dir: PathBuf,
+        /// The error of the call that hit the full disk.
+        #[source]
+        source: PlainArc<std::io::Error>,
+    },
     /// The log was closed.
     #[error("commit log is closed")]
     Closed,
@@ -115,6 +130,31 @@ pub enum Error {
 }
 
 impl Error {
+    /// The error a writer gets for the log's failure `e` in `dir`:
+    /// [`Error::DiskFull`] when the disk was full, [`Error::Failed`]
+    /// otherwise.
+    pub(crate) fn failure(dir: PathBuf, e: &PlainArc<std::io::Error>) -> Self {
+        if e.kind() == std::io::ErrorKind::StorageFull {
+            Error::DiskFull {
+                dir,
+                source: PlainArc::clone(e),
+            }
+        } else {
+            Error::Failed(PlainArc::clone(e))
+        }
+    }
+
+    /// Whether this error, or the one that stopped a batch part-way, is
+    /// [`Error::DiskFull`].
+    #[must_use]
+    pub fn is_disk_full(&self) -> bool {
+        match self {
+            Error::DiskFull { .. } => true,
+            Error::BatchIncomplete { source, .. } => source.is_disk_full(),
+            _ => false,
+        }
+    }
+
     pub(crate) fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
         Error::Io {
             path: path.into(),

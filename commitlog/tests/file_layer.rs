@@ -98,3 +98,54 @@ fn a_failed_sync_stops_the_log_and_keeps_what_it_acknowledged() {
     }
     assert_eq!(cases, 8);
 }
+
+#[test]
+fn a_full_disk_is_disk_full_naming_the_directory_and_keeps_what_it_acknowledged() {
+    let dir = Path::new("/log");
+    // A full disk on the Nth write, on the Nth sync, and on every segment
+    // creation (the log's first segments fill after a few dozen rows).
+    let cases = [
+        FaultRule::nth(Op::Write, 3, FaultError::NoSpace),
+        FaultRule::nth(Op::Sync, 3, FaultError::NoSpace),
+        FaultRule::every(Op::Create, FaultError::NoSpace),
+    ];
+    for rule in cases {
+        let disk = FaultFs::new(Arc::new(PowerLossFs::new()));
+        let fs = FsHandle::new(Arc::new(disk.clone()));
+        let mut c = config(CorruptionPolicy::Stop);
+        c.fs = fs.clone();
+        let (log, _) = CommitLog::open(dir, c, |_, _, _| {}).unwrap();
+        disk.reset_counts();
+        disk.add_rule(rule.clone()).unwrap();
+        let mut acked = Vec::new();
+        let mut failed = None;
+        for i in 0..200 {
+            match log.add(1, &row("k", i, 300)) {
+                Ok(_) if failed.is_none() => acked.push(format!("k{i}")),
+                Ok(_) => panic!("{rule:?}: an add succeeded after the disk was full"),
+                Err(e) => {
+                    failed.get_or_insert(e);
+                }
+            }
+        }
+        let e = failed.unwrap_or_else(|| panic!("{rule:?}: the full disk reached a writer"));
+        assert!(e.is_disk_full(), "{rule:?}: {e}");
+        match &e {
+            Error::DiskFull { dir: named, source } => {
+                assert_eq!(named, dir, "{rule:?}");
+                assert_eq!(source.kind(), std::io::ErrorKind::StorageFull);
+            }
+            other => panic!("{rule:?}: {other}"),
+        }
+        let msg = e.to_string();
+        assert!(msg.contains("/log") && msg.contains("full"), "{msg}");
+        // Every later writer gets the same class, not the generic failure.
+        assert!(log.add(1, &row("k", 0, 300)).unwrap_err().is_disk_full());
+        let _ = log.close();
+        disk.clear_rules();
+        let got = replayed(&fs, dir);
+        for k in &acked {
+            assert!(got.contains(k), "{rule:?}: {k} lost");
+        }
+    }
+}

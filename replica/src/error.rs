@@ -1,6 +1,6 @@
 //! The crate's one error type.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// Everything that can go wrong in this crate. Each message names the thing
 /// at fault and, where there is one, the limit it broke.
@@ -225,6 +225,27 @@ pub enum Error {
         #[source]
         source: compaction::Error,
     },
+    /// The disk is full: a commit-log write, a flush or a compaction failed
+    /// with `ENOSPC` ([`std::io::ErrorKind::StorageFull`]). Every write
+    /// acknowledged before it is durable; the log accepts no more writes
+    /// (today only a reopen brings it back), a failed flush keeps its
+    /// memtable and is retried, a failed compaction keeps its inputs.
+    #[error(
+        "{what}: directory {} is full (no space left on device)",
+        dir.display()
+    )]
+    DiskFull {
+        /// What hit the full disk: the commit log, a table's flush or
+        /// compaction.
+        what: String,
+        /// The directory that is full (the commit log's, or the data
+        /// directory the flush or compaction wrote to).
+        dir: PathBuf,
+        /// The error of the component that hit it, with the I/O error at
+        /// the end of its chain.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync + 'static>,
+    },
     /// A background component (dirty-memory manager, flush scheduler,
     /// memory pool) could not be started.
     #[error("cannot start the {what}: {detail}")]
@@ -238,6 +259,98 @@ pub enum Error {
 
 /// The crate's result type.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+impl Error {
+    /// Whether this is [`Error::DiskFull`].
+    #[must_use]
+    pub fn is_disk_full(&self) -> bool {
+        matches!(self, Error::DiskFull { .. })
+    }
+
+    /// A commit-log error: [`Error::DiskFull`] naming the log's directory
+    /// when the disk was full, [`Error::CommitLog`] otherwise.
+    pub(crate) fn commit_log(source: commitlog::Error) -> Self {
+        match full_disk_dir(&source) {
+            Some(Some(dir)) => Error::DiskFull {
+                what: "commit log".to_owned(),
+                dir,
+                source: Box::new(source),
+            },
+            _ => Error::CommitLog { source },
+        }
+    }
+
+    /// A failed flush of `table`: [`Error::DiskFull`] when the disk was
+    /// full, naming the directory of the file that hit it (or `data_dir`
+    /// when the chain names none), [`Error::Flush`] otherwise.
+    pub(crate) fn flush(table: &str, data_dir: &Path, source: dirty_memory::Error) -> Self {
+        match full_disk_dir(&source) {
+            Some(dir) => Error::DiskFull {
+                what: format!("flush of table {table:?}"),
+                dir: dir.unwrap_or_else(|| data_dir.to_path_buf()),
+                source: Box::new(source),
+            },
+            None => Error::Flush {
+                table: table.to_owned(),
+                source,
+            },
+        }
+    }
+
+    /// A failed compaction of `table` in `set_dir`: [`Error::DiskFull`]
+    /// when the disk was full, naming the directory of the file that hit
+    /// it (or `set_dir`), [`Error::Compaction`] otherwise.
+    pub(crate) fn compaction(table: &str, set_dir: &Path, source: compaction::Error) -> Self {
+        match full_disk_dir(&source) {
+            Some(dir) => Error::DiskFull {
+                what: format!("compaction of table {table:?}"),
+                dir: dir.unwrap_or_else(|| set_dir.to_path_buf()),
+                source: Box::new(source),
+            },
+            None => Error::Compaction {
+                table: table.to_owned(),
+                source,
+            },
+        }
+    }
+}
+
+/// Walks `err` and its sources: `None` if no `ENOSPC` is among them, else
+/// `Some` of the directory named nearest above it (the log's directory, or
+/// the parent of the sstable or compaction file whose call failed), if any.
+pub(crate) fn full_disk_dir(err: &(dyn std::error::Error + 'static)) -> Option<Option<PathBuf>> {
+    let mut dir: Option<PathBuf> = None;
+    let mut cur: Option<&(dyn std::error::Error + 'static)> = Some(err);
+    while let Some(e) = cur {
+        let named = if let Some(e) = e.downcast_ref::<commitlog::Error>() {
+            match e {
+                commitlog::Error::DiskFull { dir, .. } => return Some(Some(dir.clone())),
+                commitlog::Error::Io { path, .. } => path.parent().map(Path::to_path_buf),
+                _ => None,
+            }
+        } else if let Some(sstable::Error::Io { path, .. }) = e.downcast_ref::<sstable::Error>() {
+            path.parent().map(Path::to_path_buf)
+        } else if let Some(compaction::Error::Io { path, .. }) =
+            e.downcast_ref::<compaction::Error>()
+        {
+            path.parent().map(Path::to_path_buf)
+        } else {
+            None
+        };
+        if named.is_some() {
+            dir = named;
+        }
+        let io = e.downcast_ref::<std::io::Error>().or_else(|| {
+            e.downcast_ref::<crate::sync::Arc<std::io::Error>>()
+                .map(|a| &**a)
+        });
+        if io.is_some_and(|io| io.kind() == std::io::ErrorKind::StorageFull) {
+            return Some(dir);
+        }
+        cur = e.source();
+    }
+    None
+}
 
 /// Maps an `io::Error` of `op` on `path` to [`Error::Io`].
 pub(crate) fn io_err(

@@ -174,7 +174,11 @@
 //! * after a machine crash every write acknowledged in batch mode is
 //!   replayed, no committed sstable is missing or torn, and no dropped
 //!   table's rows return;
-//! * a full disk is, for now, the I/O error of the call that hit it.
+//! * a full disk (`ENOSPC`) is [`Error::DiskFull`], naming the directory
+//!   that is full and what hit it (the commit log, a table's flush or
+//!   compaction); the log then stops as for any write error, a flush keeps
+//!   its memtable, a compaction its inputs; resuming without a reopen is
+//!   not built yet.
 //!
 //! The sweeps in `tests/fault_sweep.rs` (each file call failed in turn)
 //! and `tests/power_loss_sweep.rs` (a crash at each sync point) show it;

@@ -2,6 +2,7 @@
 //! making) a segment with room, the wait at the size limit, and the copy
 //! into the pending buffer.
 
+use std::io;
 use std::time::{Duration, Instant};
 
 use mutation::Mutation;
@@ -115,9 +116,9 @@ pub(super) struct Placed {
 }
 
 impl Shared {
-    pub(super) fn check_usable(st: &State) -> Result<(), Error> {
+    pub(super) fn check_usable(&self, st: &State) -> Result<(), Error> {
         if let Some(e) = &st.failed {
-            return Err(Error::Failed(PlainArc::clone(e)));
+            return Err(self.failure(e));
         }
         if st.closing {
             return Err(Error::Closed);
@@ -263,7 +264,7 @@ impl Shared {
         let mut switched = false;
         let mut waits = RoomWaits::default();
         let found = loop {
-            if let Err(e) = Self::check_usable(st) {
+            if let Err(e) = self.check_usable(st) {
                 break Err(e);
             }
             match self.wait_for_buffer_budget(st, framed, &mut budget_deadline, &mut waits) {
@@ -393,6 +394,9 @@ impl Shared {
                 st.disk_bytes -= u64::from(size);
                 // An empty leftover replays as nothing; remove it if we can.
                 let _ = self.storage.remove(id);
+                if e.kind() == io::ErrorKind::StorageFull {
+                    return Err(Error::failure(self.dir(), &PlainArc::new(e)));
+                }
                 Err(Error::io(self.storage.path(id), e))
             }
         }

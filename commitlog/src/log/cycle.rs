@@ -20,7 +20,7 @@ impl Shared {
         let lead = self.config.sync == SyncMode::Batch(Duration::ZERO);
         while st.synced < end {
             if let Some(e) = &st.failed {
-                return Err(Error::Failed(PlainArc::clone(e)));
+                return Err(self.failure(e));
             }
             if lead && !st.flusher_busy {
                 // Group commit without a handoff: the first waiter to find
@@ -66,7 +66,7 @@ impl Shared {
             return Ok(());
         }
         if let Some(e) = &st.failed {
-            return Err(Error::Failed(PlainArc::clone(e)));
+            return Err(self.failure(e));
         }
         drop(st);
         let slot = &self.done[(cycle_no % 2) as usize];
@@ -76,7 +76,7 @@ impl Shared {
                 return Ok(());
             }
             if let Some(e) = &s.failed {
-                return Err(Error::Failed(PlainArc::clone(e)));
+                return Err(self.failure(e));
             }
             slot.cv.wait(&mut s);
         }

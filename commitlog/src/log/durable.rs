@@ -208,7 +208,7 @@ impl Future for Durable {
                         s.wakers.remove(k);
                     }
                     // Polled again, it reports the failure again.
-                    return Poll::Ready(Err(Error::Failed(e)));
+                    return Poll::Ready(Err(this.shared.failure(&e)));
                 }
                 let key = s.wakers.register(key, (), cx.waker());
                 this.wait = Wait::Cycle {
@@ -232,7 +232,7 @@ impl Future for Durable {
                     if let Some(k) = key {
                         st.lag_wakers.remove(k);
                     }
-                    return Poll::Ready(Err(Error::Failed(e)));
+                    return Poll::Ready(Err(this.shared.failure(&e)));
                 }
                 let key = st.lag_wakers.register(key, end, cx.waker());
                 this.wait = Wait::Synced {

@@ -60,7 +60,7 @@ pub(crate) mod tests;
 
 use std::collections::{BTreeMap, HashMap};
 use std::io;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use mutation::Mutation;
@@ -305,6 +305,21 @@ pub(crate) struct Shared {
     /// The last drop of every table still relevant, as in the drop side
     /// file (held while the file is rewritten).
     drops: Mutex<BTreeMap<TableId, ReplayPosition>>,
+}
+
+impl Shared {
+    /// The log's directory (where its segments are), for messages.
+    pub(super) fn dir(&self) -> PathBuf {
+        let seg = self.storage.path(0);
+        seg.parent().map_or(seg.clone(), Path::to_path_buf)
+    }
+
+    /// The error a writer gets for the log's failure `e`:
+    /// [`Error::DiskFull`] naming the directory when the disk was full,
+    /// [`Error::Failed`] otherwise.
+    pub(super) fn failure(&self, e: &PlainArc<io::Error>) -> Error {
+        Error::failure(self.dir(), e)
+    }
 }
 
 impl std::fmt::Debug for Shared {
@@ -772,7 +787,8 @@ impl CommitLog {
     /// Makes every entry appended so far durable (in any sync mode).
     ///
     /// # Errors
-    /// [`Error::Failed`] if a write or sync failed; [`Error::Closed`].
+    /// [`Error::Failed`] if a write or sync failed ([`Error::DiskFull`],
+    /// naming the directory, when the disk was full); [`Error::Closed`].
     pub fn sync(&self) -> Result<(), Error> {
         let mut st = self.shared.state.lock();
         let Some(active) = st.active else {
@@ -846,7 +862,8 @@ impl CommitLog {
     /// does the work; a later one (or the drop) returns `Ok` at once.
     ///
     /// # Errors
-    /// [`Error::Failed`] if a write or sync failed.
+    /// [`Error::Failed`] if a write or sync failed ([`Error::DiskFull`],
+    /// naming the directory, when the disk was full).
     pub fn close(&self) -> Result<(), Error> {
         self.shutdown()
     }
@@ -889,7 +906,7 @@ impl CommitLog {
         self.shared.retire(&mut st);
         self.shared.progress.notify_all();
         match &st.failed {
-            Some(e) => Err(Error::Failed(PlainArc::clone(e))),
+            Some(e) => Err(self.shared.failure(e)),
             None => Ok(()),
         }
     }

@@ -264,7 +264,7 @@ impl Database {
             Some(log) => log
                 .drop_table(table.id)
                 .map(drop)
-                .map_err(|source| Error::CommitLog { source }),
+                .map_err(Error::commit_log),
             None => Ok(()),
         };
         remove_table_dirs_on(&self.config.fs, &table.schema, self.config.all_dirs())?;
@@ -394,7 +394,8 @@ impl Database {
     /// # Errors
     /// [`Error::UnknownTable`], [`Error::Closed`], [`Error::Flush`] if a
     /// flush failed (its memtable is kept; dirty-memory retries transient
-    /// failures in the background).
+    /// failures in the background), [`Error::DiskFull`] naming the
+    /// directory if it failed because the disk was full.
     pub fn flush(&self, table: &str) -> Result<(), Error> {
         let _pass = self.enter("flush")?;
         let t = self.lookup(table)?;
@@ -424,10 +425,16 @@ impl Database {
             if let Err(source) = completion.wait()
                 && first.is_none()
             {
-                first = Some(Error::Flush {
-                    table: table.to_owned(),
-                    source,
-                });
+                // The flush directories, or else the data directories, are
+                // where flushes write: the first is named when the error's
+                // chain names no file.
+                let fallback = self
+                    .config
+                    .flush_dirs
+                    .first()
+                    .or(self.config.data_dirs.first())
+                    .map_or_else(std::path::PathBuf::new, Clone::clone);
+                first = Some(Error::flush(table, &fallback, source));
             }
         }
         first.map_or(Ok(()), Err)
@@ -438,7 +445,9 @@ impl Database {
     ///
     /// # Errors
     /// [`Error::UnknownTable`], [`Error::Closed`], [`Error::Compaction`]
-    /// if the job failed or was stopped by `close` (its inputs stay).
+    /// if the job failed or was stopped by `close` (its inputs stay),
+    /// [`Error::DiskFull`] naming the directory if it failed because the
+    /// disk was full.
     pub fn compact(&self, table: &str) -> Result<(), Error> {
         let _pass = self.enter("compact")?;
         let t = self.lookup(table)?;
@@ -505,7 +514,7 @@ impl Database {
         let logged = self
             .log()
             .map_or(Ok(()), CommitLog::close)
-            .map_err(|source| Error::CommitLog { source });
+            .map_err(Error::commit_log);
         self.locks.lock().clear();
         flushed.and(logged)
     }

@@ -66,8 +66,7 @@ impl Database {
         if config.commitlog != CommitLogMode::Off
             && config.commitlog_on_corruption == crate::CorruptionPolicy::Stop
         {
-            commitlog::check_with(&config.commitlog_dir(), &fs)
-                .map_err(|source| Error::CommitLog { source })?;
+            commitlog::check_with(&config.commitlog_dir(), &fs).map_err(Error::commit_log)?;
         }
         let catalog = open_catalog(&config)?;
         for orphan in
@@ -207,7 +206,7 @@ impl Database {
                 }
             }
         })
-        .map_err(|source| Error::CommitLog { source })?;
+        .map_err(Error::commit_log)?;
         let log = Arc::new(log);
         self.set_flush_handler(&log);
         if self.router.log.set(Arc::clone(&log)).is_err() {

@@ -723,17 +723,15 @@ impl TableSstables {
     /// A major compaction of every set, waiting for each.
     ///
     /// # Errors
-    /// [`Error::Compaction`] with the first failure.
+    /// [`Error::Compaction`] with the first failure ([`Error::DiskFull`]
+    /// when the disk was full).
     pub(crate) fn major(&self, table: &str) -> Result<(), Error> {
         for s in &self.sets {
             let ticket = Arc::new(Ticket::new(s));
-            s.shared
-                .manager
-                .major(ticket)
-                .map_err(|source| Error::Compaction {
-                    table: table.to_owned(),
-                    source,
-                })?;
+            s.shared.manager.major(ticket).map_err(|source| {
+                let dir = s.set.dir().map_or_else(PathBuf::new, Path::to_path_buf);
+                Error::compaction(table, &dir, source)
+            })?;
         }
         Ok(())
     }

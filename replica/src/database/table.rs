@@ -130,7 +130,7 @@ impl Table {
             Some(log) => {
                 let added = log.add(self.id, m);
                 self.counters.phases.log_append.record(entered.elapsed());
-                Some((log, added.map_err(|source| Error::CommitLog { source })?))
+                Some((log, added.map_err(Error::commit_log)?))
             }
             None => None,
         };
@@ -250,13 +250,13 @@ impl Table {
                 Ok(durable) => durable,
                 Err(source) => {
                     self.counters.phases.log_append.record(entered.elapsed());
-                    return Err(Error::CommitLog { source });
+                    return Err(Error::commit_log(source));
                 }
             };
             guard.position = Some(durable.position());
             let synced = durable.await;
             self.counters.phases.log_append.record(entered.elapsed());
-            synced.map_err(|source| Error::CommitLog { source })?;
+            synced.map_err(Error::commit_log)?;
         }
         let position = guard.position;
         let mut blocked = Duration::ZERO;
