@@ -584,8 +584,9 @@ pub struct StressOptions {
     /// When a table's flushes wait for its compactions: SLOW:STOP sorted
     /// runs (from SLOW each flush waits for one compaction step, from STOP
     /// until the count is below it; the writers wait with them at the
-    /// dirty-memory limits), or off.
-    #[arg(long, value_name = "SLOW:STOP", value_parser = crate::parse_flush_throttle, default_value = "20:28")]
+    /// dirty-memory limits), or off (the default: a held flush can stall
+    /// the writers for seconds; 20:28 bounds the runs).
+    #[arg(long, value_name = "SLOW:STOP", value_parser = crate::parse_flush_throttle, default_value = "off")]
     pub flush_throttle: replica::FlushThrottleConfig,
     /// Data directory (repeatable); given directories are kept after the
     /// run. Default: a temporary directory, removed at the end.

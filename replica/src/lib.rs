@@ -224,9 +224,10 @@
 //!   `compaction::SstableSet` (the first also holds the table's separate
 //!   flush directories), pinned by reads; compactions write into the data
 //!   directory, whichever directory their inputs are in. When a table's
-//!   sorted runs pile up, its flushes wait for its compactions
-//!   ([`FlushThrottleConfig`]), and with them the writers, at the
-//!   dirty-memory limits: compaction keeps up whatever the write rate.
+//!   sorted runs pile up, its flushes can wait for its compactions
+//!   ([`FlushThrottleConfig`], off by default), and with them the writers,
+//!   at the dirty-memory limits: compaction keeps up whatever the write
+//!   rate, at the cost of stalls while a long compaction job runs.
 //! * [`units`]: parsing of durations with clear errors (the configuration's
 //!   spellings, such as [`CommitLogMode::parse`], read them).
 //! * Feature `testing`: `Database::set_test_hook` and `Database::crash`,

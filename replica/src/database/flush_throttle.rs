@@ -38,18 +38,27 @@ pub struct FlushThrottleConfig {
 }
 
 impl Default for FlushThrottleConfig {
-    /// Slow down from 20 runs, stop at 28 (a size-tiered table of a few
-    /// GiB flushed in 64 MiB steps keeps well under 20 when compaction
-    /// keeps up).
+    /// Off: a held flush waits for a whole compaction step, and with one
+    /// compaction worker a size-tiered job of gigabytes holds the writers
+    /// for seconds (10 minutes of 1 KiB writes into a 16 MiB budget: 19
+    /// sstables instead of hundreds, but 131 s without a write done, the
+    /// longest 13.8 s; BENCHMARKS.md). Turn it on where a bounded read
+    /// amplification matters more than such stalls
+    /// ([`SUGGESTED`](Self::SUGGESTED)).
     fn default() -> Self {
-        FlushThrottleConfig {
-            slowdown_runs: 20,
-            stop_runs: 28,
-        }
+        Self::OFF
     }
 }
 
 impl FlushThrottleConfig {
+    /// Slow down from 20 runs, stop at 28 (a size-tiered table of a few
+    /// GiB flushed in 64 MiB steps keeps well under 20 when compaction
+    /// keeps up).
+    pub const SUGGESTED: FlushThrottleConfig = FlushThrottleConfig {
+        slowdown_runs: 20,
+        stop_runs: 28,
+    };
+
     /// No throttle.
     pub const OFF: FlushThrottleConfig = FlushThrottleConfig {
         slowdown_runs: 0,

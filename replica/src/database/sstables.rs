@@ -93,9 +93,10 @@ pub struct CompactionConfig {
     /// clock by default; tests use `compaction::ManualClock`).
     pub clock: Arc<dyn compaction::Clock>,
     /// When a table's flushes wait for its compactions, so that sorted
-    /// runs do not pile up under sustained writes (from 20 runs a flush
-    /// waits for a compaction step, from 28 until the count is below it;
-    /// [`FlushThrottleConfig::OFF`] never).
+    /// runs do not pile up under sustained writes (off by default: see
+    /// [`FlushThrottleConfig`]'s default; [`FlushThrottleConfig::SUGGESTED`]
+    /// waits for a compaction step from 20 runs, and from 28 until the
+    /// count is below it).
     pub flush_throttle: FlushThrottleConfig,
 }
 
